@@ -1,0 +1,1 @@
+"""The `tailor` command: a thin Typer layer over the Python API (one module per verb)."""

@@ -1,0 +1,87 @@
+"""Native JSONL: one PairCase per line (`case.model_dump_json()`), UTF-8. The format other tools write
+(the construction pipeline, tiering) and the one `tailor data convert` produces."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl
+from tailorbench.errors import DataError
+from tailorbench.personas import normalise_persona
+from tailorbench.schema import PairCase
+
+_REQUIRED = ("split", "tier", "user_id", "question", "chosen", "rejected")
+
+
+def looks_native(first_row: dict[str, Any]) -> bool:
+    return {"split", "tier", "rejected"} <= first_row.keys()
+
+
+def read_native(path: Path, invalid: InvalidRows) -> Iterator[PairCase]:
+    """PairCases from native JSONL. Explicit ids must be unique; rows without one get `split/tier/stem:line`."""
+    seen: dict[str, int] = {}
+    for line, row in read_jsonl(path, invalid):
+        try:
+            case = _row_to_case(row, path, line)
+            if case.id in seen:
+                raise DataError(path, line, "id", f"duplicate id {case.id!r} (first on line {seen[case.id]})")
+            seen[case.id] = line
+            yield case
+        except DataError as error:
+            invalid.handle(error)
+
+
+def _row_to_case(row: dict[str, Any], path: Path, line: int) -> PairCase:
+    for key in _REQUIRED:
+        if key not in row or row[key] is None:
+            raise DataError(path, line, key, "missing required field")
+    row = dict(row)
+    row["user_id"] = str(row["user_id"])
+    if row.get("id") in (None, ""):
+        row["id"] = f"{row['split']}/{row['tier']}/{path.stem}:{line}"
+    persona = row.get("persona") or {}
+    if not isinstance(persona, dict):
+        raise DataError(path, line, "persona", "expected a JSON object")
+    row["persona"] = normalise_persona(persona)[0]
+    try:
+        case = PairCase.model_validate(row)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or None
+        raise DataError(path, line, field, first["msg"]) from None
+    if case.chosen == case.rejected:
+        raise DataError(path, line, "rejected", "identical to 'chosen': not a pair")
+    if "pair_hash" not in case.meta:
+        case.meta["pair_hash"] = pair_hash(case.user_id, case.question, case.chosen, case.rejected)
+    return case
+
+
+def write_native(cases: Iterable[PairCase], path: Path) -> int:
+    """Write cases atomically (temp file + rename) so a failure never leaves a half-written benchmark."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    count = 0
+    with tmp.open("w", encoding="utf-8") as handle:
+        for case in cases:
+            handle.write(case.model_dump_json() + "\n")
+            count += 1
+    tmp.replace(path)
+    return count
+
+
+def first_row(path: Path) -> dict[str, Any] | None:
+    """The first JSON object of a file, for layout detection (None if unreadable: the reader reports why)."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                try:
+                    row = json.loads(raw.decode("utf-8-sig"))
+                except (UnicodeDecodeError, json.JSONDecodeError):
+                    return None
+                return row if isinstance(row, dict) else None
+    return None

@@ -1,0 +1,168 @@
+"""Readers for the PersonaFeedback layouts seen in the wild.
+
+- hub: `data/{general,specific,spedific}/{easy,medium,mid,hard}.jsonl` + `persona/all_personas.jsonl`;
+  `user_id` is a name key or the 1-based line number of the persona file.
+- release mirror: `{general,specific}_{easy,mid,medium,hard}.jsonl` + `persona_all/<user_id>.json`.
+
+Rows keep their file order; repeated and label-flipped rows stay separate cases (the loader counts them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tailorbench.datasets.rows import (
+    InvalidRows,
+    normalise_split,
+    normalise_tier,
+    pair_hash,
+    read_jsonl,
+    require_text,
+)
+from tailorbench.errors import DataError
+from tailorbench.personas import normalise_persona
+from tailorbench.schema import PairCase, Split, Tier
+
+_MIRROR_FILE = re.compile(r"^(general|specific|spedific)_(easy|mid|medium|hard)\.jsonl$", re.IGNORECASE)
+
+
+class PersonaIndex:
+    """Profiles addressable by name key and by 1-based line number (hub) or file stem (mirror)."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, dict[str, Any]] = {}
+        self.by_line: dict[int, str] = {}
+        self.renamed_keys = 0
+        self.used: set[str] = set()
+
+    def add(self, key: str, profile: dict[str, Any], line: int | None = None) -> None:
+        normalised, renamed = normalise_persona(profile)
+        self.renamed_keys += renamed
+        self.by_key[key] = normalised
+        if line is not None:
+            self.by_line[line] = key
+
+    def resolve(self, user_id: Any) -> str | None:
+        """The name key of a row's user_id: a name key first, then a line number."""
+        text = str(user_id).strip()
+        if text in self.by_key:
+            return text
+        if isinstance(user_id, int) or text.isdigit():
+            return self.by_line.get(int(text))
+        return None
+
+
+def is_hub_layout(path: Path) -> bool:
+    return (path / "data").is_dir() and (path / "persona" / "all_personas.jsonl").is_file()
+
+
+def is_mirror_layout(path: Path) -> bool:
+    return (path / "persona_all").is_dir() and any(_MIRROR_FILE.match(p.name) for p in path.glob("*.jsonl"))
+
+
+def _unwrap_hub_persona(row: dict[str, Any], line: int) -> tuple[str, dict[str, Any]]:
+    """A hub persona line is `{user_id|id: .., ...profile}`, `{name_key: {profile}}`, or a bare profile."""
+    for key in ("user_id", "id", "uid"):
+        if key in row and isinstance(row[key], (str, int)):
+            profile = {k: v for k, v in row.items() if k != key}
+            if set(profile) == {"persona"} and isinstance(profile["persona"], dict):
+                profile = profile["persona"]
+            return str(row[key]), profile
+    if len(row) == 1:
+        (key, value), = row.items()
+        if isinstance(value, dict):
+            return str(key), value
+    return str(line), row
+
+
+def load_hub_personas(path: Path, invalid: InvalidRows) -> PersonaIndex:
+    index = PersonaIndex()
+    file = path / "persona" / "all_personas.jsonl"
+    for line, row in read_jsonl(file, invalid):
+        key, profile = _unwrap_hub_persona(row, line)
+        index.add(key, profile, line=line)
+    return index
+
+
+def load_mirror_personas(path: Path, invalid: InvalidRows) -> PersonaIndex:
+    index = PersonaIndex()
+    for file in sorted((path / "persona_all").glob("*.json")):
+        try:
+            profile = json.loads(file.read_bytes().decode("utf-8-sig"))
+        except UnicodeDecodeError as exc:
+            invalid.handle(DataError(file, None, None, f"not valid UTF-8 (byte {exc.start}): wrong encoding?"))
+            continue
+        except json.JSONDecodeError as exc:
+            invalid.handle(DataError(file, exc.lineno, None, f"malformed JSON: {exc.msg}"))
+            continue
+        if not isinstance(profile, dict):
+            invalid.handle(DataError(file, 1, None, "a persona file must hold a JSON object"))
+            continue
+        index.add(file.stem, profile)
+    return index
+
+
+def hub_case_files(path: Path) -> Iterator[tuple[Path, Split, Tier]]:
+    for split_dir in sorted(p for p in (path / "data").iterdir() if p.is_dir()):
+        split = normalise_split(split_dir.name)
+        if split is None:
+            continue
+        for file in sorted(split_dir.glob("*.jsonl")):
+            tier = normalise_tier(file.stem)
+            if tier is not None:
+                yield file, split, tier
+
+
+def mirror_case_files(path: Path) -> Iterator[tuple[Path, Split, Tier]]:
+    for file in sorted(path.glob("*.jsonl")):
+        match = _MIRROR_FILE.match(file.name)
+        if match:
+            split, tier = normalise_split(match.group(1)), normalise_tier(match.group(2))
+            assert split is not None and tier is not None
+            yield file, split, tier
+
+
+def read_pf_rows(
+    file: Path, split: Split, tier: Tier, personas: PersonaIndex, invalid: InvalidRows
+) -> Iterator[PairCase]:
+    """PairCases of one tier file. `reject` and `rejected` are both accepted."""
+    for line, row in read_jsonl(file, invalid):
+        try:
+            yield _row_to_case(row, file, line, split, tier, personas)
+        except DataError as error:
+            invalid.handle(error)
+
+
+def _row_to_case(
+    row: dict[str, Any], file: Path, line: int, split: Split, tier: Tier, personas: PersonaIndex
+) -> PairCase:
+    rejected_key = "rejected" if "rejected" in row else "reject"
+    if "user_id" not in row:
+        raise DataError(file, line, "user_id", "missing required field")
+    question = require_text(row, "question", file, line)
+    chosen = require_text(row, "chosen", file, line)
+    rejected = require_text(row, rejected_key, file, line)
+    if chosen == rejected:
+        raise DataError(file, line, rejected_key, "identical to 'chosen': not a pair")
+    key = personas.resolve(row["user_id"])
+    if key is None:
+        raise DataError(file, line, "user_id", f"unknown persona id {row['user_id']!r}")
+    personas.used.add(key)
+    meta = {"pair_hash": pair_hash(key, question, chosen, rejected), "source": f"{file.name}:{line}"}
+    if str(row["user_id"]) != key:
+        meta["source_user_id"] = row["user_id"]
+    return PairCase(
+        id=str(row["id"]) if row.get("id") not in (None, "") else f"{split}/{tier}/{file.stem}:{line}",
+        split=split,
+        tier=tier,
+        user_id=key,
+        persona=personas.by_key[key],
+        question=question,
+        chosen=chosen,
+        rejected=rejected,
+        meta=meta,
+    )

@@ -1,0 +1,89 @@
+"""Shared row handling for every reader: line-exact JSONL reading, name normalisation, the pair hash, and
+the invalid-row policy (stop with file/line/field, or skip and count)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tailorbench.errors import DataError
+from tailorbench.schema import Split, Tier
+
+_SPLITS: dict[str, Split] = {"general": "general", "specific": "specific", "spedific": "specific"}
+_TIERS: dict[str, Tier] = {"easy": "easy", "medium": "medium", "mid": "medium", "hard": "hard"}
+
+
+def normalise_split(name: str) -> Split | None:
+    """`spedific` (sic, on the hub) and `specific` are one split."""
+    return _SPLITS.get(name.strip().lower())
+
+
+def normalise_tier(name: str) -> Tier | None:
+    """`mid` (release mirror) and `medium` (hub) are one tier."""
+    return _TIERS.get(name.strip().lower())
+
+
+def pair_hash(user_id: str, question: str, chosen: str, rejected: str) -> str:
+    """Identity of a labelled pair: equal hashes are repeated rows; hash(.., rejected, chosen) finds flips."""
+    digest = hashlib.sha256("\x1f".join((user_id, question, chosen, rejected)).encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+@dataclass
+class InvalidRows:
+    """The invalid-row policy: raise the first DataError, or (skip=True) record it and go on."""
+
+    skip: bool = False
+    rows: list[DataError] = field(default_factory=list)
+
+    def handle(self, error: DataError) -> None:
+        if not self.skip:
+            raise error
+        self.rows.append(error)
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        return [{"path": e.path, "line": e.line, "field": e.field, "message": e.message} for e in self.rows]
+
+
+def read_jsonl(path: Path, invalid: InvalidRows) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line, object) for each non-blank line. Bad encoding or JSON is reported per line."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(path, None, None, f"cannot read file: {exc.strerror or exc}") from exc
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            invalid.handle(DataError(path, number, None, f"not valid UTF-8 (byte {exc.start}): wrong encoding?"))
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as exc:
+            invalid.handle(DataError(path, number, None, f"malformed JSON: {exc.msg} at column {exc.colno}"))
+            continue
+        if not isinstance(row, dict):
+            invalid.handle(DataError(path, number, None, f"expected a JSON object, got {type(row).__name__}"))
+            continue
+        yield number, row
+
+
+def require_text(row: dict[str, Any], key: str, path: Path, line: int) -> str:
+    """A required, non-empty string field (numbers are accepted and turned into text)."""
+    if key not in row or row[key] is None:
+        raise DataError(path, line, key, "missing required field")
+    value = row[key]
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise DataError(path, line, key, f"expected text, got {type(value).__name__}")
+    text = str(value)
+    if not text.strip():
+        raise DataError(path, line, key, "must not be empty")
+    return text

@@ -1,0 +1,31 @@
+"""Errors users can act on. A DataError names the file, the line and the field, and maps to exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TailorError(Exception):
+    """Base class for errors the CLI reports in one line with exit code 2."""
+
+    exit_code = 2
+
+
+class DataError(TailorError):
+    """Bad input data: the message names where (file, 1-based line, field) and what is wrong."""
+
+    def __init__(self, path: str | Path, line: int | None, field: str | None, message: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.field = field
+        self.message = message
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        what = f" field '{self.field}':" if self.field else ""
+        return f"{where}:{what} {self.message}"
+
+
+class ConfigError(TailorError):
+    """A bad option, spec or configuration, reported before any work starts."""

@@ -1,0 +1,1 @@
+"""The evaluation runner (cases x settings x orders -> predictions), its metrics and reports."""

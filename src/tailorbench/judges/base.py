@@ -1,0 +1,123 @@
+"""The pairwise judge protocol and its registry.
+
+A judge sees JudgeInputs (question, answers A and B, optional context) and returns one Verdict per input, in
+order. Judges never read files and never see which answer is `chosen`. Add a judge by writing one module
+with a factory decorated by `@register_judge("name")`; users address it as `name` or `name:ARG`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from tailorbench.errors import ConfigError
+from tailorbench.schema import JudgeInput, Verdict
+
+
+@runtime_checkable
+class PairJudge(Protocol):
+    """What the runner needs from a judge."""
+
+    #: the spec string the user typed (recorded in predictions and manifests)
+    spec: str
+    #: how many inputs the runner hands over per call
+    batch_size: int
+    #: things the user must know about this run (e.g. an English-only model on Chinese text)
+    warnings: list[str]
+
+    async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
+        """Called once with every input of the run before judging: preflight checks, warnings, warm-up."""
+        ...
+
+    async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
+        """One Verdict per input, same order. Failures become `failed` verdicts, never exceptions."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections, models, servers."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """Configuration to record in the run manifest."""
+        ...
+
+
+@dataclass
+class JudgeOptions:
+    """Options every factory receives; judge-specific ones travel in `extra` (e.g. template, verdict mode)."""
+
+    seed: int = 0
+    batch_size: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+JudgeFactory = Callable[[str | None, JudgeOptions], PairJudge]
+_REGISTRY: dict[str, JudgeFactory] = {}
+#: modules whose import registers the built-in judges (imported lazily: some pull in torch)
+_BUILTIN_MODULES: dict[str, str] = {
+    "random": "tailorbench.judges.baselines",
+    "longer": "tailorbench.judges.baselines",
+    "shorter": "tailorbench.judges.baselines",
+    "first": "tailorbench.judges.baselines",
+    "embedding": "tailorbench.judges.embedding",
+}
+
+
+def register_judge(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
+    """Decorator: make a factory addressable as `name[:ARG]`."""
+
+    def wrap(factory: JudgeFactory) -> JudgeFactory:
+        _REGISTRY[name] = factory
+        return factory
+
+    return wrap
+
+
+def register_builtin(name: str, module: str) -> None:
+    """Declare where a judge lives without importing it (keeps `tailor --help` light)."""
+    _BUILTIN_MODULES[name] = module
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    name, sep, arg = spec.strip().partition(":")
+    return name.strip().lower(), (arg.strip() or None) if sep else None
+
+
+def known_judges() -> list[str]:
+    return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
+
+
+def make_judge(spec: str, options: JudgeOptions | None = None) -> PairJudge:
+    """Build a judge from its spec string; unknown names fail before any work starts."""
+    import importlib
+
+    name, arg = parse_spec(spec)
+    if name not in _REGISTRY and name in _BUILTIN_MODULES:
+        importlib.import_module(_BUILTIN_MODULES[name])
+    if name not in _REGISTRY:
+        raise ConfigError(f"unknown judge {spec!r}; known: {', '.join(known_judges())}")
+    judge = _REGISTRY[name](arg, options or JudgeOptions())
+    judge.spec = spec
+    if options and options.batch_size:
+        judge.batch_size = options.batch_size
+    return judge
+
+
+class JudgeBase:
+    """Defaults for the optional parts of the protocol."""
+
+    spec: str = ""
+    batch_size: int = 512
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"spec": self.spec}

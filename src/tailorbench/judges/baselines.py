@@ -1,0 +1,76 @@
+"""Baselines every report needs: `longer` is right 72-77% of the time on PersonaFeedback General, so a judge
+must beat it to mean anything. Lengths are Python `len()` of the raw strings; equal lengths abstain."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
+from tailorbench.schema import Choice, JudgeInput, Verdict
+
+_ABSTAIN = Verdict(status="abstain")
+
+
+class LengthJudge(JudgeBase):
+    """Picks the longer (or shorter) answer."""
+
+    def __init__(self, prefer_longer: bool) -> None:
+        super().__init__()
+        self.prefer_longer = prefer_longer
+
+    async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
+        out: list[Verdict] = []
+        for item in inputs:
+            la, lb = len(item.answer_a), len(item.answer_b)
+            if la == lb:
+                out.append(_ABSTAIN)
+            else:
+                out.append(Verdict(choice="A" if (la > lb) == self.prefer_longer else "B"))
+        return out
+
+
+class FirstJudge(JudgeBase):
+    """Always A: measures nothing but position, which is why the runner judges both orders."""
+
+    async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
+        return [Verdict(choice="A") for _ in inputs]
+
+
+class RandomJudge(JudgeBase):
+    """A coin per (seed, case, order, answers): reproducible whatever the batching, sharding or resume."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self.seed = seed
+
+    async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
+        out: list[Verdict] = []
+        for item in inputs:
+            key = f"{self.seed}\x1f{item.case_id}\x1f{item.setting}\x1f{item.answer_a}".encode()
+            choice: Choice = "A" if hashlib.blake2b(key, digest_size=1).digest()[0] & 1 else "B"
+            out.append(Verdict(choice=choice))
+        return out
+
+    def describe(self) -> dict[str, object]:
+        return {"spec": self.spec, "seed": self.seed}
+
+
+@register_judge("longer")
+def _longer(arg: str | None, options: JudgeOptions) -> LengthJudge:
+    return LengthJudge(prefer_longer=True)
+
+
+@register_judge("shorter")
+def _shorter(arg: str | None, options: JudgeOptions) -> LengthJudge:
+    return LengthJudge(prefer_longer=False)
+
+
+@register_judge("first")
+def _first(arg: str | None, options: JudgeOptions) -> FirstJudge:
+    return FirstJudge()
+
+
+@register_judge("random")
+def _random(arg: str | None, options: JudgeOptions) -> RandomJudge:
+    return RandomJudge(seed=int(arg) if arg else options.seed)

@@ -1,0 +1,55 @@
+"""`embedding[:MODEL]`: picks the answer whose embedding is closer (cosine) to the rendered persona and
+question. A cheap, label-free reference point between the length baselines and LLM judges."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
+from tailorbench.models.encoder_hf import MULTILINGUAL_ENCODERS, HFEncoder
+from tailorbench.personas import cjk_share
+from tailorbench.schema import JudgeInput, Verdict
+
+
+class EmbeddingJudge(JudgeBase):
+    batch_size = 256
+
+    def __init__(self, model: str | None, max_length: int = 256) -> None:
+        super().__init__()
+        self.encoder = HFEncoder(model, max_length=max_length)
+
+    async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
+        sample = "".join(i.question + i.answer_a for i in inputs[:200])
+        if cjk_share(sample) > 0.5 and "minilm-l6" in self.encoder.path.lower().replace("_", "-"):
+            self.warnings.append(
+                "most of the text is CJK but the embedding model is English-only all-MiniLM-L6-v2; "
+                f"use a multilingual encoder, e.g. embedding:{MULTILINGUAL_ENCODERS[0]} "
+                f"(others: {', '.join(MULTILINGUAL_ENCODERS[1:])})"
+            )
+
+    async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
+        queries = [f"{i.context}\n\n{i.question}" if i.context else i.question for i in inputs]
+        texts = list(dict.fromkeys([*queries, *(i.answer_a for i in inputs), *(i.answer_b for i in inputs)]))
+        vectors, cut = self.encoder.encode(texts)
+        row = {text: k for k, text in enumerate(texts)}
+        out: list[Verdict] = []
+        for query, item in zip(queries, inputs):
+            q = vectors[row[query]]
+            sa = float(q @ vectors[row[item.answer_a]])
+            sb = float(q @ vectors[row[item.answer_b]])
+            scores = {"A": sa, "B": sb}
+            truncated = bool(cut[row[query]] or cut[row[item.answer_a]] or cut[row[item.answer_b]])
+            if sa == sb:
+                out.append(Verdict(status="abstain", scores=scores, truncated=truncated))
+            else:
+                out.append(Verdict(choice="A" if sa > sb else "B", scores=scores, truncated=truncated))
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"spec": self.spec, **self.encoder.describe(), "truncated_texts": self.encoder.truncated}
+
+
+@register_judge("embedding")
+def _embedding(arg: str | None, options: JudgeOptions) -> EmbeddingJudge:
+    return EmbeddingJudge(arg, max_length=int(options.extra.get("max_length", 256)))

@@ -1,0 +1,1 @@
+"""How tailorbench talks to models: one module per backend. Heavy libraries are imported inside backends."""

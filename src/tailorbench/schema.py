@@ -1,0 +1,138 @@
+"""Typed records that flow between tailorbench's parts (see docs/architecture.md).
+
+PairCase is the unit of every pairwise benchmark: `chosen` is the human-preferred answer. Only the runner
+decides which answer is shown as A and which as B; an `order` names that decision.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Split = Literal["specific", "general"]
+Tier = Literal["easy", "medium", "hard"]
+Choice = Literal["A", "B"]
+#: "AB": chosen shown as A; "BA": chosen shown as B.
+Order = Literal["AB", "BA"]
+#: ok: a valid A/B pick; abstain: the judge declined (e.g. equal lengths or equal scores);
+#: invalid: the judge answered but its output could not be parsed; failed: the call itself failed.
+VerdictStatus = Literal["ok", "abstain", "invalid", "failed"]
+
+SPLITS: tuple[Split, ...] = ("specific", "general")
+TIERS: tuple[Tier, ...] = ("easy", "medium", "hard")
+ORDERS: tuple[Order, ...] = ("AB", "BA")
+
+
+class Persona(BaseModel):
+    """A user's explicit profile: nested sections of free-form values, keys normalised by personas.py."""
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str
+    profile: dict[str, Any]
+
+
+class PairCase(BaseModel):
+    """One pairwise case: which of two answers fits this person better (`chosen` is the human choice)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    split: Split
+    tier: Tier
+    user_id: str
+    persona: dict[str, Any] = Field(default_factory=dict)
+    question: str
+    chosen: str
+    rejected: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("question", "chosen", "rejected")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+class JudgeInput(BaseModel):
+    """What a judge sees for one case in one order: no labels, only positions A and B."""
+
+    model_config = ConfigDict(frozen=True)
+
+    case_id: str
+    setting: str
+    question: str
+    answer_a: str
+    answer_b: str
+    #: rendered persona text (persona setting), retrieved context (rag), or None (none setting)
+    context: str | None = None
+    persona: dict[str, Any] | None = None
+    language: str = "en"
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+
+class Verdict(BaseModel):
+    """A judge's answer for one JudgeInput. Parse failures are `invalid`, never folded into ties."""
+
+    choice: Choice | None = None
+    status: VerdictStatus = "ok"
+    scores: dict[str, float] | None = None
+    raw: str | None = None
+    error: str | None = None
+    latency_s: float | None = None
+    usage: Usage | None = None
+    truncated: bool = False
+    cached: bool = False
+
+
+class Prediction(BaseModel):
+    """One line of predictions.jsonl: one case x setting x order. Carries what metrics need, so a run
+    directory alone reproduces every reported number."""
+
+    case_id: str
+    judge: str
+    setting: str
+    order: Order
+    choice: Choice | None
+    correct: bool
+    status: VerdictStatus
+    split: Split
+    tier: Tier
+    user_id: str
+    len_chosen: int
+    len_rejected: int
+    scores: dict[str, float] | None = None
+    raw: str | None = None
+    error: str | None = None
+    latency_s: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    truncated: bool = False
+    cached: bool = False
+
+
+class RunManifest(BaseModel):
+    """manifest.json of a run directory: everything needed to reproduce and to audit the run."""
+
+    tailorbench_version: str
+    created_at: str
+    judge: str
+    setting: str
+    data: str
+    dataset_fingerprint: str
+    seed: int
+    orders: Literal["both", "random"]
+    config: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
+    data_stats: dict[str, Any] = Field(default_factory=dict)
+    n_cases: int = 0
+    user_attributes: dict[str, dict[str, str]] = Field(default_factory=dict)
+    status: Literal["running", "finished", "interrupted"] = "running"
