@@ -1,0 +1,212 @@
+"""The long rating format every agreement statistic reads: one rating per line.
+
+`{"item": str, "rater": str, "label": str|int|bool, "group": "human"|"model"|...}` as JSONL or CSV. The
+annotation service exports exactly this format; run directories are read into it too, so an LLM judge's verdicts
+meet the humans' labels on the same items. Every rating that is not used (null label, judge verdict that is not
+ok) is counted in `RatingSet.missing`, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tailorbench.errors import DataError
+
+Label = str | int | bool
+
+#: group given to ratings that carry no "group" field
+DEFAULT_GROUP = "human"
+_FIELDS = ("item", "rater", "label", "group")
+
+
+@dataclass(frozen=True, slots=True)
+class Rating:
+    """One rater's label for one item, with where it came from (for error messages)."""
+
+    item: str
+    rater: str
+    label: Label
+    group: str = DEFAULT_GROUP
+    source: str = ""
+    line: int | None = None
+
+
+@dataclass
+class RatingSet:
+    """Ratings read from one or more sources, plus the count of every rating that was not usable."""
+
+    ratings: list[Rating] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    #: reason -> number of ratings that were read but carry no label (missing ratings)
+    missing: Counter[str] = field(default_factory=Counter)
+
+    def extend(self, other: RatingSet) -> None:
+        self.ratings.extend(other.ratings)
+        self.sources.extend(other.sources)
+        self.missing.update(other.missing)
+
+
+def label_kind(label: Label) -> str:
+    """The type name used to refuse files that mix label types (1 and "1" must not silently differ)."""
+    if isinstance(label, bool):
+        return "bool"
+    if isinstance(label, int):
+        return "int"
+    return "str"
+
+
+def _check_label(value: Any, path: str, line: int) -> Label | None:
+    if value is None:
+        return None
+    if isinstance(value, bool | int | str):
+        if isinstance(value, str) and not value.strip():
+            raise DataError(path, line, "label", "empty label; use null for a missing rating")
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise DataError(path, line, "label", f"must be a string, an integer or a boolean, got {value!r}")
+
+
+def _check_text(record: dict[str, Any], key: str, path: str, line: int, default: str | None = None) -> str:
+    value = record.get(key, default)
+    if value is None:
+        raise DataError(path, line, key, "missing")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise DataError(path, line, key, f"must be a string, got {value!r}")
+    text = str(value).strip()
+    if not text:
+        raise DataError(path, line, key, "must not be empty")
+    return text
+
+
+def _from_records(records: Iterable[tuple[int, dict[str, Any]]], path: str) -> RatingSet:
+    out = RatingSet(sources=[path])
+    seen: dict[tuple[str, str], int] = {}
+    for line, record in records:
+        item = _check_text(record, "item", path, line)
+        rater = _check_text(record, "rater", path, line)
+        group = _check_text(record, "group", path, line, default=DEFAULT_GROUP)
+        if (item, rater) in seen:
+            raise DataError(
+                path, line, "rater", f"rater {rater!r} already rated item {item!r} on line {seen[item, rater]}"
+            )
+        seen[item, rater] = line
+        if "label" not in record:
+            raise DataError(path, line, "label", "missing (use null for a missing rating)")
+        label = _check_label(record["label"], path, line)
+        if label is None:
+            out.missing["null label"] += 1
+            continue
+        out.ratings.append(Rating(item, rater, label, group, path, line))
+    return out
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise DataError(path, line_no, None, f"not valid JSON: {exc.msg}") from exc
+            if not isinstance(record, dict):
+                raise DataError(path, line_no, None, "each line must be a JSON object")
+            yield line_no, record
+
+
+def _csv_label(text: str) -> Label | None:
+    if text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        for key in ("item", "rater", "label"):
+            if key not in header:
+                raise DataError(path, 1, key, f"column missing from the CSV header {header}")
+        for record in reader:
+            line_no = reader.line_num
+            if None in record:
+                raise DataError(path, line_no, None, "more cells than header columns")
+            values: dict[str, Any] = {k: v for k, v in record.items() if k in _FIELDS and v is not None}
+            values["label"] = _csv_label((record.get("label") or "").strip())
+            if not values.get("group"):
+                values.pop("group", None)
+            yield line_no, values
+
+
+def _check_label_types(ratings: RatingSet) -> None:
+    first: dict[str, Rating] = {}
+    for rating in ratings.ratings:
+        kind = label_kind(rating.label)
+        first.setdefault(kind, rating)
+        if len(first) > 1:
+            (kind_a, ra), (kind_b, rb) = list(first.items())[:2]
+            raise DataError(
+                rb.source,
+                rb.line,
+                "label",
+                f"label {rb.label!r} is {kind_b} but {ra.source}:{ra.line} has {kind_a} label {ra.label!r};"
+                " use one label type (write numbers as numbers, or every label as a string)",
+            )
+
+
+def read_ratings_file(path: str | Path) -> RatingSet:
+    """Read a long-format file (.jsonl/.json lines or .csv) or a run directory into ratings."""
+    path = Path(path)
+    if path.is_dir():
+        from tailorbench.agreement.runs import read_run_dir
+
+        return read_run_dir(path)
+    if not path.exists():
+        raise DataError(path, None, None, "no such file")
+    if path.suffix.lower() == ".csv":
+        return _from_records(_csv_records(path), str(path))
+    return _from_records(_jsonl_records(path), str(path))
+
+
+def read_ratings(paths: Iterable[str | Path]) -> RatingSet:
+    """Read and merge several sources (e.g. human export + judge runs); labels must share one type."""
+    merged = RatingSet()
+    seen: dict[tuple[str, str], Rating] = {}
+    for path in paths:
+        part = read_ratings_file(path)
+        for rating in part.ratings:
+            prev = seen.get((rating.item, rating.rater))
+            if prev is not None:
+                raise DataError(
+                    rating.source,
+                    rating.line,
+                    "rater",
+                    f"rater {rating.rater!r} already rated item {rating.item!r} in {prev.source}:{prev.line}",
+                )
+            seen[rating.item, rating.rater] = rating
+        merged.extend(part)
+    _check_label_types(merged)
+    return merged
+
+
+def write_ratings_jsonl(ratings: Iterable[Rating], path: str | Path) -> None:
+    """Write ratings in the long format (the annotation service's export uses the same writer)."""
+    with Path(path).open("w", encoding="utf-8") as handle:
+        for r in ratings:
+            row = {"item": r.item, "rater": r.rater, "label": r.label, "group": r.group}
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def read_annotation_export(path: str | Path) -> RatingSet:
+    """The annotation service exports the long format itself (JSONL or CSV), so this is the plain reader."""
+    return read_ratings_file(path)

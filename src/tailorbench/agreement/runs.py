@@ -1,0 +1,78 @@
+"""Read a tailorbench run directory (`predictions.jsonl`) as ratings, so judges meet humans on the same items.
+
+A prediction's label is read through its order: choice "A" in order "AB" (chosen shown as A) is "chosen".
+The rater is `judge@setting`; when a run holds both orders for a case, each order is its own rater
+(`judge@setting/AB`, `judge@setting/BA`) so order consistency shows up as their agreement. A verdict that is
+not ok (abstain, invalid, failed) is a missing rating, counted by status.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from tailorbench.agreement.ratings import Rating, RatingSet
+from tailorbench.errors import DataError
+
+PREDICTIONS = "predictions.jsonl"
+_REQUIRED = ("case_id", "judge", "setting", "order", "choice", "status")
+_STATUSES = ("ok", "abstain", "invalid", "failed")
+
+
+def _label(choice: str, order: str) -> str:
+    """Map a positional choice back to the answer it named."""
+    return "chosen" if (choice == "A") == (order == "AB") else "rejected"
+
+
+def _parse(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    rows: list[tuple[int, dict[str, Any]]] = []
+    with path.open(encoding="utf-8") as handle:
+        for line_no, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise DataError(path, line_no, None, f"not valid JSON: {exc.msg}") from exc
+            if not isinstance(row, dict):
+                raise DataError(path, line_no, None, "each line must be a JSON object")
+            for key in _REQUIRED:
+                if key not in row:
+                    raise DataError(path, line_no, key, "missing")
+            if row["order"] not in ("AB", "BA"):
+                raise DataError(path, line_no, "order", f"must be 'AB' or 'BA', got {row['order']!r}")
+            if row["status"] not in _STATUSES:
+                raise DataError(path, line_no, "status", f"must be one of {_STATUSES}, got {row['status']!r}")
+            if row["status"] == "ok" and row["choice"] not in ("A", "B"):
+                raise DataError(path, line_no, "choice", f"an ok verdict needs 'A' or 'B', got {row['choice']!r}")
+            rows.append((line_no, row))
+    return rows
+
+
+def read_run_dir(run_dir: str | Path, group: str = "model") -> RatingSet:
+    """Turn a run directory's predictions into ratings (item = case_id, label = chosen/rejected)."""
+    run_dir = Path(run_dir)
+    path = run_dir / PREDICTIONS
+    if not path.is_file():
+        raise DataError(path, None, None, f"a run directory must contain {PREDICTIONS}")
+    rows = _parse(path)
+    orders: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for _, row in rows:
+        orders[row["judge"], row["setting"]].add(row["order"])
+    out = RatingSet(sources=[str(run_dir)])
+    seen: dict[tuple[str, str], int] = {}
+    for line_no, row in rows:
+        rater = f"{row['judge']}@{row['setting']}"
+        if len(orders[row["judge"], row["setting"]]) > 1:
+            rater += f"/{row['order']}"
+        key = (str(row["case_id"]), rater)
+        if key in seen:
+            raise DataError(path, line_no, "case_id", f"duplicate of line {seen[key]} for rater {rater!r}")
+        seen[key] = line_no
+        if row["status"] != "ok":
+            out.missing[f"verdict {row['status']}"] += 1
+            continue
+        out.ratings.append(Rating(key[0], rater, _label(row["choice"], row["order"]), group, str(path), line_no))
+    return out
