@@ -1,9 +1,9 @@
 """The long rating format every agreement statistic reads: one rating per line.
 
 `{"item": str, "rater": str, "label": str|int|bool, "group": "human"|"model"|...}` as JSONL or CSV. The
-annotation service exports exactly this format; run directories are read into it too, so an LLM judge's verdicts
-meet the humans' labels on the same items. Every rating that is not used (null label, judge verdict that is not
-ok) is counted in `RatingSet.missing`, never dropped silently.
+annotation service exports exactly this format; run directories are read into it too, so an LLM judge's
+verdicts meet the humans' labels on the same items. Every rating that is not used (null label, judge verdict
+that is not ok) is counted in `RatingSet.missing`, never dropped silently.
 """
 
 from __future__ import annotations
@@ -94,7 +94,10 @@ def _from_records(records: Iterable[tuple[int, dict[str, Any]]], path: str) -> R
         group = _check_text(record, "group", path, line, default=DEFAULT_GROUP)
         if (item, rater) in seen:
             raise DataError(
-                path, line, "rater", f"rater {rater!r} already rated item {item!r} on line {seen[item, rater]}"
+                path,
+                line,
+                "rater",
+                f"rater {rater!r} already rated item {item!r} on line {seen[item, rater]}",
             )
         seen[item, rater] = line
         if "label" not in record:

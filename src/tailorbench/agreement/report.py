@@ -188,7 +188,9 @@ def _pairwise(m: RatingMatrix, opts: AgreeOptions) -> tuple[list[dict[str, Any]]
             defined = int(np.isfinite(pts[:, 0]).sum())
             entry: dict[str, Any] = {"n_pairs": len(idx), "n_defined": defined}
             names = ("kappa", "kappa_linear", "kappa_quadratic") if m.ordered else ("kappa",)
-            mean_boot = np.nanmean(boots[:, idx, :], axis=1) if defined else np.full((boots.shape[0], 3), np.nan)
+            mean_boot = (
+                np.nanmean(boots[:, idx, :], axis=1) if defined else np.full((boots.shape[0], 3), np.nan)
+            )
             cis = percentile_ci(mean_boot, opts.level)
             for w, name in enumerate(names):
                 entry[name] = _stat(np.nanmean(pts[:, w]) if defined else np.nan, cis[w], "no defined pair")
@@ -244,8 +246,8 @@ def agreement_report(
     notes: list[str] = []
     if not m.ordered:
         notes.append(
-            "labels have no order (give --order, or use integer labels): weighted kappas and ordinal/interval "
-            "alpha are not reported; string labels are never ordered alphabetically"
+            "labels have no order (give --order, or use integer labels): weighted kappas and "
+            "ordinal/interval alpha are not reported; string labels are never ordered alphabetically"
         )
     core, counts = _core(m, opts)
     report: dict[str, Any] = {
@@ -259,7 +261,9 @@ def agreement_report(
         notes.append("only one rater: no pairwise or group statistics")
     single = int((counts.sum(axis=1) == 1).sum())
     if single:
-        notes.append(f"{single} item(s) have a single rating: they count for majority/F1 only, not for agreement")
+        notes.append(
+            f"{single} item(s) have a single rating: they count for majority/F1 only, not for agreement"
+        )
     pairs, by_kind, no_overlap = _pairwise(m, opts)
     if no_overlap:
         notes.append(f"{no_overlap} rater pair(s) share no item and have no Cohen's kappa")
@@ -297,8 +301,10 @@ def render_table(report: dict[str, Any]) -> list[RenderableType]:
     """Rich tables for the terminal: overall and per-group statistics, pairwise kappas, rater vs majority."""
     from rich.table import Table
 
-    level = int(round(report["bootstrap"]["level"] * 100))
-    overall = Table(title=f"Agreement ({level}% bootstrap CI, {report['bootstrap']['n_resamples']} resamples)")
+    level = round(report["bootstrap"]["level"] * 100)
+    overall = Table(
+        title=f"Agreement ({level}% bootstrap CI, {report['bootstrap']['n_resamples']} resamples)"
+    )
     overall.add_column("statistic")
     scopes: list[tuple[str, dict[str, Any]]] = [("all", report), *report["groups"].items()]
     for name, _ in scopes:
@@ -309,7 +315,10 @@ def render_table(report: dict[str, Any]) -> list[RenderableType]:
 
     row("items", lambda s: str(s["n_items"]))
     row("raters", lambda s: str(s["n_raters"]))
-    row("percent agreement", lambda s: _fmt({"value": s["percent_agreement"], "ci": s["percent_agreement_ci"]}))
+    row(
+        "percent agreement",
+        lambda s: _fmt({"value": s["percent_agreement"], "ci": s["percent_agreement_ci"]}),
+    )
     row("Fleiss' kappa", lambda s: _fmt(s["fleiss_kappa"]))
     for c in report["categories"]:
         row(f"  kappa ({c})", lambda s, c=c: _fmt(s["fleiss_kappa"]["per_category"].get(str(c))))

@@ -1,8 +1,9 @@
 """Agreement statistics as functions of per-item sufficient statistics (see bootstrap.py for why).
 
 Each statistic has a `*_block` (one row of numbers per item) and a `*_from_totals` (the statistic from those
-rows summed over items, vectorised over any leading axes). The point estimate is `f(block.sum(0))`; a bootstrap
-resample is `f(W @ block)`. Undefined values are NaN here; report.py turns them into None with a reason.
+rows summed over items, vectorised over any leading axes). The point estimate is `f(block.sum(0))`; a
+bootstrap resample is `f(W @ block)`. Undefined values are NaN here; report.py turns them into None with a
+reason.
 Codes are an items x raters integer matrix with -1 for a missing rating; categories are 0..k-1.
 """
 
@@ -32,7 +33,7 @@ def category_counts(codes: np.ndarray, k: int) -> np.ndarray:
     return np.bincount(flat, minlength=n * k).reshape(n, k).astype(np.float64)
 
 
-# --- Fleiss' kappa and percent agreement -------------------------------------------------------------------
+# --- Fleiss' kappa and percent agreement -----------------------------------------------------------
 
 
 def per_item_agreement(counts: np.ndarray) -> np.ndarray:
@@ -74,7 +75,7 @@ def fleiss_kappa(codes: np.ndarray, k: int) -> float:
     return float(fleiss_from_totals(fleiss_block(category_counts(codes, k)).sum(axis=0), k)[1])
 
 
-# --- Cohen's kappa -------------------------------------------------------------------------------------------
+# --- Cohen's kappa ---------------------------------------------------------------------------------
 
 
 def weight_matrices(k: int) -> np.ndarray:
@@ -110,7 +111,7 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray, k: int, weights: str = "none") -> 
     return float(values[WEIGHTINGS.index(weights)])
 
 
-# --- Krippendorff's alpha ------------------------------------------------------------------------------------
+# --- Krippendorff's alpha --------------------------------------------------------------------------
 
 
 def alpha_block(counts: np.ndarray) -> np.ndarray:
@@ -140,7 +141,9 @@ def _distances(n_c: np.ndarray, level: Level, values: np.ndarray | None) -> np.n
     return (between - (n_c[..., :, None] + n_c[..., None, :]) / 2.0) ** 2
 
 
-def alpha_from_totals(totals: np.ndarray, k: int, level: Level, values: np.ndarray | None = None) -> np.ndarray:
+def alpha_from_totals(
+    totals: np.ndarray, k: int, level: Level, values: np.ndarray | None = None
+) -> np.ndarray:
     """Krippendorff's alpha = 1 - sum(o d) / sum(e d), e_ck = (n_c n_k - [c=k] n_c) / (n - 1)."""
     obs = totals.reshape(*totals.shape[:-1], k, k)
     n_c = obs.sum(axis=-1)
@@ -152,14 +155,16 @@ def alpha_from_totals(totals: np.ndarray, k: int, level: Level, values: np.ndarr
     return 1.0 - _div((obs * d).sum(axis=(-1, -2)), (exp * d).sum(axis=(-1, -2)))
 
 
-def krippendorff_alpha(codes: np.ndarray, k: int, level: Level = "nominal", values: np.ndarray | None = None) -> float:
+def krippendorff_alpha(
+    codes: np.ndarray, k: int, level: Level = "nominal", values: np.ndarray | None = None
+) -> float:
     """Krippendorff's alpha of a code matrix with missing ratings (convenience wrapper)."""
     block = alpha_block(category_counts(codes, k))
     vals = values if values is not None or level == "nominal" else np.arange(k, dtype=float)
     return float(alpha_from_totals(block.sum(axis=0), k, level, vals))
 
 
-# --- majority label and agreement with it --------------------------------------------------------------------
+# --- majority label and agreement with it ----------------------------------------------------------
 
 
 def majority(counts: np.ndarray) -> np.ndarray:
@@ -172,7 +177,7 @@ def majority(counts: np.ndarray) -> np.ndarray:
 
 
 def vs_majority_block(rater: np.ndarray, gold: np.ndarray, k: int) -> np.ndarray:
-    """Per item: [used, agree, tp_1..tp_k, fp_1..fp_k, fn_1..fn_k]; used when both rater and majority exist."""
+    """Per item: [used, agree, tp_1..k, fp_1..k, fn_1..k]; used when both rater and majority exist."""
     used = (rater >= 0) & (gold >= 0)
     cats = np.arange(k)
     pred = (rater[:, None] == cats) & used[:, None]
