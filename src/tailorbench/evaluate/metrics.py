@@ -135,6 +135,7 @@ def cell_metrics(
     return {
         "n": n,
         "accuracy": _mean(cs.score[mask]),
+        "correct": float(cs.score[mask].sum()),
         "ci": list(ci),
         "invalid": counts["invalid"],
         "abstained": counts["abstain"],

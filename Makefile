@@ -1,0 +1,53 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   -> .venv with what the demo needs, then the baseline + embedding judges on the bundled demo
+#   make test   -> .venv with everything, test assets (llama.cpp wheel, tiny GGUF) cached, ruff + mypy + pytest
+# Every pip install passes -c constraints.txt (torch==2.13.0): an unpinned torch pulls a multi-GB CUDA build.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+CONSTRAINTS := -c constraints.txt
+CACHE ?= $(HOME)/.cache/tailorbench
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+DEMO_OUT ?= runs/demo
+
+.PHONY: demo test lint typecheck pytest install-demo install-test assets clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.demo-installed: pyproject.toml constraints.txt | $(PY)
+	$(PIP) install -q $(CONSTRAINTS) -e '.[local]'
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml constraints.txt | $(PY)
+	$(PIP) install -q $(CONSTRAINTS) -e '.[all,dev]'
+	touch $@ $(VENV)/.demo-installed
+
+install-demo: $(VENV)/.demo-installed
+install-test: $(VENV)/.test-installed
+
+assets: install-test
+	TAILORBENCH_CACHE=$(CACHE) $(PY) scripts/ensure_test_assets.py
+
+demo: install-demo
+	rm -rf $(DEMO_OUT)
+	$(OFFLINE) $(VENV)/bin/tailor eval --data demo \
+	  --judge longer --judge shorter --judge first --judge random --judge embedding \
+	  --setting persona --setting none --out $(DEMO_OUT)
+	@echo "report: $(DEMO_OUT)/report.md and $(DEMO_OUT)/report.html"
+
+lint: install-test
+	$(VENV)/bin/ruff check src tests bench scripts
+
+typecheck: install-test
+	$(VENV)/bin/mypy
+
+pytest: assets
+	$(OFFLINE) TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) runs .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,65 @@
+"""The Python API: every `tailor` verb has a twin here, and the CLI is a thin layer over these functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tailorbench.evaluate.runner import EvalConfig, load_config, run_eval, run_matrix
+
+
+def evaluate(config: EvalConfig, out: str | Path, judges: Sequence[str] | None = None,
+             settings: Sequence[str] | None = None, progress: bool = False) -> list[Path]:
+    """`tailor eval`: one run directory, or one per judge x setting plus a merged report at `out`."""
+    judges = list(judges or [config.judge])
+    settings = list(settings or [config.setting])
+    out = Path(out)
+    if len(judges) == 1 and len(settings) == 1:
+        single = EvalConfig(**{**asdict(config), "judge": judges[0], "setting": settings[0]})
+        return [run_eval(single, out, progress=progress)]
+    return run_matrix(config, judges, settings, out, progress=progress)
+
+
+def resume(run_dir: str | Path, progress: bool = False) -> Path:
+    """`tailor eval --resume RUN_DIR`: continue an interrupted run, keeping what was finished."""
+    run_dir = Path(run_dir)
+    return run_eval(load_config(run_dir), run_dir, resume=True, progress=progress)
+
+
+def report(runs: Sequence[str | Path], out: str | Path) -> list[dict[str, Any]]:
+    """`tailor report RUN...`: a merged leaderboard (report.md, report.html) at `out`."""
+    from tailorbench.evaluate.report import write_merged_report
+
+    return write_merged_report([Path(r) for r in runs], Path(out))
+
+
+def compare(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """`tailor compare`: paired bootstrap of the accuracy difference on the cases both runs share."""
+    from tailorbench.evaluate.metrics import case_scores, paired_difference
+    from tailorbench.evaluate.results import read_manifest, read_predictions
+
+    scores = []
+    for run in (Path(run_a), Path(run_b)):
+        cs = case_scores(read_predictions(run))
+        scores.append(dict(zip(cs.ids, cs.score.tolist())))
+    result = paired_difference(scores[0], scores[1], n_boot=n_boot, seed=seed)
+    names = [read_manifest(Path(r)) for r in (run_a, run_b)]
+    return {"a": f"{names[0]['judge']} / {names[0]['setting']}",
+            "b": f"{names[1]['judge']} / {names[1]['setting']}", **result}
+
+
+def check_data(data: str | Path, skip_invalid: bool = False) -> dict[str, Any]:
+    """`tailor data check`: integrity report of a benchmark in any layout."""
+    from tailorbench.datasets import load_benchmark
+    from tailorbench.datasets.check import integrity_report
+
+    return integrity_report(load_benchmark(data, skip_invalid=skip_invalid))
+
+
+def convert_data(data: str | Path, out: str | Path, skip_invalid: bool = False) -> int:
+    """`tailor data convert`: any supported layout -> native PairCase JSONL."""
+    from tailorbench.datasets import load_benchmark, write_native
+
+    return write_native(load_benchmark(data, skip_invalid=skip_invalid).cases, Path(out))

@@ -1,0 +1,64 @@
+"""`tailor data check|convert`: integrity of a benchmark; conversion to native JSONL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tailorbench.cli.common import print_json, user_errors
+
+data_app = typer.Typer(help="Inspect and convert benchmarks.", no_args_is_help=True)
+
+
+@data_app.command("check")
+def check_command(
+    path: str = typer.Argument(..., help="demo, personafeedback, or a path in any supported layout"),
+    skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Integrity report: rows per split/tier, repeats, label flips, equal lengths, answer reuse, personas."""
+    from tailorbench import api
+
+    with user_errors():
+        report = api.check_data(path, skip_invalid=skip_invalid)
+    if json_out:
+        print_json(report)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"data check: {path} ({report['layout']} layout)")
+    table.add_column("check")
+    table.add_column("value", justify="right")
+    for key, value in report.items():
+        if key in ("skipped", "source", "layout"):
+            continue
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = ", ".join(map(str, value)) or "-"
+        elif isinstance(value, float):
+            value = f"{value:.3f}"
+        table.add_row(key.replace("_", " "), str(value))
+    Console().print(table)
+    for row in report["skipped"][:20]:
+        typer.echo(f"skipped {row['path']}:{row['line']} field {row['field']}: {row['message']}", err=True)
+
+
+@data_app.command("convert")
+def convert_command(
+    path: str = typer.Argument(...),
+    out: Path = typer.Option(..., "--out", "-o", help="native PairCase JSONL to write"),
+    skip_invalid: bool = typer.Option(False),
+) -> None:
+    """Convert any supported layout to native PairCase JSONL."""
+    from tailorbench import api
+
+    with user_errors():
+        n = api.convert_data(path, out, skip_invalid=skip_invalid)
+    typer.echo(f"wrote {n} cases to {out}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(data_app, name="data")

@@ -1,0 +1,84 @@
+"""`tailor eval`: judges x settings over a benchmark -> run directories with predictions and reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tailorbench.cli.common import print_json, split_csv, user_errors
+
+
+def _parse_options(pairs: list[str] | None) -> dict[str, str]:
+    from tailorbench.errors import ConfigError
+
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--judge-option expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def eval_command(
+    data: str = typer.Option("demo", "--data", "-d", help="demo, personafeedback (hub), or a path in any layout"),
+    judge: list[str] | None = typer.Option(None, "--judge", "-j", help="judge spec; repeat for several"),
+    setting: list[str] | None = typer.Option(None, "--setting", "-s", help="persona | none; repeatable"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="run directory (or parent, for several)"),
+    orders: str = typer.Option("both", help="both: judge each case with chosen as A and as B; random: one order"),
+    split: list[str] | None = typer.Option(None, help="keep these splits (specific, general)"),
+    tier: list[str] | None = typer.Option(None, help="keep these tiers (easy, medium/mid, hard)"),
+    limit: int | None = typer.Option(None, help="a seeded sample of this many cases"),
+    seed: int = typer.Option(0, help="seed of sampling, random orders, the random judge and bootstraps"),
+    persona_sections: str | None = typer.Option(
+        None, help="keep only these persona sections, e.g. Demographics,Preference (field ablation)"),
+    ci_unit: str = typer.Option("case", help="bootstrap unit: case, or user (cases cluster by user)"),
+    n_boot: int = typer.Option(1000, help="bootstrap resamples (at least 1000 recommended)"),
+    skip_invalid: bool = typer.Option(False, help="skip invalid rows (counted in the manifest) instead of stopping"),
+    resume: Path | None = typer.Option(None, help="continue an interrupted run directory"),
+    batch_size: int | None = typer.Option(None, help="inputs per judge call"),
+    judge_option: list[str] | None = typer.Option(None, "--judge-option", help="KEY=VALUE passed to the judge"),
+    progress: bool = typer.Option(True, help="progress bar on stderr"),
+    json_out: bool = typer.Option(False, "--json", help="print the results (or a list of them) as JSON"),
+) -> None:
+    """Evaluate judges on a pairwise personalization benchmark."""
+    from tailorbench import api
+    from tailorbench.errors import ConfigError
+    from tailorbench.evaluate.results import load_results
+    from tailorbench.evaluate.runner import EvalConfig
+
+    with user_errors():
+        if resume is not None:
+            runs = [api.resume(resume, progress=progress)]
+        else:
+            if out is None:
+                raise ConfigError("--out is required (or --resume RUN_DIR)")
+            if orders not in ("both", "random"):
+                raise ConfigError("--orders must be both or random")
+            if ci_unit not in ("case", "user"):
+                raise ConfigError("--ci-unit must be case or user")
+            judges = judge or ["longer"]
+            settings = setting or ["persona"]
+            config = EvalConfig(
+                data=data, judge=judges[0], setting=settings[0], orders=orders,  # type: ignore[arg-type]
+                seed=seed, splits=split_csv(split), tiers=split_csv(tier), limit=limit,
+                persona_sections=split_csv([persona_sections] if persona_sections else None),
+                skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,  # type: ignore[arg-type]
+                judge_options=_parse_options(judge_option), batch_size=batch_size,
+            )
+            runs = api.evaluate(config, out, judges, settings, progress=progress)
+        results = [load_results(r) for r in runs]
+        if json_out:
+            print_json(results[0] if len(results) == 1 else results)
+        else:
+            for run, res in zip(runs, results):
+                total = res["metrics"]["all"]
+                typer.echo(
+                    f"{res['judge']} / {res['setting']}: accuracy {100 * (total['accuracy'] or 0):.1f}% "
+                    f"on {total['n']} cases (invalid {total['invalid']}, abstained {total['abstained']}, "
+                    f"failed {total['failed']}) -> {run}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_command)

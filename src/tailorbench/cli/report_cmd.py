@@ -1,0 +1,53 @@
+"""`tailor report` (merge runs into a leaderboard) and `tailor compare` (paired bootstrap of two runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tailorbench.cli.common import print_json, user_errors
+
+
+def report_command(
+    runs: list[Path] = typer.Argument(..., help="run directories"),
+    out: Path = typer.Option(Path("."), "--out", "-o", help="where report.md and report.html go"),
+    json_out: bool = typer.Option(False, "--json", help="print the merged results as JSON"),
+) -> None:
+    """Merge run directories into one leaderboard (report.md, report.html)."""
+    from tailorbench import api
+
+    with user_errors():
+        results = api.report(runs, out)
+    if json_out:
+        print_json(results)
+    else:
+        typer.echo((out / "report.md").read_text(encoding="utf-8"))
+
+
+def compare_command(
+    run_a: Path = typer.Argument(...),
+    run_b: Path = typer.Argument(...),
+    n_boot: int = typer.Option(1000),
+    seed: int = typer.Option(0),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Paired bootstrap of the accuracy difference A - B on the cases both runs judged."""
+    from tailorbench import api
+
+    with user_errors():
+        result = api.compare(run_a, run_b, n_boot=n_boot, seed=seed)
+    if json_out:
+        print_json(result)
+        return
+    if result["difference"] is None:
+        typer.echo("no shared cases", err=True)
+        raise typer.Exit(1)
+    lo, hi = result["ci"]
+    typer.echo(f"{result['a']} - {result['b']}: {100 * result['difference']:+.1f} points "
+               f"[{100 * lo:+.1f}, {100 * hi:+.1f}] on {result['n']} shared cases, p≈{result['p_two_sided']:.3f}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_command)
+    app.command("compare")(compare_command)

@@ -1,0 +1,220 @@
+"""Reports: report.md (paper-style table, length-controlled view, accounting, breakdowns) and a
+self-contained report.html (same tables plus a per-tier bar chart with CI whiskers, inline SVG)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.schema import SPLITS, TIERS
+
+_COLUMNS: list[tuple[str, str]] = [
+    *((s, t) for s in SPLITS for t in (*TIERS, "all")),
+    ("all", ""),
+]
+
+
+def _header() -> list[str]:
+    names = {"easy": "easy", "medium": "medium", "hard": "hard", "all": "avg"}
+    return ["judge", "setting", *(f"{s.capitalize()} {names[t]}" for s, t in _COLUMNS[:-1]), "total"]
+
+
+def _cell(results: dict[str, Any], split: str, tier: str) -> dict[str, Any] | None:
+    block = results["metrics"].get(split)
+    if split == "all":
+        return block if isinstance(block, dict) else None
+    if not block:
+        return None
+    cell = block.get(tier)
+    return cell if isinstance(cell, dict) else None
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _fmt(cell: dict[str, Any] | None, with_ci: bool = True) -> str:
+    if not cell or cell.get("accuracy") is None:
+        return "–"
+    text = _pct(cell["accuracy"])
+    lo, hi = cell.get("ci", [None, None])
+    if with_ci and lo is not None:
+        text += f" [{_pct(lo)}, {_pct(hi)}]"
+    return text
+
+
+def leaderboard_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    ordered = sorted(runs, key=lambda r: -(r["metrics"]["all"]["accuracy"] or 0.0))
+    return [[r["judge"], r["setting"], *(_fmt(_cell(r, s, t)) for s, t in _COLUMNS)] for r in ordered]
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _length_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for r in runs:
+        for split in (*SPLITS, "all"):
+            cell = _cell(r, split, "all")
+            if not cell:
+                continue
+            view = cell["length"]
+            rows.append([
+                r["judge"], r["setting"], split,
+                f"{_pct(view['chosen_longer']['accuracy'])} (n={view['chosen_longer']['n']})",
+                f"{_pct(view['chosen_shorter']['accuracy'])} (n={view['chosen_shorter']['n']})",
+                str(view["equal_length"]),
+                _pct(view["balanced_accuracy"]),
+            ])
+    return rows
+
+
+def _accounting_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for r in runs:
+        total = r["metrics"]["all"]
+        usage = r.get("usage", {})
+        cost = usage.get("cost_usd")
+        rows.append([
+            r["judge"], r["setting"], str(total["n"]), str(r["verdicts"]["total"]),
+            str(total["invalid"]), str(total["abstained"]), str(total["failed"]),
+            str(r["verdicts"].get("truncated", 0)), str(r.get("skipped_rows", 0)),
+            _pct(total["strict_accuracy"]), _pct(total["consistency"]),
+            f"{usage.get('prompt_tokens', 0)}/{usage.get('completion_tokens', 0)}",
+            "–" if cost is None else f"{cost:.4f}",
+        ])
+    return rows
+
+
+_LENGTH_HEADER = ["judge", "setting", "split", "acc. chosen longer", "acc. chosen shorter", "equal length",
+                  "length-balanced"]
+_ACCOUNT_HEADER = ["judge", "setting", "cases", "verdicts", "invalid", "abstained", "failed", "truncated",
+                   "skipped rows", "strict acc.", "position consistency", "tokens in/out", "cost USD"]
+
+
+def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
+    first = runs[0]
+    parts = [
+        f"# {title}",
+        "",
+        f"Accuracy in % with 95% percentile-bootstrap CI ({first.get('n_boot', 1000)} resamples, unit: "
+        f"{first.get('ci_unit', 'case')}); a case scores the mean over its judged orders; abstained, invalid and "
+        "failed verdicts score 0. Averages are weighted by case counts.",
+        "",
+        _md_table(_header(), leaderboard_rows(runs)),
+        "",
+        "## Length-controlled view",
+        "",
+        "Picking the longer answer wins 72-77% on PersonaFeedback General: compare with the `longer` baseline.",
+        "",
+        _md_table(_LENGTH_HEADER, _length_rows(runs)),
+        "",
+        "## Accounting",
+        "",
+        _md_table(_ACCOUNT_HEADER, _accounting_rows(runs)),
+    ]
+    warnings = [(r["judge"], w) for r in runs for w in r.get("warnings", [])]
+    if warnings:
+        parts += ["", "## Warnings", "", *(f"- `{j}`: {w}" for j, w in warnings)]
+    if len(runs) == 1:
+        parts += _single_run_details(first)
+    return "\n".join(parts) + "\n"
+
+
+def _single_run_details(r: dict[str, Any]) -> list[str]:
+    users = r.get("users", {})
+    out = ["", "## Users", "", f"{users.get('n_users', 0)} users; per-user accuracy quantiles: "
+           + ", ".join(f"{k} {_pct(v)}" for k, v in users.get("quantiles", {}).items())]
+    hardest = users.get("hardest", [])
+    if hardest:
+        out += ["", _md_table(["hardest users", "cases", "accuracy"],
+                              [[h["user_id"], str(h["n"]), _pct(h["accuracy"])] for h in hardest])]
+    for attr, values in r.get("attributes", {}).items():
+        rows = [[v, str(s["n"]), _pct(s["accuracy"])] for v, s in list(values.items())[:12]]
+        out += ["", f"### By {attr}", "", _md_table([attr, "cases", "accuracy"], rows)]
+    return out
+
+
+def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
+    """Grouped bars per split x tier, one colour per run, whiskers at the CI bounds."""
+    cells = [(s, t) for s in SPLITS for t in TIERS if any(_cell(r, s, t) for r in runs)]
+    palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
+    width_per, bar, height, top, left = 40 + 18 * len(runs), 14, 220, 20, 40
+    width = left + width_per * max(1, len(cells)) + 20
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 60}" role="img">']
+    for pct in (0, 25, 50, 75, 100):
+        y = top + height * (1 - pct / 100)
+        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>'
+                   f'<text x="{left - 6}" y="{y + 4}" font-size="10" text-anchor="end">{pct}</text>')
+    for ci, (split, tier) in enumerate(cells):
+        x0 = left + ci * width_per + 10
+        for ri, run in enumerate(runs):
+            cell = _cell(run, split, tier)
+            if not cell or cell["accuracy"] is None:
+                continue
+            x = x0 + ri * (bar + 4)
+            y = top + height * (1 - cell["accuracy"])
+            colour = palette[ri % len(palette)]
+            tip = html.escape(f"{run['judge']} / {run['setting']} {split}/{tier}: {_fmt(cell)}")
+            out.append(f'<rect x="{x}" y="{y:.1f}" width="{bar}" height="{top + height - y:.1f}" '
+                       f'fill="{colour}"><title>{tip}</title></rect>')
+            lo, hi = cell["ci"]
+            if lo is not None:
+                ylo, yhi, xm = top + height * (1 - lo), top + height * (1 - hi), x + bar / 2
+                out.append(f'<path d="M{xm},{ylo:.1f}V{yhi:.1f}M{xm - 4},{ylo:.1f}H{xm + 4}'
+                           f'M{xm - 4},{yhi:.1f}H{xm + 4}" stroke="#222"/>')
+        out.append(f'<text x="{x0 + width_per / 2 - 10}" y="{top + height + 16}" font-size="11" '
+                   f'text-anchor="middle">{split[:4]}/{tier}</text>')
+    for ri, run in enumerate(runs):
+        y = top + height + 32 + 0 * ri
+        x = left + ri * 180
+        out.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{palette[ri % len(palette)]}"/>'
+                   f'<text x="{x + 14}" y="{y + 9}" font-size="11">'
+                   f'{html.escape(run["judge"] + " / " + run["setting"])[:28]}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
+    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
+             "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f4f4f4}")
+    warnings = "".join(f"<li><code>{html.escape(r['judge'])}</code>: {html.escape(w)}</li>"
+                       for r in runs for w in r.get("warnings", []))
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
+        "<p>Accuracy in % with 95% percentile-bootstrap CI; whiskers in the chart show the CI.</p>"
+        f"{_svg_chart(runs)}{_html_table(_header(), leaderboard_rows(runs))}"
+        f"<h2>Length-controlled view</h2>{_html_table(_LENGTH_HEADER, _length_rows(runs))}"
+        f"<h2>Accounting</h2>{_html_table(_ACCOUNT_HEADER, _accounting_rows(runs))}"
+        + (f"<h2>Warnings</h2><ul>{warnings}</ul>" if warnings else "")
+        + "</body></html>\n"
+    )
+
+
+def write_run_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | None = None) -> None:
+    title = title or (f"tailorbench: {runs[0]['judge']} / {runs[0]['setting']}" if len(runs) == 1
+                      else "tailorbench leaderboard")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(render_markdown(runs, title), encoding="utf-8")
+    (out / "report.html").write_text(render_html(runs, title), encoding="utf-8")
+
+
+def write_merged_report(run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:
+    """One leaderboard over several run directories (what `tailor report RUN...` writes)."""
+    from tailorbench.evaluate.results import load_results
+
+    runs = [load_results(d) for d in run_dirs]
+    write_run_reports(runs, out, "tailorbench leaderboard")
+    return runs
