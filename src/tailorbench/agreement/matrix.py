@@ -78,9 +78,7 @@ def build_matrix(ratings: RatingSet, order: Sequence[str] | None = None) -> Rati
         index = {t: i for i, t in enumerate(tokens)}
         for r in ratings.ratings:
             if str(r.label) not in index:
-                raise DataError(
-                    r.source, r.line, "label", f"label {r.label!r} is not in --order {','.join(tokens)}"
-                )
+                raise DataError(r.source, r.line, "label", f"label {r.label!r} is not in --order {','.join(tokens)}")
         categories: list[Label] = list(tokens)
         codes_flat = [index[str(lb)] for lb in labels]
         values, scale = np.arange(len(tokens), dtype=float), "ordinal"
@@ -100,14 +98,10 @@ def build_matrix(ratings: RatingSet, order: Sequence[str] | None = None) -> Rati
     rows = np.fromiter((items[r.item] for r in ratings.ratings), dtype=np.int64, count=len(labels))
     cols = np.fromiter((raters[r.rater] for r in ratings.ratings), dtype=np.int64, count=len(labels))
     codes[rows, cols] = np.asarray(codes_flat, dtype=np.int64)
-    return RatingMatrix(
-        list(items), list(raters), [groups[r] for r in raters], categories, codes, scale, values
-    )
+    return RatingMatrix(list(items), list(raters), [groups[r] for r in raters], categories, codes, scale, values)
 
 
-def from_codes(
-    codes: np.ndarray, categories: Sequence[Label] | None = None, ordered: bool = False
-) -> RatingMatrix:
+def from_codes(codes: np.ndarray, categories: Sequence[Label] | None = None, ordered: bool = False) -> RatingMatrix:
     """Wrap a ready items x raters code matrix (MISSING = -1), e.g. for benchmarks and tests."""
     codes = np.asarray(codes, dtype=np.int64)
     k = int(codes.max()) + 1 if categories is None else len(categories)

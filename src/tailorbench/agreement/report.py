@@ -6,6 +6,7 @@ with a note that says why, never a bare NaN.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -182,15 +183,14 @@ def _pairwise(m: RatingMatrix, opts: AgreeOptions) -> tuple[list[dict[str, Any]]
         rows.append(row)
         kinds.setdefault("-".join(sorted((m.groups[a], m.groups[b]))), []).append(j)
     by_kind: dict[str, Any] = {}
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN resamples are counted by percentile_ci
         for kind, idx in sorted(kinds.items()):
             pts = points[idx]
             defined = int(np.isfinite(pts[:, 0]).sum())
             entry: dict[str, Any] = {"n_pairs": len(idx), "n_defined": defined}
             names = ("kappa", "kappa_linear", "kappa_quadratic") if m.ordered else ("kappa",)
-            mean_boot = (
-                np.nanmean(boots[:, idx, :], axis=1) if defined else np.full((boots.shape[0], 3), np.nan)
-            )
+            mean_boot = np.nanmean(boots[:, idx, :], axis=1) if defined else np.full((boots.shape[0], 3), np.nan)
             cis = percentile_ci(mean_boot, opts.level)
             for w, name in enumerate(names):
                 entry[name] = _stat(np.nanmean(pts[:, w]) if defined else np.nan, cis[w], "no defined pair")
@@ -261,9 +261,7 @@ def agreement_report(
         notes.append("only one rater: no pairwise or group statistics")
     single = int((counts.sum(axis=1) == 1).sum())
     if single:
-        notes.append(
-            f"{single} item(s) have a single rating: they count for majority/F1 only, not for agreement"
-        )
+        notes.append(f"{single} item(s) have a single rating: they count for majority/F1 only, not for agreement")
     pairs, by_kind, no_overlap = _pairwise(m, opts)
     if no_overlap:
         notes.append(f"{no_overlap} rater pair(s) share no item and have no Cohen's kappa")
@@ -302,9 +300,7 @@ def render_table(report: dict[str, Any]) -> list[RenderableType]:
     from rich.table import Table
 
     level = round(report["bootstrap"]["level"] * 100)
-    overall = Table(
-        title=f"Agreement ({level}% bootstrap CI, {report['bootstrap']['n_resamples']} resamples)"
-    )
+    overall = Table(title=f"Agreement ({level}% bootstrap CI, {report['bootstrap']['n_resamples']} resamples)")
     overall.add_column("statistic")
     scopes: list[tuple[str, dict[str, Any]]] = [("all", report), *report["groups"].items()]
     for name, _ in scopes:
@@ -352,8 +348,6 @@ def render_table(report: dict[str, Any]) -> list[RenderableType]:
             vs.add_column(col)
         for v in report["vs_majority"]:
             who = v["group"] + (" (others)" if v["leave_self_out"] else "")
-            vs.add_row(
-                v["rater"], who, str(v["n"]), *[_fmt(v[x]) for x in ("accuracy", "precision", "recall", "f1")]
-            )
+            vs.add_row(v["rater"], who, str(v["n"]), *[_fmt(v[x]) for x in ("accuracy", "precision", "recall", "f1")])
         out.append(vs)
     return out

@@ -46,9 +46,7 @@ def _parse(path: Path) -> list[tuple[int, dict[str, Any]]]:
             if row["status"] not in _STATUSES:
                 raise DataError(path, line_no, "status", f"must be one of {_STATUSES}, got {row['status']!r}")
             if row["status"] == "ok" and row["choice"] not in ("A", "B"):
-                raise DataError(
-                    path, line_no, "choice", f"an ok verdict needs 'A' or 'B', got {row['choice']!r}"
-                )
+                raise DataError(path, line_no, "choice", f"an ok verdict needs 'A' or 'B', got {row['choice']!r}")
             rows.append((line_no, row))
     return rows
 
@@ -76,7 +74,5 @@ def read_run_dir(run_dir: str | Path, group: str = "model") -> RatingSet:
         if row["status"] != "ok":
             out.missing[f"verdict {row['status']}"] += 1
             continue
-        out.ratings.append(
-            Rating(key[0], rater, _label(row["choice"], row["order"]), group, str(path), line_no)
-        )
+        out.ratings.append(Rating(key[0], rater, _label(row["choice"], row["order"]), group, str(path), line_no))
     return out

@@ -141,9 +141,7 @@ def _distances(n_c: np.ndarray, level: Level, values: np.ndarray | None) -> np.n
     return (between - (n_c[..., :, None] + n_c[..., None, :]) / 2.0) ** 2
 
 
-def alpha_from_totals(
-    totals: np.ndarray, k: int, level: Level, values: np.ndarray | None = None
-) -> np.ndarray:
+def alpha_from_totals(totals: np.ndarray, k: int, level: Level, values: np.ndarray | None = None) -> np.ndarray:
     """Krippendorff's alpha = 1 - sum(o d) / sum(e d), e_ck = (n_c n_k - [c=k] n_c) / (n - 1)."""
     obs = totals.reshape(*totals.shape[:-1], k, k)
     n_c = obs.sum(axis=-1)
@@ -155,9 +153,7 @@ def alpha_from_totals(
     return 1.0 - _div((obs * d).sum(axis=(-1, -2)), (exp * d).sum(axis=(-1, -2)))
 
 
-def krippendorff_alpha(
-    codes: np.ndarray, k: int, level: Level = "nominal", values: np.ndarray | None = None
-) -> float:
+def krippendorff_alpha(codes: np.ndarray, k: int, level: Level = "nominal", values: np.ndarray | None = None) -> float:
     """Krippendorff's alpha of a code matrix with missing ratings (convenience wrapper)."""
     block = alpha_block(category_counts(codes, k))
     vals = values if values is not None or level == "nominal" else np.arange(k, dtype=float)

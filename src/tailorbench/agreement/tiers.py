@@ -40,9 +40,7 @@ class TierRule:
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.medium <= self.easy <= 1.0:
-            raise ConfigError(
-                f"tier thresholds need 0 <= medium <= easy <= 1, got {self.medium}, {self.easy}"
-            )
+            raise ConfigError(f"tier thresholds need 0 <= medium <= easy <= 1, got {self.medium}, {self.easy}")
         if self.min_ratings < 2:
             raise ConfigError("--min-ratings must be at least 2 (agreement needs two ratings)")
 
@@ -155,9 +153,7 @@ def build_tiers(
         cases.append(case)
         tier_counts[tier].append([a, b])
     per_tier = {
-        t: _tier_stats(np.asarray(c, dtype=float), n_resamples, seed, level)
-        for t, c in tier_counts.items()
-        if c
+        t: _tier_stats(np.asarray(c, dtype=float), n_resamples, seed, level) for t, c in tier_counts.items() if c
     }
     summary: dict[str, Any] = {
         "n_items": len(items),
