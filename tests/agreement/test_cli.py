@@ -44,7 +44,7 @@ def test_agree_json_is_the_only_stdout(write_jsonl: Writer, tmp_path: Path) -> N
     assert {"value", "ci"} <= set(obj["fleiss_kappa"])
     assert {"a", "b", "n", "kappa"} <= set(obj["pairwise_cohen_kappa"][0])
     assert "human-model" in obj["cohen_kappa_by_pair_type"]
-    judge = [v for v in obj["vs_majority"] if v["rater"] == "j@persona"][0]
+    judge = next(v for v in obj["vs_majority"] if v["rater"] == "j@persona")
     assert judge["n"] == 19
 
 

@@ -93,5 +93,5 @@ def test_run_dir_one_order_has_plain_rater_and_errors(write_jsonl: Writer, tmp_p
     with pytest.raises(DataError) as err:
         read_run_dir(tmp_path / "bad")
     assert (err.value.line, err.value.field) == (1, "order")
-    with pytest.raises(DataError, match="predictions.jsonl"):
+    with pytest.raises(DataError, match=r"predictions\.jsonl"):
         read_run_dir(tmp_path)
