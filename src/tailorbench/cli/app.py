@@ -24,3 +24,7 @@ for _name in _VERBS:
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()
