@@ -32,7 +32,8 @@ PERSONA_EN: dict[str, Any] = {
 def rows(prefix: str, reject_key: str = "reject") -> list[dict[str, Any]]:
     """Three rows: Chinese, English, and one with chosen shorter than rejected."""
     return [
-        {"question": f"{prefix}我该如何练习英语听力？", "chosen": "推荐你听园艺相关的英文播客，比如关于日本庭园的节目，结合你的兴趣。",
+        {"question": f"{prefix}我该如何练习英语听力？",
+         "chosen": "推荐你听园艺相关的英文播客，比如关于日本庭园的节目，结合你的兴趣。",
          reject_key: "多听英语新闻。"},
         {"question": f"{prefix} Where should I travel in spring?", "chosen": "A slow train through the Highlands.",
          reject_key: "Anywhere warm is good."},
