@@ -170,12 +170,13 @@ def persona_attributes(profile: dict[str, Any]) -> dict[str, str]:
     return attrs
 
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_SPACE_RUN = re.compile(r"\s+")
 
 
 def cjk_share(text: str) -> float:
     """Share of non-space characters that are CJK: decides prompt language and warns English-only models."""
-    chars = [c for c in text if not c.isspace()]
-    if not chars:
+    visible = len(text) - sum(map(len, _SPACE_RUN.findall(text)))
+    if visible <= 0:
         return 0.0
-    return sum(1 for c in chars if _CJK.match(c)) / len(chars)
+    return sum(map(len, _CJK_RUN.findall(text))) / visible

@@ -6,6 +6,7 @@ decides which answer is shown as A and which as B; an `order` names that decisio
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -48,6 +49,15 @@ class PairCase(BaseModel):
     rejected: str
     meta: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("persona", "meta", mode="plain")
+    @classmethod
+    def _mapping_kept_as_is(cls, value: Any) -> dict[str, Any]:
+        """Keep the caller's dict (no copy): a user's one profile object is shared by all their cases, so
+        it is rendered once and costs no memory per case."""
+        if not isinstance(value, dict):
+            raise ValueError("expected a JSON object")
+        return value
+
     @field_validator("question", "chosen", "rejected")
     @classmethod
     def _not_blank(cls, value: str) -> str:
@@ -56,10 +66,10 @@ class PairCase(BaseModel):
         return value
 
 
-class JudgeInput(BaseModel):
-    """What a judge sees for one case in one order: no labels, only positions A and B."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True, slots=True)
+class JudgeInput:
+    """What a judge sees for one case in one order: no labels, only positions A and B. A plain dataclass:
+    the runner builds one per verdict, so it must cost next to nothing."""
 
     case_id: str
     setting: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from tailorbench.errors import ConfigError
 from tailorbench.evaluate.results import compute_results
 from tailorbench.evaluate.runner import EvalConfig, orders_for, plan, run_eval, slug
 from tailorbench.evaluate.settings import SettingOptions
+from tailorbench.schema import Prediction
 
 
 def test_plan_assigns_positions_and_hides_labels() -> None:
@@ -21,7 +23,7 @@ def test_plan_assigns_positions_and_hides_labels() -> None:
     for task in tasks:
         chosen_pos = task.input.answer_a if task.order == "AB" else task.input.answer_b
         assert chosen_pos == task.case.chosen
-        assert "chosen" not in task.input.model_dump()
+        assert "chosen" not in dataclasses.asdict(task.input)
         assert task.input.context and "Demographics" in task.input.context
     none = plan(cases, "none", "both", 0, SettingOptions())
     assert all(t.input.context is None for t in none)
@@ -47,10 +49,15 @@ def test_run_directory_contents_and_reproducibility(tmp_path: Path) -> None:
         assert (out / name).exists(), name
     lines = (out / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 2 * 72
+    for line in lines:  # the runner's fast path writes exactly the Prediction contract
+        assert Prediction.model_validate_json(line).model_dump(mode="json") == json.loads(line)
     results = json.loads((out / "results.json").read_text())
     assert results["metrics"]["all"]["n"] == 72
     assert results["metrics"]["all"]["accuracy"] == pytest.approx(0.5, abs=0.1)
     assert compute_results(out) == results  # every number comes from the run directory alone
+    from tailorbench.evaluate.results import read_predictions
+
+    assert compute_results(out, read_predictions(out)) == results
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "finished" and len(manifest["dataset_fingerprint"]) == 64
     assert manifest["data_stats"]["rows"] == 72

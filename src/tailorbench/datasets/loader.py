@@ -12,7 +12,7 @@ from typing import Any
 
 from tailorbench.datasets import personafeedback as pf
 from tailorbench.datasets.native import first_row, looks_native, read_native
-from tailorbench.datasets.rows import InvalidRows, pair_hash
+from tailorbench.datasets.rows import InvalidRows, fingerprint_files
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.schema import PairCase
 
@@ -31,9 +31,14 @@ class Benchmark:
     personas_total: int | None = None
     personas_unused: list[str] = field(default_factory=list)
     persona_keys_renamed: int = 0
+    #: every file the cases were read from (fingerprinted by their bytes)
+    files: list[Path] = field(default_factory=list)
 
     def fingerprint(self) -> str:
-        """sha256 over the cases' content in order: two runs on equal fingerprints saw the same data."""
+        """sha256 of the source files (or, for cases built in memory, of the cases' content in order):
+        two runs with equal fingerprints saw the same data."""
+        if self.files:
+            return fingerprint_files(self.files)
         digest = hashlib.sha256()
         for case in self.cases:
             digest.update(case.model_dump_json().encode("utf-8"))
@@ -43,12 +48,9 @@ class Benchmark:
     def stats(self) -> dict[str, Any]:
         """Counts for the manifest: rows per split/tier, repeated rows, label flips, skipped rows."""
         per: Counter[str] = Counter(f"{c.split}/{c.tier}" for c in self.cases)
-        hashes = Counter(c.meta["pair_hash"] for c in self.cases)
-        flipped = sum(
-            1
-            for c in self.cases
-            if pair_hash(c.user_id, c.question, c.rejected, c.chosen) in hashes
-        )
+        # tuples of the texts themselves: Python caches string hashes, so this is cheaper than digests
+        hashes = Counter((c.user_id, c.question, c.chosen, c.rejected) for c in self.cases)
+        flipped = sum(1 for c in self.cases if (c.user_id, c.question, c.rejected, c.chosen) in hashes)
         return {
             "source": self.source,
             "layout": self.layout,
@@ -107,14 +109,15 @@ def load_benchmark(data: str | Path, skip_invalid: bool = False) -> Benchmark:
     layout = detect_layout(path)
     if layout == "native":
         cases = list(read_native(path, invalid))
-        return Benchmark(spec, layout, cases, invalid)
+        return Benchmark(spec, layout, cases, invalid, files=[path])
     personas = pf.load_hub_personas(path, invalid) if layout == "hub" else pf.load_mirror_personas(path, invalid)
-    files = pf.hub_case_files(path) if layout == "hub" else pf.mirror_case_files(path)
+    files = list(pf.hub_case_files(path) if layout == "hub" else pf.mirror_case_files(path))
     cases = list(_chain(pf.read_pf_rows(f, s, t, personas, invalid) for f, s, t in files))
     if not cases and not invalid.rows:
         raise DataError(path, None, None, "no case files found")
     unused = sorted(set(personas.by_key) - personas.used)
-    return Benchmark(spec, layout, cases, invalid, len(personas.by_key), unused, personas.renamed_keys)
+    sources = [f for f, _, _ in files] + personas.files
+    return Benchmark(spec, layout, cases, invalid, len(personas.by_key), unused, personas.renamed_keys, sources)
 
 
 def _chain(parts: Iterator[Iterator[PairCase]]) -> Iterator[PairCase]:

@@ -25,9 +25,10 @@ def looks_native(first_row: dict[str, Any]) -> bool:
 def read_native(path: Path, invalid: InvalidRows) -> Iterator[PairCase]:
     """PairCases from native JSONL. Explicit ids must be unique; rows without one get `split/tier/stem:line`."""
     seen: dict[str, int] = {}
+    personas = _PersonaCache()
     for line, row in read_jsonl(path, invalid):
         try:
-            case = _row_to_case(row, path, line)
+            case = _row_to_case(row, path, line, personas)
             if case.id in seen:
                 raise DataError(path, line, "id", f"duplicate id {case.id!r} (first on line {seen[case.id]})")
             seen[case.id] = line
@@ -36,18 +37,33 @@ def read_native(path: Path, invalid: InvalidRows) -> Iterator[PairCase]:
             invalid.handle(error)
 
 
-def _row_to_case(row: dict[str, Any], path: Path, line: int) -> PairCase:
+class _PersonaCache:
+    """Rows of one user usually repeat the same profile: normalise it once and share one object, which
+    also lets the runner render it once."""
+
+    def __init__(self) -> None:
+        self._by_user: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+    def normalised(self, user_id: str, raw: dict[str, Any]) -> dict[str, Any]:
+        hit = self._by_user.get(user_id)
+        if hit is not None and hit[0] == raw:
+            return hit[1]
+        normalised = normalise_persona(raw)[0]
+        self._by_user[user_id] = (raw, normalised)
+        return normalised
+
+
+def _row_to_case(row: dict[str, Any], path: Path, line: int, personas: _PersonaCache) -> PairCase:
     for key in _REQUIRED:
         if key not in row or row[key] is None:
             raise DataError(path, line, key, "missing required field")
-    row = dict(row)
-    row["user_id"] = str(row["user_id"])
+    row["user_id"] = str(row["user_id"])  # the row is ours (fresh from the parser): edit in place
     if row.get("id") in (None, ""):
         row["id"] = f"{row['split']}/{row['tier']}/{path.stem}:{line}"
     persona = row.get("persona") or {}
     if not isinstance(persona, dict):
         raise DataError(path, line, "persona", "expected a JSON object")
-    row["persona"] = normalise_persona(persona)[0]
+    row["persona"] = personas.normalised(row["user_id"], persona)
     try:
         case = PairCase.model_validate(row)
     except ValidationError as exc:

@@ -38,6 +38,7 @@ class PersonaIndex:
         self.by_line: dict[int, str] = {}
         self.renamed_keys = 0
         self.used: set[str] = set()
+        self.files: list[Path] = []
 
     def add(self, key: str, profile: dict[str, Any], line: int | None = None) -> None:
         normalised, renamed = normalise_persona(profile)
@@ -82,6 +83,7 @@ def _unwrap_hub_persona(row: dict[str, Any], line: int) -> tuple[str, dict[str, 
 def load_hub_personas(path: Path, invalid: InvalidRows) -> PersonaIndex:
     index = PersonaIndex()
     file = path / "persona" / "all_personas.jsonl"
+    index.files.append(file)
     for line, row in read_jsonl(file, invalid):
         key, profile = _unwrap_hub_persona(row, line)
         index.add(key, profile, line=line)
@@ -91,6 +93,7 @@ def load_hub_personas(path: Path, invalid: InvalidRows) -> PersonaIndex:
 def load_mirror_personas(path: Path, invalid: InvalidRows) -> PersonaIndex:
     index = PersonaIndex()
     for file in sorted((path / "persona_all").glob("*.json")):
+        index.files.append(file)
         try:
             profile = json.loads(file.read_bytes().decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
@@ -130,15 +133,16 @@ def read_pf_rows(
     file: Path, split: Split, tier: Tier, personas: PersonaIndex, invalid: InvalidRows
 ) -> Iterator[PairCase]:
     """PairCases of one tier file. `reject` and `rejected` are both accepted."""
+    id_prefix = f"{split}/{tier}/{file.stem}:"
     for line, row in read_jsonl(file, invalid):
         try:
-            yield _row_to_case(row, file, line, split, tier, personas)
+            yield _row_to_case(row, file, line, split, tier, personas, id_prefix)
         except DataError as error:
             invalid.handle(error)
 
 
 def _row_to_case(
-    row: dict[str, Any], file: Path, line: int, split: Split, tier: Tier, personas: PersonaIndex
+    row: dict[str, Any], file: Path, line: int, split: Split, tier: Tier, personas: PersonaIndex, id_prefix: str
 ) -> PairCase:
     rejected_key = "rejected" if "rejected" in row else "reject"
     if "user_id" not in row:
@@ -152,11 +156,11 @@ def _row_to_case(
     if key is None:
         raise DataError(file, line, "user_id", f"unknown persona id {row['user_id']!r}")
     personas.used.add(key)
-    meta = {"pair_hash": pair_hash(key, question, chosen, rejected), "source": f"{file.name}:{line}"}
+    meta: dict[str, Any] = {"pair_hash": pair_hash(key, question, chosen, rejected)}
     if str(row["user_id"]) != key:
         meta["source_user_id"] = row["user_id"]
     return PairCase(
-        id=str(row["id"]) if row.get("id") not in (None, "") else f"{split}/{tier}/{file.stem}:{line}",
+        id=str(row["id"]) if row.get("id") not in (None, "") else f"{id_prefix}{line}",
         split=split,
         tier=tier,
         user_id=key,

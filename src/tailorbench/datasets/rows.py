@@ -4,11 +4,12 @@ the invalid-row policy (stop with file/line/field, or skip and count)."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from tailorbench.errors import DataError
 from tailorbench.schema import Split, Tier
@@ -29,8 +30,8 @@ def normalise_tier(name: str) -> Tier | None:
 
 def pair_hash(user_id: str, question: str, chosen: str, rejected: str) -> str:
     """Identity of a labelled pair: equal hashes are repeated rows; hash(.., rejected, chosen) finds flips."""
-    digest = hashlib.sha256("\x1f".join((user_id, question, chosen, rejected)).encode("utf-8"))
-    return digest.hexdigest()[:16]
+    digest = hashlib.blake2b("\x1f".join((user_id, question, chosen, rejected)).encode("utf-8"), digest_size=8)
+    return digest.hexdigest()
 
 
 @dataclass
@@ -61,14 +62,15 @@ def read_jsonl(path: Path, invalid: InvalidRows) -> Iterator[tuple[int, dict[str
         if not raw.strip():
             continue
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            invalid.handle(DataError(path, number, None, f"not valid UTF-8 (byte {exc.start}): wrong encoding?"))
-            continue
-        try:
-            row = json.loads(text)
-        except json.JSONDecodeError as exc:
-            invalid.handle(DataError(path, number, None, f"malformed JSON: {exc.msg} at column {exc.colno}"))
+            row = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                message = f"not valid UTF-8 (byte {bad.start}): wrong encoding?"
+            else:
+                message = f"malformed JSON: {exc.msg} at column {exc.colno}"
+            invalid.handle(DataError(path, number, None, message))
             continue
         if not isinstance(row, dict):
             invalid.handle(DataError(path, number, None, f"expected a JSON object, got {type(row).__name__}"))
@@ -76,8 +78,20 @@ def read_jsonl(path: Path, invalid: InvalidRows) -> Iterator[tuple[int, dict[str
         yield number, row
 
 
+def fingerprint_files(paths: list[Path]) -> str:
+    """sha256 over the bytes of every file a benchmark was read from (names relative, sorted)."""
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(path.name.encode("utf-8") + b"\x00")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 def require_text(row: dict[str, Any], key: str, path: Path, line: int) -> str:
     """A required, non-empty string field (numbers are accepted and turned into text)."""
+    value = row.get(key)
+    if type(value) is str and value and not value.isspace():  # the common case, fast
+        return value
     if key not in row or row[key] is None:
         raise DataError(path, line, key, "missing required field")
     value = row[key]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,8 @@ import numpy as np
 from tailorbench.schema import SPLITS, TIERS
 
 N_BOOT = 1000
+#: verdict statuses counted per case (an `ok` verdict is not a problem)
+STATUS_COLUMNS = ("invalid", "abstain", "failed")
 
 
 @dataclass
@@ -33,39 +35,45 @@ class CaseScores:
     both_ok: np.ndarray  # judged in two orders, both verdicts valid
     consistent: np.ndarray  # both_ok and the same answer picked twice
     length_sign: np.ndarray  # +1 chosen longer, -1 shorter, 0 equal
-    statuses: list[dict[str, int]]
+    statuses: np.ndarray  # per case: counts of STATUS_COLUMNS
 
 
-def case_scores(predictions: Iterable[Mapping[str, Any]]) -> CaseScores:
-    """Fold verdict lines (one per case x order) into per-case scores."""
-    by_case: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for row in predictions:
-        by_case[row["case_id"]].append(row)
-    ids = list(by_case)
-    n = len(ids)
-    split, tier, user = (np.empty(n, dtype=object) for _ in range(3))
-    score, strict = np.zeros(n), np.zeros(n, dtype=bool)
-    both_ok, consistent = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-    length_sign = np.zeros(n, dtype=np.int8)
-    statuses: list[dict[str, int]] = []
-    for k, case_id in enumerate(ids):
-        rows = by_case[case_id]
-        first = rows[0]
-        split[k], tier[k], user[k] = first["split"], first["tier"], first["user_id"]
-        correct = [bool(r["correct"]) for r in rows]
-        score[k] = sum(correct) / len(correct)
-        strict[k] = all(correct)
-        oks = [r for r in rows if r["status"] == "ok"]
-        if len(rows) == 2 and len(oks) == 2:
-            both_ok[k] = True
-            consistent[k] = correct[0] == correct[1]
-        length_sign[k] = int(np.sign(first["len_chosen"] - first["len_rejected"]))
-        counts = {"invalid": 0, "abstain": 0, "failed": 0}
-        for r in rows:
-            if r["status"] in counts:
-                counts[r["status"]] += 1
-        statuses.append(counts)
-    return CaseScores(ids, split, tier, user, score, strict, both_ok, consistent, length_sign, statuses)
+def case_scores(predictions: Sequence[Mapping[str, Any]]) -> CaseScores:
+    """Fold verdict lines (one per case x order) into per-case scores, vectorised; cases keep the order of
+    their first verdict."""
+    n_rows = len(predictions)
+    case_ids = np.array([r["case_id"] for r in predictions], dtype=object)
+    if n_rows == 0:
+        empty = np.array([], dtype=object)
+        return CaseScores([], empty, empty, empty, np.zeros(0), np.zeros(0, bool), np.zeros(0, bool),
+                          np.zeros(0, bool), np.zeros(0, np.int8), np.zeros((0, 3), np.int64))
+    _, first, inverse = np.unique(case_ids, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))  # unique-sorted position -> first-appearance position
+    inv = rank[inverse]
+    firsts = np.sort(first)
+    n = len(firsts)
+    correct = np.fromiter((bool(r["correct"]) for r in predictions), bool, n_rows)
+    status = np.array([r["status"] for r in predictions], dtype=object)
+    per_case = np.bincount(inv, minlength=n)
+    right = np.bincount(inv, weights=correct, minlength=n)
+    ok = np.bincount(inv, weights=status == "ok", minlength=n)
+    statuses = np.stack([np.bincount(inv, weights=status == s, minlength=n) for s in STATUS_COLUMNS], 1)
+    both_ok = (per_case == 2) & (ok == 2)
+    len_c = np.fromiter((predictions[k]["len_chosen"] for k in firsts), np.int64, n)
+    len_r = np.fromiter((predictions[k]["len_rejected"] for k in firsts), np.int64, n)
+    column = lambda key: np.array([predictions[k][key] for k in firsts], dtype=object)  # noqa: E731
+    return CaseScores(
+        ids=[str(predictions[k]["case_id"]) for k in firsts],
+        split=column("split"),
+        tier=column("tier"),
+        user=column("user_id"),
+        score=right / per_case,
+        strict=right == per_case,
+        both_ok=both_ok,
+        consistent=both_ok & ((right == 0) | (right == 2)),
+        length_sign=np.sign(len_c - len_r).astype(np.int8),
+        statuses=statuses.astype(np.int64),
+    )
 
 
 def _seed_for(seed: int, label: str) -> int:
@@ -83,20 +91,27 @@ def bootstrap_ci(
     and the statistic is the pooled mean of the resampled cases. Vectorised, in chunks to bound memory."""
     if len(values) == 0:
         return (float("nan"), float("nan"))
-    if groups is None:
-        sums, counts = values.astype(float), np.ones(len(values))
-    else:
-        _, inverse = np.unique(groups.astype(str), return_inverse=True)
-        sums = np.bincount(inverse, weights=values.astype(float))
-        counts = np.bincount(inverse).astype(float)
     rng = np.random.default_rng(seed)
-    units = len(sums)
-    stats = np.empty(n_boot)
-    chunk = max(1, min(n_boot, 4_000_000 // max(units, 1)))
-    for start in range(0, n_boot, chunk):
-        stop = min(n_boot, start + chunk)
-        idx = rng.integers(0, units, size=(stop - start, units))
-        stats[start:stop] = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+    distinct, value_counts = np.unique(values.astype(float), return_counts=True)
+    if groups is None and len(distinct) <= 64:
+        # resampling n cases whose scores take K distinct values is a multinomial draw over those values:
+        # exact, and O(n_boot * K) instead of O(n_boot * n)
+        draws = rng.multinomial(len(values), value_counts / len(values), size=n_boot)
+        stats = draws @ distinct / len(values)
+    else:
+        if groups is None:
+            sums, counts = values.astype(float), np.ones(len(values))
+        else:
+            _, inverse = np.unique(groups.astype(str), return_inverse=True)
+            sums = np.bincount(inverse, weights=values.astype(float))
+            counts = np.bincount(inverse).astype(float)
+        units = len(sums)
+        stats = np.empty(n_boot)
+        chunk = max(1, min(n_boot, 4_000_000 // max(units, 1)))
+        for start in range(0, n_boot, chunk):
+            stop = min(n_boot, start + chunk)
+            idx = rng.integers(0, units, size=(stop - start, units))
+            stats[start:stop] = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
@@ -125,10 +140,7 @@ def cell_metrics(
 ) -> dict[str, Any]:
     """Every figure of one cell (a split x tier, a split, or everything)."""
     n = int(mask.sum())
-    counts = {"invalid": 0, "abstain": 0, "failed": 0}
-    for k in np.flatnonzero(mask):
-        for key, value in cs.statuses[k].items():
-            counts[key] += value
+    counts = dict(zip(STATUS_COLUMNS, cs.statuses[mask].sum(axis=0).tolist()))
     both = mask & cs.both_ok
     groups = cs.user[mask] if ci_unit == "user" else None
     ci = bootstrap_ci(cs.score[mask], groups, n_boot, _seed_for(seed, label)) if n else (None, None)
@@ -147,21 +159,25 @@ def cell_metrics(
     }
 
 
+def _per_user(cs: CaseScores) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(user ids, score sums, case counts), vectorised."""
+    users, inverse = np.unique(cs.user.astype(str), return_inverse=True)
+    return users, np.bincount(inverse, weights=cs.score), np.bincount(inverse)
+
+
 def user_breakdown(cs: CaseScores, min_cases: int = 3, hardest: int = 10) -> dict[str, Any]:
     """Per-user accuracy: its distribution and the hardest users (at least `min_cases` cases each)."""
-    per: dict[str, list[float]] = defaultdict(list)
-    for user, score in zip(cs.user, cs.score):
-        per[str(user)].append(float(score))
-    accs = np.array([np.mean(v) for v in per.values()]) if per else np.array([])
+    users, sums, counts = _per_user(cs)
+    accs = sums / np.maximum(counts, 1)
     quantiles = (
         dict(zip(("min", "p10", "p25", "median", "p75", "p90", "max"),
                  (float(q) for q in np.quantile(accs, [0, 0.1, 0.25, 0.5, 0.75, 0.9, 1]))))
         if len(accs) else {}
     )
-    eligible = [(u, len(v), float(np.mean(v))) for u, v in per.items() if len(v) >= min_cases]
+    eligible = [(str(u), int(n), float(a)) for u, n, a in zip(users, counts, accs) if n >= min_cases]
     eligible.sort(key=lambda t: (t[2], -t[1], t[0]))
     return {
-        "n_users": len(per),
+        "n_users": len(users),
         "quantiles": quantiles,
         "min_cases_for_hardest": min_cases,
         "hardest": [{"user_id": u, "n": n, "accuracy": a} for u, n, a in eligible[:hardest]],
@@ -171,15 +187,17 @@ def user_breakdown(cs: CaseScores, min_cases: int = 3, hardest: int = 10) -> dic
 def attribute_breakdown(
     cs: CaseScores, user_attributes: Mapping[str, Mapping[str, str]]
 ) -> dict[str, dict[str, dict[str, Any]]]:
-    """Accuracy by persona attribute value (nationality, age band, gender, MBTI letters)."""
-    table: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for user, score in zip(cs.user, cs.score):
+    """Accuracy by persona attribute value (nationality, age band, gender, MBTI letters), case-weighted."""
+    table: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0]))
+    for user, total, count in zip(*_per_user(cs)):
         for attr, value in user_attributes.get(str(user), {}).items():
-            table[attr][value].append(float(score))
+            cell = table[attr][value]
+            cell[0] += float(total)
+            cell[1] += float(count)
     return {
         attr: {
-            value: {"n": len(scores), "accuracy": float(np.mean(scores))}
-            for value, scores in sorted(values.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+            value: {"n": int(n), "accuracy": total / n}
+            for value, (total, n) in sorted(values.items(), key=lambda kv: (-kv[1][1], kv[0]))
         }
         for attr, values in sorted(table.items())
     }

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
 from tailorbench.schema import Choice, JudgeInput, Verdict
 
+# shared, never mutated: the baselines allocate nothing per verdict
 _ABSTAIN = Verdict(status="abstain")
+_PICK = {"A": Verdict(choice="A"), "B": Verdict(choice="B")}
 
 
 class LengthJudge(JudgeBase):
@@ -26,7 +28,7 @@ class LengthJudge(JudgeBase):
             if la == lb:
                 out.append(_ABSTAIN)
             else:
-                out.append(Verdict(choice="A" if (la > lb) == self.prefer_longer else "B"))
+                out.append(_PICK["A" if (la > lb) == self.prefer_longer else "B"])
         return out
 
 
@@ -34,7 +36,7 @@ class FirstJudge(JudgeBase):
     """Always A: measures nothing but position, which is why the runner judges both orders."""
 
     async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
-        return [Verdict(choice="A") for _ in inputs]
+        return [_PICK["A"]] * len(inputs)
 
 
 class RandomJudge(JudgeBase):
@@ -49,7 +51,7 @@ class RandomJudge(JudgeBase):
         for item in inputs:
             key = f"{self.seed}\x1f{item.case_id}\x1f{item.setting}\x1f{item.answer_a}".encode()
             choice: Choice = "A" if hashlib.blake2b(key, digest_size=1).digest()[0] & 1 else "B"
-            out.append(Verdict(choice=choice))
+            out.append(_PICK[choice])
         return out
 
     def describe(self) -> dict[str, object]:

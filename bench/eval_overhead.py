@@ -1,0 +1,145 @@
+"""Runner overhead: `tailor eval` with the `longer` judge on 50,000 generated cases, against a bare loop that
+reads the same files with json.loads, compares lengths and writes the same prediction lines (same keys and
+values) with json.dumps. Goal: runner throughput >= 0.5 of the bare loop.
+
+Two layouts, one JSON line each: `mirror` (PersonaFeedback's release layout: light rows, personas in their own
+files, as the real data comes) and `native` (PairCase JSONL with the persona embedded in every row: the
+heaviest case). The runner's time covers everything `tailor eval` does: validation, manifest with data
+statistics and fingerprint, judging, predictions, metrics with 1,000-resample bootstraps, and both reports.
+
+    .venv/bin/python bench/eval_overhead.py [--cases 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tailorbench.evaluate.runner import EvalConfig, run_eval
+
+WORDS = "persona answer travel food music weekend budget family quiet train garden coffee".split()
+USERS = 500
+
+
+def personas(rng: random.Random) -> list[dict[str, Any]]:
+    return [
+        {"Name": f"user{u}", "Demographics": {"Age": 20 + u % 50, "Nationality": "X", "Career_Information": "job"},
+         "Personality": {"Extraversion_or_Introversion": "EI"[u % 2], "Values_and_Interests": WORDS[: 3 + u % 5]},
+         "Preference": {"Local_Life": {"Food_Drinks": " ".join(rng.choices(WORDS, k=30))}}}
+        for u in range(USERS)
+    ]
+
+
+def rows(n: int, rng: random.Random) -> Iterator[dict[str, Any]]:
+    for i in range(n):
+        chosen = " ".join(rng.choices(WORDS, k=rng.randint(40, 120)))
+        rejected = " ".join(rng.choices(WORDS, k=rng.randint(40, 120)))
+        yield {"i": i, "user": rng.randrange(USERS), "question": f"question {i}?", "chosen": chosen,
+               "rejected": rejected if rejected != chosen else rejected + " extra"}
+
+
+def make_native(root: Path, n: int) -> list[Path]:
+    rng = random.Random(0)
+    profiles = personas(rng)
+    path = root / "cases.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        for r in rows(n, rng):
+            i = r["i"]
+            handle.write(json.dumps({
+                "id": f"c{i}", "split": ("general", "specific")[i % 2], "tier": ("easy", "medium", "hard")[i % 3],
+                "user_id": f"user{r['user']}", "persona": profiles[r["user"]], "question": r["question"],
+                "chosen": r["chosen"], "rejected": r["rejected"], "meta": {},
+            }) + "\n")
+    return [path]
+
+
+def make_mirror(root: Path, n: int) -> list[Path]:
+    rng = random.Random(0)
+    (root / "persona_all").mkdir(parents=True)
+    for u, profile in enumerate(personas(rng)):
+        (root / "persona_all" / f"user{u}.json").write_text(json.dumps(profile), encoding="utf-8")
+    files = {(s, t): (root / f"{s}_{t}.jsonl").open("w", encoding="utf-8")
+             for s in ("general", "specific") for t in ("easy", "mid", "hard")}
+    keys = list(files)
+    for r in rows(n, rng):
+        files[keys[r["i"] % len(keys)]].write(json.dumps({"user_id": f"user{r['user']}", "question": r["question"],
+                                                          "chosen": r["chosen"], "reject": r["rejected"]}) + "\n")
+    for handle in files.values():
+        handle.close()
+    return sorted(root.glob("*.jsonl"))
+
+
+def bare_loop(sources: list[Path], dst: Path) -> int:
+    """The floor for any runner: parse each row, compare lengths, write the same two prediction lines
+    (same keys and values as tailorbench's) with json.dumps. No validation, statistics or metrics."""
+    cases = 0
+    with dst.open("w", encoding="utf-8") as out:
+        for src in sources:
+            split, _, tier = src.stem.partition("_")
+            tier = {"mid": "medium"}.get(tier, tier)
+            with src.open(encoding="utf-8") as fin:
+                for number, line in enumerate(fin, start=1):
+                    row = json.loads(line)
+                    rejected = row.get("rejected", row.get("reject"))
+                    lc, lr = len(row["chosen"]), len(rejected)
+                    cases += 1
+                    for order in ("AB", "BA"):
+                        la, lb = (lc, lr) if order == "AB" else (lr, lc)
+                        choice = None if la == lb else ("A" if la > lb else "B")
+                        out.write(json.dumps({
+                            "case_id": row.get("id", f"{split}/{tier}/{src.stem}:{number}"), "judge": "longer",
+                            "setting": "persona", "order": order, "choice": choice,
+                            "correct": choice == ("A" if order == "AB" else "B"),
+                            "status": "ok" if choice else "abstain", "split": row.get("split", split),
+                            "tier": row.get("tier", tier), "user_id": row["user_id"], "len_chosen": lc,
+                            "len_rejected": lr, "scores": None, "raw": None, "error": None, "latency_s": None,
+                            "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": None, "truncated": False,
+                            "cached": False}, ensure_ascii=False) + "\n")
+    return cases
+
+
+def same_lines(a: Path, b: Path) -> bool:
+    """The bare loop and the runner wrote the same predictions (as sets of parsed lines)."""
+    parse = lambda p: sorted(json.dumps(json.loads(x), sort_keys=True) for x in p.open())  # noqa: E731
+    return parse(a) == parse(b)
+
+
+def measure(layout: str, n: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "data"
+        root.mkdir()
+        sources = make_mirror(root, n) if layout == "mirror" else make_native(root, n)
+        data = str(root if layout == "mirror" else sources[0])
+        start = time.perf_counter()
+        cases = bare_loop(sources, Path(tmp) / "bare.jsonl")
+        bare = time.perf_counter() - start
+        start = time.perf_counter()
+        run_eval(EvalConfig(data=data, judge="longer", n_boot=1000), Path(tmp) / "run", progress=False)
+        full = time.perf_counter() - start
+        verdicts = sum(1 for _ in (Path(tmp) / "run" / "predictions.jsonl").open())
+        identical = same_lines(Path(tmp) / "bare.jsonl", Path(tmp) / "run" / "predictions.jsonl")
+    return {
+        "bench": "eval_overhead", "layout": layout, "cases": cases, "verdicts": verdicts,
+        "same_prediction_lines": identical,
+        "bare_loop_s": round(bare, 3), "bare_cases_per_s": round(cases / bare),
+        "runner_s": round(full, 3), "runner_cases_per_s": round(cases / full),
+        "ratio_to_bare": round(bare / full, 3), "goal": 0.5,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=50_000)
+    args = parser.parse_args()
+    for layout in ("mirror", "native"):
+        print(json.dumps(measure(layout, args.cases)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

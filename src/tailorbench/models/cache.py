@@ -1,0 +1,231 @@
+"""The call cache: one SQLite file (WAL) shared by every model call of every process.
+
+Why: re-running a finished eval, resuming a killed one, or re-judging with another metric must not pay for the
+same calls twice. A call's key is a hash of backend, model, base URL (without credentials), the messages and
+every generation parameter, so a changed parameter is a new call. Responses are written the moment they
+arrive (a kill -9 loses at most the calls in flight). API keys are never part of a key or a stored value.
+
+Policies: `read-write` (default), `read-only` (use what is stored, store nothing), `off`.
+Location: `$TAILORBENCH_CALL_CACHE` or `~/.cache/tailorbench/calls.sqlite`; policy: `$TAILORBENCH_CACHE_POLICY`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from tailorbench.errors import ConfigError
+
+Policy = Literal["read-write", "read-only", "off"]
+POLICIES: tuple[str, ...] = ("read-write", "read-only", "off")
+#: bump when the stored value format changes; old rows then simply miss
+KEY_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    base_url TEXT,
+    kind TEXT NOT NULL,
+    response TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def default_cache_path() -> Path:
+    env = os.environ.get("TAILORBENCH_CALL_CACHE")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "tailorbench" / "calls.sqlite"
+
+
+def default_policy() -> Policy:
+    return check_policy(os.environ.get("TAILORBENCH_CACHE_POLICY", "read-write"))
+
+
+def check_policy(policy: str) -> Policy:
+    if policy not in POLICIES:
+        raise ConfigError(f"unknown cache policy {policy!r}; use one of {', '.join(POLICIES)}")
+    return policy  # type: ignore[return-value]
+
+
+def public_url(url: str | None) -> str | None:
+    """A base URL without user:password, so credentials in a URL never reach the cache."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def call_key(
+    backend: str, model: str, base_url: str | None, kind: str, messages: Any, params: dict[str, Any]
+) -> str:
+    payload = json.dumps(
+        [KEY_VERSION, backend, model, public_url(base_url), kind, messages, params],
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class CallCache:
+    """Get/put by key; safe with concurrent writers (WAL + busy timeout, each process its own connection)."""
+
+    def __init__(self, path: str | Path | None = None, policy: str = "read-write") -> None:
+        self.policy: Policy = check_policy(policy)
+        self.path = Path(path).expanduser() if path else default_cache_path()
+        self.hits = 0
+        self.misses = 0
+        self.writes = 0
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        if self.policy != "off":
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if self.policy == "read-only" and not self.path.exists():
+            return self._memory()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA busy_timeout=60000")
+            db.execute(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise ConfigError(f"cannot open the call cache {self.path}: {exc}") from exc
+        return db
+
+    @staticmethod
+    def _memory() -> sqlite3.Connection:
+        db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        db.execute(_SCHEMA)
+        return db
+
+    @property
+    def enabled(self) -> bool:
+        return self._db is not None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if self._db is None:
+            return None
+        with self._lock:
+            row = self._db.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        value: dict[str, Any] = json.loads(row[0])
+        return value
+
+    def contains(self, key: str) -> bool:
+        if self._db is None:
+            return False
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM calls WHERE key = ?", (key,)).fetchone() is not None
+
+    def put(
+        self, key: str, backend: str, model: str, base_url: str | None, kind: str, response: dict[str, Any]
+    ) -> None:
+        if self._db is None or self.policy != "read-write":
+            return
+        value = json.dumps(response, ensure_ascii=False, separators=(",", ":"))
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO calls (key, backend, model, base_url, kind, response, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, backend, model, public_url(base_url), kind, value, time.time()),
+            )
+        self.writes += 1
+
+    def close(self) -> None:
+        if self._db is not None:
+            with self._lock:
+                self._db.close()
+            self._db = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"path": str(self.path), "policy": self.policy, "hits": self.hits, "misses": self.misses,
+                "writes": self.writes}
+
+
+_OPEN: dict[tuple[str, str], CallCache] = {}
+
+
+def shared_cache(path: str | Path | None = None, policy: str | None = None) -> CallCache:
+    """One CallCache per (path, policy) in this process, so every model shares one connection."""
+    resolved = str(Path(path).expanduser().resolve()) if path else str(default_cache_path())
+    pol = check_policy(policy) if policy else default_policy()
+    key = (resolved, pol)
+    cache = _OPEN.get(key)
+    if cache is None or (pol != "off" and not cache.enabled):
+        cache = _OPEN[key] = CallCache(resolved, pol)
+    return cache
+
+
+def cache_stats(path: str | Path | None = None) -> dict[str, Any]:
+    """What `tailor cache stats` prints: rows and bytes per backend/model/kind, oldest and newest entry."""
+    db_path = Path(path).expanduser() if path else default_cache_path()
+    if not db_path.exists():
+        return {"path": str(db_path), "exists": False, "entries": 0, "bytes": 0, "models": []}
+    db = sqlite3.connect(db_path, timeout=60)
+    try:
+        db.execute(_SCHEMA)
+        rows = db.execute(
+            "SELECT backend, model, base_url, kind, COUNT(*), SUM(LENGTH(response)), MIN(created), MAX(created) "
+            "FROM calls GROUP BY backend, model, base_url, kind ORDER BY COUNT(*) DESC"
+        ).fetchall()
+    finally:
+        db.close()
+    size = sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*") if p.is_file())
+    return {
+        "path": str(db_path),
+        "exists": True,
+        "entries": sum(r[4] for r in rows),
+        "bytes": size,
+        "models": [
+            {"backend": r[0], "model": r[1], "base_url": r[2], "kind": r[3], "entries": r[4],
+             "response_bytes": r[5] or 0, "oldest": r[6], "newest": r[7]}
+            for r in rows
+        ],
+    }
+
+
+def clear_cache(path: str | Path | None = None, model: str | None = None, older_than_days: float | None = None) -> int:
+    """Delete entries (all, or one model's, or older than N days); returns how many were removed."""
+    db_path = Path(path).expanduser() if path else default_cache_path()
+    if not db_path.exists():
+        return 0
+    db = sqlite3.connect(db_path, timeout=60, isolation_level=None)
+    try:
+        db.execute("PRAGMA busy_timeout=60000")
+        db.execute(_SCHEMA)
+        where: list[str] = []
+        args: list[Any] = []
+        if model is not None:
+            where.append("model = ?")
+            args.append(model)
+        if older_than_days is not None:
+            where.append("created < ?")
+            args.append(time.time() - older_than_days * 86400)
+        sql = "DELETE FROM calls" + (" WHERE " + " AND ".join(where) if where else "")
+        removed = db.execute(sql, args).rowcount
+        if not where:
+            db.execute("VACUUM")
+    finally:
+        db.close()
+    for key in [k for k in _OPEN if k[0] == str(db_path.resolve())]:
+        _OPEN.pop(key).close()
+    return int(removed)

@@ -1,0 +1,373 @@
+"""`openai:MODEL[@BASE_URL]`: any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, llama.cpp, Ollama).
+
+Built on the `openai` SDK (auth, error types), with its own retry loop (the SDK's is switched off) so every
+retry is counted, and a lean HTTP transport (see http_transport.py) so client CPU per call stays well under a
+millisecond at hundreds of concurrent calls. Responses are read as JSON without building pydantic objects,
+for the same reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from tailorbench.errors import ConfigError
+from tailorbench.models.base import (
+    CallFailure,
+    CallStats,
+    ChatRequest,
+    ChatResult,
+    GenParams,
+    Message,
+    TokenLogprob,
+    strip_think,
+)
+from tailorbench.models.cache import CallCache, shared_cache
+from tailorbench.models.limiter import Limiter
+from tailorbench.models.pricing import PriceTable
+
+_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+#: OpenAI returns at most 20 alternatives per position
+MAX_TOP_LOGPROBS = 20
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or an HTTP date); None when absent."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+class OpenAICompatModel:
+    """An OpenAI-compatible chat model with cache, retries, adaptive concurrency and cost accounting."""
+
+    backend = "openai"
+    supports_logprobs = True
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        *,
+        spec: str = "",
+        concurrency: int | str = 16,
+        adaptive: bool | str = True,
+        max_concurrency: int | str = 512,
+        max_retries: int | str = 6,
+        timeout: float | str = 120.0,
+        backoff_base: float | str = 0.5,
+        backoff_max: float | str = 30.0,
+        prices: str | dict[str, Any] | None = None,
+        cache: CallCache | None = None,
+        cache_path: str | None = None,
+        cache_policy: str | None = None,
+        seed: int | str = 0,
+        api_key: str | None = None,
+        transport: str = "lean",
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.spec = spec or (f"openai:{model}@{base_url}" if base_url else f"openai:{model}")
+        self.stats = CallStats()
+        self.max_retries = int(max_retries)
+        self.timeout = float(timeout)
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self.limiter = Limiter(int(concurrency), adaptive=_truthy(adaptive), maximum=int(max_concurrency))
+        self.prices = PriceTable.load(prices)
+        self.cache = cache if cache is not None else shared_cache(cache_path, cache_policy)
+        self._rng = random.Random(int(seed))
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if transport not in ("lean", "httpx"):
+            raise ConfigError(f"transport must be lean or httpx, got {transport!r}")
+        self.transport = "httpx" if any(os.environ.get(v) for v in _PROXY_VARS) else transport
+        self.start_concurrency = int(concurrency)
+        self._client: Any = None
+        self._http: Any = None
+        self._httpx: Any = None
+
+    # -- plumbing -------------------------------------------------------------------------------------------
+
+    def _check_key(self) -> None:
+        if self.base_url is None and not self._api_key:
+            raise ConfigError(
+                f"{self.spec}: OPENAI_API_KEY is not set (export it, or give a base URL: openai:MODEL@http://host/v1)"
+            )
+
+    def client(self) -> Any:
+        """The SDK client, built on first use (a fully cached run never opens a connection)."""
+        if self._client is None:
+            import openai
+
+            from tailorbench.models.http_transport import httpx_module, make_transport
+
+            self._check_key()
+            httpx = httpx_module()
+            self._httpx = httpx
+            if self.transport == "lean":
+                self._http = httpx.AsyncClient(transport=make_transport(), timeout=self.timeout)
+            else:
+                limits = httpx.Limits(max_connections=self.limiter.maximum, max_keepalive_connections=self.limiter.maximum)
+                self._http = httpx.AsyncClient(limits=limits, timeout=self.timeout)
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key or "EMPTY",
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.timeout,
+                http_client=self._http,
+            )
+        return self._client
+
+    def _body(self, messages: Sequence[Message], params: GenParams) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
+        if params.reasoning:
+            if params.max_tokens is not None:
+                body["max_completion_tokens"] = params.max_tokens
+        else:
+            if params.temperature is not None:
+                body["temperature"] = params.temperature
+            if params.top_p is not None:
+                body["top_p"] = params.top_p
+            if params.max_tokens is not None:
+                body["max_tokens"] = params.max_tokens
+        if params.reasoning_effort:
+            body["reasoning_effort"] = params.reasoning_effort
+        if params.seed is not None:
+            body["seed"] = params.seed
+        if params.stop:
+            body["stop"] = list(params.stop)
+        if params.logprobs:
+            body["logprobs"] = True
+            if params.top_logprobs:
+                body["top_logprobs"] = params.top_logprobs
+        for key, value in params.extra:
+            body[key] = value
+        return body
+
+    def _key(self, messages: Sequence[Message], params: GenParams, kind: str) -> str:
+        from tailorbench.models.cache import call_key
+
+        return call_key(self.backend, self.model, self.base_url, kind, list(messages), params.key_dict())
+
+    def is_cached(self, messages: Sequence[Message], params: GenParams, kind: str = "chat") -> bool:
+        return self.cache.contains(self._key(messages, params, kind))
+
+    def _parse(self, data: dict[str, Any]) -> ChatResult:
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        content = message.get("content") or ""
+        text, think = strip_think(content)
+        reasoning = message.get("reasoning_content") or message.get("reasoning") or think
+        usage = data.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        completion_tokens = int(usage.get("completion_tokens") or 0)
+        logprobs = None
+        lp = choice.get("logprobs")
+        if lp and lp.get("content") is not None:
+            logprobs = [
+                TokenLogprob(
+                    t.get("token", ""),
+                    float(t.get("logprob", 0.0)),
+                    {alt.get("token", ""): float(alt.get("logprob", 0.0)) for alt in t.get("top_logprobs") or []},
+                )
+                for t in lp["content"]
+            ]
+        return ChatResult(
+            text=text,
+            raw=content,
+            finish_reason=choice.get("finish_reason"),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self.prices.cost(self.model, prompt_tokens, completion_tokens),
+            logprobs=logprobs,
+            reasoning=reasoning,
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        # exponential with "equal jitter" from a seeded generator (reproducible schedules, no thundering herd)
+        delay = min(self.backoff_max, self.backoff_base * (2**attempt))
+        return delay / 2 + self._rng.random() * delay / 2
+
+    # -- calls ----------------------------------------------------------------------------------------------
+
+    async def chat(self, messages: Sequence[Message], params: GenParams) -> ChatResult | CallFailure:
+        return await self._call(messages, params, "chat")
+
+    async def _call(self, messages: Sequence[Message], params: GenParams, kind: str) -> ChatResult | CallFailure:
+        self.stats.calls += 1
+        key = self._key(messages, params, kind)
+        stored = self.cache.get(key)
+        if stored is not None:
+            self.stats.cache_hits += 1
+            result = ChatResult.from_cache(stored)
+            self.stats.add_usage(result)
+            return result
+        outcome = await self._send(self._body(messages, params))
+        if isinstance(outcome, ChatResult):
+            # stored the moment it arrives: a kill -9 after this line never repeats the call
+            self.cache.put(key, self.backend, self.model, self.base_url, kind, outcome.to_cache())
+            self.stats.add_usage(outcome)
+        else:
+            self.stats.failures += 1
+        return outcome
+
+    async def _send(self, body: dict[str, Any]) -> ChatResult | CallFailure:
+        import openai
+
+        client = self.client()
+        response_cls = self._httpx.Response
+        options = {"timeout": self.timeout, "max_retries": 0}
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            await self.limiter.acquire()
+            self.stats.requests += 1
+            try:
+                response = await client.post("/chat/completions", cast_to=response_cls, body=body, options=options)
+                result = self._parse(json.loads(response.content))
+            except openai.RateLimitError as exc:
+                kind, error = "rate_limit", f"429 rate limited: {_short(exc)}"
+                retry_after = parse_retry_after(exc.response.headers)
+                self.limiter.on_rate_limit(retry_after)
+            except openai.APITimeoutError as exc:
+                kind, error = "timeout", f"timed out after {self.timeout:g}s: {_short(exc)}"
+            except openai.APIConnectionError as exc:
+                kind, error = "connection", f"connection error: {_short(exc.__cause__ or exc)}"
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                retryable = status >= 500 or status in (408, 409)
+                kind = "server" if status >= 500 else ("timeout" if status == 408 else "client")
+                error = f"HTTP {status}: {_short(exc)}"
+                if not retryable:
+                    self.limiter.release()
+                    self.stats.count_error(kind)
+                    return CallFailure(error, kind, attempt + 1, time.perf_counter() - started)
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                kind, error = "bad_response", f"malformed response: {type(exc).__name__}: {exc}"
+            else:
+                self.limiter.release()
+                self.limiter.on_success()
+                result.latency_s = time.perf_counter() - started
+                result.attempts = attempt + 1
+                return result
+            self.limiter.release()
+            self.stats.count_error(kind)
+            if attempt >= self.max_retries:
+                return CallFailure(
+                    f"{error} (gave up after {attempt + 1} attempts)", kind, attempt + 1, time.perf_counter() - started
+                )
+            self.stats.retries += 1
+            delay = self._backoff(attempt)
+            if retry_after is not None:
+                delay = max(delay, retry_after)
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    async def chat_many(self, requests: Sequence[ChatRequest]) -> list[ChatResult | CallFailure]:
+        return list(await asyncio.gather(*(self._call(r.messages, r.params, "chat") for r in requests)))
+
+    async def choice_logprobs(
+        self, messages: Sequence[Message], choices: Sequence[str], params: GenParams
+    ) -> tuple[dict[str, float], ChatResult] | CallFailure:
+        """One generated token with its top alternatives; each label's score is the best log-probability among
+        first tokens that spell it (`A`, ` A`, ...). Labels outside the top alternatives are left out."""
+        params = replace(
+            params, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=MAX_TOP_LOGPROBS, reasoning=False
+        )
+        outcome = await self._call(messages, params, "chat")
+        if isinstance(outcome, CallFailure):
+            return outcome
+        if not outcome.logprobs:
+            return CallFailure(f"{self.spec} returned no logprobs (the server may not support them)", "no_logprobs")
+        first = outcome.logprobs[0]
+        candidates = dict(first.top)
+        candidates.setdefault(first.token, first.logprob)
+        scores: dict[str, float] = {}
+        for token, logprob in candidates.items():
+            label = token.strip()
+            if label in choices and logprob > scores.get(label, float("-inf")):
+                scores[label] = logprob
+        return scores, outcome
+
+    # -- preflight ------------------------------------------------------------------------------------------
+
+    async def preflight(self) -> None:
+        """Key present, server reachable, model served: one clear ConfigError otherwise."""
+        import openai
+
+        client = self.client()
+        where = self.base_url or "api.openai.com"
+        try:
+            response = await client.get(
+                "/models", cast_to=self._httpx.Response, options={"timeout": min(self.timeout, 30.0), "max_retries": 2}
+            )
+        except openai.AuthenticationError as exc:
+            raise ConfigError(f"{self.spec}: the API key was rejected by {where}: {_short(exc)}") from None
+        except openai.NotFoundError:
+            return  # some servers do not list models; the first call will tell
+        except openai.APIConnectionError as exc:
+            raise ConfigError(f"{self.spec}: cannot reach {where}: {_short(exc.__cause__ or exc)}") from None
+        except openai.APIStatusError as exc:
+            raise ConfigError(f"{self.spec}: GET {where}/models failed with HTTP {exc.status_code}: {_short(exc)}") from None
+        try:
+            served = [m["id"] for m in json.loads(response.content).get("data", [])]
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return
+        if served and self.model not in served:
+            listed = ", ".join(served[:20]) + (" ..." if len(served) > 20 else "")
+            raise ConfigError(f"{self.spec}: model {self.model!r} is not served by {where}; served: {listed}")
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "base_url": self.base_url,
+            "transport": self.transport,
+            "concurrency": {"start": self.start_concurrency,
+                            "adaptive": self.limiter.adaptive, "final": int(self.limiter.limit),
+                            "peak": self.limiter.peak, "cuts": self.limiter.cuts},
+            "max_retries": self.max_retries,
+            "timeout_s": self.timeout,
+            "price_per_1m": self.prices.lookup(self.model),
+            "cache": self.cache.describe(),
+            "stats": self.stats.as_dict(),
+        }
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit] + "..."
