@@ -23,7 +23,7 @@ from typing import Any
 
 from tailorbench.evaluate.runner import EvalConfig, run_eval
 
-WORDS = "persona answer travel food music weekend budget family quiet train garden coffee".split()
+WORDS = "persona answer travel food music weekend budget family quiet train garden coffee".split()  # noqa: SIM905
 USERS = 500
 
 
