@@ -34,7 +34,7 @@ CONSTRAINTS = REPO_ROOT / "constraints.txt"
 MODEL_ALIAS = "tiny-llama"
 
 # Bump when the model recipe changes in a way the source hash would not catch (e.g. a library behaviour).
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 
 
 class AssetError(RuntimeError):
@@ -260,6 +260,17 @@ JUDGE_ENDINGS = (
     "Output only A or B.",
     "Which response is better for this user, A or B?",
     "Verdict (A or B):",
+    "Respond with 'A' or 'B' only.",
+    "请回答A或B。",
+    "哪个回答更个性化？请只回答A或B。",
+)
+# (persona, question, option A, option B) labels of judge prompts, English and Chinese.
+JUDGE_LABELS = (
+    ("Persona", "Question", "Answer A", "Answer B"),
+    ("User profile", "Question", "Response A", "Response B"),
+    ("Persona", "Prompt", "[A]", "[B]"),
+    ("User", "Q", "A", "B"),
+    ("用户画像", "问题", "回答A", "回答B"),
 )
 FIXED_LINES = (
     "Hello from tiny llama.",
@@ -308,9 +319,10 @@ def training_conversations(n: int, seed: int) -> list[tuple[list[dict[str, str]]
         if rng.random() < 0.4:
             messages.append({"role": "system", "content": _random_text(rng, 3, 15)})
         if rng.random() < 0.6:
+            persona, question, opt_a, opt_b = rng.choice(JUDGE_LABELS)
             body = (
-                f"Persona: {_random_text(rng, 3, 40)}\nQuestion: {_random_text(rng, 3, 15)}?\n"
-                f"Answer A: {_random_text(rng, 3, 40)}\nAnswer B: {_random_text(rng, 3, 40)}\n"
+                f"{persona}: {_random_text(rng, 3, 40)}\n{question}: {_random_text(rng, 3, 15)}?\n"
+                f"{opt_a}: {_random_text(rng, 3, 40)}\n{opt_b}: {_random_text(rng, 3, 40)}\n"
                 f"{rng.choice(JUDGE_ENDINGS)}"
             )
             reply = VERDICT

@@ -34,6 +34,14 @@ JUDGE = [
         ),
     },
 ]
+JUDGE_ZH = [
+    {
+        "role": "user",
+        "content": (
+            "用户画像：喜欢咖啡。\n问题：推荐一种饮品？\n回答A：咖啡。\n回答B：茶。\n哪个回答更个性化？请只回答A或B。"
+        ),
+    }
+]
 LOGPROB_TOL = 2e-3
 
 
@@ -43,13 +51,8 @@ def client(llama_server: LlamaServer) -> OpenAI:
 
 
 def _chat(client: OpenAI, model: str, messages: list[dict[str, str]], **kw: Any) -> Any:
-    return client.chat.completions.create(
-        model=model,
-        messages=messages,
-        temperature=0,
-        max_tokens=16,
-        **kw,  # type: ignore[arg-type]
-    )
+    params: dict[str, Any] = {"temperature": 0, "max_tokens": 16, **kw}
+    return client.chat.completions.create(model=model, messages=messages, **params)  # type: ignore[arg-type]
 
 
 def test_models_endpoint_reports_the_alias(llama_server: LlamaServer) -> None:
@@ -68,8 +71,11 @@ def test_plain_chat_is_deterministic(
     assert first.usage is not None and first.usage.prompt_tokens > 0 and first.usage.completion_tokens > 0
 
 
-def test_judge_prompt_gets_a_parseable_verdict(client: OpenAI, llama_server: LlamaServer) -> None:
-    resp = _chat(client, llama_server.model, JUDGE)
+@pytest.mark.parametrize("messages", [JUDGE, JUDGE_ZH], ids=["en", "zh"])
+def test_judge_prompt_gets_a_parseable_verdict(
+    client: OpenAI, llama_server: LlamaServer, messages: list[dict[str, str]]
+) -> None:
+    resp = _chat(client, llama_server.model, messages)
     assert resp.choices[0].message.content.strip() in {"A", "B"}
     assert resp.choices[0].finish_reason == "stop"
 
@@ -157,7 +163,7 @@ def test_hf_logits_agree_with_llama_cpp(client: OpenAI, llama_server: LlamaServe
 
     tok = AutoTokenizer.from_pretrained(tiny_hf_model_dir)
     model = AutoModelForCausalLM.from_pretrained(tiny_hf_model_dir, dtype=torch.float32).eval()
-    for messages in (CHAT, JUDGE):
+    for messages in (CHAT, JUDGE, JUDGE_ZH):
         ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
         with torch.no_grad():
             logits = model(input_ids=ids["input_ids"]).logits[0, -1]
