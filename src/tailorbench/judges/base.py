@@ -61,6 +61,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "shorter": "tailorbench.judges.baselines",
     "first": "tailorbench.judges.baselines",
     "embedding": "tailorbench.judges.embedding",
+    "llm": "tailorbench.judges.llm",
 }
 
 

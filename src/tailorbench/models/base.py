@@ -215,12 +215,25 @@ def parse_model_spec(spec: str) -> ModelSpec:
 
 def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatModel:
     """Build a chat model from its spec; backend options (concurrency, cache, prices ...) come in `options`."""
+    import inspect
+
     parsed = parse_model_spec(spec)
     options = dict(options or {})
+    cls: Any
     if parsed.backend == "openai":
         from tailorbench.models.openai_compat import OpenAICompatModel
 
-        return OpenAICompatModel(parsed.model, base_url=parsed.base_url, spec=spec, **options)
-    from tailorbench.models.hf_local import HFChatModel
+        cls, kwargs = OpenAICompatModel, {"base_url": parsed.base_url}
+    else:
+        from tailorbench.models.hf_local import HFChatModel
 
-    return HFChatModel(parsed.model, spec=spec, **options)
+        cls, kwargs = HFChatModel, {}
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "model", "spec", "base_url"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise ConfigError(
+            f"option(s) {', '.join(unknown)} do not apply to the {parsed.backend} backend; "
+            f"it takes: {', '.join(sorted(accepted))}"
+        )
+    model: ChatModel = cls(parsed.model, spec=spec, **kwargs, **options)
+    return model

@@ -46,7 +46,7 @@ def make_transport(max_connections: int = 4096) -> Any:
     """Build the transport class on the SDK's httpx flavour (its base class must match the SDK's client)."""
     httpx = httpx_module()
 
-    class LeanTransport(httpx.AsyncBaseTransport):  # type: ignore[misc,name-defined]
+    class LeanTransport(httpx.AsyncBaseTransport):  # type: ignore[name-defined]
         """O(1) keep-alive pool; every connection error surfaces to the caller (the backend retries and counts)."""
 
         def __init__(self) -> None:

@@ -135,7 +135,8 @@ class OpenAICompatModel:
             if self.transport == "lean":
                 self._http = httpx.AsyncClient(transport=make_transport(), timeout=self.timeout)
             else:
-                limits = httpx.Limits(max_connections=self.limiter.maximum, max_keepalive_connections=self.limiter.maximum)
+                size = self.limiter.maximum
+                limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
                 self._http = httpx.AsyncClient(limits=limits, timeout=self.timeout)
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key or "EMPTY",
@@ -337,7 +338,9 @@ class OpenAICompatModel:
         except openai.APIConnectionError as exc:
             raise ConfigError(f"{self.spec}: cannot reach {where}: {_short(exc.__cause__ or exc)}") from None
         except openai.APIStatusError as exc:
-            raise ConfigError(f"{self.spec}: GET {where}/models failed with HTTP {exc.status_code}: {_short(exc)}") from None
+            raise ConfigError(
+                f"{self.spec}: GET {where}/models failed with HTTP {exc.status_code}: {_short(exc)}"
+            ) from None
         try:
             served = [m["id"] for m in json.loads(response.content).get("data", [])]
         except (ValueError, KeyError, TypeError, AttributeError):

@@ -1,0 +1,262 @@
+"""`llm:MODEL_SPEC`: a chat LLM as a pairwise judge (e.g. `llm:openai:gpt-4o-mini`,
+`llm:openai:qwen@http://127.0.0.1:8000/v1`, `llm:hf:Qwen/Qwen2.5-0.5B-Instruct`).
+
+Prompts are Jinja files (`judges/templates/`): English by default, Chinese when the input is Chinese, or the
+user's own (`--judge-option template=FILE.jinja`). Temperature 0 by default. The verdict is read strictly (a
+single letter, or a last line `Verdict: A`), then by a tolerant fallback (one unambiguous mention such as
+"Answer B is better"); anything else is `invalid` with its raw text kept, and a call that fails after all
+retries is `failed` with its error. `--judge-option verdict=logprobs` reads the verdict from the next-token
+log-probabilities of the labels instead (exact on local HF models; top-20 alternatives on servers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from tailorbench.errors import ConfigError
+from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
+from tailorbench.models.base import CallFailure, ChatModel, ChatResult, GenParams, Message, make_chat_model
+from tailorbench.schema import Choice, JudgeInput, Usage, Verdict, VerdictStatus
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+DEFAULT_TEMPLATES = {"en": "pairwise_en.jinja", "zh": "pairwise_zh.jinja"}
+LABELS: tuple[Choice, Choice] = ("A", "B")
+
+#: judge options (`--judge-option KEY=VALUE`) and what they go to
+JUDGE_KEYS = {"template", "verdict", "temperature", "max_tokens", "top_p", "seed", "reasoning", "reasoning_effort"}
+MODEL_KEYS = {
+    "concurrency", "adaptive", "max_concurrency", "max_retries", "timeout", "backoff_base", "backoff_max",
+    "prices", "cache_path", "cache_policy", "transport", "batch_size", "device", "dtype", "max_length",
+}
+
+_MARKER = re.compile(r"^<\|(system|user|assistant)\|>[ \t]*$", re.MULTILINE)
+_STRIP = " \t\r\n*_`'\"“”‘’.,;:!?。，；：！？()[]{}<>（）【】「」《》"
+_STRICT_LINE = re.compile(
+    r"^(?:final\s+)?(?:verdict|answer|choice|decision|winner|better|最终答案|答案|结论|选择|判断)\s*(?:is)?\s*[:：]?\s*"
+    r"[*_`\"'\[(（【]*\s*(?:answer\s+|response\s+|option\s+|回答|选项)?([AB])\s*[*_`\"'\])）】]*[.。!！]?$",
+    re.IGNORECASE,
+)
+_FALLBACK = re.compile(
+    r"(?:\b(?:answer|response|option|assistant)\s*\(?([AB])\)?(?![A-Za-z])"
+    r"|(?:回答|答案|选项|选择|选)\s*([AB])(?![A-Za-z])"
+    r"|(?<![A-Za-z])([AB])\s*(?:is|更好|更个性化|更符合|胜出)"
+    r"|(?:verdict|answer|choice)\s*(?:is)?\s*[:：]\s*\**\[?([AB])\b)",
+    re.IGNORECASE,
+)
+
+
+def parse_verdict(text: str) -> tuple[Choice | None, str]:
+    """(choice, how): how is `strict`, `fallback` or `invalid`. Strict: the whole answer is the letter, or the
+    last line says `Verdict: X`. Fallback: every explicit mention in the text names the same letter."""
+    whole = text.strip().strip(_STRIP)
+    if whole in LABELS:
+        return whole, "strict"
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if lines:
+        match = _STRICT_LINE.match(lines[-1].strip("*#> ").strip())
+        if match:
+            return match.group(1).upper(), "strict"  # type: ignore[return-value]
+        last = lines[-1].strip(_STRIP)
+        if last in LABELS:
+            return last, "strict"
+    found = {g.upper() for m in _FALLBACK.finditer(text) for g in m.groups() if g}
+    if len(found) == 1:
+        return found.pop(), "fallback"  # type: ignore[return-value]
+    return None, "invalid"
+
+
+def split_messages(rendered: str) -> list[Message]:
+    """Cut a rendered template into chat messages at `<|system|>` / `<|user|>` / `<|assistant|>` lines; text
+    without markers is one user message."""
+    parts = _MARKER.split(rendered)
+    messages: list[Message] = []
+    if parts[0].strip():
+        messages.append({"role": "user", "content": parts[0].strip()})
+    for role, content in zip(parts[1::2], parts[2::2]):
+        if content.strip():
+            messages.append({"role": role, "content": content.strip()})
+    if not messages:
+        raise ConfigError("the judge template rendered no message")
+    return messages
+
+
+def _load_template(path: Path) -> Any:
+    import jinja2
+
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the judge template {path}: {exc}") from exc
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
+    try:
+        return env.from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: template syntax error: {exc.message}") from exc
+
+
+def _bool(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on") if isinstance(value, str) else bool(value)
+
+
+class LLMJudge(JudgeBase):
+    """Both orders come from the runner; this judge renders one prompt per input and reads one verdict."""
+
+    batch_size = 256
+
+    def __init__(self, model: ChatModel, options: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        options = dict(options or {})
+        unknown = sorted(set(options) - JUDGE_KEYS - MODEL_KEYS)
+        if unknown:
+            raise ConfigError(
+                f"unknown llm judge option(s) {', '.join(unknown)}; known: {', '.join(sorted(JUDGE_KEYS | MODEL_KEYS))}"
+            )
+        self.model = model
+        self.verdict_mode = str(options.get("verdict", "text"))
+        if self.verdict_mode not in ("text", "logprobs"):
+            raise ConfigError(f"verdict must be text or logprobs, got {self.verdict_mode!r}")
+        if self.verdict_mode == "logprobs" and not model.supports_logprobs:
+            raise ConfigError(f"{model.spec} cannot return logprobs; use verdict=text")
+        user_template = options.get("template")
+        self.template_paths: dict[str, Path] = {}
+        self.templates: dict[str, Any] = {}
+        if user_template:
+            path = Path(str(user_template)).expanduser()
+            self.templates["*"] = _load_template(path)
+            self.template_paths["*"] = path
+        else:
+            for language, name in DEFAULT_TEMPLATES.items():
+                self.templates[language] = _load_template(TEMPLATES_DIR / name)
+                self.template_paths[language] = TEMPLATES_DIR / name
+        try:
+            temperature = float(options.get("temperature", 0.0))
+            max_tokens = int(options.get("max_tokens", 16 if not _bool(options.get("reasoning", False)) else 4096))
+            top_p = float(options["top_p"]) if "top_p" in options else None
+            seed = int(options["seed"]) if "seed" in options else None
+        except ValueError as exc:
+            raise ConfigError(f"llm judge option: {exc}") from exc
+        self.params = GenParams(
+            temperature=temperature,
+            max_tokens=max_tokens,
+            top_p=top_p,
+            seed=seed,
+            reasoning=_bool(options.get("reasoning", False)),
+            reasoning_effort=options.get("reasoning_effort") or None,
+        )
+        self.parse_counts = {"strict": 0, "fallback": 0, "invalid": 0, "failed": 0, "abstain": 0}
+
+    def messages(self, item: JudgeInput) -> list[Message]:
+        template = self.templates.get("*") or self.templates.get(item.language) or self.templates["en"]
+        rendered = template.render(
+            question=item.question,
+            answer_a=item.answer_a,
+            answer_b=item.answer_b,
+            context=item.context,
+            setting=item.setting,
+            language=item.language,
+        )
+        return split_messages(rendered)
+
+    def _call_params(self) -> GenParams:
+        if self.verdict_mode == "logprobs":
+            return replace(self.params, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=20, reasoning=False)
+        return self.params
+
+    async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
+        """Fail fast (key, server, model) unless every call of the run is already in the cache."""
+        params = self._call_params()
+        if all(self.model.is_cached(self.messages(item), params) for item in inputs):
+            return
+        await self.model.preflight()
+
+    async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
+        if self.verdict_mode == "logprobs":
+            return list(await asyncio.gather(*(self._by_logprobs(item) for item in inputs)))
+        return list(await asyncio.gather(*(self._by_text(item) for item in inputs)))
+
+    async def _by_text(self, item: JudgeInput) -> Verdict:
+        outcome = await self.model.chat(self.messages(item), self.params)
+        if isinstance(outcome, CallFailure):
+            return self._failed(outcome)
+        choice, how = parse_verdict(outcome.text)
+        self.parse_counts[how] += 1
+        if choice is None:
+            return self._verdict(outcome, status="invalid", error="no verdict found in the answer")
+        return self._verdict(outcome, choice=choice)
+
+    async def _by_logprobs(self, item: JudgeInput) -> Verdict:
+        outcome = await self.model.choice_logprobs(self.messages(item), LABELS, self._call_params())
+        if isinstance(outcome, CallFailure):
+            return self._failed(outcome)
+        scores, result = outcome
+        if not scores:
+            self.parse_counts["invalid"] += 1
+            return self._verdict(result, status="invalid", error="neither label among the top next tokens")
+        a, b = scores.get("A"), scores.get("B")
+        if a is not None and b is not None and a == b:
+            self.parse_counts["abstain"] += 1
+            return self._verdict(result, status="abstain", scores=scores)
+        choice: Choice = "A" if b is None or (a is not None and a > b) else "B"
+        self.parse_counts["strict"] += 1
+        return self._verdict(result, choice=choice, scores=scores)
+
+    def _failed(self, failure: CallFailure) -> Verdict:
+        self.parse_counts["failed"] += 1
+        return Verdict(status="failed", error=f"{failure.kind}: {failure.error}", latency_s=failure.latency_s)
+
+    @staticmethod
+    def _verdict(
+        result: ChatResult,
+        choice: Choice | None = None,
+        status: VerdictStatus = "ok",
+        error: str | None = None,
+        scores: dict[str, float] | None = None,
+    ) -> Verdict:
+        return Verdict(
+            choice=choice,
+            status=status,
+            scores=scores,
+            raw=result.raw,
+            error=error,
+            latency_s=result.latency_s,
+            usage=Usage(
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+                cost_usd=result.cost_usd,
+            ),
+            truncated=result.finish_reason == "length" and status != "ok",
+            cached=result.cached,
+        )
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "model": self.model.describe(),
+            "templates": {k: str(v) for k, v in self.template_paths.items()},
+            "verdict": self.verdict_mode,
+            "params": self.params.key_dict(),
+            "parse": dict(self.parse_counts),
+        }
+
+
+@register_judge("llm")
+def _llm(arg: str | None, options: JudgeOptions) -> LLMJudge:
+    if not arg:
+        raise ConfigError("llm judge needs a model: llm:openai:MODEL, llm:openai:MODEL@URL or llm:hf:PATH")
+    extra = dict(options.extra)
+    model_options = {k: v for k, v in extra.items() if k in MODEL_KEYS and k != "batch_size"}
+    if "seed" not in model_options:
+        model_options["seed"] = options.seed  # seeds the retry jitter, not the generation
+    model = make_chat_model(arg, model_options)
+    judge = LLMJudge(model, extra)
+    if "batch_size" in extra:
+        judge.batch_size = int(extra["batch_size"])
+    return judge
