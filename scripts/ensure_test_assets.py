@@ -175,23 +175,32 @@ def server_importable() -> bool:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, check=False).returncode == 0
 
 
+def ensure_dependency_wheels(paths: AssetPaths) -> None:
+    """Keep the server's dependency wheels next to ours, so a fresh venv can install them offline."""
+    marker = paths.wheels / f".deps-{LLAMA_CPP_VERSION}"
+    if marker.is_file():
+        return
+    args = pip(
+        "download", "-c", str(CONSTRAINTS), "--only-binary", ":all:", "--find-links", str(paths.wheels),
+        "-d", str(paths.wheels), f"llama-cpp-python[server]=={LLAMA_CPP_VERSION}",
+    )  # fmt: skip
+    log("caching the server's dependency wheels")
+    if subprocess.run(args, capture_output=True, check=False).returncode == 0:
+        marker.write_text("ok\n")
+    else:  # not fatal: installing from the index still works while online
+        log("could not cache the dependency wheels (offline?); continuing")
+
+
 def ensure_installed(paths: AssetPaths, wheel: Path) -> None:
-    """Install the cached wheel and the server extras into this venv when missing."""
+    """Install the cached wheel and the server extras into this venv when missing (offline first)."""
     if server_importable():
         log("llama_cpp.server importable")
         return
-    run(
-        pip(
-            "install",
-            "-c",
-            str(CONSTRAINTS),
-            str(wheel),
-            f"llama-cpp-python[server]=={LLAMA_CPP_VERSION}",
-            "--find-links",
-            str(paths.wheels),
-        ),
-        what="installing llama-cpp-python[server] from the cached wheel",
-    )
+    spec = f"llama-cpp-python[server]=={LLAMA_CPP_VERSION}"
+    base = ["install", "-c", str(CONSTRAINTS), str(wheel), spec, "--find-links", str(paths.wheels)]
+    log("installing llama-cpp-python[server] from the cached wheels (offline)")
+    if subprocess.run(pip(*base, "--no-index"), check=False).returncode != 0:
+        run(pip(*base), what="installing llama-cpp-python[server] from the cached wheel and the index")
     if not server_importable():
         raise AssetError("llama_cpp.server still does not import after installing the wheel")
 
@@ -228,7 +237,7 @@ def ensure_converter(paths: AssetPaths, sdist: Path) -> Path:
 
 
 # --------------------------------------------------------------------------------------------------------
-# b. the tiny model
+# b. the tiny model  (recipe_hash() covers the text from here to the "end of the model recipe" marker)
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
@@ -283,11 +292,14 @@ FIXED_LINES = (
 
 
 def recipe_hash(paths: AssetPaths) -> str:
-    """What decides the model bytes: this file, the library versions, the converter's sdist."""
+    """What decides the model bytes: the recipe section of this file, the library versions."""
     from importlib.metadata import version
 
+    text = Path(__file__).read_text(encoding="utf-8")
+    start = text.index("\n# b. the tiny model")  # line-anchored: these strings recur in this function
+    end = text.index("\n# end of the model recipe\n")
     h = hashlib.sha256()
-    h.update(Path(__file__).read_bytes())
+    h.update(text[start:end].encode())
     h.update(str(RECIPE_VERSION).encode())
     for pkg in ("torch", "transformers", "tokenizers", "safetensors"):
         h.update(f"{pkg}={version(pkg)}".encode())
@@ -474,6 +486,9 @@ def convert_to_gguf(converter: Path, hf_dir: Path, out: Path) -> None:
         raise AssetError(f"converter exited 0 but wrote no {out}")
 
 
+# end of the model recipe
+
+
 def ensure_model(paths: AssetPaths, converter: Path) -> dict[str, object]:
     """Train + convert unless the stamp says the cached model matches this recipe."""
     want = recipe_hash(paths)
@@ -532,6 +547,7 @@ def main() -> int:
         with cache_lock(paths):
             wheel = ensure_wheel(paths)
             sdist = ensure_sdist(paths)
+            ensure_dependency_wheels(paths)
             ensure_installed(paths, wheel)
             converter = ensure_converter(paths, sdist)
             stamp = ensure_model(paths, converter)
