@@ -63,3 +63,17 @@ def convert_data(data: str | Path, out: str | Path, skip_invalid: bool = False) 
     from tailorbench.datasets import load_benchmark, write_native
 
     return write_native(load_benchmark(data, skip_invalid=skip_invalid).cases, Path(out))
+
+
+def cache_stats(path: str | Path | None = None) -> dict[str, Any]:
+    """`tailor cache stats`: entries and size of the call cache, per backend / model / base URL."""
+    from tailorbench.models.cache import cache_stats as _stats
+
+    return _stats(path)
+
+
+def cache_clear(path: str | Path | None = None, model: str | None = None, older_than_days: float | None = None) -> int:
+    """`tailor cache clear`: delete cached calls (all, one model's, or older than N days); returns the count."""
+    from tailorbench.models.cache import clear_cache
+
+    return clear_cache(path, model=model, older_than_days=older_than_days)

@@ -202,6 +202,7 @@ class HFChatModel:
         return list(dict.fromkeys(ids))
 
     def _score(self, batch: Sequence[_Pending], choices: Sequence[str]) -> list[ChatResult]:
+        self._load()
         torch = self._torch
         enc = self._encode(batch)
         mask = enc["attention_mask"]
@@ -228,6 +229,7 @@ class HFChatModel:
         return out
 
     def _generate(self, batch: Sequence[_Pending], params: GenParams) -> list[ChatResult]:
+        self._load()
         torch = self._torch
         enc = self._encode(batch)
         sample = bool(params.temperature) and (params.temperature or 0) > 0

@@ -1,0 +1,56 @@
+"""`tailor cache stats|clear`: look at and empty the call cache that every model call shares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tailorbench.cli.common import print_json, user_errors
+
+cache_app = typer.Typer(help="The model call cache (SQLite): stats and clear.", no_args_is_help=True)
+
+_PATH_HELP = "cache file (default: $TAILORBENCH_CALL_CACHE or ~/.cache/tailorbench/calls.sqlite)"
+
+
+@cache_app.command("stats")
+def stats_command(
+    path: Path | None = typer.Option(None, "--path", help=_PATH_HELP),
+    json_out: bool = typer.Option(False, "--json", help="print the stats as JSON"),
+) -> None:
+    """Entries and size, per backend / model / base URL."""
+    from tailorbench import api
+
+    with user_errors():
+        stats = api.cache_stats(path)
+    if json_out:
+        print_json(stats)
+        return
+    if not stats["exists"]:
+        typer.echo(f"{stats['path']}: no cache yet")
+        return
+    typer.echo(f"{stats['path']}: {stats['entries']} entries, {stats['bytes'] / 1e6:.1f} MB")
+    for row in stats["models"]:
+        where = f" @ {row['base_url']}" if row["base_url"] else ""
+        typer.echo(f"  {row['backend']}:{row['model']}{where} [{row['kind']}]: {row['entries']} entries")
+
+
+@cache_app.command("clear")
+def clear_command(
+    path: Path | None = typer.Option(None, "--path", help=_PATH_HELP),
+    model: str | None = typer.Option(None, help="only this model's entries"),
+    older_than_days: float | None = typer.Option(None, help="only entries older than this many days"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="do not ask for confirmation"),
+) -> None:
+    """Delete cached calls (all of them, one model's, or old ones)."""
+    from tailorbench import api
+
+    if not yes:
+        typer.confirm("delete the cached calls?", abort=True)
+    with user_errors():
+        removed = api.cache_clear(path, model=model, older_than_days=older_than_days)
+    typer.echo(f"removed {removed} entries", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cache_app, name="cache")
