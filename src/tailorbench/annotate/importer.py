@@ -1,0 +1,140 @@
+"""Imports: PairCase JSONL, construction-pipeline output, or one JSONL per task type -> validated items.
+
+The whole file is read and checked before anything is written; the service then inserts it in one
+transaction, so a bad line never leaves half an import behind. Every error names file, line and field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+
+from tailorbench.annotate.tasks import ItemError, TaskType, item_from_row
+from tailorbench.datasets.native import read_native
+from tailorbench.datasets.rows import InvalidRows, read_jsonl
+from tailorbench.errors import DataError
+
+ImportFormat = Literal["auto", "paircase", "pipeline", "items"]
+FORMATS: tuple[str, ...] = ("auto", "paircase", "pipeline", "items")
+
+
+@dataclass(frozen=True)
+class ParsedItem:
+    ext_id: str
+    payload: dict[str, Any]
+    gold: Any
+    line: int
+
+
+def _nonblank_lines(path: Path) -> list[int]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(path, None, None, f"cannot read file: {exc.strerror or exc}") from exc
+    return [n for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
+
+
+def detect_format(path: Path, task: TaskType) -> str:
+    """paircase (has tier + chosen), pipeline (chosen, no tier), else the task's own items format."""
+    if task != "pairwise":
+        return "items"
+    for line, row in read_jsonl(path, InvalidRows()):
+        if "answer_a" in row:
+            return "items"
+        if "chosen" in row:
+            return "paircase" if "tier" in row else "pipeline"
+        raise DataError(path, line, None, "cannot tell the format: no 'answer_a' (items) nor 'chosen' (PairCase)")
+    raise DataError(path, None, None, "file has no rows")
+
+
+def _pair_payload(case_id: str, split: str, user_id: str, persona: dict[str, Any], question: str, chosen: str,
+                  rejected: str, meta: dict[str, Any]) -> dict[str, Any]:
+    """A PairCase-like row as a pairwise item: answer A = the source's `chosen` (recorded in meta as
+    `source_chosen`); annotators still see A and B in a random order per assignment."""
+    return {
+        "id": case_id,
+        "split": split,
+        "user_id": user_id,
+        "persona": persona,
+        "question": question,
+        "answer_a": chosen,
+        "answer_b": rejected,
+        "meta": {**meta, "source_chosen": "A"},
+    }
+
+
+def _gold_from_meta(meta: dict[str, Any]) -> str | None:
+    """PairCase rows mark an attention item with `meta.gold: true`: the source's chosen answer is expected."""
+    return "A" if meta.get("gold") is True else None
+
+
+def _read_paircase(path: Path) -> list[ParsedItem]:
+    lines = _nonblank_lines(path)
+    out = []
+    for line, case in zip(lines, read_native(path, InvalidRows())):
+        meta = {**case.meta, "source_tier": case.tier}
+        payload = _pair_payload(case.id, case.split, case.user_id, case.persona, case.question, case.chosen,
+                                case.rejected, meta)
+        out.append(ParsedItem(case.id, payload, _gold_from_meta(case.meta), line))
+    return out
+
+
+def _read_pipeline(path: Path) -> list[ParsedItem]:
+    out = []
+    for line, row in read_jsonl(path, InvalidRows()):
+        case_id = row.get("id") or f"{path.stem}:{line}"
+        try:
+            _, payload, _ = item_from_row(
+                "pairwise",
+                {**row, "id": case_id, "answer_a": row.get("chosen"), "answer_b": row.get("rejected")},
+            )
+        except ItemError as exc:
+            field = {"answer_a": "chosen", "answer_b": "rejected"}.get(exc.field, exc.field)
+            raise DataError(path, line, field, exc.message) from None
+        if payload["answer_a"] == payload["answer_b"]:
+            raise DataError(path, line, "rejected", "identical to 'chosen': not a pair")
+        payload["meta"]["source_chosen"] = "A"
+        out.append(ParsedItem(payload["id"], payload, _gold_from_meta(payload["meta"]), line))
+    return out
+
+
+def _read_items(path: Path, task: TaskType) -> list[ParsedItem]:
+    out = []
+    for line, row in read_jsonl(path, InvalidRows()):
+        try:
+            ext_id, payload, gold = item_from_row(task, row)
+        except ItemError as exc:
+            raise DataError(path, line, exc.field, exc.message) from None
+        out.append(ParsedItem(ext_id, payload, gold, line))
+    return out
+
+
+def read_import(path: str | Path, task: TaskType, fmt: str = "auto") -> tuple[str, list[ParsedItem]]:
+    """(format used, items) of a whole file; raises DataError on the first bad line or duplicate id."""
+    path = Path(path)
+    if fmt not in FORMATS:
+        raise DataError(path, None, None, f"unknown import format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if not path.is_file():
+        raise DataError(path, None, None, "no such file")
+    if fmt == "auto":
+        fmt = detect_format(path, task)
+    if fmt in ("paircase", "pipeline") and task != "pairwise":
+        raise DataError(path, None, None, f"{fmt} files import into pairwise projects only (this one is {task})")
+    if fmt == "paircase":
+        items = _read_paircase(path)
+    elif fmt == "pipeline":
+        items = _read_pipeline(path)
+    else:
+        items = _read_items(path, task)
+    seen: dict[str, int] = {}
+    for it in items:
+        if it.ext_id in seen:
+            raise DataError(path, it.line, "id", f"duplicate id {it.ext_id!r} (first on line {seen[it.ext_id]})")
+        seen[it.ext_id] = it.line
+        orjson.dumps(it.payload)  # the payload must survive the JSON column unchanged
+    if not items:
+        raise DataError(path, None, None, "file has no rows")
+    return fmt, items

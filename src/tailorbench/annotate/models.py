@@ -1,0 +1,128 @@
+"""Tables of the annotation service (SQLAlchemy 2). The schema itself is created by the Alembic migrations in
+`migrations/`; these classes must stay in step with them (a test compares the two).
+
+Invariants the database enforces, so no code path can break them: one assignment per (item, annotator)
+(never the same item twice to one person), one label per assignment (a double submit stores one label), one
+item id per project.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class User(Base):
+    """An admin or an annotator. Login is by a personal link whose token is stored only as a hash."""
+
+    __tablename__ = "tb_users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    role: Mapped[str] = mapped_column(String(20))  # "admin" | "annotator"
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WebSession(Base):
+    """A browser session: the cookie holds a random id, the table holds its hash and the CSRF token, so
+    sessions survive a server restart and can be revoked."""
+
+    __tablename__ = "tb_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("tb_users.id", ondelete="CASCADE"), index=True)
+    csrf: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class Project(Base):
+    __tablename__ = "tb_projects"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    task_type: Mapped[str] = mapped_column(String(20))
+    instructions: Mapped[str] = mapped_column(Text, default="")
+    n_per_item: Mapped[int] = mapped_column(Integer, default=3)
+    #: one gold item after every `gold_every` regular items
+    gold_every: Mapped[int] = mapped_column(Integer, default=5)
+    #: next item position (import order)
+    next_seq: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Member(Base):
+    """Which annotators work on which project (an annotator sees only their projects)."""
+
+    __tablename__ = "tb_members"
+
+    project_id: Mapped[int] = mapped_column(ForeignKey("tb_projects.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("tb_users.id", ondelete="CASCADE"), primary_key=True)
+
+
+class Item(Base):
+    __tablename__ = "tb_items"
+    __table_args__ = (
+        UniqueConstraint("project_id", "ext_id", name="uq_tb_items_project_ext"),
+        Index("ix_tb_items_queue", "project_id", "is_gold", "n_assigned", "seq"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("tb_projects.id", ondelete="CASCADE"))
+    ext_id: Mapped[str] = mapped_column(String(300))
+    seq: Mapped[int] = mapped_column(Integer)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    is_gold: Mapped[bool] = mapped_column(Boolean, default=False)
+    gold: Mapped[Any] = mapped_column(JSON, nullable=True)
+    #: assignments made so far (kept in step with tb_assignments in the same transaction)
+    n_assigned: Mapped[int] = mapped_column(Integer, default=0)
+    source: Mapped[str] = mapped_column(String(500), default="")
+
+
+class Assignment(Base):
+    __tablename__ = "tb_assignments"
+    __table_args__ = (
+        UniqueConstraint("item_id", "user_id", name="uq_tb_assignments_item_user"),
+        Index("ix_tb_assignments_user_open", "user_id", "project_id", "done"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("tb_projects.id", ondelete="CASCADE"))
+    item_id: Mapped[int] = mapped_column(ForeignKey("tb_items.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("tb_users.id", ondelete="CASCADE"))
+    #: the randomised presentation, recorded: {"swap": bool} (answers shown in the other order when true)
+    layout: Mapped[dict[str, Any]] = mapped_column(JSON)
+    is_gold: Mapped[bool] = mapped_column(Boolean, default=False)
+    done: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Label(Base):
+    __tablename__ = "tb_labels"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    assignment_id: Mapped[int] = mapped_column(
+        ForeignKey("tb_assignments.id", ondelete="CASCADE"), unique=True
+    )
+    project_id: Mapped[int] = mapped_column(ForeignKey("tb_projects.id", ondelete="CASCADE"), index=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("tb_items.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("tb_users.id", ondelete="CASCADE"), index=True)
+    #: canonical value (answer positions as stored, never as shown), see tasks.py
+    value: Mapped[dict[str, Any]] = mapped_column(JSON)
+    flagged: Mapped[bool] = mapped_column(Boolean, default=False)
+    note: Mapped[str] = mapped_column(Text, default="")
+    duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    submitted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

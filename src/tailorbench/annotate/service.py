@@ -1,0 +1,497 @@
+"""The annotation service's logic, shared by the web app and the CLI (the Python API of `tailor annotate`).
+
+Assignment rule: an annotator asks for work and gets, in this order, (1) their oldest unfinished assignment
+(resume), (2) a gold item when one is due (one after every `gold_every` regular items, the rest once regular
+work runs out), (3) the regular item with the fewest assignments so far (ties: import order) that they have
+not had and that has fewer than N assignments. Items therefore fill breadth-first and evenly; the database's
+unique (item, annotator) constraint makes a second assignment of an item to the same person impossible.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import secrets
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import exists, func, select, update
+from sqlalchemy.orm import Session
+
+from tailorbench.agreement.ratings import Rating, RatingSet, write_ratings_jsonl
+from tailorbench.annotate import tasks
+from tailorbench.annotate.db import Database
+from tailorbench.annotate.importer import read_import
+from tailorbench.annotate.models import Assignment, Item, Label, Member, Project, User, WebSession, utcnow
+from tailorbench.errors import ConfigError, DataError, TailorError
+
+SESSION_DAYS = 30
+ROLES = ("admin", "annotator")
+
+
+class NotFound(TailorError):
+    """The thing does not exist or does not belong to the asking user (both look the same to them)."""
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+# --- users and sessions -----------------------------------------------------------------------------
+
+
+def add_user(db: Database, name: str, role: str = "annotator", projects: list[str] | None = None) -> tuple[int, str]:
+    """Create an account; returns (user id, login token). The token is shown once and stored only hashed."""
+    name = name.strip()
+    if not name:
+        raise ConfigError("annotator name must not be empty")
+    if role not in ROLES:
+        raise ConfigError(f"role must be one of {', '.join(ROLES)}")
+    token = secrets.token_urlsafe(24)
+    with db.session() as s:
+        if s.scalar(select(User.id).where(User.name == name)) is not None:
+            raise ConfigError(f"user {name!r} already exists (use `annotator link --rotate` for a new link)")
+        user = User(name=name, role=role, token_hash=token_hash(token), active=True)
+        s.add(user)
+        s.flush()
+        for pname in projects or []:
+            s.add(Member(project_id=_project(s, pname).id, user_id=user.id))
+        return user.id, token
+
+
+def rotate_link(db: Database, name: str) -> str:
+    """A new login token for `name`; the old link and all their sessions stop working."""
+    token = secrets.token_urlsafe(24)
+    with db.session() as s:
+        user = s.scalar(select(User).where(User.name == name))
+        if user is None:
+            raise NotFound(f"no user {name!r}")
+        user.token_hash = token_hash(token)
+        s.query(WebSession).filter(WebSession.user_id == user.id).delete()
+    return token
+
+
+def list_users(db: Database) -> list[dict[str, Any]]:
+    with db.session() as s:
+        rows = s.execute(select(User).order_by(User.id)).scalars().all()
+        members: dict[int, list[str]] = defaultdict(list)
+        q = select(Member.user_id, Project.name).join(Project, Project.id == Member.project_id)
+        for uid, pname in s.execute(q):
+            members[uid].append(pname)
+        return [{"id": u.id, "name": u.name, "role": u.role, "active": u.active, "projects": members[u.id]}
+                for u in rows]
+
+
+def add_member(db: Database, project: str | int, user: str) -> None:
+    with db.session() as s:
+        p = _project(s, project)
+        u = s.scalar(select(User).where(User.name == user))
+        if u is None:
+            raise NotFound(f"no user {user!r}")
+        if s.get(Member, (p.id, u.id)) is None:
+            s.add(Member(project_id=p.id, user_id=u.id))
+
+
+def login(s: Session, token: str) -> tuple[str, User] | None:
+    """A valid login token -> (new session cookie value, user); None for an unknown token."""
+    user = s.scalar(select(User).where(User.token_hash == token_hash(token), User.active.is_(True)))
+    if user is None:
+        return None
+    cookie = secrets.token_urlsafe(32)
+    s.add(WebSession(id_hash=token_hash(cookie), user_id=user.id, csrf=secrets.token_urlsafe(32),
+                     expires_at=utcnow() + timedelta(days=SESSION_DAYS)))
+    return cookie, user
+
+
+@dataclass(frozen=True)
+class Identity:
+    user_id: int
+    name: str
+    role: str
+    csrf: str
+    session_hash: str
+
+
+def identify(s: Session, cookie: str | None) -> Identity | None:
+    if not cookie:
+        return None
+    row = s.execute(
+        select(WebSession, User).join(User, User.id == WebSession.user_id).where(
+            WebSession.id_hash == token_hash(cookie), User.active.is_(True)
+        )
+    ).first()
+    if row is None:
+        return None
+    sess, user = row
+    expires = sess.expires_at if sess.expires_at.tzinfo else sess.expires_at.replace(tzinfo=timezone.utc)
+    if expires < utcnow():
+        return None
+    return Identity(user.id, user.name, user.role, sess.csrf, sess.id_hash)
+
+
+def logout(s: Session, session_hash: str) -> None:
+    s.query(WebSession).filter(WebSession.id_hash == session_hash).delete()
+
+
+# --- projects and imports ---------------------------------------------------------------------------
+
+
+def _project(s: Session, name_or_id: str | int) -> Project:
+    if isinstance(name_or_id, int):
+        p = s.get(Project, name_or_id)
+    else:
+        p = s.scalar(select(Project).where(Project.name == name_or_id))
+    if p is None:
+        raise NotFound(f"no project {name_or_id!r}")
+    return p
+
+
+def create_project(db: Database, name: str, task_type: str, n_per_item: int = 3, instructions: str = "",
+                   gold_every: int = 5) -> int:
+    """A new project; returns its id."""
+    try:
+        task = tasks.check_task_type(task_type)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if not name.strip():
+        raise ConfigError("project name must not be empty")
+    if n_per_item < 1 or gold_every < 1:
+        raise ConfigError("annotators per item and gold interval must be at least 1")
+    with db.session() as s:
+        if s.scalar(select(Project.id).where(Project.name == name)) is not None:
+            raise ConfigError(f"project {name!r} already exists")
+        p = Project(name=name, task_type=task, n_per_item=n_per_item, instructions=instructions,
+                    gold_every=gold_every, next_seq=0)
+        s.add(p)
+        s.flush()
+        return p.id
+
+
+def list_projects(db: Database, user_id: int | None = None) -> list[dict[str, Any]]:
+    """All projects (admin) or the projects `user_id` is a member of."""
+    with db.session() as s:
+        q = select(Project).order_by(Project.id)
+        if user_id is not None:
+            q = q.join(Member, Member.project_id == Project.id).where(Member.user_id == user_id)
+        return [{"id": p.id, "name": p.name, "task_type": p.task_type, "n_per_item": p.n_per_item,
+                 "instructions": p.instructions} for p in s.scalars(q)]
+
+
+def import_items(db: Database, project: str | int, path: str | Path, fmt: str = "auto") -> dict[str, Any]:
+    """Read and check the whole file, then insert every item in one transaction (all or nothing)."""
+    with db.session() as s:
+        task = tasks.check_task_type(_project(s, project).task_type)
+    used, items = read_import(path, task, fmt)
+    with db.session() as s:
+        p = s.get(Project, _project(s, project).id, with_for_update=True)
+        assert p is not None
+        ids = [it.ext_id for it in items]
+        existing: set[str] = set()
+        for start in range(0, len(ids), 500):
+            existing.update(s.scalars(select(Item.ext_id).where(Item.project_id == p.id,
+                                                                Item.ext_id.in_(ids[start:start + 500]))))
+        for it in items:
+            if it.ext_id in existing:
+                raise DataError(path, it.line, "id", f"item {it.ext_id!r} is already in project {p.name!r}")
+        seq = p.next_seq
+        s.add_all(
+            Item(project_id=p.id, ext_id=it.ext_id, seq=seq + i, payload=it.payload, is_gold=it.gold is not None,
+                 gold=it.gold, n_assigned=0, source=f"{Path(path).name}:{it.line}")
+            for i, it in enumerate(items)
+        )
+        p.next_seq = seq + len(items)
+    n_gold = sum(it.gold is not None for it in items)
+    return {"project": str(project), "format": used, "items": len(items) - n_gold, "gold_items": n_gold}
+
+
+# --- assignment and submission ----------------------------------------------------------------------
+
+
+def _member_project(s: Session, user_id: int, project_id: int) -> Project:
+    p = s.get(Project, project_id)
+    if p is None or s.get(Member, (project_id, user_id)) is None:
+        raise NotFound("no such project")
+    return p
+
+
+def next_assignment(s: Session, user_id: int, project_id: int) -> Assignment | None:
+    """The annotator's current assignment: resume an open one, else make one (see the module docstring);
+    None when nothing is left for them."""
+    open_q = (select(Assignment).where(Assignment.user_id == user_id, Assignment.project_id == project_id,
+                                       Assignment.done.is_(False)).order_by(Assignment.id).limit(1))
+    found = s.scalars(open_q).first()
+    if found is not None:
+        return found
+    p = _member_project(s, user_id, project_id)
+    # serialise assignment per project (PostgreSQL row lock; SQLite transactions are already exclusive)
+    s.execute(select(Project.id).where(Project.id == project_id).with_for_update())
+    found = s.scalars(open_q).first()
+    if found is not None:
+        return found
+    counts = dict(
+        s.execute(select(Assignment.is_gold, func.count()).where(Assignment.user_id == user_id,
+                                                                  Assignment.project_id == project_id)
+                  .group_by(Assignment.is_gold)).tuples().all()
+    )
+    n_regular, n_gold = counts.get(False, 0), counts.get(True, 0)
+    not_mine = ~exists().where(Assignment.item_id == Item.id, Assignment.user_id == user_id)
+    gold_q = (select(Item).where(Item.project_id == project_id, Item.is_gold.is_(True), not_mine)
+              .order_by(Item.seq).limit(1))
+    regular_q = (select(Item).where(Item.project_id == project_id, Item.is_gold.is_(False),
+                                    Item.n_assigned < p.n_per_item, not_mine)
+                 .order_by(Item.n_assigned, Item.seq).limit(1))
+    item = None
+    if n_regular >= (n_gold + 1) * p.gold_every:
+        item = s.scalars(gold_q).first()
+    if item is None:
+        item = s.scalars(regular_q).first()
+    if item is None:
+        item = s.scalars(gold_q).first()
+    if item is None:
+        return None
+    layout = {"swap": secrets.randbelow(2) == 1} if tasks.needs_swap(p.task_type) else {}
+    a = Assignment(project_id=project_id, item_id=item.id, user_id=user_id, layout=layout, is_gold=item.is_gold,
+                   done=False)
+    s.add(a)
+    s.execute(update(Item).where(Item.id == item.id).values(n_assigned=Item.n_assigned + 1))
+    s.flush()
+    return a
+
+
+def my_counts(s: Session, user_id: int, project_id: int) -> dict[str, int]:
+    """An annotator's own numbers: done, and still available to them (open + not yet assigned)."""
+    done = s.scalar(select(func.count()).select_from(Assignment).where(
+        Assignment.user_id == user_id, Assignment.project_id == project_id, Assignment.done.is_(True))) or 0
+    open_ = s.scalar(select(func.count()).select_from(Assignment).where(
+        Assignment.user_id == user_id, Assignment.project_id == project_id, Assignment.done.is_(False))) or 0
+    p = s.get(Project, project_id)
+    n = p.n_per_item if p else 0
+    not_mine = ~exists().where(Assignment.item_id == Item.id, Assignment.user_id == user_id)
+    free = s.scalar(select(func.count()).select_from(Item).where(
+        Item.project_id == project_id, not_mine, (Item.n_assigned < n) | Item.is_gold.is_(True))) or 0
+    return {"done": done, "available": open_ + free}
+
+
+def assignment_project(s: Session, assignment_id: int) -> int:
+    a = s.get(Assignment, assignment_id)
+    if a is None:
+        raise NotFound("no such assignment")
+    return a.project_id
+
+
+@dataclass(frozen=True)
+class Submitted:
+    project_id: int
+    duplicate: bool
+
+
+def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]) -> Submitted:
+    """Store one label for the annotator's own assignment in the caller's transaction. A second submit of a
+    finished assignment stores nothing and reports `duplicate` (the row lock makes concurrent ones wait)."""
+    a = s.get(Assignment, assignment_id, with_for_update=True)
+    if a is None or a.user_id != user_id:
+        raise NotFound("no such assignment")
+    if a.done:
+        return Submitted(a.project_id, True)
+    item = s.get(Item, a.item_id)
+    p = s.get(Project, a.project_id)
+    assert item is not None and p is not None
+    value = tasks.parse_form(p.task_type, item.payload, a.layout, form)
+    try:
+        duration = int(form.get("elapsed_ms") or "")
+    except ValueError:
+        duration = None
+    s.add(Label(assignment_id=a.id, project_id=a.project_id, item_id=a.item_id, user_id=user_id, value=value,
+                flagged=(form.get("flag") or "") in ("1", "on", "true"), note=(form.get("note") or "").strip(),
+                duration_ms=duration))
+    a.done = True
+    s.flush()
+    return Submitted(a.project_id, False)
+
+
+def assignment_view(s: Session, user_id: int, assignment_id: int) -> dict[str, Any]:
+    """Everything a task page needs for the annotator's own assignment (404 for anyone else's)."""
+    a = s.get(Assignment, assignment_id)
+    if a is None or a.user_id != user_id:
+        raise NotFound("no such assignment")
+    item = s.get(Item, a.item_id)
+    p = s.get(Project, a.project_id)
+    assert item is not None and p is not None
+    done = s.scalar(select(func.count()).select_from(Assignment).where(
+        Assignment.user_id == user_id, Assignment.project_id == p.id, Assignment.done.is_(True)))
+    return {"assignment": a, "project": p, "item_id": item.ext_id, "done_count": done,
+            "view": tasks.view(p.task_type, item.payload, a.layout)}
+
+
+# --- admin: progress, agreement, flags, export ------------------------------------------------------
+
+
+def progress(db: Database, project: str | int) -> dict[str, Any]:
+    """Progress of a project overall and per annotator, with each annotator's gold score."""
+    with db.session() as s:
+        p = _project(s, project)
+        n_items = s.scalar(select(func.count()).select_from(Item).where(Item.project_id == p.id,
+                                                                        Item.is_gold.is_(False))) or 0
+        n_gold = s.scalar(select(func.count()).select_from(Item).where(Item.project_id == p.id,
+                                                                       Item.is_gold.is_(True))) or 0
+        per_item = Counter(s.scalars(select(Label.item_id).join(Item, Item.id == Label.item_id).where(
+            Label.project_id == p.id, Item.is_gold.is_(False))))
+        per_user: dict[int, dict[str, Any]] = {}
+        for uid, name in s.execute(select(User.id, User.name).join(Member, Member.user_id == User.id)
+                                   .where(Member.project_id == p.id).order_by(User.name)):
+            per_user[uid] = {"annotator": name, "assigned": 0, "done": 0, "gold_done": 0, "gold_score": None,
+                             "flagged": 0, "last_submission": None}
+        for uid, is_gold, done, n in s.execute(
+            select(Assignment.user_id, Assignment.is_gold, Assignment.done, func.count())
+            .where(Assignment.project_id == p.id).group_by(Assignment.user_id, Assignment.is_gold, Assignment.done)
+        ):
+            row = per_user.setdefault(uid, {"annotator": str(uid), "assigned": 0, "done": 0, "gold_done": 0,
+                                            "gold_score": None, "flagged": 0, "last_submission": None})
+            if not is_gold:
+                row["assigned"] += n
+                row["done"] += n if done else 0
+        scores: dict[int, list[float]] = defaultdict(list)
+        for label, item in s.execute(select(Label, Item).join(Item, Item.id == Label.item_id)
+                                     .where(Label.project_id == p.id)):
+            row = per_user[label.user_id]
+            row["flagged"] += label.flagged
+            stamp = label.submitted_at.isoformat()
+            row["last_submission"] = max(row["last_submission"] or stamp, stamp)
+            if item.is_gold:
+                scores[label.user_id].append(tasks.gold_score(p.task_type, item.gold, label.value))
+        for uid, vals in scores.items():
+            per_user[uid]["gold_done"] = len(vals)
+            per_user[uid]["gold_score"] = sum(vals) / len(vals)
+        labels_done = sum(per_item.values())
+        return {
+            "project": p.name,
+            "task_type": p.task_type,
+            "n_per_item": p.n_per_item,
+            "items": n_items,
+            "gold_items": n_gold,
+            "labels_needed": n_items * p.n_per_item,
+            "labels_done": labels_done,
+            "items_complete": sum(1 for n in per_item.values() if n >= p.n_per_item),
+            "percent_done": round(100.0 * labels_done / (n_items * p.n_per_item), 1) if n_items else 0.0,
+            "annotators": list(per_user.values()),
+        }
+
+
+def ratings(db: Database, project: str | int, include_gold: bool = False) -> RatingSet:
+    """The project's labels in the long rating format (rater = annotator name, group = human)."""
+    with db.session() as s:
+        p = _project(s, project)
+        q = (select(Item.ext_id, User.name, Label.value).join(Item, Item.id == Label.item_id)
+             .join(User, User.id == Label.user_id).where(Label.project_id == p.id).order_by(Item.seq, User.name))
+        if not include_gold:
+            q = q.where(Item.is_gold.is_(False))
+        out = RatingSet(sources=[f"annotation project {p.name}"])
+        for ext_id, rater, value in s.execute(q):
+            for item, label in tasks.to_ratings(p.task_type, ext_id, value):
+                out.ratings.append(Rating(item, rater, label, "human", out.sources[0], None))
+        return out
+
+
+def agreement_so_far(db: Database, project: str | int, resamples: int = 200) -> dict[str, Any]:
+    """The agreement report (agreement/) of the labels so far, or a note saying why there is none yet."""
+    from tailorbench.agreement.report import AgreeOptions, agreement_report
+
+    with db.session() as s:
+        task = _project(s, project).task_type
+    rs = ratings(db, project)
+    per_item = Counter(r.item for r in rs.ratings)
+    if len({r.rater for r in rs.ratings}) < 2 or not any(n >= 2 for n in per_item.values()):
+        return {"available": False, "note": "agreement needs at least one item rated by two annotators"}
+    try:
+        report = agreement_report(rs, tasks.AGREEMENT_ORDER[task], AgreeOptions(n_resamples=resamples))
+    except TailorError as exc:
+        return {"available": False, "note": str(exc)}
+    return {"available": True, "n_ratings": len(rs.ratings), "report": report}
+
+
+def flagged(db: Database, project: str | int) -> list[dict[str, Any]]:
+    with db.session() as s:
+        p = _project(s, project)
+        q = (select(Item.ext_id, User.name, Label.note, Label.submitted_at).join(Item, Item.id == Label.item_id)
+             .join(User, User.id == Label.user_id).where(Label.project_id == p.id, Label.flagged.is_(True))
+             .order_by(Label.submitted_at))
+        return [{"item": i, "annotator": u, "note": n, "submitted_at": t.isoformat()} for i, u, n, t in s.execute(q)]
+
+
+def items_records(db: Database, project: str | int) -> list[dict[str, Any]]:
+    """The project's items as imported (pairwise: the items format `tailor tiers --items` reads)."""
+    with db.session() as s:
+        p = _project(s, project)
+        out = []
+        for item in s.scalars(select(Item).where(Item.project_id == p.id).order_by(Item.seq)):
+            rec = dict(item.payload)
+            if item.is_gold:
+                rec["gold"] = item.gold
+            out.append(rec)
+        return out
+
+
+def raw_labels(db: Database, project: str | int) -> list[dict[str, Any]]:
+    """Every label with what the long format cannot hold: shown order, notes, flags, timing, gold."""
+    with db.session() as s:
+        p = _project(s, project)
+        q = (select(Label, Item, User, Assignment).join(Item, Item.id == Label.item_id)
+             .join(User, User.id == Label.user_id).join(Assignment, Assignment.id == Label.assignment_id)
+             .where(Label.project_id == p.id).order_by(Label.id))
+        out = []
+        for label, item, user, a in s.execute(q):
+            out.append({"item": item.ext_id, "rater": user.name, "task_type": p.task_type, "value": label.value,
+                        "shown_order": ("BA" if a.layout.get("swap") else "AB") if a.layout else None,
+                        "gold": item.gold if item.is_gold else None, "flagged": label.flagged, "note": label.note,
+                        "duration_ms": label.duration_ms, "submitted_at": label.submitted_at.isoformat()})
+        return out
+
+
+def write_ratings_csv(rs: RatingSet, path: Path) -> None:
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        w = csv.writer(handle)
+        w.writerow(["item", "rater", "label", "group"])
+        for r in rs.ratings:
+            w.writerow([r.item, r.rater, r.label, r.group])
+
+
+def _write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def export(db: Database, project: str | int, out_dir: str | Path, include_gold: bool = False,
+           min_ratings: int | None = None, easy: float = 0.75, medium: float = 0.6) -> dict[str, Any]:
+    """Write ratings.jsonl / ratings.csv (long format), items.jsonl, labels.jsonl (raw) and, for pairwise
+    projects, benchmark.jsonl (PairCase with majority labels and agreement tiers) plus tiers.json."""
+    from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rs = ratings(db, project, include_gold=include_gold)
+    write_ratings_jsonl(rs.ratings, out / "ratings.jsonl")
+    write_ratings_csv(rs, out / "ratings.csv")
+    items = items_records(db, project)
+    _write_jsonl(items, out / "items.jsonl")
+    _write_jsonl(raw_labels(db, project), out / "labels.jsonl")
+    files = ["ratings.jsonl", "ratings.csv", "items.jsonl", "labels.jsonl"]
+    summary: dict[str, Any] = {"out": str(out), "ratings": len(rs.ratings), "items": len(items)}
+    with db.session() as s:
+        p = _project(s, project)
+        task, n = p.task_type, p.n_per_item
+    if task == "pairwise":
+        rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings or max(2, min(3, n)))
+        cases, tiers = build_tiers(out / "items.jsonl", rs, rule, n_resamples=200)
+        write_cases(cases, out / "benchmark.jsonl")
+        (out / "tiers.json").write_text(json.dumps(tiers, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        files += ["benchmark.jsonl", "tiers.json"]
+        summary["benchmark_cases"] = len(cases)
+    summary["files"] = files
+    summary["exported_at"] = datetime.now(timezone.utc).isoformat()
+    return summary

@@ -1,0 +1,83 @@
+// Keyboard-first task pages. Rows ([data-row]) hold one question each; a key matching an input's data-key
+// (or data-alt) in the current row picks it and moves on; Enter submits; j/k move; f flags; n notes; Esc leaves
+// a text field. No framework, no build step.
+(function () {
+  "use strict";
+  const form = document.querySelector("form.task");
+  if (!form) return;
+  const started = Date.now();
+  const rows = Array.from(form.querySelectorAll("[data-row]"));
+  let current = 0;
+
+  function setRow(i) {
+    if (!rows.length) return;
+    current = Math.max(0, Math.min(rows.length - 1, i));
+    rows.forEach((r, k) => r.classList.toggle("current", k === current));
+    rows[current].scrollIntoView({ block: "nearest" });
+  }
+
+  function firstUnanswered() {
+    for (let i = 0; i < rows.length; i++) {
+      const radios = rows[i].querySelectorAll("input[type=radio][required]");
+      if (radios.length && !rows[i].querySelector("input[type=radio]:checked")) return i;
+    }
+    return -1;
+  }
+
+  function pick(key) {
+    const row = rows[current];
+    if (!row) return false;
+    const input = row.querySelector('input[data-key="' + key + '"]') || row.querySelector('input[data-alt="' + key + '"]');
+    if (!input) return false;
+    input.checked = true;
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    if (current < rows.length - 1) setRow(current + 1);
+    return true;
+  }
+
+  function isText(el) {
+    return el && (el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && el.type === "text"));
+  }
+
+  rows.forEach((r, i) => r.addEventListener("focusin", () => setRow(i)));
+  rows.forEach((r, i) => r.addEventListener("click", () => setRow(i)));
+
+  let sent = false;
+  form.addEventListener("submit", (ev) => {
+    if (sent) { ev.preventDefault(); return; }  // one label per click, however fast the keys
+    sent = true;
+    form.querySelector('input[name="elapsed_ms"]').value = String(Date.now() - started);
+    const button = form.querySelector("button[type=submit]");
+    if (button) button.disabled = true;
+  });
+
+  function submit() {
+    const missing = firstUnanswered();
+    if (missing >= 0) { setRow(missing); }
+    if (form.reportValidity()) form.requestSubmit();
+  }
+
+  document.addEventListener("keydown", (ev) => {
+    if (ev.altKey || ev.metaKey || (ev.ctrlKey && ev.key !== "Enter")) return;
+    const target = ev.target;
+    if (isText(target)) {
+      if (ev.key === "Escape") { target.blur(); ev.preventDefault(); }
+      else if (ev.key === "Enter" && (ev.ctrlKey || target.tagName === "INPUT")) { ev.preventDefault(); target.blur(); submit(); }
+      return;
+    }
+    const key = ev.key;
+    if (key === "Enter") { ev.preventDefault(); submit(); return; }
+    if (key === "j" || key === "ArrowDown") { ev.preventDefault(); setRow(current + 1); return; }
+    if (key === "k" || key === "ArrowUp") { ev.preventDefault(); setRow(current - 1); return; }
+    if (pick(key)) { ev.preventDefault(); return; }
+    if (key === "f") { const f = form.querySelector("#flag"); if (f) f.checked = !f.checked; ev.preventDefault(); return; }
+    if (key === "n") {
+      const note = rows[current] && rows[current].querySelector("[data-note]");
+      (note || form.querySelector("#note")).focus(); ev.preventDefault(); return;
+    }
+    if (key === "m") { const m = form.querySelector("#missing"); if (m) { m.focus(); ev.preventDefault(); } return; }
+    if (key === "?") { const h = document.querySelector("details.instructions"); if (h) h.open = !h.open; }
+  });
+
+  setRow(Math.max(0, firstUnanswered()));
+})();

@@ -1,0 +1,364 @@
+"""The annotation web app (FastAPI + Jinja2, no front-end build). Pages for annotators (one per task type,
+keyboard-first) and for admins (progress, agreement so far, flags, imports, export).
+
+Security model: login by personal link -> server-side session whose random id lives in an HttpOnly, SameSite=Lax
+cookie (Secure over https); every form carries the session's CSRF token; annotators reach only their own
+assignments (anything else is a 404, so ids leak nothing) and never /admin; Jinja autoescapes every
+model-written text; a strict Content-Security-Policy allows only our own script and style files.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from starlette.background import BackgroundTask
+from starlette.datastructures import UploadFile
+
+from tailorbench.annotate import service, tasks
+from tailorbench.annotate.db import Database
+from tailorbench.errors import TailorError
+
+COOKIE = "tb_session"
+_PKG = resources.files("tailorbench.annotate")
+_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
+        "base-uri 'none'; frame-ancestors 'none'")
+EXPORT_FILES = ("ratings.jsonl", "ratings.csv", "items.jsonl", "labels.jsonl", "benchmark.jsonl", "tiers.json")
+
+
+class LoginLimiter:
+    """At most `max_failures` bad login links per client address in `window_s`; then every login attempt from
+    that address is refused (429) until the window has passed. Guesses are thus capped; good links are free."""
+
+    def __init__(self, max_failures: int = 10, window_s: float = 60.0) -> None:
+        self.max_failures = max_failures
+        self.window_s = window_s
+        self._fails: dict[str, deque[float]] = defaultdict(deque)
+        self._lock = threading.Lock()
+
+    def _recent(self, key: str, now: float) -> deque[float]:
+        q = self._fails[key]
+        while q and now - q[0] > self.window_s:
+            q.popleft()
+        return q
+
+    def blocked(self, key: str) -> bool:
+        with self._lock:
+            return len(self._recent(key, time.monotonic())) >= self.max_failures
+
+    def failed(self, key: str) -> None:
+        with self._lock:
+            now = time.monotonic()
+            self._recent(key, now).append(now)
+
+
+class Denied(Exception):
+    """Raised inside a request to answer with a page and a status (401 / 403 / 404)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def create_app(db: Database, secure_cookies: bool | None = None, login_failures: int = 10,
+               login_window_s: float = 60.0) -> FastAPI:
+    """The app over `db`. `secure_cookies`: None = Secure when the request came over https, True = always."""
+    app = FastAPI(title="tailorbench annotation", docs_url=None, redoc_url=None, openapi_url=None)
+    templates = Jinja2Templates(directory=str(_PKG / "templates"))
+    templates.env.globals["task_titles"] = tasks.TASK_TITLES
+    app.mount("/static", StaticFiles(directory=str(_PKG / "static")), name="static")
+    limiter = LoginLimiter(login_failures, login_window_s)
+    app.state.db = db
+    app.state.limiter = limiter
+
+    @app.middleware("http")
+    async def _headers(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        response: Response = await call_next(request)
+        response.headers.setdefault("Content-Security-Policy", _CSP)
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        if not request.url.path.startswith("/static/"):
+            response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.exception_handler(Denied)
+    async def _denied(request: Request, exc: Denied) -> Response:
+        return templates.TemplateResponse(request, "message.html", {"title": "Not available",
+                                                                     "message": exc.message, "me": None},
+                                          status_code=exc.status)
+
+    def page(request: Request, name: str, ctx: dict[str, Any], status: int = 200) -> HTMLResponse:
+        return templates.TemplateResponse(request, name, ctx, status_code=status)
+
+    @contextmanager
+    def tx() -> Iterator[Session]:
+        with db.session() as s:
+            yield s
+
+    def who(s: Session, request: Request, admin: bool = False) -> service.Identity:
+        ident = service.identify(s, request.cookies.get(COOKIE))
+        if ident is None:
+            raise Denied(401, "You are not logged in. Open your personal login link to start.")
+        if admin and ident.role != "admin":
+            raise Denied(403, "This page is for admins only.")
+        return ident
+
+    def check_csrf(request: Request, ident: service.Identity, form: dict[str, str]) -> None:
+        origin = request.headers.get("origin")
+        if origin and origin != "null" and origin.rstrip("/") != str(request.base_url).rstrip("/"):
+            raise Denied(403, "Cross-site form submission refused.")
+        if not secrets.compare_digest(form.get("csrf", ""), ident.csrf):
+            raise Denied(403, "This form has expired (stale security token). Reload the page and try again.")
+
+    async def read_form(request: Request) -> dict[str, str]:
+        form = await request.form()
+        return {k: v for k, v in form.items() if isinstance(v, str)}
+
+    def is_secure(request: Request) -> bool:
+        return secure_cookies if secure_cookies is not None else request.url.scheme == "https"
+
+    # --- login ------------------------------------------------------------------------------------
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/login/{token}")
+    def login(request: Request, token: str) -> Response:
+        client = request.client.host if request.client else "?"
+        if limiter.blocked(client):
+            raise Denied(429, "Too many failed login attempts. Wait a minute and use your own link.")
+        with tx() as s:
+            got = service.login(s, token)
+        if got is None:
+            limiter.failed(client)
+            raise Denied(403, "This login link is not valid. Ask your admin for a new one.")
+        cookie, user = got
+        response = RedirectResponse("/admin" if user.role == "admin" else "/", status_code=303)
+        response.set_cookie(COOKIE, cookie, max_age=service.SESSION_DAYS * 86400, httponly=True,
+                            secure=is_secure(request), samesite="lax", path="/")
+        return response
+
+    @app.post("/logout")
+    async def logout(request: Request) -> Response:
+        form = await read_form(request)
+        with tx() as s:
+            ident = who(s, request)
+            check_csrf(request, ident, form)
+            service.logout(s, ident.session_hash)
+        response = RedirectResponse("/bye", status_code=303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    @app.get("/bye")
+    def bye(request: Request) -> HTMLResponse:
+        return page(request, "message.html", {"title": "Logged out", "message": "You are logged out.", "me": None})
+
+    # --- annotator pages --------------------------------------------------------------------------
+
+    @app.get("/")
+    def home(request: Request) -> Response:
+        with tx() as s:
+            ident = who(s, request)
+        if ident.role == "admin":
+            return RedirectResponse("/admin", status_code=303)
+        projects = service.list_projects(db, user_id=ident.user_id)
+        with tx() as s:
+            for p in projects:
+                p["mine"] = service.my_counts(s, ident.user_id, p["id"])
+        return page(request, "home.html", {"me": ident, "projects": projects})
+
+    def task_page(request: Request, ident: service.Identity, ctx: dict[str, Any], error: str = "",
+                  status: int = 200) -> HTMLResponse:
+        p = ctx["project"]
+        return page(request, f"task_{p.task_type}.html",
+                    {"me": ident, **ctx, "v": ctx["view"], "error": error, "judgments": tasks.JUDGMENTS},
+                    status)
+
+    @app.get("/p/{project_id}")
+    def work(request: Request, project_id: int) -> Response:
+        with tx() as s:
+            ident = who(s, request)
+            try:
+                a = service.next_assignment(s, ident.user_id, project_id)
+            except service.NotFound:
+                raise Denied(404, "No such project.") from None
+            if a is None:
+                counts = service.my_counts(s, ident.user_id, project_id)
+                return page(request, "done.html", {"me": ident, "counts": counts, "project_id": project_id})
+            ctx = service.assignment_view(s, ident.user_id, a.id)
+        return task_page(request, ident, ctx)
+
+    @app.get("/a/{assignment_id}")
+    def show_assignment(request: Request, assignment_id: int) -> Response:
+        with tx() as s:
+            ident = who(s, request)
+            try:
+                ctx = service.assignment_view(s, ident.user_id, assignment_id)
+            except service.NotFound:
+                raise Denied(404, "No such assignment.") from None
+        if ctx["assignment"].done:
+            return RedirectResponse(f"/p/{ctx['project'].id}", status_code=303)
+        return task_page(request, ident, ctx)
+
+    @app.post("/a/{assignment_id}")
+    async def submit(request: Request, assignment_id: int) -> Response:
+        form = await read_form(request)
+        try:
+            with tx() as s:
+                ident = who(s, request)
+                check_csrf(request, ident, form)
+                try:
+                    done = service.submit(s, ident.user_id, assignment_id, form)
+                except service.NotFound:
+                    raise Denied(404, "No such assignment.") from None
+                except tasks.FormError as exc:
+                    ctx = service.assignment_view(s, ident.user_id, assignment_id)
+                    s.rollback()
+                    return task_page(request, ident, ctx, error=str(exc), status=422)
+        except IntegrityError:  # a concurrent double submit lost the race: its twin stored the label
+            with tx() as s:
+                project_id = service.assignment_project(s, assignment_id)
+            return RedirectResponse(f"/p/{project_id}", status_code=303)
+        return RedirectResponse(f"/p/{done.project_id}", status_code=303)
+
+    # --- admin pages ------------------------------------------------------------------------------
+
+    @app.get("/admin")
+    def admin_index(request: Request) -> HTMLResponse:
+        with tx() as s:
+            ident = who(s, request, admin=True)
+        projects = service.list_projects(db)
+        for p in projects:
+            p["progress"] = service.progress(db, p["id"])
+        return page(request, "admin_index.html", {"me": ident, "projects": projects,
+                                                  "task_types": tasks.TASK_TYPES})
+
+    @app.post("/admin/projects")
+    async def admin_create_project(request: Request) -> Response:
+        form = await read_form(request)
+        with tx() as s:
+            ident = who(s, request, admin=True)
+            check_csrf(request, ident, form)
+        try:
+            pid = service.create_project(db, form.get("name", ""), form.get("task_type", ""),
+                                         int(form.get("n_per_item") or 3), form.get("instructions", ""),
+                                         int(form.get("gold_every") or 5))
+        except (TailorError, ValueError) as exc:
+            raise Denied(422, f"Project not created: {exc}") from None
+        return RedirectResponse(f"/admin/p/{pid}", status_code=303)
+
+    @app.get("/admin/p/{project_id}")
+    def admin_project(request: Request, project_id: int) -> HTMLResponse:
+        with tx() as s:
+            ident = who(s, request, admin=True)
+        try:
+            prog = service.progress(db, project_id)
+        except service.NotFound:
+            raise Denied(404, "No such project.") from None
+        agreement = service.agreement_so_far(db, project_id)
+        users = [u for u in service.list_users(db) if u["role"] == "annotator"]
+        return page(request, "admin_project.html", {
+            "me": ident, "project_id": project_id, "prog": prog, "agreement": agreement,
+            "flagged": service.flagged(db, project_id), "users": users, "files": EXPORT_FILES,
+            "message": request.query_params.get("msg", ""),
+        })
+
+    @app.get("/admin/p/{project_id}/agreement.json")
+    def admin_agreement(request: Request, project_id: int) -> JSONResponse:
+        with tx() as s:
+            who(s, request, admin=True)
+        return JSONResponse(service.agreement_so_far(db, project_id))
+
+    @app.post("/admin/p/{project_id}/import")
+    async def admin_import(request: Request, project_id: int) -> Response:
+        form = await request.form()
+        with tx() as s:
+            ident = who(s, request, admin=True)
+            check_csrf(request, ident, {"csrf": str(form.get("csrf", ""))})
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise Denied(422, "Choose a JSONL file to import.")
+        name = Path(upload.filename or "upload.jsonl").name
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / name
+            path.write_bytes(await upload.read())
+            try:
+                got = service.import_items(db, project_id, path, str(form.get("format") or "auto"))
+            except TailorError as exc:
+                raise Denied(422, f"Nothing was imported: {exc}") from None
+        msg = f"imported {got['items']} items and {got['gold_items']} gold items ({got['format']})"
+        return RedirectResponse(f"/admin/p/{project_id}?msg={msg}", status_code=303)
+
+    @app.post("/admin/p/{project_id}/members")
+    async def admin_members(request: Request, project_id: int) -> Response:
+        form = await read_form(request)
+        with tx() as s:
+            ident = who(s, request, admin=True)
+            check_csrf(request, ident, form)
+        try:
+            service.add_member(db, project_id, form.get("user", ""))
+        except TailorError as exc:
+            raise Denied(422, str(exc)) from None
+        return RedirectResponse(f"/admin/p/{project_id}", status_code=303)
+
+    @app.get("/admin/p/{project_id}/export/{name}")
+    def admin_export(request: Request, project_id: int, name: str) -> Response:
+        with tx() as s:
+            who(s, request, admin=True)
+        if name not in EXPORT_FILES:
+            raise Denied(404, "No such export file.")
+        tmp = tempfile.mkdtemp(prefix="tb-export-")
+        try:
+            service.export(db, project_id, tmp)
+        except service.NotFound:
+            shutil.rmtree(tmp)
+            raise Denied(404, "No such project.") from None
+        path = Path(tmp) / name
+        if not path.exists():
+            shutil.rmtree(tmp)
+            raise Denied(404, f"{name} exists for pairwise projects only.")
+        media = "text/csv" if name.endswith(".csv") else "application/json"
+        return FileResponse(path, media_type=media, filename=name, background=BackgroundTask(shutil.rmtree, tmp))
+
+    @app.get("/admin/users")
+    def admin_users(request: Request) -> HTMLResponse:
+        with tx() as s:
+            ident = who(s, request, admin=True)
+        return page(request, "admin_users.html", {"me": ident, "users": service.list_users(db),
+                                                  "projects": service.list_projects(db), "link": None})
+
+    @app.post("/admin/users")
+    async def admin_add_user(request: Request) -> HTMLResponse:
+        form = await read_form(request)
+        with tx() as s:
+            ident = who(s, request, admin=True)
+            check_csrf(request, ident, form)
+        projects = [form["project"]] if form.get("project") else []
+        try:
+            _, token = service.add_user(db, form.get("name", ""), form.get("role") or "annotator", projects)
+        except TailorError as exc:
+            raise Denied(422, str(exc)) from None
+        link = f"{str(request.base_url).rstrip('/')}/login/{token}"
+        return page(request, "admin_users.html", {"me": ident, "users": service.list_users(db),
+                                                  "projects": service.list_projects(db), "link": link,
+                                                  "link_name": form.get("name", "")})
+
+    return app
