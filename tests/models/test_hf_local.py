@@ -14,7 +14,8 @@ from tests.conftest import LlamaServer
 pytestmark = pytest.mark.server
 
 PROMPTS = [
-    [{"role": "user", "content": "Persona: likes tea\nQuestion: a drink?\nAnswer A: tea\nAnswer B: beer\nAnswer A or B."}],
+    [{"role": "user", "content": "Persona: likes tea\nQuestion: a drink?\nAnswer A: tea\nAnswer B: beer\n"
+                                 "Answer A or B."}],
     [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello please recommend a book"}],
 ]
 
