@@ -12,7 +12,7 @@ CACHE ?= $(HOME)/.cache/tailorbench
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test lint typecheck pytest install-demo install-test assets clean
+.PHONY: demo test lint typecheck pytest install-demo install-test assets chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,14 @@ $(VENV)/.test-installed: pyproject.toml constraints.txt | $(PY)
 install-demo: $(VENV)/.demo-installed
 install-test: $(VENV)/.test-installed
 
-assets: install-test
+assets: install-test chromium
 	TAILORBENCH_CACHE=$(CACHE) $(PY) scripts/ensure_test_assets.py
+
+# Browser tests drive Debian's chromium through Playwright (never `playwright install`: no browser downloads).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 demo: install-demo
 	rm -rf $(DEMO_OUT)

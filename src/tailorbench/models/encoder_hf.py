@@ -47,6 +47,9 @@ class HFEncoder:
     def __init__(self, path: str | None = None, max_length: int = 256, batch_size: int = 64) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # our own progress bar is the one on stderr
 
         self.path = path or default_encoder_path()
         self.max_length = max_length
@@ -70,7 +73,7 @@ class HFEncoder:
             for start in range(0, len(order), self.batch_size):
                 idx = order[start : start + self.batch_size]
                 batch = [texts[i] for i in idx]
-                full = self.tokenizer(batch, add_special_tokens=True, truncation=False)["input_ids"]
+                full = self.tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
                 cut = [len(ids) > self.max_length for ids in full]
                 flags[idx] = cut
                 self.truncated += sum(cut)
