@@ -21,10 +21,22 @@ def _parse_options(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _rag_options(retriever: str | None, top_k: int | None, memory: Path | None) -> dict[str, object]:
+    """Options of the rag setting (recorded in the manifest through EvalConfig.setting_options)."""
+    out: dict[str, object] = {}
+    if retriever is not None:
+        out["retriever"] = retriever
+    if top_k is not None:
+        out["top_k"] = top_k
+    if memory is not None:
+        out["memory"] = str(memory.resolve())
+    return out
+
+
 def eval_command(
     data: str = typer.Option("demo", "--data", "-d", help="demo, personafeedback (hub), or a path in any layout"),
     judge: list[str] | None = typer.Option(None, "--judge", "-j", help="judge spec; repeat for several"),
-    setting: list[str] | None = typer.Option(None, "--setting", "-s", help="persona | none; repeatable"),
+    setting: list[str] | None = typer.Option(None, "--setting", "-s", help="persona | none | rag; repeatable"),
     out: Path | None = typer.Option(None, "--out", "-o", help="run directory (or parent, for several)"),
     orders: str = typer.Option("both", help="both: judge each case with chosen as A and as B; random: one order"),
     split: list[str] | None = typer.Option(None, help="keep these splits (specific, general)"),
@@ -39,6 +51,10 @@ def eval_command(
     resume: Path | None = typer.Option(None, help="continue an interrupted run directory"),
     batch_size: int | None = typer.Option(None, help="inputs per judge call"),
     judge_option: list[str] | None = typer.Option(None, "--judge-option", help="KEY=VALUE passed to the judge"),
+    retriever: str | None = typer.Option(None, help="rag setting: bm25 (default) | dense | hybrid"),
+    top_k: int | None = typer.Option(None, help="rag setting: memory items shown to the judge (default 5)"),
+    memory: Path | None = typer.Option(
+        None, help="rag setting: memory JSONL (user_id, id, text, ...); without it, persona facts are retrieved"),
     progress: bool = typer.Option(True, help="progress bar on stderr"),
     json_out: bool = typer.Option(False, "--json", help="print the results (or a list of them) as JSON"),
 ) -> None:
@@ -66,6 +82,7 @@ def eval_command(
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
                 skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,  # type: ignore[arg-type]
                 judge_options=_parse_options(judge_option), batch_size=batch_size,
+                setting_options=_rag_options(retriever, top_k, memory),
             )
             runs = api.evaluate(config, out, judges, settings, progress=progress)
         results = [load_results(r) for r in runs]

@@ -23,7 +23,7 @@ import orjson
 from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
-from tailorbench.evaluate.settings import SettingOptions, get_setting
+from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge
 from tailorbench.personas import cjk_share, persona_attributes
 from tailorbench.schema import JudgeInput, Order, PairCase, RunManifest, Verdict
@@ -82,7 +82,7 @@ def plan(
     cases: Sequence[PairCase], setting: str, orders: str, seed: int, options: SettingOptions
 ) -> list[Task]:
     """Every (case, order) to judge, with the JudgeInput the judge will see."""
-    build = get_setting(setting)
+    build = prepare_setting(setting, cases, options)
     # a user's profile is usually the same in every case: render it once (checked by equality)
     rendered: dict[str, tuple[dict[str, Any], str | None]] = {}
     tasks: list[Task] = []
