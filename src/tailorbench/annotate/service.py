@@ -236,7 +236,7 @@ def next_assignment(s: Session, user_id: int, project_id: int) -> Assignment | N
     counts = dict(
         s.execute(select(Assignment.is_gold, func.count()).where(Assignment.user_id == user_id,
                                                                   Assignment.project_id == project_id)
-                  .group_by(Assignment.is_gold)).tuples().all()
+                  .group_by(Assignment.is_gold)).all()
     )
     n_regular, n_gold = counts.get(False, 0), counts.get(True, 0)
     not_mine = ~exists().where(Assignment.item_id == Item.id, Assignment.user_id == user_id)

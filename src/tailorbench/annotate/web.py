@@ -229,10 +229,10 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
                     done = service.submit(s, ident.user_id, assignment_id, form)
                 except service.NotFound:
                     raise Denied(404, "No such assignment.") from None
-                except tasks.FormError as exc:
-                    ctx = service.assignment_view(s, ident.user_id, assignment_id)
-                    s.rollback()
-                    return task_page(request, ident, ctx, error=str(exc), status=422)
+        except tasks.FormError as exc:  # rolled back: nothing stored; show the page again with the reason
+            with tx() as s:
+                ctx = service.assignment_view(s, ident.user_id, assignment_id)
+            return task_page(request, ident, ctx, error=str(exc), status=422)
         except IntegrityError:  # a concurrent double submit lost the race: its twin stored the label
             with tx() as s:
                 project_id = service.assignment_project(s, assignment_id)
