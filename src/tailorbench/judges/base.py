@@ -62,6 +62,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "first": "tailorbench.judges.baselines",
     "embedding": "tailorbench.judges.embedding",
     "llm": "tailorbench.judges.llm",
+    "rm": "tailorbench.judges.reward_model",
 }
 
 

@@ -1,0 +1,74 @@
+"""`rm:PATH_OR_HUB_ID`: a reward model (sequence classifier, one output) scores (context, question, answer)
+for each answer; the higher score wins and equal scores abstain. Checkpoints written by `tailor train-rm`
+load the same way (their sidecar restores the input format, truncation and any extra head terms).
+
+Every triple of the run is scored once in `prepare` (the runner judges both orders, and the real data reuses
+answers across pairs), in length-sorted batches; `judge` only looks scores up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tailorbench.errors import ConfigError
+from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
+from tailorbench.models.reward_hf import HFRewardModel, Triple
+from tailorbench.schema import JudgeInput, Verdict
+
+
+class RewardModelJudge(JudgeBase):
+    batch_size = 1024
+
+    def __init__(self, scorer: HFRewardModel) -> None:
+        super().__init__()
+        self.scorer = scorer
+        self._scores: dict[Triple, tuple[float, bool]] = {}
+
+    @staticmethod
+    def triples(item: JudgeInput) -> tuple[Triple, Triple]:
+        return (item.context, item.question, item.answer_a), (item.context, item.question, item.answer_b)
+
+    def _score_missing(self, inputs: Sequence[JudgeInput]) -> None:
+        todo = list(dict.fromkeys(t for item in inputs for t in self.triples(item) if t not in self._scores))
+        if not todo:
+            return
+        scores, flags = self.scorer.score(todo)
+        for triple, score, flag in zip(todo, scores.tolist(), flags.tolist()):
+            self._scores[triple] = (score, flag)
+
+    async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
+        self._score_missing(inputs)
+        self.warnings.extend(self.scorer.notes)
+
+    async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
+        self._score_missing(inputs)
+        out: list[Verdict] = []
+        for item in inputs:
+            ta, tb = self.triples(item)
+            (sa, ca), (sb, cb) = self._scores[ta], self._scores[tb]
+            scores = {"A": sa, "B": sb}
+            if sa == sb:
+                out.append(Verdict(status="abstain", scores=scores, truncated=ca or cb))
+            else:
+                out.append(Verdict(choice="A" if sa > sb else "B", scores=scores, truncated=ca or cb))
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"spec": self.spec, **self.scorer.describe(), "unique_inputs_scored": len(self._scores)}
+
+
+@register_judge("rm")
+def _rm(arg: str | None, options: JudgeOptions) -> RewardModelJudge:
+    if not arg:
+        raise ConfigError("rm needs a model: rm:PATH_OR_HUB_ID (a checkpoint directory or a hub id)")
+    extra = options.extra
+    max_length = extra.get("max_length")
+    scorer = HFRewardModel(
+        arg,
+        max_length=int(max_length) if max_length else None,
+        precision=str(extra.get("precision", "auto")),
+        batch_size=int(extra.get("rm_batch_size", 32)),
+        device=str(extra.get("device", "cpu")),
+    )
+    return RewardModelJudge(scorer)

@@ -1,0 +1,316 @@
+"""Local reward-model backend: a Hugging Face sequence classifier with one output scores (context, question,
+answer) triples. Shared by the RM judge (scoring) and `tailor train-rm` (training), so both see exactly the
+same input text, the same truncation and the same head.
+
+Input format: the tokenizer's chat template when it has one (context + question as the user turn, the answer as
+the assistant turn); otherwise a segment pair, (context + question, answer). Truncation policy (per segment,
+in tokens, see docs/reward_models.md): the question keeps up to `question_cap` tokens; the answer keeps up to
+`max(answer_share * rest, rest - len(context))` tokens of what remains; the context (persona) gets whatever is
+left. Every segment keeps its head. Every input that loses a token is counted.
+
+Speed: identical triples are encoded and scored once, batches are length-sorted, the encoder runs under bf16
+autocast where the CPU supports it while the head stays fp32 (bf16 rounding must not manufacture ties).
+Heavy imports (torch, transformers) happen when a model is loaded, never at module import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tailorbench.errors import ConfigError
+
+#: sidecar file a `tailor train-rm` checkpoint carries: input format, truncation and extra head parameters
+SIDECAR = "tailorbench_rm.json"
+#: (context or None, question, answer)
+Triple = tuple[str | None, str, str]
+#: names of the one-output head in common sequence classifiers
+_HEAD_NAMES = ("score", "classifier", "out_proj", "v_head")
+
+
+@dataclass
+class RewardFormat:
+    """How a triple becomes model input; stored with a trained checkpoint so scoring repeats training."""
+
+    max_length: int = 512
+    #: share of the tokens left after the question that the answer may always keep
+    answer_share: float = 0.5
+    #: tokens the question may keep (it is usually short; it is cut only beyond this)
+    question_cap: int = 96
+    #: learned length feature: reward += weight * (log1p(chars(answer)) - mean) / std
+    length_weight: float | None = None
+    length_mean: float = 0.0
+    length_std: float = 1.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def length_feature(self, answers: Sequence[str]) -> np.ndarray:
+        """Standardised log character length of each answer (the same measure the `longer` baseline uses)."""
+        raw = np.log1p(np.fromiter((len(a) for a in answers), np.float64, len(answers)))
+        return ((raw - self.length_mean) / max(self.length_std, 1e-6)).astype(np.float32)
+
+
+def read_format(path: str | Path) -> RewardFormat | None:
+    """The sidecar of a trained checkpoint, or None for a plain Hugging Face checkpoint."""
+    sidecar = Path(path) / SIDECAR
+    if not sidecar.is_file():
+        return None
+    data = json.loads(sidecar.read_text(encoding="utf-8"))
+    known = RewardFormat.__dataclass_fields__
+    return RewardFormat(**{k: v for k, v in data.get("format", {}).items() if k in known})
+
+
+def write_format(path: str | Path, fmt: RewardFormat, extra: dict[str, Any] | None = None) -> None:
+    payload = {"format": asdict(fmt), **(extra or {})}
+    (Path(path) / SIDECAR).write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+def resolve_precision(precision: str, device: str = "cpu") -> str:
+    """`auto` -> bf16 where the hardware runs bf16 fast (CPUs with AVX512-BF16 or AMX, CUDA), else fp32."""
+    import torch
+
+    if precision not in ("auto", "bf16", "fp32"):
+        raise ConfigError(f"precision must be auto, bf16 or fp32, got {precision!r}")
+    if precision != "auto":
+        return precision
+    if device.startswith("cuda"):
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    cpu = torch.cpu
+    fast = bool(getattr(cpu, "_is_avx512_bf16_supported", lambda: False)()) or bool(
+        getattr(cpu, "_is_amx_tile_supported", lambda: False)()
+    )
+    return "bf16" if fast else "fp32"
+
+
+def ensure_pad_token(tokenizer: Any, model: Any | None = None) -> str | None:
+    """Guard: batching needs a pad token. Reuse eos/sep/unk when missing; returns a note when it set one."""
+    note = None
+    if tokenizer.pad_token is None:
+        for candidate in ("eos_token", "sep_token", "unk_token"):
+            token = getattr(tokenizer, candidate, None)
+            if token is not None:
+                tokenizer.pad_token = token
+                note = f"tokenizer had no pad token; using its {candidate} {token!r}"
+                break
+        else:
+            raise ConfigError("tokenizer has no pad, eos, sep or unk token to pad batches with")
+    if model is not None and getattr(model.config, "pad_token_id", None) is None:
+        model.config.pad_token_id = tokenizer.pad_token_id
+    return note
+
+
+def fp32_head(model: Any) -> str | None:
+    """Run the classification head outside autocast, in fp32 (the parameters stay untouched, so saving and
+    the state dict are unchanged). Returns the head's name, or None if none was found."""
+    import torch
+
+    for name in _HEAD_NAMES:
+        head = getattr(model, name, None)
+        if isinstance(head, torch.nn.Module):
+            original: Callable[..., Any] = head.forward
+
+            def forward(x: Any, *args: Any, _orig: Callable[..., Any] = original, **kwargs: Any) -> Any:
+                with torch.autocast(device_type=x.device.type, enabled=False):
+                    return _orig(x.float(), *args, **kwargs)
+
+            head.forward = forward
+            return name
+    return None
+
+
+class RewardEncoder:
+    """Triples -> token ids under the truncation policy, with per-input truncation flags. Segment token
+    counts are cached by text (a persona or an answer recurs in many pairs)."""
+
+    def __init__(self, tokenizer: Any, fmt: RewardFormat) -> None:
+        self.tokenizer = tokenizer
+        self.fmt = fmt
+        self.chat = bool(getattr(tokenizer, "chat_template", None))
+        self._offsets: dict[str, list[int]] = {}
+        self.overhead = self._measure_overhead()
+        self.truncated = {"context": 0, "question": 0, "answer": 0, "overflow": 0, "inputs": 0}
+        if fmt.max_length <= self.overhead + 8:
+            raise ConfigError(f"max_length {fmt.max_length} leaves no room for text (format uses {self.overhead})")
+
+    def _measure_overhead(self) -> int:
+        """Tokens the format adds around the segments (special tokens, chat-template scaffolding)."""
+        ids = self._encode_texts("x", "x")
+        return max(0, len(ids["input_ids"]) - 2 * len(self._ends("x")))
+
+    def _ends(self, text: str) -> list[int]:
+        """Character end offset of each token of `text` (no special tokens), cached."""
+        hit = self._offsets.get(text)
+        if hit is None:
+            enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+            hit = [end for _, end in enc["offset_mapping"]]
+            self._offsets[text] = hit
+        return hit
+
+    def _warm(self, texts: Sequence[str]) -> None:
+        """Tokenize unseen segments in one batched call (much faster than one by one)."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._offsets]
+        for start in range(0, len(todo), 1024):
+            chunk = todo[start : start + 1024]
+            enc = self.tokenizer(chunk, add_special_tokens=False, return_offsets_mapping=True)
+            for text, offsets in zip(chunk, enc["offset_mapping"]):
+                self._offsets[text] = [end for _, end in offsets]
+
+    def _cut(self, text: str, keep: int) -> str:
+        ends = self._ends(text)
+        if keep >= len(ends):
+            return text
+        return text[: ends[keep - 1]] if keep > 0 else ""
+
+    def _encode_texts(self, first: str, answer: str) -> dict[str, Any]:
+        if self.chat:
+            messages = [{"role": "user", "content": first}, {"role": "assistant", "content": answer}]
+            text = self.tokenizer.apply_chat_template(messages, tokenize=False)
+            return dict(self.tokenizer(text, add_special_tokens=False))
+        return dict(self.tokenizer(first, answer))
+
+    def budget(self, n_context: int, n_question: int, n_answer: int) -> tuple[int, int, int]:
+        """(context, question, answer) tokens kept under the policy."""
+        fmt = self.fmt
+        total = fmt.max_length - self.overhead - 2  # 2: the blank line joining context and question
+        q_keep = min(n_question, fmt.question_cap, total // 2)
+        rest = total - q_keep
+        a_keep = min(n_answer, max(int(fmt.answer_share * rest), rest - n_context))
+        c_keep = min(n_context, rest - a_keep)
+        return c_keep, q_keep, a_keep
+
+    def encode(self, triples: Sequence[Triple]) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """Model inputs (input_ids, attention_mask, token_type_ids where used) and a truncated flag per triple."""
+        self._warm([t for c, q, a in triples for t in (c or "", q, a)])
+        out: list[dict[str, Any]] = []
+        flags = np.zeros(len(triples), dtype=bool)
+        for k, (context, question, answer) in enumerate(triples):
+            context = context or ""
+            nc, nq, na = len(self._ends(context)), len(self._ends(question)), len(self._ends(answer))
+            kc, kq, ka = self.budget(nc, nq, na)
+            cut = False
+            for name, n, keep in (("context", nc, kc), ("question", nq, kq), ("answer", na, ka)):
+                if keep < n:
+                    self.truncated[name] += 1
+                    cut = True
+            c_text, q_text, a_text = self._cut(context, kc), self._cut(question, kq), self._cut(answer, ka)
+            first = f"{c_text}\n\n{q_text}" if c_text else q_text
+            enc = self._encode_texts(first, a_text)
+            if len(enc["input_ids"]) > self.fmt.max_length:  # re-tokenizing at a cut can add a token
+                self.truncated["overflow"] += 1
+                cut = True
+                enc = {key: value[: self.fmt.max_length] for key, value in enc.items()}
+            self.truncated["inputs"] += cut
+            flags[k] = cut
+            out.append(enc)
+        return out, flags
+
+
+def pad_batch(encoded: Sequence[dict[str, Any]], pad_id: int) -> dict[str, Any]:
+    """Right-padded tensors for one batch (torch imported by the caller's process already)."""
+    import torch
+
+    width = max(len(e["input_ids"]) for e in encoded)
+    ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(encoded), width), dtype=torch.long)
+    types = torch.zeros((len(encoded), width), dtype=torch.long) if "token_type_ids" in encoded[0] else None
+    for row, e in enumerate(encoded):
+        n = len(e["input_ids"])
+        ids[row, :n] = torch.tensor(e["input_ids"])
+        mask[row, :n] = 1
+        if types is not None:
+            types[row, :n] = torch.tensor(e["token_type_ids"])
+    batch: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+    if types is not None:
+        batch["token_type_ids"] = types
+    return batch
+
+
+class HFRewardModel:
+    """A loaded reward model: `score(triples)` -> (fp32 scores, truncated flags), in input order."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        max_length: int | None = None,
+        precision: str = "auto",
+        batch_size: int = 32,
+        device: str = "cpu",
+        model: Any | None = None,
+        tokenizer: Any | None = None,
+        fmt: RewardFormat | None = None,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self._torch = torch
+        self.path = path
+        self.device = device
+        self.batch_size = batch_size
+        self.fmt = fmt or read_format(path) or RewardFormat()
+        if max_length is not None:
+            self.fmt.max_length = max_length
+        try:
+            self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
+            self.model = model or AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"cannot load reward model {path!r}: {exc}") from exc
+        if self.model.config.num_labels != 1:
+            raise ConfigError(f"reward model {path!r} has {self.model.config.num_labels} outputs; expected 1")
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        if limit and self.fmt.max_length > limit:
+            self.fmt.max_length = int(limit)
+        self.notes = [n for n in [ensure_pad_token(self.tokenizer, self.model)] if n]
+        if model is None:
+            self.model.to(device).eval()
+            self.head = fp32_head(self.model)
+        self.precision = resolve_precision(precision, device)
+        self.encoder = RewardEncoder(self.tokenizer, self.fmt)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "model": self.path,
+            "precision": self.precision,
+            "format": "chat_template" if self.encoder.chat else "segment_pair",
+            **asdict(self.fmt),
+            "truncated": dict(self.encoder.truncated),
+            "notes": self.notes,
+        }
+
+    def forward(self, batch: dict[str, Any]) -> Any:
+        """fp32 logits of one padded batch (gradients flow when the caller allows them)."""
+        torch = self._torch
+        batch = {k: v.to(self.device) for k, v in batch.items()}
+        with torch.autocast(device_type=self.device.split(":")[0], dtype=torch.bfloat16,
+                            enabled=self.precision == "bf16"):
+            logits = self.model(**batch).logits
+        return logits.float().reshape(-1)
+
+    def score_encoded(self, encoded: Sequence[dict[str, Any]], answers: Sequence[str]) -> np.ndarray:
+        """Scores of pre-encoded inputs, length-sorted batches, returned in input order."""
+        torch = self._torch
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]["input_ids"]))
+        out = np.zeros(len(encoded), dtype=np.float64)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start : start + self.batch_size]
+                logits = self.forward(pad_batch([encoded[i] for i in idx], self.tokenizer.pad_token_id))
+                out[idx] = logits.cpu().numpy()
+        if self.fmt.length_weight is not None:
+            out += self.fmt.length_weight * self.fmt.length_feature(answers)
+        return out
+
+    def score(self, triples: Sequence[Triple], dedup: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, truncated flags) per triple; identical triples are encoded and scored once."""
+        unique = list(dict.fromkeys(triples)) if dedup else list(triples)
+        encoded, flags = self.encoder.encode(unique)
+        scores = self.score_encoded(encoded, [t[2] for t in unique])
+        if not dedup:
+            return scores, flags
+        row = {t: k for k, t in enumerate(unique)}
+        index = np.fromiter((row[t] for t in triples), np.int64, len(triples))
+        return scores[index], flags[index]

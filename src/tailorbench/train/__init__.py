@@ -1,0 +1,1 @@
+"""Bradley-Terry reward-model training (`tailor train-rm`): config, data preparation, training loop."""

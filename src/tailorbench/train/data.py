@@ -1,0 +1,182 @@
+"""Training pairs for `tailor train-rm`: from any benchmark the readers load, native PairCase JSONL, or scored
+(HelpSteer2-style) preference data; cleaned (repeats removed, label flips resolved by a documented rule) and
+split by user, with a check that no user lands on both sides. Every dropped row is counted in the stats.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from tailorbench.errors import ConfigError, DataError
+from tailorbench.schema import PairCase, Tier
+
+#: a scored prompt stands in for a user (its pairs share the prompt), so the split keeps prompts apart
+SCORED_USER_PREFIX = "prompt:"
+
+
+def _open_text(path: Path) -> Iterator[tuple[int, str]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8-sig") as handle:  # type: ignore[operator]
+        yield from enumerate(handle, start=1)
+
+
+def _first_row(path: Path) -> dict[str, Any] | None:
+    for _, line in _open_text(path):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                return None
+            return row if isinstance(row, dict) else None
+    return None
+
+
+def is_scored(path: Path, score_column: str) -> bool:
+    """Scored data: a JSONL file whose rows carry prompt, response and the score column."""
+    if not path.is_file():
+        return False
+    row = _first_row(path)
+    return row is not None and {"prompt", "response", score_column} <= row.keys()
+
+
+def _tier_for_gap(gap: float) -> Tier:
+    """Scored pairs have no annotator agreement; the score gap stands in for it (wide gaps are easy)."""
+    return "easy" if gap >= 4 else "medium" if gap >= 3 else "hard"
+
+
+def read_scored(path: Path, score_column: str = "helpfulness", min_gap: float = 2.0) -> tuple[list[PairCase], dict]:
+    """Every pair of responses to one prompt whose scores differ by more than `min_gap` (the higher one is
+    chosen). Rows with a missing or non-numeric score are errors naming the line."""
+    by_prompt: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    rows = 0
+    for line, text in _open_text(path):
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, line, None, f"not JSON: {exc.msg}") from None
+        for key in ("prompt", "response", score_column):
+            if key not in row or row[key] is None:
+                raise DataError(path, line, key, "missing required field")
+        try:
+            score = float(row[score_column])
+        except (TypeError, ValueError):
+            raise DataError(path, line, score_column, f"not a number: {row[score_column]!r}") from None
+        by_prompt[str(row["prompt"])].append((str(row["response"]), score))
+        rows += 1
+    cases: list[PairCase] = []
+    below_gap = 0
+    for prompt, responses in by_prompt.items():
+        user = SCORED_USER_PREFIX + hashlib.blake2b(prompt.encode(), digest_size=6).hexdigest()
+        for (ra, sa), (rb, sb) in combinations(responses, 2):
+            gap = abs(sa - sb)
+            if gap <= min_gap or ra == rb or not ra.strip() or not rb.strip():
+                below_gap += 1
+                continue
+            chosen, rejected = (ra, rb) if sa > sb else (rb, ra)
+            cases.append(PairCase(
+                id=f"{user}/{len(cases)}", split="general", tier=_tier_for_gap(gap), user_id=user,
+                question=prompt, chosen=chosen, rejected=rejected, meta={"score_gap": gap, "source": str(path)},
+            ))
+    stats = {"scored_rows": rows, "prompts": len(by_prompt), "pairs": len(cases),
+             f"pairs_with_gap_at_most_{min_gap:g}": below_gap}
+    return cases, stats
+
+
+def load_cases(spec: str, data_format: str = "auto", score_column: str = "helpfulness",
+               min_gap: float = 2.0) -> tuple[list[PairCase], dict[str, Any]]:
+    """PairCases plus what the readers saw (rows, skipped rows, layout)."""
+    path = Path(spec).expanduser()
+    if data_format == "scored" or (data_format == "auto" and is_scored(path, score_column)):
+        cases, stats = read_scored(path, score_column, min_gap)
+        return cases, {"format": "scored", **stats}
+    from tailorbench.datasets import load_benchmark
+
+    benchmark = load_benchmark(spec)
+    stats = benchmark.stats()
+    return benchmark.cases, {"format": "benchmark", "layout": stats["layout"], "rows": stats["rows"],
+                             "skipped_rows": stats["skipped_rows"]}
+
+
+def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority") -> tuple[list[PairCase], dict[str, int]]:
+    """Remove repeated rows (same user, question, chosen, rejected: the first is kept) and resolve pairs seen
+    with both labels: `majority` keeps the label seen more often (its first row) and drops ties, `drop`
+    drops every such pair, `keep` keeps both labels (they cancel out in the loss)."""
+    seen: set[tuple[str, str, str, str]] = set()
+    unique: list[PairCase] = []
+    for case in cases:
+        key = (case.user_id, case.question, case.chosen, case.rejected)
+        if key in seen:
+            continue
+        seen.add(key)
+        unique.append(case)
+    votes: Counter[tuple[str, str, str, str]] = Counter(
+        (c.user_id, c.question, c.chosen, c.rejected) for c in cases
+    )
+    out: list[PairCase] = []
+    flipped_pairs = dropped_flip = 0
+    for case in unique:
+        key = (case.user_id, case.question, case.chosen, case.rejected)
+        other = (case.user_id, case.question, case.rejected, case.chosen)
+        if other not in votes or flip_rule == "keep":
+            out.append(case)
+            continue
+        flipped_pairs += 1
+        if flip_rule == "majority" and votes[key] > votes[other]:
+            out.append(case)
+        else:
+            dropped_flip += 1
+    return out, {
+        "rows_in": len(cases),
+        "repeated_rows_removed": len(cases) - len(unique),
+        "rows_in_label_flipped_pairs": flipped_pairs,
+        "rows_dropped_by_flip_rule": dropped_flip,
+        "rows_out": len(out),
+    }
+
+
+def user_folds(users: Sequence[str], n_folds: int, seed: int) -> list[list[str]]:
+    """Seeded, disjoint user folds of near-equal size (sorted first, so input order does not matter)."""
+    ordered = sorted(set(users))
+    random.Random(seed).shuffle(ordered)
+    return [ordered[k::n_folds] for k in range(n_folds)]
+
+
+def split_by_user(cases: Sequence[PairCase], eval_fraction: float, seed: int, n_folds: int = 0,
+                  fold: int = 0) -> tuple[list[PairCase], list[PairCase]]:
+    """(train, eval): whole users go to one side. With folds, fold `fold` is the eval side."""
+    users = [c.user_id for c in cases]
+    if n_folds > 1:
+        held = set(user_folds(users, n_folds, seed)[fold])
+    else:
+        ordered = sorted(set(users))
+        random.Random(seed).shuffle(ordered)
+        held = set(ordered[: round(eval_fraction * len(ordered))])
+    train = [c for c in cases if c.user_id not in held]
+    evaluation = [c for c in cases if c.user_id in held]
+    check_disjoint(train, evaluation)
+    return train, evaluation
+
+
+def check_disjoint(train: Sequence[PairCase], evaluation: Sequence[PairCase]) -> None:
+    """Refuse a split where a user is on both sides (their reused answers would leak into the score)."""
+    both = sorted({c.user_id for c in train} & {c.user_id for c in evaluation})
+    if both:
+        shown = ", ".join(both[:5]) + (f" and {len(both) - 5} more" if len(both) > 5 else "")
+        raise ConfigError(f"{len(both)} user(s) are in both the training and the evaluation data: {shown}")
+
+
+def sample_pairs(cases: list[PairCase], limit: int | None, seed: int) -> list[PairCase]:
+    if limit is None or limit >= len(cases):
+        return cases
+    keep = set(random.Random(seed).sample(range(len(cases)), limit))
+    return [c for k, c in enumerate(cases) if k in keep]

@@ -1,0 +1,346 @@
+"""The Bradley-Terry training loop of `tailor train-rm`: a plain PyTorch loop (AdamW + a transformers
+schedule), chosen over TRL's RewardTrainer because on this CPU it is faster (one forward for chosen and
+rejected together, length-grouped batches, dropout off, bf16 autocast with an fp32 head) and truncates
+instead of dropping long rows. Its loss equals RewardTrainer's on the same batch (tested).
+
+Per pair: loss = -logsigmoid(r_c - r_r - margin) + center_coef * (r_c + r_r)^2 (+ optional length-debias
+term). Input encoding, truncation and the head are those of models/reward_hf.py, so the saved checkpoint
+scores with `rm:OUT` exactly as it was trained.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tailorbench.datasets import Benchmark
+from tailorbench.errors import ConfigError
+from tailorbench.personas import render_persona
+from tailorbench.schema import PairCase
+from tailorbench.train.config import MINILM, RMTrainConfig
+from tailorbench.train.data import check_disjoint, clean_pairs, load_cases, sample_pairs, split_by_user
+
+METRICS = "metrics.jsonl"
+SUMMARY = "summary.json"
+
+
+def resolve_model(name: str) -> str:
+    if name == MINILM:
+        from tailorbench.models.encoder_hf import default_encoder_path
+
+        return default_encoder_path()
+    return name
+
+
+def bt_loss(r_chosen: Any, r_rejected: Any, margin: float = 0.0, center_coef: float = 0.0) -> Any:
+    """Bradley-Terry loss with margin, plus the reward-centering term (TRL's definition)."""
+    import torch
+
+    loss = -torch.nn.functional.logsigmoid(r_chosen - r_rejected - margin).mean()
+    if center_coef:
+        loss = loss + center_coef * torch.mean((r_chosen + r_rejected) ** 2)
+    return loss
+
+
+def length_debias_term(r_chosen: Any, r_rejected: Any, len_c: Any, len_r: Any) -> Any:
+    """Squared correlation, within the batch, between the reward margin and the length margin."""
+    import torch
+
+    d = r_chosen - r_rejected
+    lm = (len_c - len_r).to(d.dtype)
+    d, lm = d - d.mean(), lm - lm.mean()
+    corr = (d * lm).sum() / torch.sqrt((d * d).sum() * (lm * lm).sum() + 1e-8)
+    return corr**2
+
+
+def context_of(case: PairCase, setting: str) -> str | None:
+    return render_persona(case.persona) if setting == "persona" and case.persona else None
+
+
+def grouped_batches(lengths: Sequence[int], batch_size: int, rng: random.Random, group: bool) -> list[list[int]]:
+    """Seeded batches of pair indices; with `group`, similar lengths share a batch (megabatches of 50
+    batches sorted by length, then the batch order shuffled), so little compute goes to padding."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    if group:
+        mega = batch_size * 50
+        order = [i for s in range(0, len(order), mega)
+                 for i in sorted(order[s : s + mega], key=lambda i: -lengths[i])]
+    batches = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+    if group:
+        rng.shuffle(batches)
+    return batches
+
+
+class _Log:
+    """metrics.jsonl writer that also echoes eval lines to stderr."""
+
+    def __init__(self, path: Path) -> None:
+        self.handle = path.open("a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def tier_table(results: dict[str, Any]) -> dict[str, Any]:
+    """{split/tier: {accuracy, balanced_accuracy, n}} from a run's results.json."""
+    out: dict[str, Any] = {}
+    for split, block in results["metrics"].items():
+        if split == "all":
+            continue
+        for tier, cell in block.items():
+            out[f"{split}/{tier}"] = {"n": cell["n"], "accuracy": cell["accuracy"],
+                                      "balanced_accuracy": cell["length"]["balanced_accuracy"]}
+    cell = results["metrics"]["all"]
+    out["all"] = {"n": cell["n"], "accuracy": cell["accuracy"],
+                  "balanced_accuracy": cell["length"]["balanced_accuracy"]}
+    return out
+
+
+def evaluate_cases(cases: list[PairCase], judge: Any, spec: str, cfg: RMTrainConfig, out: Path,
+                   label: str) -> dict[str, Any]:
+    """Per split x tier metrics of a judge on held-out cases, via the evaluation runner (same metrics,
+    same run directory layout as `tailor eval`)."""
+    from tailorbench.evaluate.results import load_results
+    from tailorbench.evaluate.runner import EvalConfig, run_eval
+
+    config = EvalConfig(data=label, judge=spec, setting=cfg.setting, seed=cfg.seed, n_boot=cfg.n_boot)
+    if judge is not None:
+        judge.spec = spec
+    run_eval(config, out, progress=False, benchmark=Benchmark(label, "memory", cases), judge=judge)
+    return tier_table(load_results(out))
+
+
+def prepare_data(cfg: RMTrainConfig) -> tuple[list[PairCase], list[PairCase], dict[str, Any]]:
+    """(train, eval, stats): loaded, cleaned (train side only; eval stays as the benchmark defines it),
+    split by user and checked for user overlap."""
+    assert cfg.data is not None
+    cases, load_stats = load_cases(cfg.data, cfg.data_format, cfg.score_column, cfg.min_score_gap)
+    if cfg.eval_data:
+        train_raw = cases
+        eval_cases, _ = load_cases(cfg.eval_data, cfg.data_format, cfg.score_column, cfg.min_score_gap)
+        check_disjoint(train_raw, eval_cases)
+    else:
+        train_raw, eval_cases = split_by_user(cases, cfg.eval_fraction, cfg.seed, cfg.n_folds, cfg.fold)
+    train, clean_stats = clean_pairs(train_raw, cfg.flip_rule)
+    sampled = sample_pairs(train, cfg.max_train_pairs, cfg.seed)
+    stats = {
+        "load": load_stats,
+        "clean": clean_stats,
+        "train_pairs": len(sampled),
+        "train_pairs_not_sampled": len(train) - len(sampled),
+        "train_users": len({c.user_id for c in sampled}),
+        "eval_pairs": len(eval_cases),
+        "eval_users": len({c.user_id for c in eval_cases}),
+    }
+    if not sampled:
+        raise ConfigError("no training pairs left after the split and cleaning")
+    return sampled, eval_cases, stats
+
+
+def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, Any]:
+    """Train, evaluate after each epoch, save a checkpoint at cfg.out; returns the summary (summary.json)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_scheduler
+
+    from tailorbench.judges.reward_model import RewardModelJudge
+    from tailorbench.models.reward_hf import (
+        HFRewardModel,
+        RewardFormat,
+        ensure_pad_token,
+        fp32_head,
+        pad_batch,
+        write_format,
+    )
+
+    cfg.validate()
+    started = time.perf_counter()
+    out = Path(str(cfg.out))
+    if (out / SUMMARY).exists():
+        raise ConfigError(f"{out} already holds a trained model; choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    cfg.save(out / "train_config.yaml")
+
+    train, eval_cases, data_stats = prepare_data(cfg)
+    path = resolve_model(cfg.model)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot load model {cfg.model!r}: {exc}") from exc
+    notes = [n for n in [ensure_pad_token(tokenizer, model)] if n]
+    if not cfg.dropout:
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+    model.to(cfg.device)
+    head = fp32_head(model)
+    if head is None:
+        notes.append("no known head name found: the head runs under autocast")
+
+    answers = [a for c in train for a in (c.chosen, c.rejected)]
+    log_len = np.log1p(np.array([len(a) for a in answers], dtype=np.float64))
+    fmt = RewardFormat(max_length=cfg.max_length, answer_share=cfg.answer_share, question_cap=cfg.question_cap,
+                       length_weight=0.0 if cfg.length_feature else None,
+                       length_mean=float(log_len.mean()), length_std=float(log_len.std() or 1.0))
+    scorer = HFRewardModel(path, precision=cfg.precision, device=cfg.device, model=model, tokenizer=tokenizer,
+                           fmt=fmt, batch_size=32)
+
+    # encode every distinct triple once
+    contexts = {c.user_id: context_of(c, cfg.setting) for c in train}
+    triples = list(dict.fromkeys(t for c in train for t in (
+        (contexts[c.user_id], c.question, c.chosen), (contexts[c.user_id], c.question, c.rejected))))
+    encoded, flags = scorer.encoder.encode(triples)
+    row = {t: k for k, t in enumerate(triples)}
+    pairs = [(row[(contexts[c.user_id], c.question, c.chosen)], row[(contexts[c.user_id], c.question, c.rejected)])
+             for c in train]
+    lens_feat = torch.tensor(fmt.length_feature([t[2] for t in triples]))
+    truncation = {"unique_inputs": len(triples), "truncated_inputs": int(flags.sum()),
+                  "by_segment": dict(scorer.encoder.truncated)}
+
+    length_w = torch.nn.Parameter(torch.zeros(())) if cfg.length_feature else None
+    decay = [p for n, p in model.named_parameters() if p.requires_grad and not _no_decay(n)]
+    no_decay = [p for n, p in model.named_parameters() if p.requires_grad and _no_decay(n)]
+    groups: list[dict[str, Any]] = [{"params": decay, "weight_decay": cfg.weight_decay},
+                                    {"params": no_decay, "weight_decay": 0.0}]
+    if length_w is not None:
+        groups.append({"params": [length_w], "weight_decay": 0.0, "lr": cfg.length_lr})
+    optimizer = torch.optim.AdamW(groups, lr=cfg.learning_rate)
+    pair_len = [max(len(encoded[a]["input_ids"]), len(encoded[b]["input_ids"])) for a, b in pairs]
+    per_epoch = math.ceil(math.ceil(len(pairs) / cfg.batch_size) / cfg.grad_accum)
+    total = min(per_epoch * cfg.epochs, cfg.max_steps or sys.maxsize)
+    scheduler = get_scheduler(
+        "constant_with_warmup" if cfg.scheduler == "constant" else cfg.scheduler, optimizer,
+        num_warmup_steps=int(cfg.warmup_ratio * total), num_training_steps=total,
+    )
+    log = _Log(out / METRICS)
+    log.write({"event": "start", "config": cfg.to_dict(), "data": data_stats, "truncation": truncation,
+               "model_path": path, "precision": scorer.precision, "notes": notes})
+    longer = evaluate_cases(eval_cases, None, "longer", cfg, out / "eval" / "longer", "held-out users") \
+        if eval_cases and cfg.eval_each_epoch else None
+    if longer:
+        log.write({"event": "eval", "epoch": 0, "judge": "longer", "tiers": longer})
+
+    rng = random.Random(cfg.seed)
+    bar = _progress(total, progress)
+    step, seen_pairs, train_time = 0, 0, 0.0
+    evals: list[dict[str, Any]] = []
+    window: list[tuple[float, float]] = []
+    pad_id = tokenizer.pad_token_id
+    for epoch in range(1, cfg.epochs + 1):
+        if step >= total:
+            break
+        model.train(cfg.dropout)
+        batches = grouped_batches(pair_len, cfg.batch_size, rng, cfg.group_by_length)
+        tick = time.perf_counter()
+        for k, batch in enumerate(batches):
+            idx = [pairs[i][0] for i in batch] + [pairs[i][1] for i in batch]
+            rewards = scorer.forward(pad_batch([encoded[i] for i in idx], pad_id))
+            if length_w is not None:
+                rewards = rewards + length_w * lens_feat[idx].to(rewards.device)
+            n = len(batch)
+            r_c, r_r = rewards[:n], rewards[n:]
+            loss = bt_loss(r_c, r_r, cfg.margin, cfg.center_coef)
+            if cfg.length_debias:
+                loss = loss + cfg.length_debias * length_debias_term(r_c, r_r, lens_feat[idx[:n]], lens_feat[idx[n:]])
+            (loss / cfg.grad_accum).backward()
+            window.append((loss.item(), (r_c > r_r).float().mean().item()))
+            seen_pairs += n
+            if (k + 1) % cfg.grad_accum and k + 1 != len(batches):
+                continue
+            torch.nn.utils.clip_grad_norm_([p for g in groups for p in g["params"]], cfg.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            bar.advance(float(np.mean([w[0] for w in window[-20:]])))
+            if step % cfg.log_every == 0 or step == total:
+                elapsed = train_time + time.perf_counter() - tick
+                log.write({"event": "train", "epoch": epoch, "step": step,
+                           "loss": float(np.mean([w[0] for w in window])),
+                           "accuracy": float(np.mean([w[1] for w in window])), "lr": scheduler.get_last_lr()[0],
+                           "length_weight": float(length_w) if length_w is not None else None,
+                           "pairs_per_s": seen_pairs / max(elapsed, 1e-9)})
+                window = []
+            if step >= total:
+                break
+        train_time += time.perf_counter() - tick
+        if length_w is not None:
+            fmt.length_weight = float(length_w.detach())
+        if eval_cases and cfg.eval_each_epoch:
+            model.eval()
+            tiers = evaluate_cases(eval_cases, RewardModelJudge(scorer), f"rm:{out}", cfg,
+                                   out / "eval" / f"epoch-{epoch}", "held-out users")
+            evals.append({"epoch": epoch, "tiers": tiers})
+            log.write({"event": "eval", "epoch": epoch, "judge": "rm", "tiers": tiers})
+            bar.note(f"epoch {epoch}: " + ", ".join(
+                f"{k} {100 * (v['accuracy'] or 0):.1f}%" for k, v in tiers.items()))
+    bar.close()
+    model.eval()
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    write_format(out, fmt, {"trained_by": "tailor train-rm", "setting": cfg.setting, "head": head})
+    summary = {
+        "out": str(out), "model": cfg.model, "steps": step, "pairs_seen": seen_pairs,
+        "train_seconds": train_time, "pairs_per_s": seen_pairs / max(train_time, 1e-9),
+        "wall_seconds": time.perf_counter() - started, "precision": scorer.precision,
+        "data": data_stats, "truncation": truncation, "format": asdict(fmt), "longer": longer,
+        "evals": evals, "notes": notes,
+    }
+    log.write({"event": "end", **{k: summary[k] for k in ("steps", "pairs_per_s", "wall_seconds")}})
+    log.close()
+    (out / SUMMARY).write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return summary
+
+
+def _no_decay(name: str) -> bool:
+    return name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name or "norm.weight" in name
+
+
+class _progress:
+    """A rich progress bar on stderr with the running loss (silent when disabled)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.enabled = enabled
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.console = Console(stderr=True)
+        self._bar = Progress(TextColumn("train-rm"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("loss {task.fields[loss]}"), TimeRemainingColumn(), console=self.console)
+        self._task = self._bar.add_task("train", total=total, loss="-")
+        self._bar.start()
+
+    def advance(self, loss: float) -> None:
+        if self.enabled:
+            self._bar.update(self._task, advance=1, loss=f"{loss:.4f}")
+
+    def note(self, text: str) -> None:
+        if self.enabled:
+            self._bar.console.print(text)
+        else:
+            print(text, file=sys.stderr)
+
+    def close(self) -> None:
+        if self.enabled:
+            self._bar.stop()
