@@ -1,0 +1,145 @@
+"""Real-browser tests: Debian's chromium driven by Playwright against uvicorn on loopback. An annotator logs in
+with their link, labels items of every task type with the keyboard only, reloads and resumes; model-written
+HTML is shown as text. Screenshots of each task page go to $TAILORBENCH_TEST_OUTPUT/annotate (runs/test-output).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tailorbench.annotate import service
+from tailorbench.annotate.db import Database, resolve_url
+from tailorbench.annotate.web import create_app
+from tests.annotate.conftest import DATA, OUTPUT, LiveServer
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (never `playwright install`)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[tuple[Database, LiveServer]]:
+    db = Database(resolve_url(None, tmp_path / "proj"))
+    with LiveServer(create_app(db)) as server:
+        yield db, server
+    db.dispose()
+
+
+def _item(page: Any) -> str:
+    return str(page.locator("[data-item]").get_attribute("data-item"))
+
+
+def _keys(page: Any, keys: list[str]) -> str:
+    """Type the keys of one item, press Enter, wait for the next page; returns the labelled item's id."""
+    item = _item(page)
+    for key in keys:
+        page.keyboard.press(key)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    return item
+
+
+SHOTS = OUTPUT / "annotate"
+PLANS: dict[str, list[str]] = {
+    "pairwise": ["1", "3"],
+    "attributes": ["a", "u", "r"],
+    "relevance": ["y", "n", "n"],
+    "ab_rating": ["5", "2"],
+}
+
+
+@pytest.mark.parametrize("task", list(PLANS))
+def test_keyboard_labelling_reload_resume(browser: Any, live: tuple[Database, LiveServer], task: str) -> None:
+    db, server = live
+    pid = service.create_project(db, task, task, 1, f"Instructions for <{task}> & co.", 100)
+    service.import_items(db, task, DATA / ("paircase.jsonl" if task == "pairwise" else f"{task}.jsonl"))
+    _, token = service.add_user(db, "ann", "annotator", [task])
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{server.url}/login/{token}")
+    assert page.url == f"{server.url}/"
+    page.click(f"a[data-project='{pid}']")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"task_{task}.png"), full_page=True)
+    assert "Instructions for <" in page.inner_text("details.instructions")
+
+    # submitting with nothing chosen stays on the page (browser validation), nothing is stored
+    first = _item(page)
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(100)
+    assert _item(page) == first and service.progress(db, task)["labels_done"] == 0
+
+    labelled = [_keys(page, PLANS[task]), _keys(page, PLANS[task])]
+    assert len(set(labelled)) == 2
+    current = _item(page)
+    page.keyboard.press("f")
+    assert page.is_checked("#flag")
+    page.reload()
+    assert _item(page) == current and not page.is_checked("#flag")  # resume the same item after a reload
+    context.close()
+
+    # a new browser (no cookies) with the same link resumes where the annotator left off
+    again = browser.new_context()
+    page = again.new_page()
+    page.goto(f"{server.url}/login/{token}")
+    page.goto(f"{server.url}/p/{pid}")
+    assert _item(page) == current
+    labelled.append(_keys(page, PLANS[task]))
+    again.close()
+
+    rs = service.ratings(db, task)
+    raw = service.raw_labels(db, task)
+    assert [r["item"] for r in raw] == labelled
+    assert all(r["duration_ms"] and r["duration_ms"] > 0 for r in raw)
+    if task == "pairwise":
+        # "3" after the answer key sets high confidence
+        assert {r["value"]["confidence"] for r in raw} == {3}
+    elif task == "attributes":
+        assert {r.label for r in rs.ratings} == {"accepted", "uncertain", "rejected"}
+    elif task == "relevance":
+        assert sorted(str(r.label) for r in rs.ratings) == ["False", "False", "False", "False", "False", "False",
+                                                           "True", "True", "True"]
+    else:
+        for r in raw:
+            sign = -1 if r["shown_order"] == "BA" else 1
+            assert r["value"]["ratings"] == {"veg": 2 * sign, "night": -1 * sign}
+
+
+def test_model_html_is_text(browser: Any, live: tuple[Database, LiveServer]) -> None:
+    db, server = live
+    pid = service.create_project(db, "pw", "pairwise", 1)
+    service.import_items(db, "pw", DATA / "paircase.jsonl")
+    _, token = service.add_user(db, "ann", "annotator", ["pw"])
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{server.url}/login/{token}")
+    page.goto(f"{server.url}/p/{pid}")
+    texts = page.locator(".answer-text").all_inner_texts()
+    assert any("<script>window.__xss=1</script><b>bold</b>" in t for t in texts)
+    assert page.evaluate("window.__xss") is None
+    assert page.locator(".answer-text b").count() == 0
+    cookies = context.cookies()
+    assert cookies and all(c["httpOnly"] and c["sameSite"] == "Lax" for c in cookies)
+    assert page.evaluate("document.cookie") == ""
+    # an annotator's browser is refused the admin pages
+    assert page.goto(f"{server.url}/admin").status == 403  # type: ignore[union-attr]
+    context.close()
