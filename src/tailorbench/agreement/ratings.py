@@ -183,10 +183,15 @@ def read_ratings_file(path: str | Path) -> RatingSet:
 
 def read_ratings(paths: Iterable[str | Path]) -> RatingSet:
     """Read and merge several sources (e.g. human export + judge runs); labels must share one type."""
+    return merge_ratings(read_ratings_file(path) for path in paths)
+
+
+def merge_ratings(parts: Iterable[RatingSet]) -> RatingSet:
+    """Merge rating sets from several sources; a rater rating one item twice anywhere is an error naming both
+    places, and labels must share one type (importers of other shapes merge through here too)."""
     merged = RatingSet()
     seen: dict[tuple[str, str], Rating] = {}
-    for path in paths:
-        part = read_ratings_file(path)
+    for part in parts:
         for rating in part.ratings:
             prev = seen.get((rating.item, rating.rater))
             if prev is not None:

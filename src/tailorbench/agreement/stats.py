@@ -172,6 +172,18 @@ def majority(counts: np.ndarray) -> np.ndarray:
     return np.where((top > 0) & (n_top == 1), winner, -1)
 
 
+def strict_majority(counts: np.ndarray, positive: int) -> np.ndarray:
+    """Binary gold per item: `positive` when more than half of the ratings are positive, else the most
+    frequent other category (a tie counts as not positive, as in the Re-Centering study's gold); -1 when the
+    item has no rating. Unlike `majority`, a tie is decided (to the negative side), so no item is left out."""
+    total = counts.sum(axis=1)
+    pos = counts[:, positive] > total / 2.0
+    others = counts.copy()
+    others[:, positive] = -1.0
+    negative = others.argmax(axis=1)
+    return np.where(total == 0, -1, np.where(pos, positive, negative))
+
+
 def vs_majority_block(rater: np.ndarray, gold: np.ndarray, k: int) -> np.ndarray:
     """Per item: [used, agree, tp_1..k, fp_1..k, fn_1..k]; used when both rater and majority exist."""
     used = (rater >= 0) & (gold >= 0)

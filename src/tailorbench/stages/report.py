@@ -1,0 +1,175 @@
+"""Per-stage reports (Markdown + self-contained HTML with an inline SVG bar chart) and the combined summary.
+
+Why one module: every stage report is "a few tables + one bar chart with CI whiskers + the alignment counts",
+so the stage functions only say which rows to show. Tables reuse evaluate/report.py's helpers.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.evaluate.report import _html_table, _md_table
+
+Table = tuple[str, list[str], list[list[str]]]
+#: (label, value, ci lo, ci hi) per bar
+Bar = tuple[str, float | None, float | None, float | None]
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+    "td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f4f4f4}"
+)
+
+
+def f3(x: Any) -> str:
+    return "–" if x is None else f"{float(x):.3f}"
+
+
+def with_ci(x: Any, ci: Sequence[Any] | None) -> str:
+    if x is None:
+        return "undefined"
+    if not ci or ci[0] is None:
+        return f3(x)
+    return f"{f3(x)} [{f3(ci[0])}, {f3(ci[1])}]"
+
+
+def svg_bars(bars: Sequence[Bar], lo: float = 0.0, hi: float = 1.0, title: str = "") -> str:
+    """Horizontal bars with CI whiskers on a fixed [lo, hi] axis; undefined values are labelled, not drawn."""
+    row, left, width = 22, 200, 360
+    height = row * len(bars) + 40
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" role="img">']
+    if title:
+        out.append(f'<text x="4" y="14" font-size="12" font-weight="bold">{html.escape(title)}</text>')
+
+    def x(v: float) -> float:
+        return left + width * (min(max(v, lo), hi) - lo) / (hi - lo)
+
+    for tick in (lo, (lo + hi) / 2, hi):
+        out.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="20" y2="{height - 14}" stroke="#ddd"/>'
+                   f'<text x="{x(tick):.1f}" y="{height - 2}" font-size="10" text-anchor="middle">{tick:g}</text>')
+    for i, (label, value, c_lo, c_hi) in enumerate(bars):
+        y = 24 + i * row
+        out.append(f'<text x="{left - 6}" y="{y + 12}" font-size="11" text-anchor="end">'
+                   f"{html.escape(label[:32])}</text>")
+        if value is None:
+            out.append(f'<text x="{left + 4}" y="{y + 12}" font-size="11" fill="#888">undefined</text>')
+            continue
+        x0, x1 = x(max(lo, 0.0) if lo < 0 < hi else lo), x(value)
+        out.append(f'<rect x="{min(x0, x1):.1f}" y="{y + 2}" width="{abs(x1 - x0):.1f}" height="14" fill="#4e79a7">'
+                   f"<title>{html.escape(label)}: {f3(value)}</title></rect>")
+        if c_lo is not None and c_hi is not None:
+            out.append(f'<path d="M{x(c_lo):.1f},{y + 9}H{x(c_hi):.1f}M{x(c_lo):.1f},{y + 4}V{y + 14}'
+                       f'M{x(c_hi):.1f},{y + 4}V{y + 14}" stroke="#222"/>')
+        out.append(f'<text x="{left + width + 6}" y="{y + 12}" font-size="11">{f3(value)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _alignment_rows(alignment: dict[str, Any] | None, missing: dict[str, int]) -> list[list[str]]:
+    rows = [[f"missing: {k}", str(v)] for k, v in missing.items()]
+    if not alignment:
+        return rows
+    for rater, n in alignment.get("model_votes_without_human", {}).items():
+        rows.append([f"votes of {rater} for items no human rated", str(n)])
+    for rater, n in alignment.get("user_id_mismatches", {}).items():
+        rows.append([f"votes of {rater} whose index matches a human item under another user_id", str(n)])
+    mm = alignment.get("attribute_text_mismatch", {})
+    rows.append(["items whose attribute texts differ between raters", str(mm.get("items", 0))])
+    rows.append(["attributes not shared by all raters of their item", str(mm.get("attributes_not_shared", 0))])
+    for key in ("judgments_without_attribute", "attributes_without_judgment", "lines_for_unknown_items"):
+        if alignment.get(key):
+            rows.append([key.replace("_", " "), str(alignment[key])])
+    return rows
+
+
+# --- stage 2 -------------------------------------------------------------------------------------------
+
+
+def relevance_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list[str]]:
+    """(tables, svg charts, notes) of the stage-2 report."""
+    vs = r["vs_human_majority"]
+    raters = [
+        [name, e["group"], str(e["n"]), f3(e["share_relevant"]),
+         with_ci(vs.get(name, {}).get("precision"), vs.get(name, {}).get("precision_ci")),
+         with_ci(vs.get(name, {}).get("recall"), vs.get(name, {}).get("recall_ci")),
+         with_ci(vs.get(name, {}).get("f1"), vs.get(name, {}).get("f1_ci"))]
+        for name, e in r["raters"].items()
+    ]
+    groups = [
+        [kind, str(d["n_pairs"]), with_ci(r["group_kappa"][kind], d.get("ci"))]
+        for kind, d in r["group_kappa_detail"].items()
+    ]
+    pairs = [[p["a"], p["b"], p["type"], str(p["n"]), with_ci(p["kappa"], p["ci"])] for p in r["pairwise_kappa"]]
+    tables: list[Table] = [
+        ("Raters vs the strict human majority (relevant = positive)",
+         ["rater", "group", "items", "share relevant", "precision", "recall", "F1"], raters),
+        (f"Cohen's kappa by pair type (plain mean over pairs sharing >= {r['min_shared']} items)",
+         ["pair type", "pairs", "kappa"], groups),
+        ("Cohen's kappa per rater pair", ["a", "b", "type", "shared items", "kappa"], pairs),
+        ("What did not line up", ["what", "count"], _alignment_rows(r.get("alignment"), r["missing_ratings"])),
+    ]
+    bars: list[Bar] = [(n, e.get("f1"), *(e.get("f1_ci") or [None, None])) for n, e in vs.items()]
+    charts = [svg_bars(bars, 0.0, 1.0, "F1 vs the human majority (95% CI)")]
+    share = r["human_majority"]["share_relevant"]
+    notes = [f"Human majority marks {f3(share)} of items relevant ({r['human_majority']['n_ties']} ties, counted as "
+             "not relevant).", *r["notes"]]
+    return tables, charts, notes
+
+
+def relevance_markdown(r: dict[str, Any]) -> str:
+    return render_markdown("Stage 2 — attribute relevance", *relevance_parts(r))
+
+
+# --- rendering ----------------------------------------------------------------------------------------
+
+
+def render_markdown(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str]) -> str:
+    parts = [f"# {title}", ""]
+    for heading, header, rows in tables:
+        parts += [f"## {heading}", "", _md_table(header, rows) if rows else "_none_", ""]
+    if notes:
+        parts += ["## Notes", "", *(f"- {n}" for n in notes), ""]
+    return "\n".join(parts)
+
+
+def render_html(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str]) -> str:
+    body = [f"<h1>{html.escape(title)}</h1>", *charts]
+    for heading, header, rows in tables:
+        body.append(f"<h2>{html.escape(heading)}</h2>" + (_html_table(header, rows) if rows else "<p>none</p>"))
+    if notes:
+        body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+TITLES = {
+    "extraction": "Stage 1 — attribute extraction",
+    "relevance": "Stage 2 — attribute relevance",
+    "incorporation": "Stage 3 — incorporation",
+}
+
+
+def stage_parts(stage: str, report: dict[str, Any]) -> tuple[list[Table], list[str], list[str]]:
+    if stage == "relevance":
+        return relevance_parts(report)
+    if stage == "extraction":
+        from tailorbench.stages.extraction import extraction_parts
+
+        return extraction_parts(report)
+    if stage == "incorporation":
+        from tailorbench.stages.incorporation import incorporation_parts
+
+        return incorporation_parts(report)
+    raise ValueError(f"unknown stage {stage!r}")
+
+
+def write_stage_report(stage: str, report: dict[str, Any], out: Path) -> None:
+    """`<stage>.json`, `<stage>.md` and `<stage>.html` in `out` (the JSON is what every number comes from)."""
+    out.mkdir(parents=True, exist_ok=True)
+    parts = stage_parts(stage, report)
+    (out / f"{stage}.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    (out / f"{stage}.md").write_text(render_markdown(TITLES[stage], *parts), encoding="utf-8")
+    (out / f"{stage}.html").write_text(render_html(TITLES[stage], *parts), encoding="utf-8")
