@@ -1,0 +1,165 @@
+"""The build configuration (`tailor build run CONFIG.yaml`): a YAML file validated into `BuildConfig`.
+
+Relative paths in the file are relative to the file itself, so an example directory can be copied anywhere.
+Unknown keys are errors (a typo must not silently fall back to a default).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tailorbench.errors import ConfigError
+
+StructuredMode = Literal["json_schema", "llama_cpp", "json_object", "none"]
+Variant = Literal["A1", "A2", "A3"]
+RULES: dict[str, tuple[Variant, Variant]] = {"A1-A3": ("A1", "A3"), "A1-A2": ("A1", "A2"), "A2-A3": ("A2", "A3")}
+#: candidate difficulty per rule: full vs no persona differ most (easy); full vs masked least (hard)
+DEFAULT_DIFFICULTY: dict[str, Literal["easy", "medium", "hard"]] = {"A1-A3": "easy", "A2-A3": "medium", "A1-A2": "hard"}
+PROFILE_SECTIONS: tuple[str, ...] = ("Demographics", "Personality", "Preference", "Values_and_Interests")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GenerationConfig(_Strict):
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    seed: int | None = 0
+
+
+class ProfileConfig(_Strict):
+    max_memory_items: int = Field(40, ge=1)
+    item_chars: int = Field(400, ge=20)
+    max_attributes: int = Field(16, ge=1)
+    key_chars: int = Field(40, ge=4)
+    value_chars: int = Field(120, ge=4)
+    max_evidence: int = Field(4, ge=1)
+    max_tokens: int | None = None
+
+
+class QuestionsConfig(_Strict):
+    scenes: list[str] = Field(default_factory=lambda: ["daily life", "work", "leisure"])
+    per_user: int = Field(3, ge=1)
+    question_chars: int = Field(200, ge=10)
+    general_pool: list[str] = Field(default_factory=list)
+    general_pool_file: Path | None = None
+    general_per_user: int = Field(0, ge=0)
+    max_tokens: int | None = None
+
+    @field_validator("scenes")
+    @classmethod
+    def _scenes(cls, value: list[str]) -> list[str]:
+        if not value or any(not s.strip() for s in value):
+            raise ValueError("give at least one non-empty scene")
+        return value
+
+
+class MaskConfig(_Strict):
+    """A2's persona: hide these top-level sections, or (share) this fraction of the leaf facts, seeded per user."""
+
+    sections: list[str] = Field(default_factory=list)
+    share: float | None = Field(None, gt=0, lt=1)
+
+
+class AnswersConfig(_Strict):
+    answer_chars: int = Field(600, ge=10)
+    mask: MaskConfig = Field(default_factory=lambda: MaskConfig(share=0.5))
+    max_tokens: int | None = None
+
+
+class PairsConfig(_Strict):
+    rules: list[str] = Field(default_factory=lambda: ["A1-A3", "A1-A2", "A2-A3"])
+    difficulty: dict[str, Literal["easy", "medium", "hard"]] = Field(default_factory=lambda: dict(DEFAULT_DIFFICULTY))
+
+    @field_validator("rules")
+    @classmethod
+    def _rules(cls, value: list[str]) -> list[str]:
+        bad = [r for r in value if r not in RULES]
+        if bad or not value:
+            raise ValueError(f"unknown pair rule(s) {bad}; choose from {', '.join(RULES)}")
+        return value
+
+
+class AnnotationConfig(_Strict):
+    annotators_per_item: int = Field(3, ge=1)
+    project: str | None = None
+
+
+class BuildConfig(_Strict):
+    name: str = "build"
+    model: str
+    model_options: dict[str, Any] = Field(default_factory=dict)
+    #: how the JSON schema reaches the server: OpenAI/vLLM `json_schema`, llama-cpp-python's
+    #: `json_object` + schema (`llama_cpp`), plain `json_object`, or `none` (prompt only)
+    structured_output: StructuredMode = "json_schema"
+    memory: Path
+    out: Path
+    users: list[str] | None = None
+    seed: int = 0
+    #: attempts per item: 1 + retries, each retry shows the model its invalid output and the error
+    retries: int = Field(2, ge=0, le=10)
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    profile: ProfileConfig = Field(default_factory=ProfileConfig)
+    questions: QuestionsConfig = Field(default_factory=QuestionsConfig)
+    answers: AnswersConfig = Field(default_factory=AnswersConfig)
+    pairs: PairsConfig = Field(default_factory=PairsConfig)
+    annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
+    #: stage name -> template file replacing the shipped one
+    templates: dict[str, Path] = Field(default_factory=dict)
+
+    @field_validator("templates")
+    @classmethod
+    def _template_names(cls, value: dict[str, Path]) -> dict[str, Path]:
+        bad = sorted(set(value) - {"profile", "questions", "answer"})
+        if bad:
+            raise ValueError(f"unknown template name(s) {bad}; templates exist for profile, questions, answer")
+        return value
+
+    def general_pool(self) -> list[str]:
+        pool = list(self.questions.general_pool)
+        if self.questions.general_pool_file is not None:
+            path = self.questions.general_pool_file
+            try:
+                pool.extend(line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+            except OSError as exc:
+                raise ConfigError(f"cannot read general_pool_file {path}: {exc.strerror or exc}") from None
+        return pool
+
+
+def _resolve(base: Path, value: Any) -> Any:
+    return value if value is None or Path(value).is_absolute() else str((base / value).resolve())
+
+
+def load_build_config(path: str | Path, overrides: dict[str, Any] | None = None) -> BuildConfig:
+    """Read and validate a YAML build config; relative paths resolve against the file's directory."""
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read build config {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    data.update(overrides or {})
+    base = path.resolve().parent
+    for key in ("memory", "out"):
+        if key in data:
+            data[key] = _resolve(base, data[key])
+    if isinstance(data.get("templates"), dict):
+        data["templates"] = {k: _resolve(base, v) for k, v in data["templates"].items()}
+    questions = data.get("questions")
+    if isinstance(questions, dict) and questions.get("general_pool_file"):
+        questions["general_pool_file"] = _resolve(base, questions["general_pool_file"])
+    try:
+        return BuildConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{path}: {where}: {first['msg']} ({len(exc.errors())} error(s) in all)") from None
