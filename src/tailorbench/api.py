@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.evaluate.runner import EvalConfig, load_config, run_eval, run_matrix
+from tailorbench.geneval.config import GenEvalConfig
 
 
 def evaluate(config: EvalConfig, out: str | Path, judges: Sequence[str] | None = None,
@@ -29,10 +30,25 @@ def resume(run_dir: str | Path, progress: bool = False) -> Path:
 
 
 def report(runs: Sequence[str | Path], out: str | Path) -> list[dict[str, Any]]:
-    """`tailor report RUN...`: a merged leaderboard (report.md, report.html) at `out`."""
+    """`tailor report RUN...`: a merged leaderboard (report.md, report.html) at `out`; gen-eval run
+    directories (manifest kind `gen-eval`) are put side by side by the gen-eval report instead."""
     from tailorbench.evaluate.report import write_merged_report
 
     return write_merged_report([Path(r) for r in runs], Path(out))
+
+
+def gen_eval(config: GenEvalConfig, out: str | Path, progress: bool = False) -> Path:
+    """`tailor gen-eval`: generate, judge against references in both orders, validate the judge, report."""
+    from tailorbench.geneval.run import run_gen_eval
+
+    return run_gen_eval(config, Path(out), progress=progress)
+
+
+def gen_eval_resume(run_dir: str | Path, progress: bool = False) -> Path:
+    """`tailor gen-eval --resume RUN_DIR`: continue a killed gen-eval run; finished calls are not repeated."""
+    from tailorbench.geneval.run import resume_gen_eval
+
+    return resume_gen_eval(Path(run_dir), progress=progress)
 
 
 def compare(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:

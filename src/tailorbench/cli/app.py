@@ -10,7 +10,7 @@ import typer
 #: verb modules under tailorbench.cli, registered in this order
 _VERBS: tuple[str, ...] = (
     "eval_cmd", "report_cmd", "data_cmd", "agree_cmd", "cache_cmd", "train_cmd", "annotate_cmd", "stages_cmd",
-    "build_cmd",
+    "build_cmd", "gen_eval_cmd",
 )
 
 app = typer.Typer(

@@ -1,0 +1,94 @@
+"""`tailor gen-eval`: a model answers benchmark questions; a validated judge compares them with references."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tailorbench.cli.common import print_json, split_csv, user_errors
+
+
+def _pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
+    from tailorbench.errors import ConfigError
+
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def gen_eval_command(
+    model: str | None = typer.Option(None, "--model", "-m", help="model under test: openai:MODEL[@URL] or hf:PATH"),
+    data: str = typer.Option("demo", "--data", "-d", help="demo, personafeedback (hub), or a path in any layout"),
+    reference: str = typer.Option("chosen", help="chosen (the human-preferred answer) or a model spec"),
+    judge: str = typer.Option("longer", "--judge", "-j", help="judge spec: llm:..., rm:..., longer, ..."),
+    setting: str = typer.Option(
+        "persona", "--setting", "-s", help="context of the generating models: persona, none, rag"),
+    judge_setting: str = typer.Option("persona", help="context the judge sees"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="run directory"),
+    per_tier: int = typer.Option(50, help="seeded sample of this many cases per split x tier"),
+    all_cases: bool = typer.Option(False, "--all", help="every case instead of a sample"),
+    split: list[str] | None = typer.Option(None, help="keep these splits (specific, general)"),
+    tier: list[str] | None = typer.Option(None, help="keep these tiers (easy, medium/mid, hard)"),
+    seed: int = typer.Option(0, help="seed of the sample, generation and bootstraps"),
+    persona_sections: str | None = typer.Option(None, help="keep only these persona sections"),
+    temperature: float = typer.Option(0.0, help="generation temperature"),
+    max_tokens: int = typer.Option(512, help="generation token budget"),
+    model_option: list[str] | None = typer.Option(None, "--model-option", help="KEY=VALUE for the model backends"),
+    judge_option: list[str] | None = typer.Option(None, "--judge-option", help="KEY=VALUE passed to the judge"),
+    judge_run: Path | None = typer.Option(None, help="a `tailor eval` run of this judge, for its validation"),
+    validate_cases: int = typer.Option(50, help="without --judge-run: validate the judge on this many cases (0: no)"),
+    n_boot: int = typer.Option(1000, help="bootstrap resamples"),
+    batch_size: int | None = typer.Option(None, help="generations / verdicts per batch"),
+    skip_invalid: bool = typer.Option(False, help="skip invalid benchmark rows (counted) instead of stopping"),
+    retriever: str | None = typer.Option(None, help="rag setting: bm25 | dense | hybrid"),
+    top_k: int | None = typer.Option(None, help="rag setting: memory items shown"),
+    memory: Path | None = typer.Option(None, help="rag setting: memory JSONL"),
+    resume: Path | None = typer.Option(None, help="continue an interrupted gen-eval run directory"),
+    progress: bool = typer.Option(True, help="progress bars on stderr"),
+    json_out: bool = typer.Option(False, "--json", help="print results.json on stdout"),
+) -> None:
+    """Evaluate how well a model personalizes its own answers (win rates vs a reference, length-controlled)."""
+    from tailorbench import api
+    from tailorbench.cli.eval_cmd import _rag_options
+    from tailorbench.errors import ConfigError
+    from tailorbench.geneval import GenEvalConfig
+    from tailorbench.geneval.results import load_results
+
+    with user_errors():
+        if resume is not None:
+            run = api.gen_eval_resume(resume, progress=progress)
+        else:
+            if out is None:
+                raise ConfigError("--out is required (or --resume RUN_DIR)")
+            if not model:
+                raise ConfigError("--model is required: the model under test, e.g. openai:MODEL@http://host/v1")
+            config = GenEvalConfig(
+                data=data, model=model, reference=reference, judge=judge, setting=setting,
+                judge_setting=judge_setting, seed=seed, per_tier=None if all_cases else per_tier,
+                splits=split_csv(split), tiers=split_csv(tier),
+                persona_sections=split_csv([persona_sections] if persona_sections else None),
+                skip_invalid=skip_invalid, n_boot=n_boot, temperature=temperature, max_tokens=max_tokens,
+                model_options=_pairs(model_option, "--model-option"),
+                judge_options=_pairs(judge_option, "--judge-option"),
+                setting_options=_rag_options(retriever, top_k, memory), batch_size=batch_size,
+                judge_run=str(judge_run) if judge_run else None, validate_cases=validate_cases,
+            )
+            run = api.gen_eval(config, out, progress=progress)
+        results = load_results(run)
+    if json_out:
+        print_json(results)
+        return
+    total = results["metrics"]["all"]
+    rate = "–" if total["win_rate"] is None else f"{100 * total['win_rate']:.1f}%"
+    lc = "–" if total["lc_win_rate"] is None else f"{100 * total['lc_win_rate']:.1f}%"
+    typer.echo(f"{results['model']} vs {results['reference']} ({results['judge']}): win rate {rate}, "
+               f"length-controlled {lc} on {total['n']} cases -> {run}", err=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gen-eval")(gen_eval_command)

@@ -1,0 +1,45 @@
+"""The configuration of a gen-eval run: stored in manifest.json, so `--resume` continues the same run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: the reference is the benchmark's human-preferred answer unless a model spec is given
+CHOSEN = "chosen"
+
+
+@dataclass
+class GenEvalConfig:
+    """Everything that decides a gen-eval run's generations and verdicts."""
+
+    data: str = "demo"
+    #: the model under test (a `models/` spec: openai:MODEL[@URL] or hf:PATH)
+    model: str = ""
+    #: `chosen`, or a model spec whose answers are generated the same way
+    reference: str = CHOSEN
+    #: any judge spec (llm:..., rm:..., longer, ...)
+    judge: str = "longer"
+    #: the context the generating models see (persona | none | rag)
+    setting: str = "persona"
+    #: the context the judge sees (persona by default, whatever the generation setting)
+    judge_setting: str = "persona"
+    seed: int = 0
+    #: cases sampled per split x tier (seeded); None = every case
+    per_tier: int | None = 50
+    splits: list[str] | None = None
+    tiers: list[str] | None = None
+    persona_sections: list[str] | None = None
+    skip_invalid: bool = False
+    n_boot: int = 1000
+    temperature: float = 0.0
+    max_tokens: int = 512
+    #: backend options of the generating models (concurrency, timeout, ...)
+    model_options: dict[str, Any] = field(default_factory=dict)
+    judge_options: dict[str, Any] = field(default_factory=dict)
+    setting_options: dict[str, Any] = field(default_factory=dict)
+    batch_size: int | None = None
+    #: a `tailor eval` run directory of the same judge; None = validate on the spot
+    judge_run: str | None = None
+    #: cases of the on-the-spot validation (seeded sample of the benchmark); 0 = no validation
+    validate_cases: int = 50

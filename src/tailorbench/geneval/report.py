@@ -1,0 +1,257 @@
+"""Reports of gen-eval runs: report.md and a self-contained report.html (tables plus an inline SVG chart of the
+raw and length-controlled win rates with CI whiskers). One run gets every section; several runs (from
+`tailor report`) get a side-by-side table per split x tier, then each run's judge validation and warnings."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.schema import SPLITS, TIERS
+
+_CELLS: list[tuple[str, str]] = [*((s, t) for s in SPLITS for t in (*TIERS, "all")), ("all", "")]
+
+
+def _cell(r: dict[str, Any], split: str, tier: str) -> dict[str, Any] | None:
+    block = r["metrics"].get(split)
+    if split == "all":
+        return block if isinstance(block, dict) else None
+    cell = block.get(tier) if block else None
+    return cell if isinstance(cell, dict) else None
+
+
+def _name(split: str, tier: str) -> str:
+    return "all" if split == "all" else f"{split}/{tier}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _ci(value: float | None, ci: Sequence[float | None]) -> str:
+    if value is None:
+        return "–"
+    lo, hi = ci
+    return _pct(value) + (f" [{_pct(lo)}, {_pct(hi)}]" if lo is not None else "")
+
+
+def _run_label(r: dict[str, Any]) -> str:
+    return f"{r['model']} vs {r['reference']} ({r['setting']})"
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+_WIN_HEADER = ["cell", "cases", "scored", "win", "tie", "loss", "win rate [95% CI]", "LC win rate [95% CI]",
+               "judge consistency"]
+_MENTION_HEADER = ["cell", "answers mentioning persona", "mentions / answer", "win rate with mentions",
+                   "win rate without", "reference answers mentioning"]
+_LENGTH_HEADER = ["cell", "generated mean", "median", "p10-p90", "reference mean", "median", "p10-p90",
+                  "LC slope / SD", "length-diff SD"]
+_ACCOUNT_HEADER = ["cell", "generation failed", "empty answers", "truncated answers", "reference failed",
+                   "unjudged cases", "verdict statuses"]
+
+
+def _cells(r: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(_name(s, t), c) for s, t in _CELLS if (c := _cell(r, s, t))]
+
+
+def _win_rows(r: dict[str, Any]) -> list[list[str]]:
+    return [[name, str(c["n_cases"]), str(c["n"]),
+             f"{c['win']} ({_pct(c['win_share'])}%)", f"{c['tie']} ({_pct(c['tie_share'])}%)",
+             f"{c['loss']} ({_pct(c['loss_share'])}%)", _ci(c["win_rate"], c["ci"]),
+             _ci(c["lc_win_rate"], c["lc_ci"]), f"{_pct(c['judge_consistency'])} (n={c['n_consistency']})"]
+            for name, c in _cells(r)]
+
+
+def _mention_rows(r: dict[str, Any]) -> list[list[str]]:
+    return [[name, _pct(c["mention_share"]), "–" if c["mentions_mean"] is None else f"{c['mentions_mean']:.2f}",
+             f"{_pct(c['win_rate_with_mentions'])} (n={c['n_with_mentions']})",
+             f"{_pct(c['win_rate_without_mentions'])} (n={c['n_without_mentions']})",
+             _pct(c["reference_mention_share"])] for name, c in _cells(r)]
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _length_rows(r: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for name, c in _cells(r):
+        g, f = c["length_generated"], c["length_reference"]
+        rows.append([name, _num(g["mean"]), _num(g["median"]), f"{_num(g['p10'])}-{_num(g['p90'])}",
+                     _num(f["mean"]), _num(f["median"]), f"{_num(f['p10'])}-{_num(f['p90'])}",
+                     _num(c["lc_slope_per_sd"], 2), _num(c["lc_length_sd"])])
+    return rows
+
+
+def _account_rows(r: dict[str, Any]) -> list[list[str]]:
+    return [[name, str(c["gen_failed"]), str(c["empty_answers"]), str(c["truncated_answers"]), str(c["ref_failed"]),
+             str(c["unjudged"]), ", ".join(f"{k} {v}" for k, v in c["verdict_status"].items()) or "–"]
+            for name, c in _cells(r)]
+
+
+def _validation_lines(r: dict[str, Any]) -> list[str]:
+    v = r.get("judge_validation") or {}
+    if not v.get("source"):
+        return ["The judge was not validated on the pairwise benchmark."]
+    return [
+        f"`{v.get('judge')}` on the pairwise benchmark ({v.get('setting')} setting, {v.get('n')} cases, "
+        f"source `{v.get('source')}`): accuracy {_ci(v.get('accuracy'), v.get('ci', [None, None]))}%, "
+        f"`longer` baseline on the same cases {_pct(v.get('longer_accuracy'))}%, position consistency "
+        f"{_pct(v.get('consistency'))}% (n={v.get('n_consistency')}), invalid {v.get('invalid')}, "
+        f"failed {v.get('failed')}."
+    ]
+
+
+def _side_by_side(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    cells = [(s, t) for s, t in _CELLS if any(_cell(r, s, t) for r in runs)]
+    header = ["model", "reference", "judge", "setting", *(f"{_name(s, t)} win / LC" for s, t in cells),
+              "judge acc. / longer"]
+    rows = []
+    for r in runs:
+        v = r.get("judge_validation") or {}
+        row = [r["model"], r["reference"], r["judge"], r["setting"]]
+        for s, t in cells:
+            c = _cell(r, s, t)
+            row.append("–" if not c else f"{_ci(c['win_rate'], c['ci'])} / {_ci(c['lc_win_rate'], c['lc_ci'])}")
+        row.append(f"{_pct(v.get('accuracy'))} / {_pct(v.get('longer_accuracy'))}")
+        rows.append(row)
+    return header, rows
+
+
+_INTRO = ("Win rate = mean case score (a case scores the share of its valid verdicts, in both answer orders, that "
+          "prefer the generated answer; ties count half), in % with a 95% percentile-bootstrap CI over cases. "
+          "LC = length-controlled win rate: sigmoid(b0) of logit P(win) = b0 + b1 * (length difference / SD), "
+          "the modelled win rate at equal length (docs/generation.md).")
+
+
+def _sections(r: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[str]]]]:
+    return [
+        ("Win rates", "", _WIN_HEADER, _win_rows(r)),
+        ("Explicit persona mentions", "Answers that name persona values outright (language-aware detector). A win "
+         "rate much higher with mentions than without suggests a judge that rewards name-dropping.",
+         _MENTION_HEADER, _mention_rows(r)),
+        ("Answer lengths (characters)", "", _LENGTH_HEADER, _length_rows(r)),
+        ("Accounting", "", _ACCOUNT_HEADER, _account_rows(r)),
+    ]
+
+
+def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
+    parts = [f"# {title}", "", _INTRO, ""]
+    if len(runs) > 1:
+        header, rows = _side_by_side(runs)
+        parts += ["## Side by side", "", _md_table(header, rows), ""]
+    for r in runs:
+        if len(runs) > 1:
+            parts += [f"## {_run_label(r)}", ""]
+        parts += [f"Model `{r['model']}` vs reference `{r['reference']}`, judge `{r['judge']}` "
+                  f"(judge setting {r['judge_setting']}), generation setting `{r['setting']}`, data `{r['data']}`, "
+                  f"{r['cases_generated']}/{r['cases_planned']} cases, seed {r['seed']}, status {r['status']}.", ""]
+        parts += ["### Judge validation", "", *_validation_lines(r), ""]
+        for name, note, header, rows in _sections(r):
+            parts += [f"### {name}", ""] + ([note, ""] if note else []) + [_md_table(header, rows), ""]
+        if r.get("warnings"):
+            parts += ["### Warnings", "", *(f"- {w}" for w in r["warnings"]), ""]
+    return "\n".join(parts)
+
+
+def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
+    """Per split x tier and run: a solid bar (raw win rate) and a hatched-looking light bar (LC), with whiskers."""
+    cells = [(s, t) for s in SPLITS for t in TIERS if any(_cell(r, s, t) for r in runs)]
+    palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
+    bar, height, top, left = 10, 220, 20, 40
+    width_per = 20 + (2 * bar + 6) * len(runs)
+    width = left + width_per * max(1, len(cells)) + 20
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 50 + 16 * len(runs)}" '
+           'role="img">']
+    for pct in (0, 25, 50, 75, 100):
+        y = top + height * (1 - pct / 100)
+        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>'
+                   f'<text x="{left - 6}" y="{y + 4}" font-size="10" text-anchor="end">{pct}</text>')
+    for ci, (split, tier) in enumerate(cells):
+        x0 = left + ci * width_per + 10
+        for ri, run in enumerate(runs):
+            cell = _cell(run, split, tier)
+            if not cell:
+                continue
+            colour = palette[ri % len(palette)]
+            for k, (key, ci_key, opacity) in enumerate((("win_rate", "ci", 1.0), ("lc_win_rate", "lc_ci", 0.45))):
+                value = cell[key]
+                if value is None:
+                    continue
+                x = x0 + ri * (2 * bar + 6) + k * bar
+                y = top + height * (1 - value)
+                tip = html.escape(f"{_run_label(run)} {split}/{tier} {'LC ' if k else ''}win rate: "
+                                  f"{_ci(value, cell[ci_key])}")
+                out.append(f'<rect x="{x}" y="{y:.1f}" width="{bar}" height="{top + height - y:.1f}" '
+                           f'fill="{colour}" fill-opacity="{opacity}"><title>{tip}</title></rect>')
+                lo, hi = cell[ci_key]
+                if lo is not None:
+                    ylo, yhi, xm = top + height * (1 - lo), top + height * (1 - hi), x + bar / 2
+                    out.append(f'<path d="M{xm},{ylo:.1f}V{yhi:.1f}M{xm - 3},{ylo:.1f}H{xm + 3}'
+                               f'M{xm - 3},{yhi:.1f}H{xm + 3}" stroke="#222"/>')
+        out.append(f'<text x="{x0 + width_per / 2 - 10}" y="{top + height + 16}" font-size="11" '
+                   f'text-anchor="middle">{split[:4]}/{tier}</text>')
+    y50 = top + height / 2
+    out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y50}" y2="{y50}" stroke="#999" stroke-dasharray="4 3"/>')
+    for ri, run in enumerate(runs):
+        y = top + height + 28 + 16 * ri
+        out.append(f'<rect x="{left}" y="{y}" width="10" height="10" fill="{palette[ri % len(palette)]}"/>'
+                   f'<text x="{left + 14}" y="{y + 9}" font-size="11">{html.escape(_run_label(run))} '
+                   "(solid: win rate, light: length-controlled)</text>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
+    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
+             "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f4f4f4}"
+             ".warn{color:#a40}")
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+             f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(_INTRO)}</p>",
+             _svg_chart(runs)]
+    if len(runs) > 1:
+        header, rows = _side_by_side(runs)
+        parts.append(f"<h2>Side by side</h2>{_html_table(header, rows)}")
+    for r in runs:
+        parts.append(f"<h2>{html.escape(_run_label(r))}</h2><p>judge <code>{html.escape(r['judge'])}</code>, "
+                     f"{r['cases_generated']}/{r['cases_planned']} cases, status {html.escape(str(r['status']))}</p>")
+        parts.append("<h3>Judge validation</h3>" + "".join(f"<p>{html.escape(line)}</p>"
+                                                             for line in _validation_lines(r)))
+        for name, note, header, rows in _sections(r):
+            parts.append(f"<h3>{html.escape(name)}</h3>" + (f"<p>{html.escape(note)}</p>" if note else "")
+                         + _html_table(header, rows))
+        if r.get("warnings"):
+            parts.append("<h3>Warnings</h3><ul>" + "".join(f"<li class='warn'>{html.escape(w)}</li>"
+                                                          for w in r["warnings"]) + "</ul>")
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def write_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | None = None) -> None:
+    title = title or (f"tailorbench gen-eval: {_run_label(runs[0])}" if len(runs) == 1
+                      else "tailorbench gen-eval: side by side")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(render_markdown(runs, title), encoding="utf-8")
+    (out / "report.html").write_text(render_html(runs, title), encoding="utf-8")
+
+
+def write_merged(run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:
+    """Several gen-eval runs side by side (what `tailor report` writes for gen-eval run directories)."""
+    from tailorbench.geneval.results import load_results
+
+    runs = [load_results(d) for d in run_dirs]
+    write_reports(runs, out, "tailorbench gen-eval: side by side")
+    return runs

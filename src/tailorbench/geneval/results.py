@@ -1,0 +1,220 @@
+"""results.json of a gen-eval run, computed from the run directory alone (manifest, generations.jsonl,
+verdicts.jsonl, judge_validation.json), so `tailor report RUN` recomputes the same numbers.
+
+Per case: each valid verdict scores 1 when the judge picked the generated answer, 0 when it picked the
+reference, 1/2 when it abstained; the case score is their mean (win = 1, loss = 0, tie otherwise). An empty
+generated answer is a loss without a judge call. Failed generations (either side) and cases with no valid
+verdict are left out of the rates and counted, with a warning. See docs/generation.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tailorbench.errors import DataError
+from tailorbench.evaluate.metrics import _seed_for, bootstrap_ci
+from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
+from tailorbench.geneval.lcwr import length_controlled_win_rate
+from tailorbench.geneval.validation import VALIDATION
+from tailorbench.schema import SPLITS, TIERS
+
+RESULTS = "results.json"
+VERDICTS = "verdicts.jsonl"
+_VALID = ("ok", "abstain")
+
+
+def _stats(values: list[int]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "mean": None, "median": None, "p10": None, "p90": None}
+    arr = np.asarray(values, dtype=float)
+    p10, median, p90 = np.quantile(arr, [0.1, 0.5, 0.9])
+    return {"n": len(values), "mean": float(arr.mean()), "median": float(median), "p10": float(p10),
+            "p90": float(p90)}
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def case_table(generations: list[dict[str, Any]], verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per sampled case: its outcome, score, verdict rows and the two answers' lengths/mentions."""
+    answers = {(r["case_id"], r["role"]): r for r in generations}
+    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in verdicts:
+        by_case[row["case_id"]].append(row)
+    out = []
+    for (case_id, role), gen in answers.items():
+        if role != MODEL:
+            continue
+        ref = answers.get((case_id, REFERENCE), {})
+        rows = by_case.get(case_id, [])
+        record: dict[str, Any] = {
+            "case_id": case_id, "split": gen["split"], "tier": gen["tier"], "user_id": gen["user_id"],
+            "gen_status": gen["status"], "ref_status": ref.get("status", "missing"),
+            "len_generated": gen.get("length"), "len_reference": ref.get("length"),
+            "mentions": len(gen.get("mentions") or []), "ref_mentions": len(ref.get("mentions") or []),
+            "truncated": bool(gen.get("truncated")), "verdicts": rows, "score": None, "outcome": None,
+        }
+        if gen["status"] == "failed":
+            record["outcome"] = "gen_failed"
+        elif record["ref_status"] != "ok":
+            record["outcome"] = "ref_failed"
+        elif gen["status"] == "empty":
+            record["outcome"], record["score"] = "loss", 0.0
+        else:
+            ys = [1.0 if r["winner"] == "generated" else 0.0 if r["winner"] == "reference" else 0.5
+                  for r in rows if r["status"] in _VALID]
+            if not ys:
+                record["outcome"] = "unjudged"
+            else:
+                score = float(np.mean(ys))
+                record["score"] = score
+                record["outcome"] = "win" if score == 1.0 else "loss" if score == 0.0 else "tie"
+        out.append(record)
+    return out
+
+
+def cell_results(records: list[dict[str, Any]], label: str, n_boot: int, seed: int) -> dict[str, Any]:
+    """Every figure of one cell (split x tier, a split, or everything)."""
+    scored = [r for r in records if r["score"] is not None]
+    n = len(scored)
+    counts = {k: sum(1 for r in records if r["outcome"] == k)
+              for k in ("win", "tie", "loss", "gen_failed", "ref_failed", "unjudged")}
+    scores = np.array([r["score"] for r in scored], dtype=float)
+    ci = bootstrap_ci(scores, n_boot=n_boot, seed=_seed_for(seed, label)) if n else (None, None)
+    diffs, ys, groups = [], [], []
+    for r in scored:
+        for v in r["verdicts"]:
+            if v["status"] in _VALID:
+                diffs.append(v["len_generated"] - v["len_reference"])
+                ys.append(1.0 if v["winner"] == "generated" else 0.0 if v["winner"] == "reference" else 0.5)
+                groups.append(r["case_id"])
+    lc = length_controlled_win_rate(np.array(diffs), np.array(ys), np.array(groups, dtype=object), n_boot,
+                                    _seed_for(seed, "lc/" + label))
+    with_m = [r["score"] for r in scored if r["mentions"] > 0]
+    without_m = [r["score"] for r in scored if r["mentions"] == 0]
+    answered = [r for r in records if r["gen_status"] in ("ok", "empty")]
+    statuses: dict[str, int] = defaultdict(int)
+    both, consistent = 0, 0
+    for r in records:
+        for v in r["verdicts"]:
+            statuses[v["status"]] += 1
+        valid = [v for v in r["verdicts"] if v["status"] == "ok"]
+        if len(valid) == 2:
+            both += 1
+            consistent += valid[0]["winner"] == valid[1]["winner"]
+    return {
+        "n_cases": len(records),
+        "n": n,
+        **{k: counts[k] for k in ("win", "tie", "loss")},
+        "win_share": _rate(counts["win"], n), "tie_share": _rate(counts["tie"], n),
+        "loss_share": _rate(counts["loss"], n),
+        "win_rate": float(scores.mean()) if n else None,
+        "ci": list(ci),
+        "lc_win_rate": lc["estimate"], "lc_ci": lc["ci"], "lc_slope_per_sd": lc["slope_per_sd"],
+        "lc_length_sd": lc["length_sd"], "lc_notes": lc["notes"], "lc_verdicts": lc["n_verdicts"],
+        "mention_share": _rate(sum(1 for r in answered if r["mentions"] > 0), len(answered)),
+        "mentions_mean": float(np.mean([r["mentions"] for r in answered])) if answered else None,
+        "reference_mention_share": _rate(sum(1 for r in records if r["ref_mentions"] > 0),
+                                         sum(1 for r in records if r["ref_status"] == "ok")),
+        "win_rate_with_mentions": float(np.mean(with_m)) if with_m else None, "n_with_mentions": len(with_m),
+        "win_rate_without_mentions": float(np.mean(without_m)) if without_m else None,
+        "n_without_mentions": len(without_m),
+        "length_generated": _stats([r["len_generated"] for r in answered if r["len_generated"] is not None]),
+        "length_reference": _stats([r["len_reference"] for r in records if r["len_reference"] is not None]),
+        "judge_consistency": _rate(consistent, both), "n_consistency": both,
+        "gen_failed": counts["gen_failed"], "ref_failed": counts["ref_failed"], "unjudged": counts["unjudged"],
+        "empty_answers": sum(1 for r in records if r["gen_status"] == "empty"),
+        "truncated_answers": sum(1 for r in records if r["truncated"]),
+        "verdict_status": dict(sorted(statuses.items())),
+    }
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise DataError(path, None, None, "missing from the gen-eval run directory")
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def compute_results(run_dir: Path) -> dict[str, Any]:
+    manifest = _read_json(run_dir / "manifest.json")
+    generations = read_rows(run_dir / GENERATIONS)
+    verdicts = read_rows(run_dir / VERDICTS)
+    validation_path = run_dir / VALIDATION
+    validation: dict[str, Any] = _read_json(validation_path) if validation_path.exists() else {
+        "source": None, "warnings": ["judge validation has not run yet (interrupted run)"]}
+    config = manifest.get("config", {})
+    n_boot, seed = int(config.get("n_boot", 1000)), int(manifest.get("seed", 0))
+    records = case_table(generations, verdicts)
+    metrics: dict[str, Any] = {}
+    for split in SPLITS:
+        in_split = [r for r in records if r["split"] == split]
+        if not in_split:
+            continue
+        block: dict[str, Any] = {}
+        for tier in TIERS:
+            in_cell = [r for r in in_split if r["tier"] == tier]
+            if in_cell:
+                block[tier] = cell_results(in_cell, f"{split}/{tier}", n_boot, seed)
+        block["all"] = cell_results(in_split, f"{split}/all", n_boot, seed)
+        metrics[split] = block
+    metrics["all"] = cell_results(records, "all", n_boot, seed)
+    total = metrics["all"]
+    warnings: list[str] = list(manifest.get("warnings") or [])
+    if total["gen_failed"]:
+        warnings.append(f"{total['gen_failed']} generation(s) of the model under test failed: left out of the rates")
+    if total["ref_failed"]:
+        warnings.append(f"{total['ref_failed']} reference answer(s) failed: those cases are left out of the rates")
+    if total["unjudged"]:
+        warnings.append(f"{total['unjudged']} case(s) got no valid verdict (invalid or failed): left out of the rates")
+    planned = int(manifest.get("n_cases", 0))
+    if len(records) < planned:
+        warnings.append(f"only {len(records)} of {planned} sampled cases have a generated answer (unfinished run)")
+    warnings += [f"judge validation: {w}" for w in validation.get("warnings", [])]
+    usage = {"generation": _usage(generations), "judge": _usage(verdicts)}
+    return {
+        "kind": "gen-eval",
+        "model": manifest["model"], "reference": manifest["reference"], "judge": manifest["judge"],
+        "setting": manifest["setting"], "judge_setting": manifest.get("judge_setting", "persona"),
+        "data": manifest.get("data"), "dataset_fingerprint": manifest.get("dataset_fingerprint"),
+        "status": manifest.get("status"), "seed": seed, "n_boot": n_boot,
+        "cases_planned": planned, "cases_generated": len(records),
+        "cases_per_split_tier": manifest.get("cases_per_split_tier", {}),
+        "metrics": metrics, "judge_validation": validation, "warnings": warnings, "usage": usage,
+        "calls": {"generations": len(generations), "generations_cached": sum(1 for r in generations if r.get("cached")),
+                  "verdicts": len(verdicts), "verdicts_cached": sum(1 for r in verdicts if r.get("cached"))},
+    }
+
+
+def _usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    costs = [r["cost_usd"] for r in rows if r.get("cost_usd") is not None]
+    return {"prompt_tokens": sum(int(r.get("prompt_tokens") or 0) for r in rows),
+            "completion_tokens": sum(int(r.get("completion_tokens") or 0) for r in rows),
+            "cost_usd": float(sum(costs)) if costs else None}
+
+
+def finalize(run_dir: Path) -> dict[str, Any]:
+    """Write results.json, report.md and report.html of one gen-eval run."""
+    from tailorbench.geneval.report import write_reports
+
+    results = compute_results(run_dir)
+    tmp = run_dir / (RESULTS + ".tmp")
+    tmp.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(run_dir / RESULTS)
+    write_reports([results], run_dir)
+    return results
+
+
+def load_results(run_dir: Path) -> dict[str, Any]:
+    """results.json of a gen-eval run, recomputed when missing (an interrupted run)."""
+    path = run_dir / RESULTS
+    if path.exists():
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+    return compute_results(run_dir)

@@ -1,0 +1,243 @@
+"""`tailor gen-eval`: sample -> generate (model under test, reference) -> judge in both orders -> validate the
+judge -> results.json, report.md, report.html. Every step appends to its file in the run directory and skips
+what is already there, so a killed run resumes (`--resume RUN_DIR`); every model call goes through the call
+cache, so a re-run makes no call at all."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tailorbench import __version__
+from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
+from tailorbench.errors import ConfigError
+from tailorbench.evaluate.runner import Progress, _versions, _write_json, read_done
+from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
+from tailorbench.geneval.config import CHOSEN, GenEvalConfig
+from tailorbench.geneval.generate import (
+    GENERATIONS,
+    MODEL,
+    REFERENCE,
+    PhraseCache,
+    chosen_rows,
+    generate,
+    language_of,
+    read_rows,
+)
+from tailorbench.geneval.sampling import stratified_sample
+from tailorbench.geneval.validation import VALIDATION, validate_judge
+from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge
+from tailorbench.models.base import GenParams, make_chat_model
+from tailorbench.schema import ORDERS, JudgeInput, Order, PairCase, Verdict
+
+KIND = "gen-eval"
+MANIFEST = "manifest.json"
+VERDICTS = "verdicts.jsonl"
+
+
+def select_cases(config: GenEvalConfig, benchmark: Benchmark) -> list[PairCase]:
+    cases = filter_cases(benchmark.cases, config.splits, config.tiers)
+    return stratified_sample(cases, config.per_tier, config.seed)
+
+
+def load_config(run_dir: Path) -> GenEvalConfig:
+    """The configuration a gen-eval run was started with (for --resume)."""
+    path = run_dir / MANIFEST
+    if not path.exists():
+        raise ConfigError(f"{run_dir} is not a run directory: manifest.json is missing")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("kind") != KIND:
+        raise ConfigError(f"{run_dir} is not a gen-eval run (kind {manifest.get('kind', 'pairwise')!r})")
+    known = GenEvalConfig.__dataclass_fields__
+    return GenEvalConfig(**{k: v for k, v in manifest["config"].items() if k in known})
+
+
+def _manifest(config: GenEvalConfig, benchmark: Benchmark, cases: list[PairCase]) -> dict[str, Any]:
+    return {
+        "kind": KIND,
+        "tailorbench_version": __version__,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "model": config.model,
+        "reference": config.reference,
+        "judge": config.judge,
+        "setting": config.setting,
+        "judge_setting": config.judge_setting,
+        "data": config.data,
+        "dataset_fingerprint": benchmark.fingerprint(),
+        "seed": config.seed,
+        "config": asdict(config),
+        "versions": _versions(),
+        "data_stats": benchmark.stats(),
+        "n_cases": len(cases),
+        "cases_per_split_tier": _cell_counts(cases),
+        "status": "running",
+    }
+
+
+def _cell_counts(cases: list[PairCase]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for case in cases:
+        key = f"{case.split}/{case.tier}"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _gen_params(config: GenEvalConfig) -> GenParams:
+    return GenParams(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed)
+
+
+def _check(config: GenEvalConfig) -> None:
+    if not config.model:
+        raise ConfigError("--model is required: the model under test, e.g. openai:MODEL@http://host/v1")
+    get_setting(config.setting)
+    get_setting(config.judge_setting)
+
+
+def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, progress: bool = True) -> Path:
+    """Run every step into `out` (or continue it with `resume`) and write results and reports."""
+    from tailorbench.geneval.results import finalize
+
+    _check(config)
+    benchmark = load_benchmark(config.data, skip_invalid=config.skip_invalid)
+    cases = select_cases(config, benchmark)
+    if not cases:
+        raise ConfigError("no cases left after the filters")
+    if not resume and (out / GENERATIONS).exists() and (out / GENERATIONS).stat().st_size:
+        raise ConfigError(f"{out} already holds generations: use --resume {out} or another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = _manifest(config, benchmark, cases)
+    _write_json(out / MANIFEST, manifest)
+    notes: list[str] = []
+    try:
+        notes += asyncio.run(_generate_and_judge(config, cases, out, progress))
+        validation = validate_judge(config, out, progress=progress)
+        _write_json(out / VALIDATION, validation)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        manifest["status"] = "interrupted"
+        _write_json(out / MANIFEST, manifest)
+        raise
+    manifest["status"] = "finished"
+    manifest["warnings"] = notes
+    _write_json(out / MANIFEST, manifest)
+    results = finalize(out)
+    for warning in results["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+    return out
+
+
+def resume_gen_eval(run_dir: Path, progress: bool = True) -> Path:
+    return run_gen_eval(load_config(run_dir), run_dir, resume=True, progress=progress)
+
+
+async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out: Path, progress: bool) -> list[str]:
+    options = SettingOptions(config.persona_sections, config.setting_options)
+    phrases = PhraseCache()
+    path = out / GENERATIONS
+    done = {(r["case_id"], r["role"]) for r in read_rows(path)}
+    notes: list[str] = []
+    roles = [(MODEL, config.model)]
+    if config.reference == CHOSEN:
+        missing = [c for c in cases if (c.id, REFERENCE) not in done]
+        if missing:
+            with path.open("ab") as handle:
+                handle.write(b"".join(orjson.dumps(r) + b"\n" for r in chosen_rows(missing, phrases)))
+    else:
+        roles.append((REFERENCE, config.reference))
+    context = prepare_setting(config.setting, cases, options)
+    batch = config.batch_size or 64
+    for role, spec in roles:
+        todo = [c for c in cases if (c.id, role) not in done]
+        if not todo:
+            continue
+        model = make_chat_model(spec, {"seed": config.seed, **config.model_options})
+        bar = Progress(len(todo), f"generate {role}: {spec}", progress)
+        try:
+            await generate(model, role, todo, context, options, _gen_params(config), path, phrases, batch,
+                           on_batch=bar.advance)
+        finally:
+            bar.close()
+            await model.aclose()
+    notes += await _judge(config, cases, out, options, progress)
+    return notes
+
+
+def judge_tasks(
+    cases: list[PairCase], generations: list[dict[str, Any]], setting: str, options: SettingOptions
+) -> list[tuple[PairCase, Order, JudgeInput]]:
+    """Both orders of every case whose generated and reference answers both exist. Order `AB` shows the
+    generated answer as A, `BA` shows it as B (the judge never knows which is which)."""
+    answers = {(r["case_id"], r["role"]): r for r in generations}
+    judged = [c for c in cases
+              if answers.get((c.id, MODEL), {}).get("status") == "ok"
+              and answers.get((c.id, REFERENCE), {}).get("status") == "ok"]
+    context = prepare_setting(setting, judged, options)
+    tasks = []
+    for case in judged:
+        gen, ref = answers[(case.id, MODEL)]["answer"], answers[(case.id, REFERENCE)]["answer"]
+        ctx = context(case, options)
+        for order in ORDERS:
+            a, b = (gen, ref) if order == "AB" else (ref, gen)
+            tasks.append((case, order, JudgeInput(
+                case_id=case.id, setting=setting, question=case.question, answer_a=a, answer_b=b, context=ctx,
+                persona=case.persona if setting == "persona" else None, language=language_of(case))))
+    return tasks
+
+
+def verdict_row(case: PairCase, order: Order, item: JudgeInput, verdict: Verdict, judge: str) -> dict[str, Any]:
+    """One line of verdicts.jsonl: which answer the judge picked (`generated` / `reference` / None)."""
+    ok = verdict.status == "ok" and verdict.choice is not None
+    gen_position = "A" if order == "AB" else "B"
+    usage = verdict.usage
+    gen, ref = (item.answer_a, item.answer_b) if order == "AB" else (item.answer_b, item.answer_a)
+    return {
+        "case_id": case.id, "judge": judge, "order": order, "split": case.split, "tier": case.tier,
+        "user_id": case.user_id,
+        "choice": verdict.choice if ok else None,
+        "winner": (("generated" if verdict.choice == gen_position else "reference") if ok else None),
+        "status": verdict.status if verdict.status != "ok" or ok else "invalid",
+        "len_generated": len(gen), "len_reference": len(ref),
+        "scores": verdict.scores, "raw": verdict.raw, "error": verdict.error, "latency_s": verdict.latency_s,
+        "prompt_tokens": usage.prompt_tokens if usage else 0,
+        "completion_tokens": usage.completion_tokens if usage else 0,
+        "cost_usd": usage.cost_usd if usage else None,
+        "truncated": verdict.truncated, "cached": verdict.cached,
+    }
+
+
+async def _judge(
+    config: GenEvalConfig, cases: list[PairCase], out: Path, options: SettingOptions, progress: bool
+) -> list[str]:
+    path = out / VERDICTS
+    done = read_done(path)
+    judge_options = SettingOptions(config.persona_sections, config.setting_options)
+    tasks = [t for t in judge_tasks(cases, read_rows(out / GENERATIONS), config.judge_setting, judge_options)
+             if (t[0].id, t[1]) not in done]
+    if not tasks:
+        return []
+    judge: PairJudge = make_judge(
+        config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options))
+    bar = Progress(len(tasks), f"judge: {config.judge}", progress)
+    size = max(1, judge.batch_size)
+    try:
+        await judge.prepare([t[2] for t in tasks])
+        with path.open("ab") as handle:
+            for start in range(0, len(tasks), size):
+                chunk = tasks[start : start + size]
+                verdicts = await judge.judge([t[2] for t in chunk])
+                if len(verdicts) != len(chunk):
+                    raise RuntimeError(f"judge {judge.spec} returned {len(verdicts)} verdicts for {len(chunk)}")
+                rows = [verdict_row(c, o, i, v, judge.spec) for (c, o, i), v in zip(chunk, verdicts)]
+                handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+                handle.flush()
+                bar.advance(len(rows))
+    finally:
+        bar.close()
+        await judge.aclose()
+    return list(judge.warnings)

@@ -1,0 +1,156 @@
+"""`tailor gen-eval` end to end against the real llama.cpp server: the tiny model is the model under test, the
+reference model and the judge (it answers chat prompts with "Hello from tiny llama." and judge prompts with "A")."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from tailorbench.cli.app import app
+from tests.conftest import LlamaServer
+
+pytestmark = pytest.mark.server
+TAILOR = str(Path(sys.executable).parent / "tailor")
+
+
+def _spec(server: LlamaServer) -> str:
+    return f"openai:{server.model}@{server.base_url}"
+
+
+def _gen_eval(args: list[str]) -> dict[str, Any]:
+    out = CliRunner().invoke(app, ["gen-eval", "--data", "demo", "--no-progress", "--json", "--n-boot", "200", *args])
+    assert out.exit_code == 0, out.output
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_model_vs_reference_model_with_llm_judge_then_zero_calls(
+    llama_server: LlamaServer, call_cache: Path, tmp_path: Path
+) -> None:
+    spec = _spec(llama_server)
+    args = ["--model", spec, "--reference", spec, "--judge", f"llm:{spec}", "--per-tier", "1",
+            "--validate-cases", "3", "--max-tokens", "24"]
+    llama_server.reset()
+    first = _gen_eval([*args, "--out", str(tmp_path / "r1")])
+    run = tmp_path / "r1"
+    generations = _rows(run / "generations.jsonl")
+    verdicts = _rows(run / "verdicts.jsonl")
+    # stratified: one case per split x tier
+    assert Counter((g["split"], g["tier"]) for g in generations if g["role"] == "model") == {
+        (s, t): 1 for s in ("specific", "general") for t in ("easy", "medium", "hard")}
+    assert Counter(g["role"] for g in generations) == {"model": 6, "reference": 6}
+    # the same tiny model on both sides answers every prompt alike (with a persona in the prompt it takes it
+    # for a judge prompt and says "A"; that is fine: any non-empty answer is judged)
+    assert len({g["answer"] for g in generations}) == 1 and {g["status"] for g in generations} == {"ok"}
+    # both orders of every case; the judge always says "A", so the generated answer wins once and loses once
+    assert Counter((v["case_id"], v["order"]) for v in verdicts) == {
+        (g["case_id"], o): 1 for g in generations if g["role"] == "model" for o in ("AB", "BA")}
+    assert {v["choice"] for v in verdicts} == {"A"}
+    assert Counter(v["winner"] for v in verdicts) == {"generated": 6, "reference": 6}
+    total = first["metrics"]["all"]
+    assert (total["n"], total["tie"], total["win_rate"], total["judge_consistency"]) == (6, 6, 0.5, 0.0)
+    assert total["lc_win_rate"] == pytest.approx(0.5)
+    # calls: 6 generations (the reference model's identical requests come from the cache) + 12 verdicts (both
+    # orders are in flight together) + 3 validation cases x 2 orders
+    assert llama_server.count() == 6 + 12 + 6
+    validation = first["judge_validation"]
+    assert validation["n"] == 3 and validation["consistency"] == 0.0
+    assert any("position-inconsistent" in w for w in first["warnings"])
+    for name in ("manifest.json", "generations.jsonl", "verdicts.jsonl", "results.json", "report.md", "report.html",
+                 "judge_validation.json"):
+        assert (run / name).is_file(), name
+    report = (run / "report.md").read_text(encoding="utf-8")
+    assert "LC win rate" in report and "Judge validation" in report and "position-inconsistent" in report
+    assert "<svg" in (run / "report.html").read_text(encoding="utf-8")
+
+    llama_server.reset()
+    second = _gen_eval([*args, "--out", str(tmp_path / "r2")])
+    assert llama_server.count(None) == 0  # every call cached, not even a preflight
+    assert second["metrics"] == first["metrics"]
+    assert second["calls"]["generations_cached"] == 12 and second["calls"]["verdicts_cached"] == 12
+
+
+def test_reference_chosen_with_judge_run_and_side_by_side_report(
+    llama_server: LlamaServer, call_cache: Path, tmp_path: Path
+) -> None:
+    spec = _spec(llama_server)
+    judge_run = tmp_path / "judge_run"
+    out = CliRunner().invoke(app, ["eval", "--data", "demo", "--judge", "longer", "--limit", "12", "--no-progress",
+                                   "--out", str(judge_run)])
+    assert out.exit_code == 0, out.output
+    runs = []
+    for name, setting in (("persona", "persona"), ("none", "none")):
+        result = _gen_eval(["--model", spec, "--judge", "longer", "--judge-run", str(judge_run), "--per-tier", "2",
+                            "--setting", setting, "--max-tokens", "24", "--out", str(tmp_path / name)])
+        runs.append(tmp_path / name)
+        # the chosen answers are far longer than "Hello from tiny llama.": `longer` always prefers them
+        assert result["metrics"]["all"]["win_rate"] == 0.0 and result["metrics"]["all"]["n"] == 12
+        assert result["judge_validation"]["source"] == str(judge_run)
+        assert result["judge_validation"]["accuracy"] == result["judge_validation"]["longer_accuracy"]
+        refs = [g for g in _rows(tmp_path / name / "generations.jsonl") if g["role"] == "reference"]
+        assert len(refs) == 12 and all(g["source"] == "chosen" for g in refs)
+        assert result["metrics"]["all"]["reference_mention_share"] > 0.5  # chosen answers name persona values
+    merged = CliRunner().invoke(app, ["report", *map(str, runs), "--out", str(tmp_path / "merged"), "--json"])
+    assert merged.exit_code == 0, merged.output
+    assert [r["setting"] for r in json.loads(merged.stdout)] == ["persona", "none"]
+    text = (tmp_path / "merged" / "report.md").read_text(encoding="utf-8")
+    assert "Side by side" in text and text.count("vs chosen") >= 2
+    mixed = CliRunner().invoke(app, ["report", str(runs[0]), str(judge_run), "--out", str(tmp_path / "mixed")])
+    assert mixed.exit_code == 2 and "cannot merge" in mixed.output
+
+
+def _cache_rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    try:
+        with sqlite3.connect(path, timeout=5) as db:
+            return int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def test_killed_run_resumes_without_repeating_calls(
+    llama_server: LlamaServer, call_cache: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    spec = _spec(llama_server)
+    concurrency = 2
+    cmd = [TAILOR, "gen-eval", "--data", "demo", "--model", spec, "--judge", f"llm:{spec}", "--per-tier", "4",
+           "--validate-cases", "0", "--max-tokens", "24", "--batch-size", "2", "--n-boot", "100",
+           "--model-option", f"concurrency={concurrency}", "--model-option", "adaptive=false",
+           "--judge-option", f"concurrency={concurrency}", "--judge-option", "adaptive=false",
+           "--out", str(run), "--no-progress"]
+    llama_server.reset()
+    proc = subprocess.Popen(cmd, env=dict(os.environ), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    while proc.poll() is None and _cache_rows(call_cache) < 30:  # 24 generations, then some verdicts
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert json.loads((run / "manifest.json").read_text())["status"] == "running"
+    resumed = subprocess.run([TAILOR, "gen-eval", "--resume", str(run), "--no-progress"], env=dict(os.environ),
+                             capture_output=True, text=True, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    generations, verdicts = _rows(run / "generations.jsonl"), _rows(run / "verdicts.jsonl")
+    assert len(generations) == 48 and len({(g["case_id"], g["role"]) for g in generations}) == 48
+    assert len(verdicts) == 48 and len({(v["case_id"], v["order"]) for v in verdicts}) == 48
+    # only calls in flight at the kill may have been sent twice
+    assert llama_server.count() - (24 + 48) <= concurrency
+    results = json.loads((run / "results.json").read_text())
+    assert results["status"] == "finished" and results["metrics"]["all"]["n"] == 24
+    assert any("not validated" in w for w in results["warnings"])
