@@ -228,11 +228,12 @@ def next_assignment(s: Session, user_id: int, project_id: int) -> Assignment | N
     if found is not None:
         return found
     p = _member_project(s, user_id, project_id)
-    # serialise assignment per project (PostgreSQL row lock; SQLite transactions are already exclusive)
-    s.execute(select(Project.id).where(Project.id == project_id).with_for_update())
-    found = s.scalars(open_q).first()
-    if found is not None:
-        return found
+    if s.get_bind().dialect.name != "sqlite":  # SQLite transactions are already exclusive (BEGIN IMMEDIATE)
+        # serialise assignment per project, then look again: a twin request may have made one meanwhile
+        s.execute(select(Project.id).where(Project.id == project_id).with_for_update())
+        found = s.scalars(open_q).first()
+        if found is not None:
+            return found
     counts = dict(
         s.execute(select(Assignment.is_gold, func.count()).where(Assignment.user_id == user_id,
                                                                   Assignment.project_id == project_id)

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -67,6 +67,38 @@ class LoginLimiter:
             self._recent(key, now).append(now)
 
 
+class SecurityHeaders:
+    """Pure ASGI middleware (cheaper than BaseHTTPMiddleware on every request): CSP, no framing, no sniffing,
+    no referrer (login links carry tokens), and no caching of pages that hold labels or tokens."""
+
+    _COMMON: tuple[tuple[bytes, bytes], ...] = (
+        (b"content-security-policy", _CSP.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"x-frame-options", b"DENY"),
+        (b"referrer-policy", b"no-referrer"),
+    )
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = scope["path"].startswith("/static/")
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.extend(self._COMMON)
+                if not static:
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 class Denied(Exception):
     """Raised inside a request to answer with a page and a status (401 / 403 / 404)."""
 
@@ -87,16 +119,7 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
     app.state.db = db
     app.state.limiter = limiter
 
-    @app.middleware("http")
-    async def _headers(request: Request, call_next: Callable[[Request], Any]) -> Response:
-        response: Response = await call_next(request)
-        response.headers.setdefault("Content-Security-Policy", _CSP)
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["X-Frame-Options"] = "DENY"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        if not request.url.path.startswith("/static/"):
-            response.headers["Cache-Control"] = "no-store"
-        return response
+    app.add_middleware(SecurityHeaders)
 
     @app.exception_handler(Denied)
     async def _denied(request: Request, exc: Denied) -> Response:
@@ -362,3 +385,15 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
                                                   "link_name": form.get("name", "")})
 
     return app
+
+
+def app_from_env() -> FastAPI:
+    """`uvicorn --factory tailorbench.annotate.web:app_from_env`: database from TAILOR_ANNOTATE_DB (URL or
+    SQLite path) or TAILOR_ANNOTATE_DIR; for running under an external process manager or several workers."""
+    import os
+
+    from tailorbench.annotate.db import resolve_url
+
+    url = resolve_url(os.environ.get("TAILOR_ANNOTATE_DB"), os.environ.get("TAILOR_ANNOTATE_DIR", "annotation"))
+    secure = os.environ.get("TAILOR_ANNOTATE_SECURE_COOKIES") == "1"
+    return create_app(Database(url), secure_cookies=True if secure else None)
