@@ -50,6 +50,8 @@ class FaultPlan:
         if kind == "500":
             return Reply(500, b'{"error": {"message": "internal error (injected)"}}',
                          {"Content-Type": "application/json"})
+        if kind == "400":  # not in the default mix: a client error that must not be retried
+            return Reply(400, b'{"error": {"message": "bad request (injected)"}}', {"Content-Type": "application/json"})
         if kind == "timeout":
             time.sleep(self.hang_s)  # the client has given up by now
             return DROP

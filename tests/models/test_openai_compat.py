@@ -12,6 +12,7 @@ import pytest
 from tailorbench.errors import ConfigError
 from tailorbench.models.base import CallFailure, ChatRequest, ChatResult, GenParams, make_chat_model
 from tests.conftest import LlamaServer, free_port
+from tests.helpers.fault_proxy import FaultPlan, fault_proxy
 
 pytestmark = pytest.mark.server
 
@@ -94,14 +95,16 @@ def test_preflight_fails_fast(llama_server: LlamaServer, call_cache: Path, monke
 
 
 def test_client_errors_are_not_retried(llama_server: LlamaServer, call_cache: Path) -> None:
-    async def run() -> ChatResult | CallFailure:
-        model = _model(llama_server, cache_policy="off")
+    async def run(url: str) -> ChatResult | CallFailure:
+        model = make_chat_model(f"openai:{llama_server.model}@{url}/v1", {"cache_policy": "off"})
         try:
-            # a field of the wrong type is a 422 from the server: a failure, counted, not retried
-            return await model.chat(CHAT, GenParams(max_tokens=2, extra=(("n", "many"),)))
+            return await model.chat(CHAT, GenParams(max_tokens=2))
         finally:
-            assert model.stats.retries == 0
+            assert model.stats.retries == 0 and model.stats.failures == 1
             await model.aclose()
 
-    result = asyncio.run(run())
+    upstream = llama_server.direct_base_url.removesuffix("/v1")
+    with fault_proxy(upstream, FaultPlan(share=1.0, kinds=("400",))) as proxy:
+        result = asyncio.run(run(proxy.url))
+        assert proxy.count("/v1/chat/completions") == 1
     assert isinstance(result, CallFailure) and result.kind == "client" and result.attempts == 1

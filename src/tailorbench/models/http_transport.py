@@ -77,16 +77,6 @@ def make_transport(max_connections: int = 4096) -> Any:
             port = url.port or (443 if scheme == "https" else 80)
             key = (scheme, url.host, port)
             timeouts = request.extensions.get("timeout", {})
-            idle = self._idle.get(key)
-            conn = None
-            while idle:
-                candidate = idle.pop()
-                if candidate.usable():
-                    conn = candidate
-                    break
-                candidate.close()
-            if conn is None:
-                conn = await self._connect(scheme, url.host, port, timeouts.get("connect"))
             body = await request.aread()
             head = [f"{request.method} {url.raw_path.decode('ascii')} HTTP/1.1\r\n".encode("ascii")]
             has_host = False
@@ -99,11 +89,41 @@ def make_transport(max_connections: int = 4096) -> Any:
                 head.append(name + b": " + value + b"\r\n")
             if not has_host:
                 head.append(b"Host: " + url.netloc + b"\r\n")
-            head.append(b"Content-Length: %d\r\n\r\n" % len(body))
+            status, reason, headers, content = await self.exchange(
+                key, b"".join(head), body, timeouts.get("connect"), timeouts.get("read"), request
+            )
+            return httpx.Response(
+                status,
+                headers=headers,
+                content=content,
+                request=request,
+                extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason},
+            )
+
+        async def exchange(
+            self,
+            key: tuple[str, str, int],
+            head: bytes,
+            body: bytes,
+            connect_timeout: float | None,
+            read_timeout: float | None,
+            request: Any = None,
+            conn: _Conn | None = None,
+        ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes]:
+            """Send one request (`head` without Content-Length and the blank line) on a pooled connection."""
+            idle = self._idle.get(key)
+            while conn is None and idle:
+                candidate = idle.pop()
+                if candidate.usable():
+                    conn = candidate
+                    break
+                candidate.close()
+            if conn is None:
+                conn = await self._connect(key[0], key[1], key[2], connect_timeout)
             try:
-                conn.writer.write(b"".join(head) + body)
+                conn.writer.write(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
                 status, reason, headers, content, keep = await asyncio.wait_for(
-                    self._read_response(conn.reader, request.method), timeouts.get("read")
+                    self._read_response(conn.reader, head[: head.index(b" ")].decode()), read_timeout
                 )
             except asyncio.TimeoutError as exc:
                 conn.close()
@@ -117,18 +137,13 @@ def make_transport(max_connections: int = 4096) -> Any:
                 conn.close()  # cancelled mid-response: the connection's state is unknown
                 raise
             if keep:
-                self._idle.setdefault(key, deque()).append(conn)
-                if len(self._idle[key]) > max_connections:
-                    self._idle[key].popleft().close()
+                pool = self._idle.setdefault(key, deque())
+                pool.append(conn)
+                if len(pool) > max_connections:
+                    pool.popleft().close()
             else:
                 conn.close()
-            return httpx.Response(
-                status,
-                headers=headers,
-                content=content,
-                request=request,
-                extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason},
-            )
+            return status, reason, headers, content
 
         @staticmethod
         async def _read_response(

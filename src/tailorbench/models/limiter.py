@@ -1,7 +1,8 @@
 """Concurrency control for remote calls: a fixed limit, or AIMD (additive increase, multiplicative decrease).
 
 Why AIMD: providers publish rate limits per account and model that a user rarely knows. Starting at a
-configured number, the limit grows by about one slot per round of successful calls and halves on a 429; a
+configured number, the limit doubles per round trip (slow start) until the first 429, then grows by about one
+slot per round of successful calls, and halves on every 429; a
 `Retry-After` pauses every new call until it has passed, so the whole run backs off rather than each call alone.
 """
 
@@ -25,6 +26,8 @@ class Limiter:
         self.inflight = 0
         self.peak = start
         self.cuts = 0
+        #: slow start (one more slot per success, i.e. doubling per round trip) until the first 429
+        self.slow_start = True
         self._paused_until = 0.0
         self._waiters: deque[asyncio.Future[None]] = deque()
 
@@ -66,7 +69,8 @@ class Limiter:
 
     def on_success(self) -> None:
         if self.adaptive and self.limit < self.maximum:
-            self.limit = min(self.maximum, self.limit + 1.0 / self.limit)
+            step = 1.0 if self.slow_start else 1.0 / self.limit
+            self.limit = min(self.maximum, self.limit + step)
             self.peak = max(self.peak, int(self.limit))
             self._wake()
 
@@ -74,6 +78,7 @@ class Limiter:
         """A 429: halve the limit (adaptive) and pause new calls for Retry-After seconds (always)."""
         if self.adaptive:
             self.limit = max(float(self.minimum), self.limit / 2)
+            self.slow_start = False
             self.cuts += 1
         if retry_after:
             self._paused_until = max(self._paused_until, time.monotonic() + retry_after)

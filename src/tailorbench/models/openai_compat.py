@@ -113,6 +113,9 @@ class OpenAICompatModel:
         self._client: Any = None
         self._http: Any = None
         self._httpx: Any = None
+        self._lean: Any = None
+        self._lean_key: tuple[str, str, int] = ("", "", 0)
+        self._lean_head = b""
 
     # -- plumbing -------------------------------------------------------------------------------------------
 
@@ -145,7 +148,23 @@ class OpenAICompatModel:
                 timeout=self.timeout,
                 http_client=self._http,
             )
+            if self.transport == "lean":
+                self._lean = self._http._transport
+                self._lean_key, self._lean_head = self._raw_request_head(self._client)
         return self._client
+
+    @staticmethod
+    def _raw_request_head(client: Any) -> tuple[tuple[str, str, int], bytes]:
+        """The fixed part of every chat request (the SDK's own auth and default headers), built once: the hot
+        path then costs one json.dumps and one socket write per call."""
+        base = client.base_url
+        port = base.port or (443 if base.scheme == "https" else 80)
+        path = base.raw_path.decode("ascii").split("?", 1)[0].rstrip("/") + "/chat/completions"
+        lines = [f"POST {path} HTTP/1.1", f"Host: {base.netloc.decode('ascii')}", "Content-Type: application/json"]
+        for name, value in client.default_headers.items():
+            if isinstance(value, str) and name.lower() not in ("content-type", "host", "content-length"):
+                lines.append(f"{name}: {value}")
+        return (base.scheme, base.host, port), ("\r\n".join(lines) + "\r\n").encode("utf-8")
 
     def _body(self, messages: Sequence[Message], params: GenParams) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
@@ -253,8 +272,14 @@ class OpenAICompatModel:
             await self.limiter.acquire()
             self.stats.requests += 1
             try:
-                response = await client.post("/chat/completions", cast_to=response_cls, body=body, options=options)
-                result = self._parse(json.loads(response.content))
+                if self._lean is not None:
+                    status, content, headers = await self._post_raw(body)
+                    if status != 200:
+                        raise _status_error(status, content, headers)
+                else:
+                    response = await client.post("/chat/completions", cast_to=response_cls, body=body, options=options)
+                    content = response.content
+                result = self._parse(json.loads(content))
             except openai.RateLimitError as exc:
                 kind, error = "rate_limit", f"429 rate limited: {_short(exc)}"
                 retry_after = parse_retry_after(exc.response.headers)
@@ -292,6 +317,21 @@ class OpenAICompatModel:
                 delay = max(delay, retry_after)
             attempt += 1
             await asyncio.sleep(delay)
+
+    async def _post_raw(self, body: dict[str, Any]) -> tuple[int, bytes, Any]:
+        """POST on the lean transport; transport errors come back as the SDK's exception types."""
+        import openai
+
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        try:
+            status, _, headers, content = await self._lean.exchange(
+                self._lean_key, self._lean_head, payload, self.timeout, self.timeout
+            )
+        except self._httpx.TimeoutException as exc:
+            raise openai.APITimeoutError(request=_dummy_request(self._httpx)) from exc
+        except self._httpx.TransportError as exc:
+            raise openai.APIConnectionError(message=str(exc), request=_dummy_request(self._httpx)) from exc
+        return status, content, _Headers(headers)
 
     async def chat_many(self, requests: Sequence[ChatRequest]) -> list[ChatResult | CallFailure]:
         return list(await asyncio.gather(*(self._call(r.messages, r.params, "chat") for r in requests)))
@@ -369,6 +409,39 @@ class OpenAICompatModel:
             "cache": self.cache.describe(),
             "stats": self.stats.as_dict(),
         }
+
+
+class _Headers(dict[str, str]):
+    """Response headers, lower-cased, for the few the backend reads (Retry-After)."""
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        super().__init__((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw)
+
+
+def _dummy_request(httpx: Any) -> Any:
+    return httpx.Request("POST", "http://localhost/chat/completions")
+
+
+def _status_error(status: int, content: bytes, headers: _Headers) -> Exception:
+    """The SDK's exception for an HTTP error status, so both transports share one error path."""
+    import openai
+
+    from tailorbench.models.http_transport import httpx_module
+
+    httpx = httpx_module()
+    response = httpx.Response(status, headers=list(headers.items()), content=content, request=_dummy_request(httpx))
+    try:
+        body: Any = json.loads(content)
+    except ValueError:
+        body = content.decode("utf-8", "replace")
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else str(body)[:300]
+    cls: Any = openai.APIStatusError
+    if status == 429:
+        cls = openai.RateLimitError
+    elif status >= 500:
+        cls = openai.InternalServerError
+    return cls(f"Error code: {status} - {message}", response=response, body=body)
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
