@@ -41,11 +41,9 @@ def top_k(scores: np.ndarray, k: int, positive_only: bool = False) -> Hits:
     if n == 0 or k <= 0:
         return []
     k = min(k, n)
-    if k < n:
-        part = np.argpartition(-scores, k - 1)[:k]
-    else:
-        part = np.arange(n)
-    picked = part[np.lexsort((part, -scores[part]))]
+    # every item tied with the k-th best is a candidate, so ties are broken by position, not by partition order
+    part = np.nonzero(scores >= np.partition(scores, n - k)[n - k])[0] if k < n else np.arange(n)
+    picked = part[np.lexsort((part, -scores[part]))][:k]
     return [(int(i), float(scores[i])) for i in picked if not positive_only or scores[i] > 0]
 
 
@@ -152,7 +150,7 @@ class MemoryIndex:
         return [rrf([lex, den], k) for lex, den in zip(lexical, dense)]
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"retriever": self.kind, "tokenizer": "cjk-bigram+latin-word" if self.lexical else None}
+        out: dict[str, Any] = {"retriever": self.kind, "tokenizer": "cjk-unigram+bigram, latin-word" if self.lexical else None}
         if self.dense and self.encoder is not None:
             out["encoder"] = self.encoder.describe()
             out["truncated_inputs"] = self.truncated

@@ -1,8 +1,9 @@
 """A tokenizer for lexical retrieval over Chinese and English alike.
 
 Whitespace splitting (bm25s' default) makes a whole Chinese sentence one token, so nothing matches. Here a run
-of CJK characters becomes its overlapping character bigrams (a one-character run stays a unigram) and Latin
-text becomes lower-cased word tokens with a few English function words dropped; digits stay tokens. Bigrams
+of CJK characters becomes its characters plus its overlapping character bigrams (unigrams catch one-character
+words such as 猫 or 茶, bigrams carry most of the precision) and Latin
+text becomes lower-cased word tokens (plural -s stripped) with a few English function words dropped; digits stay tokens. Bigrams
 are the standard segmenter-free choice for Chinese retrieval and need no dictionary.
 """
 
@@ -25,19 +26,24 @@ STOPWORDS = frozenset(
 )
 
 
+def _singular(word: str) -> str:
+    """Plural -s only (peanuts -> peanut): the one English inflection that is both frequent and safe to strip."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and not word.isdigit():
+        return word[:-1]
+    return word
+
+
 def tokenize(text: str) -> list[str]:
-    """Tokens of one text: CJK bigrams + Latin words (lower-cased, stopwords removed)."""
+    """Tokens of one text: CJK unigrams and bigrams + Latin words (lower-cased, singular, stopwords removed)."""
     out: list[str] = []
     for match in _TOKEN.finditer(text):
         piece = match.group()
         if _CJK_RUN.fullmatch(piece):
-            if len(piece) == 1:
-                out.append(piece)
-            else:
-                out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+            out.extend(piece)
+            out.extend(piece[i : i + 2] for i in range(len(piece) - 1))
         else:
             # a Latin run glued to CJK ("用Python写") is split by the regex already
             word = piece.lower()
             if word not in STOPWORDS:
-                out.append(word)
+                out.append(_singular(word))
     return out
