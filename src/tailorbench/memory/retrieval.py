@@ -150,7 +150,8 @@ class MemoryIndex:
         return [rrf([lex, den], k) for lex, den in zip(lexical, dense)]
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"retriever": self.kind, "tokenizer": "cjk-unigram+bigram, latin-word" if self.lexical else None}
+        tokenizer = "cjk-unigram+bigram, latin-word" if self.lexical else None
+        out: dict[str, Any] = {"retriever": self.kind, "tokenizer": tokenizer}
         if self.dense and self.encoder is not None:
             out["encoder"] = self.encoder.describe()
             out["truncated_inputs"] = self.truncated

@@ -1,10 +1,10 @@
 """A tokenizer for lexical retrieval over Chinese and English alike.
 
 Whitespace splitting (bm25s' default) makes a whole Chinese sentence one token, so nothing matches. Here a run
-of CJK characters becomes its characters plus its overlapping character bigrams (unigrams catch one-character
-words such as 猫 or 茶, bigrams carry most of the precision) and Latin
-text becomes lower-cased word tokens (plural -s stripped) with a few English function words dropped; digits stay tokens. Bigrams
-are the standard segmenter-free choice for Chinese retrieval and need no dictionary.
+of CJK characters becomes its characters plus its overlapping bigrams (unigrams catch one-character words such as
+猫 or 茶, bigrams carry most of the precision), and Latin text becomes lower-cased word tokens (plural -s
+stripped) with a few English function words dropped; digits stay tokens. Character bigrams are the standard
+segmenter-free choice for Chinese retrieval and need no dictionary.
 """
 
 from __future__ import annotations
