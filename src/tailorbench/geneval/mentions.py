@@ -108,7 +108,7 @@ def _phrase(key: str, text: str, name: bool = False) -> list[ValuePhrase]:
     if not words:
         return []
     if name:
-        return [ValuePhrase(key, w, "latin", ((w,),)) for w in words]
+        return [ValuePhrase(key, text, "latin", tuple((w,) for w in words))]
     if len(words) <= 2:
         return [ValuePhrase(key, text, "latin", (tuple(words),))]
     bigrams = tuple(dict.fromkeys(tuple(words[i : i + 2]) for i in range(len(words) - 1)))
