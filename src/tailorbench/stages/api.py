@@ -10,6 +10,42 @@ from tailorbench.stages.relevance import DEFAULT_MIN_SHARED, relevance_report
 from tailorbench.stages.shapes import read_relevance
 
 
+def read_items(path: str | Path) -> list[Any]:
+    from tailorbench.stages.items import read_relevance_items
+
+    return read_relevance_items(path)
+
+
+def baseline(
+    items: str | Path,
+    human: Sequence[str | Path],
+    method: str,
+    out: str | Path,
+    val_fraction: float = 0.5,
+    seed: int = 0,
+    encoder_path: str | None = None,
+) -> dict[str, Any]:
+    """Stage-2 baseline votes (bm25 | embedding) for the test users, threshold chosen on validation users."""
+    from tailorbench.stages.baselines import run_baseline
+
+    ratings, _ = read_relevance(human, ())
+    encoder = None
+    if method == "embedding":
+        from tailorbench.models.encoder_hf import HFEncoder
+
+        encoder = HFEncoder(encoder_path)
+    return run_baseline(read_items(items), ratings, method, out, val_fraction, seed, encoder)
+
+
+def judge_relevance(
+    items: str | Path, model: str, out: str | Path, name: str | None = None, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """LLM relevance votes for every attribute of every item, through models/."""
+    from tailorbench.stages.judge_relevance import judge_relevance as run
+
+    return run(read_items(items), model, out, name, options)
+
+
 def relevance(
     human: Sequence[str | Path],
     model: Sequence[str | Path] = (),
@@ -26,3 +62,140 @@ def relevance(
 
         write_stage_report("relevance", report, Path(report_dir))
     return report
+
+
+def extraction(
+    items: str | Path,
+    human: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    taxonomy: Sequence[str | Path] = (),
+    n_resamples: int = 1000,
+    seed: int = 0,
+    report_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Stage 1 from the item file plus Re-Centering task-1 files and/or annotation-service exports."""
+    from tailorbench.agreement.ratings import merge_ratings
+    from tailorbench.errors import ConfigError
+    from tailorbench.stages.extraction import extraction_report, from_annotation_export, read_taxonomy
+    from tailorbench.stages.shapes import read_stage1
+
+    if not human and not export:
+        raise ConfigError("give --human task-1 files or --export annotation-service exports")
+    parsed, ratings, alignment = read_stage1(items, human)
+    if export:
+        extra, al2 = from_annotation_export(parsed, export)
+        ratings = merge_ratings([ratings, extra])
+        alignment.lines_for_unknown_items += al2.lines_for_unknown_items
+    report = extraction_report(parsed, ratings, alignment, read_taxonomy(taxonomy), n_resamples, seed)
+    if report_dir is not None:
+        from tailorbench.stages.report import write_stage_report
+
+        write_stage_report("extraction", report, Path(report_dir))
+    return report
+
+
+def categorise(items: str | Path, human: Sequence[str | Path], model: str, out: str | Path,
+               name: str | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """LLM error categories for the attributes the human majority rejected."""
+    from tailorbench.stages.extraction import categorise as run
+    from tailorbench.stages.shapes import read_stage1
+
+    parsed, ratings, _ = read_stage1(items, human)
+    return run(parsed, ratings, model, out, name, options)
+
+
+def extract(conversations: str | Path, model: str, out: str | Path, name: str | None = None,
+            options: dict[str, Any] | None = None) -> dict[str, Any]:
+    from tailorbench.stages.extraction import extract as run
+
+    return run(conversations, model, out, name, options)
+
+
+def export_tasks(items: str | Path, out: str | Path) -> dict[str, Any]:
+    from tailorbench.stages.extraction import export_attribute_tasks
+
+    return export_attribute_tasks(items, out)
+
+
+def incorporation(
+    tasks: str | Path,
+    ratings: Sequence[str | Path],
+    scores: Sequence[str | Path] = (),
+    n_resamples: int = 1000,
+    seed: int = 0,
+    report_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Stage 3 from the A/B task file, long-format ratings (humans and judges) and optional scorer files."""
+    from tailorbench.stages.incorporation import incorporation_report, read_incorporation
+
+    parsed, rating_set, score_map = read_incorporation(tasks, ratings, scores)
+    report = incorporation_report(parsed, rating_set, score_map, n_resamples, seed)
+    if report_dir is not None:
+        from tailorbench.stages.report import write_stage_report
+
+        write_stage_report("incorporation", report, Path(report_dir))
+    return report
+
+
+def judge_ab(tasks: str | Path, model: str, out: str | Path, name: str | None = None,
+             options: dict[str, Any] | None = None) -> dict[str, Any]:
+    from tailorbench.stages.incorporation import read_ab_tasks
+    from tailorbench.stages.judge_ab import judge_ab as run
+
+    return run(read_ab_tasks(tasks), model, out, name, options)
+
+
+def example_dir() -> Path:
+    """The bundled, illustrative example study (package data)."""
+    return Path(__file__).resolve().parent / "example"
+
+
+def run_example(out: str | Path, model: str | None = None, n_resamples: int = 1000, seed: int = 0,
+                options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """All three stages on the bundled example study; with `model`, that model also extracts, categorises,
+    votes on relevance and rates A/B pairs (its invalid answers are counted). Figures are illustrative."""
+    from tailorbench.stages.report import write_summary
+
+    ex, out = example_dir(), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    humans1 = sorted(ex.glob("ann_*_task1.jsonl"))
+    humans3 = sorted(ex.glob("ann_*_task3.jsonl"))
+    models3 = [ex / "illustrative-llm_relevance.jsonl"]
+    taxonomy = [ex / "taxonomy_human.jsonl"]
+    ratings3 = [ex / "ab_ratings.jsonl"]
+    calls: dict[str, Any] = {}
+    if model is not None:
+        calls["extract"] = extract(ex / "conversations.jsonl", model, out / "extracted_items.jsonl", "live-model",
+                                   options)
+        calls["taxonomy"] = categorise(ex / "stage1_items.jsonl", humans1, model, out / "taxonomy_model.jsonl",
+                                       "live-model", options)
+        taxonomy.append(out / "taxonomy_model.jsonl")
+        calls["relevance"] = judge_relevance(ex / "relevance_items.jsonl", model, out / "live_relevance.jsonl",
+                                             "live-model", options)
+        models3.append(out / "live_relevance.jsonl")
+        calls["ab"] = judge_ab(ex / "ab_tasks.jsonl", model, out / "live_ab.jsonl", "live-model", options)
+        ratings3.append(out / "live_ab.jsonl")
+    calls["bm25"] = baseline(ex / "relevance_items.jsonl", humans3, "bm25", out / "bm25_relevance.jsonl", seed=seed)
+    models3.append(out / "bm25_relevance.jsonl")
+    reports = {
+        "extraction": extraction(ex / "stage1_items.jsonl", humans1, taxonomy=taxonomy, n_resamples=n_resamples,
+                                 seed=seed, report_dir=out),
+        "relevance": relevance(humans3, models3, min_shared=20, n_resamples=n_resamples, seed=seed, report_dir=out),
+        "incorporation": incorporation(ex / "ab_tasks.jsonl", ratings3, [ex / "rm_scores.jsonl"],
+                                       n_resamples=n_resamples, seed=seed, report_dir=out),
+    }
+    write_summary(reports, out, illustrative=True)
+    return {"out": str(out), "calls": calls, "illustrative": True, **reports}
+
+
+def summary(report_dir: str | Path) -> dict[str, Any]:
+    """The combined summary from the stage JSON files already in `report_dir`."""
+    import json
+
+    from tailorbench.stages.report import write_summary
+
+    d = Path(report_dir)
+    reports = {s: json.loads((d / f"{s}.json").read_text()) for s in ("extraction", "relevance", "incorporation")
+               if (d / f"{s}.json").is_file()}
+    write_summary(reports, d)
+    return reports

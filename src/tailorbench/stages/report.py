@@ -173,3 +173,51 @@ def write_stage_report(stage: str, report: dict[str, Any], out: Path) -> None:
     (out / f"{stage}.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     (out / f"{stage}.md").write_text(render_markdown(TITLES[stage], *parts), encoding="utf-8")
     (out / f"{stage}.html").write_text(render_html(TITLES[stage], *parts), encoding="utf-8")
+
+
+def summary_rows(reports: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """One line per headline figure of each stage, the numbers the paper leads with."""
+    rows: list[list[str]] = []
+    ex = reports.get("extraction")
+    if ex:
+        for src, v in ex["by_source"].items():
+            rows.append(["1 extraction", f"problematic attributes ({src})", f3(v["problematic"]), f"n={v['n']}"])
+        fk = ex["agreement"]["fleiss_kappa"]
+        rows.append(["1 extraction", "Fleiss' kappa (humans)", with_ci(fk.get("value"), fk.get("ci")), ""])
+    rel = reports.get("relevance")
+    if rel:
+        for kind, value in rel["group_kappa"].items():
+            d = rel["group_kappa_detail"][kind]
+            rows.append(["2 relevance", f"Cohen's kappa {kind}", with_ci(value, d.get("ci")), f"pairs={d['n_pairs']}"])
+        for name, e in rel["raters"].items():
+            if e["group"] != "human":
+                v = rel["vs_human_majority"].get(name, {})
+                rows.append(["2 relevance", f"F1 vs humans: {name}", with_ci(v.get("f1"), v.get("f1_ci")),
+                             f"share relevant={f3(e['share_relevant'])}"])
+        rows.append(["2 relevance", "share relevant (human majority)", f3(rel["human_majority"]["share_relevant"]),
+                     ""])
+    inc = reports.get("incorporation")
+    if inc:
+        h = inc["humans"]["per_item_mean"]
+        rows.append(["3 incorporation", "no better than generic (humans)",
+                     with_ci(h["share_no_better"], h.get("share_no_better_ci")), f"n={h['n']}"])
+        for name, e in inc["judges"].items():
+            rows.append(["3 incorporation", f"inflation {name}", with_ci(e["inflation"], e.get("inflation_ci")), ""])
+        for name, e in inc["correlation_with_humans"].items():
+            rows.append(["3 incorporation", f"Spearman {name}", with_ci(e.get("spearman"), e.get("spearman_ci")),
+                         f"n={e['n']}"])
+    return rows
+
+
+def write_summary(reports: dict[str, dict[str, Any]], out: Path, illustrative: bool = False) -> None:
+    """summary.md / summary.html: the headline figures of every stage present, linking the stage reports."""
+    title = "Three-stage human-centered evaluation — summary"
+    notes = [f"Stage reports: {', '.join(f'{s}.md / {s}.html' for s in reports)}."]
+    if illustrative:
+        notes.insert(0, "Computed on the bundled example study: its labels are invented, so every figure here is "
+                        "illustrative only.")
+    tables: list[Table] = [("Headline figures", ["stage", "figure", "value [95% CI]", "detail"],
+                            summary_rows(reports))]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.md").write_text(render_markdown(title, tables, [], notes), encoding="utf-8")
+    (out / "summary.html").write_text(render_html(title, tables, [], notes), encoding="utf-8")

@@ -150,11 +150,12 @@ def read_relevance_file(path: str | Path, group: str) -> RatingSet:
         seen: set[str] = set()
         for j, entry in enumerate(get_list(rec, list_key, path, line)):
             attr, relevant = _vote(entry, path, line, f"{list_key}[{j}]")
+            status = entry.get("status") if isinstance(entry.get("status"), str) else "null"
             if attr in seen:
                 raise DataError(path, line, f"{list_key}[{j}].attribute", f"attribute {attr!r} appears twice")
             seen.add(attr)
             if relevant is None:
-                out.missing[f"null vote ({group})"] += 1
+                out.missing[f"{status} vote ({group})"] += 1
                 continue
             out.ratings.append(Rating(item_key(index, user, attr), rater, relevant, group, str(path), line))
     return out
@@ -291,3 +292,14 @@ def read_stage1(
     report = Alignment()
     ratings = merge_ratings([read_stage1_file(p, items, report) for p in human])
     return items, ratings, report
+
+
+def get_float_or_none(rec: dict[str, Any], key: str, path: str | Path, line: int) -> float | None:
+    if key not in rec:
+        raise DataError(path, line, key, "missing (use null for no value)")
+    value = rec[key]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DataError(path, line, key, f"must be a number, got {value!r}")
+    return float(value)
