@@ -154,3 +154,38 @@ def test_killed_run_resumes_without_repeating_calls(
     results = json.loads((run / "results.json").read_text())
     assert results["status"] == "finished" and results["metrics"]["all"]["n"] == 24
     assert any("not validated" in w for w in results["warnings"])
+
+
+def test_failed_generations_and_invalid_verdicts_are_counted(
+    llama_server: LlamaServer, call_cache: Path, tmp_path: Path
+) -> None:
+    from tests.helpers.fault_proxy import FaultPlan, fault_proxy
+
+    upstream = llama_server.direct_base_url.removesuffix("/v1")
+    with fault_proxy(upstream, FaultPlan(share=1.0, kinds=("500",))) as proxy:
+        failing = f"openai:{llama_server.model}@{proxy.url}/v1"
+        result = _gen_eval(["--model", failing, "--judge", "longer", "--per-tier", "1", "--validate-cases", "2",
+                            "--model-option", "max_retries=1", "--model-option", "backoff_base=0.01",
+                            "--out", str(tmp_path / "fail")])
+    total = result["metrics"]["all"]
+    assert (total["n_cases"], total["gen_failed"], total["n"], total["win_rate"]) == (6, 6, 0, None)
+    assert any("6 generation(s) of the model under test failed" in w for w in result["warnings"])
+    rows = [g for g in _rows(tmp_path / "fail" / "generations.jsonl") if g["role"] == "model"]
+    assert all(g["status"] == "failed" and "HTTP 500" in g["error"] for g in rows)
+    assert not (tmp_path / "fail" / "verdicts.jsonl").exists() or not _rows(tmp_path / "fail" / "verdicts.jsonl")
+
+    # a judge whose answers cannot be parsed: every verdict invalid, every case unjudged, nothing dropped
+    template = tmp_path / "chatty.jinja"
+    template.write_text("<|user|>\n{{ question }} hello please\n", encoding="utf-8")
+    spec = _spec(llama_server)
+    result = _gen_eval(["--model", spec, "--judge", f"llm:{spec}", "--judge-option", f"template={template}",
+                        "--per-tier", "1", "--validate-cases", "0", "--setting", "none", "--max-tokens", "24",
+                        "--out", str(tmp_path / "invalid")])
+    total = result["metrics"]["all"]
+    verdicts = _rows(tmp_path / "invalid" / "verdicts.jsonl")
+    invalid = sum(1 for v in verdicts if v["status"] == "invalid")
+    assert invalid >= 8 and total["verdict_status"].get("invalid") == invalid  # (a few questions read as A/B)
+    unjudged = {v["case_id"] for v in verdicts} - {v["case_id"] for v in verdicts if v["status"] == "ok"}
+    assert total["unjudged"] == len(unjudged) > 0 and total["n"] + total["unjudged"] == 6
+    assert any("no valid verdict" in w for w in result["warnings"])
+    assert f"invalid {invalid}" in (tmp_path / "invalid" / "report.md").read_text(encoding="utf-8")
