@@ -84,5 +84,215 @@ def relevance(
     typer.echo(relevance_markdown(report))
 
 
+def _options(values: list[str] | None) -> dict[str, Any]:
+    from tailorbench.errors import ConfigError
+
+    out: dict[str, Any] = {}
+    for v in values or []:
+        key, eq, value = v.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError(f"--model-option must be KEY=VALUE, got {v!r}")
+        out[key.strip()] = value
+    return out
+
+
+def _emit(info: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(info)
+    else:
+        import json
+
+        typer.echo(json.dumps(info, ensure_ascii=False, indent=2))
+
+
+@stages_app.command("baseline", context_settings=_MULTI)
+def baseline(
+    ctx: typer.Context,
+    items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
+    method: str = typer.Option("bm25", "--method", help="bm25 (over the user's attributes) or embedding."),
+    out: Path = typer.Option(..., "--out", help="Votes JSONL to write (Re-Centering model shape)."),
+    val_fraction: float = typer.Option(0.5, "--val-fraction", help="Share of users whose labels pick the threshold."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the user split."),
+    encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the shipped MiniLM)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage 2 baseline votes: threshold chosen on validation users, votes for the others (--human FILE...)."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        files = parse_multi(list(ctx.args), ("human",))
+        info = api.baseline(items, files["human"], method, out, val_fraction, seed, encoder)
+    _emit(info, as_json)
+
+
+@stages_app.command("judge-relevance")
+def judge_relevance(
+    items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
+    model: str = typer.Option(..., "--model", help="Model spec, e.g. openai:gpt-4o-mini or openai:NAME@URL."),
+    out: Path = typer.Option(..., "--out", help="Votes JSONL to write (Re-Centering model shape)."),
+    name: str | None = typer.Option(None, "--name", help="Rater name in the votes (default: the spec)."),
+    model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage 2 LLM votes: one YES/NO question per attribute; unparseable answers are counted as invalid."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        info = api.judge_relevance(items, model, out, name, _options(model_option))
+    _emit(info, as_json)
+
+
+def _show(stage: str, report: dict[str, Any], as_json: bool, out: Path | None) -> None:
+    _write(report, out)
+    if as_json:
+        print_json(report)
+        return
+    from tailorbench.stages.report import TITLES, render_markdown, stage_parts
+
+    typer.echo(render_markdown(TITLES[stage], *stage_parts(stage, report)))
+
+
+@stages_app.command("extraction", context_settings=_MULTI)
+def extraction(
+    ctx: typer.Context,
+    items: Path = typer.Option(..., "--items", help="Stage-1 item file: index, user_id, attributes, conversations."),
+    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over items."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the JSON object to this file."),
+    report_dir: Path | None = typer.Option(None, "--report", help="Write extraction.md/.html/.json here."),
+) -> None:
+    """Stage 1: acceptance / uncertain / rejection rates per extractor and source, agreement, error taxonomy.
+
+    Inputs: --human FILE... (Re-Centering task-1 JSONL), --export FILE... (annotation-service exports),
+    --taxonomy FILE... (error categories from humans or `tailor stages categorise`).
+    """
+    from tailorbench.stages import api
+
+    with user_errors():
+        f = parse_multi(list(ctx.args), ("human", "export", "taxonomy"))
+        report = api.extraction(items, f["human"], f["export"], f["taxonomy"], resamples, seed, report_dir)
+    _show("extraction", report, as_json, out)
+
+
+@stages_app.command("incorporation", context_settings=_MULTI)
+def incorporation(
+    ctx: typer.Context,
+    tasks: Path = typer.Option(..., "--tasks", help="A/B-rating task JSONL (annotation service import format)."),
+    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over items."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the JSON object to this file."),
+    report_dir: Path | None = typer.Option(None, "--report", help="Write incorporation.md/.html/.json here."),
+) -> None:
+    """Stage 3: mean rating, share no better than generic, judge inflation, mention uplift, Spearman/Kendall.
+
+    Inputs: --ratings FILE... (long format: humans' export and judges' ratings, label -2..2) and
+    --scores FILE... (reward-model or other scores: item, rater, score).
+    """
+    from tailorbench.stages import api
+
+    with user_errors():
+        f = parse_multi(list(ctx.args), ("ratings", "scores"))
+        report = api.incorporation(tasks, f["ratings"], f["scores"], resamples, seed, report_dir)
+    _show("incorporation", report, as_json, out)
+
+
+@stages_app.command("extract")
+def extract(
+    conversations: Path = typer.Option(..., "--conversations", help="JSONL: user_id, conversations, source."),
+    model: str = typer.Option(..., "--model", help="Extractor model spec."),
+    out: Path = typer.Option(..., "--out", help="Stage-1 item file to write."),
+    name: str | None = typer.Option(None, "--name", help="Extractor name (default: the spec)."),
+    model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage 1: extract attributes with evidence turns; unparseable outputs are counted as invalid."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        info = api.extract(conversations, model, out, name, _options(model_option))
+    _emit(info, as_json)
+
+
+@stages_app.command("export-tasks")
+def export_tasks(
+    items: Path = typer.Option(..., "--items", help="Stage-1 item file."),
+    out: Path = typer.Option(..., "--out", help="Annotation-service `attributes` task JSONL to write."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage 1: attribute-judgment tasks for `tailor annotate` (import with task type `attributes`)."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        info = api.export_tasks(items, out)
+    _emit(info, as_json)
+
+
+@stages_app.command("categorise", context_settings=_MULTI)
+def categorise(
+    ctx: typer.Context,
+    items: Path = typer.Option(..., "--items", help="Stage-1 item file."),
+    model: str = typer.Option(..., "--model", help="Categoriser model spec."),
+    out: Path = typer.Option(..., "--out", help="Taxonomy JSONL to write."),
+    name: str | None = typer.Option(None, "--name", help="Categoriser name (default: the spec)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage 1: an LLM's error category for each attribute the human majority rejected (--human FILE...)."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        f = parse_multi(list(ctx.args), ("human",))
+        info = api.categorise(items, f["human"], model, out, name)
+    _emit(info, as_json)
+
+
+@stages_app.command("judge-ab")
+def judge_ab(
+    tasks: Path = typer.Option(..., "--tasks", help="A/B-rating task JSONL."),
+    model: str = typer.Option(..., "--model", help="Judge model spec."),
+    out: Path = typer.Option(..., "--out", help="Long-format ratings to write (group model, label -2..2)."),
+    name: str | None = typer.Option(None, "--name", help="Judge name (default: the spec)."),
+    model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage 3: an LLM judge rates personalized vs generic per attribute (1..5); invalid answers are counted."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        info = api.judge_ab(tasks, model, out, name, _options(model_option))
+    _emit(info, as_json)
+
+
+@stages_app.command("example")
+def example(
+    out: Path = typer.Option(..., "--out", help="Directory for the stage reports and the summary."),
+    model: str | None = typer.Option(None, "--model", help="Also run this model through every stage."),
+    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over items."),
+    seed: int = typer.Option(0, "--seed", help="Seed of bootstraps and the baseline's user split."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Run all three stages on the bundled example study (its labels are invented: figures are illustrative)."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        result = api.run_example(out, model, resamples, seed)
+    if as_json:
+        print_json(result)
+        return
+    typer.echo((out / "summary.md").read_text(encoding="utf-8"))
+
+
+@stages_app.command("summary")
+def summary(report_dir: Path = typer.Argument(..., help="Directory holding extraction/relevance/incorporation.json.")
+            ) -> None:
+    """Write summary.md / summary.html from the stage reports already in a directory."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        api.summary(report_dir)
+    typer.echo((report_dir / "summary.md").read_text(encoding="utf-8"))
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(stages_app, name="stages")
