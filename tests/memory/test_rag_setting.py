@@ -35,7 +35,7 @@ def _cases() -> list[PairCase]:
         for k, (question, _) in enumerate(qs):
             for split in ("specific", "general"):
                 cases.append(PairCase(
-                    id=f"{user}-{k}-{split}", split=split, tier="easy", user_id=user,  # type: ignore[arg-type]
+                    id=f"{user}-{k}-{split}", split=split, tier="easy", user_id=user,
                     persona={"Demographics": {"Age": 30, "Occupation": "teacher"},
                              "Preference": {"Pets": "likes cats", "Food": ["tea", "noodles"]}},
                     question=question, chosen="A fitting, personal and longer answer.", rejected="Generic."))
