@@ -65,7 +65,11 @@ def test_no_length_difference_reduces_to_the_raw_rate() -> None:
     y = np.array([1, 0, 1, 1, 0, 1, 1, 0], dtype=float)
     lc = length_controlled_win_rate(np.zeros(8), y, np.arange(8) // 2, n_boot=200)
     assert lc["estimate"] == pytest.approx(y.mean())
-    assert "no variation" in lc["notes"][0]
+    assert "as long as its reference" in lc["notes"][0]
+    lo, hi = lc["ci"]
+    assert lo <= lc["estimate"] <= hi
+    constant = length_controlled_win_rate(np.full(8, -40.0), y, np.arange(8) // 2, n_boot=200)
+    assert constant["estimate"] is None and "never varies" in constant["notes"][0]
 
 
 def test_separation_is_reported_not_hidden() -> None:

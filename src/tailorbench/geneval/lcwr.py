@@ -96,18 +96,23 @@ def length_controlled_win_rate(
     if n == 0:
         return out
     scale = float(np.std(length_diff))
+    out["length_sd"] = scale
+    if scale == 0.0 and np.any(length_diff != 0):
+        # every answer differs from its reference by the same amount: equal length lies outside the data
+        out["notes"].append("the length difference never varies (and is not 0): no length-controlled estimate")
+        return out
     if scale == 0.0:
-        # no length variation: nothing to control for; the model reduces to the intercept (the raw rate)
-        out["notes"].append("no variation in the length difference: the controlled rate equals the raw rate")
-        scale = 1.0
-    z = length_diff / scale
-    x = np.column_stack([np.ones(n), z])
+        # every answer is exactly as long as its reference: the model is the intercept alone (the raw rate)
+        out["notes"].append("every answer is as long as its reference: the controlled rate is the raw rate")
+        x = np.ones((n, 1))
+    else:
+        x = np.column_stack([np.ones(n), length_diff / scale])
     fit = fit_logistic(x, outcome)
     if not fit.converged:
-        out["notes"].append("the logistic fit did not converge (likely separation); the estimate is at its limit")
+        out["notes"].append("the logistic fit did not converge (separation: length decides every verdict); "
+                            "the estimate is at its limit")
     out["estimate"] = float(_sigmoid(np.array(fit.coef[0])))
-    out["slope_per_sd"] = float(fit.coef[1])
-    out["length_sd"] = float(np.std(length_diff))
+    out["slope_per_sd"] = float(fit.coef[1]) if x.shape[1] > 1 else None
     if n_boot > 0:
         _, inverse = np.unique(np.asarray(groups).astype(str), return_inverse=True)
         units = int(inverse.max()) + 1

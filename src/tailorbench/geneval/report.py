@@ -109,6 +109,10 @@ def _validation_lines(r: dict[str, Any]) -> list[str]:
     ]
 
 
+def _lc_notes(r: dict[str, Any]) -> list[str]:
+    return [f"{name}: {note}" for name, c in _cells(r) for note in c.get("lc_notes", [])]
+
+
 def _side_by_side(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     cells = [(s, t) for s, t in _CELLS if any(_cell(r, s, t) for r in runs)]
     header = ["model", "reference", "judge", "setting", *(f"{_name(s, t)} win / LC" for s, t in cells),
@@ -156,6 +160,8 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
         parts += ["### Judge validation", "", *_validation_lines(r), ""]
         for name, note, header, rows in _sections(r):
             parts += [f"### {name}", ""] + ([note, ""] if note else []) + [_md_table(header, rows), ""]
+            if name == "Win rates" and (notes := _lc_notes(r)):
+                parts += ["Length control notes:", "", *(f"- {line}" for line in notes), ""]
         if r.get("warnings"):
             parts += ["### Warnings", "", *(f"- {w}" for w in r["warnings"]), ""]
     return "\n".join(parts)
@@ -233,6 +239,8 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
         for name, note, header, rows in _sections(r):
             parts.append(f"<h3>{html.escape(name)}</h3>" + (f"<p>{html.escape(note)}</p>" if note else "")
                          + _html_table(header, rows))
+            if name == "Win rates" and (notes := _lc_notes(r)):
+                parts.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in notes) + "</ul>")
         if r.get("warnings"):
             parts.append("<h3>Warnings</h3><ul>" + "".join(f"<li class='warn'>{html.escape(w)}</li>"
                                                           for w in r["warnings"]) + "</ul>")
