@@ -17,7 +17,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tailorbench import api
 from tailorbench.cli.app import app
+from tailorbench.geneval import GenEvalConfig
+from tailorbench.geneval.results import load_results
 from tests.conftest import LlamaServer
 
 pytestmark = pytest.mark.server
@@ -78,6 +81,11 @@ def test_model_vs_reference_model_with_llm_judge_then_zero_calls(
     assert "LC win rate" in report and "Judge validation" in report and "position-inconsistent" in report
     assert "<svg" in (run / "report.html").read_text(encoding="utf-8")
 
+    # every number is recomputed from the run directory alone
+    from tailorbench.geneval.results import compute_results
+
+    assert compute_results(run) == json.loads((run / "results.json").read_text(encoding="utf-8")) == first
+
     llama_server.reset()
     second = _gen_eval([*args, "--out", str(tmp_path / "r2")])
     assert llama_server.count(None) == 0  # every call cached, not even a preflight
@@ -95,8 +103,14 @@ def test_reference_chosen_with_judge_run_and_side_by_side_report(
     assert out.exit_code == 0, out.output
     runs = []
     for name, setting in (("persona", "persona"), ("none", "none")):
-        result = _gen_eval(["--model", spec, "--judge", "longer", "--judge-run", str(judge_run), "--per-tier", "2",
-                            "--setting", setting, "--max-tokens", "24", "--out", str(tmp_path / name)])
+        if setting == "persona":
+            result = _gen_eval(["--model", spec, "--judge", "longer", "--judge-run", str(judge_run),
+                                "--per-tier", "2", "--setting", setting, "--max-tokens", "24",
+                                "--out", str(tmp_path / name)])
+        else:  # the Python twin
+            config = GenEvalConfig(model=spec, judge="longer", judge_run=str(judge_run), per_tier=2, setting=setting,
+                                   max_tokens=24, n_boot=200)
+            result = load_results(api.gen_eval(config, tmp_path / name))
         runs.append(tmp_path / name)
         # the chosen answers are far longer than "Hello from tiny llama.": `longer` always prefers them
         assert result["metrics"]["all"]["win_rate"] == 0.0 and result["metrics"]["all"]["n"] == 12
@@ -189,3 +203,17 @@ def test_failed_generations_and_invalid_verdicts_are_counted(
     assert total["unjudged"] == len(unjudged) > 0 and total["n"] + total["unjudged"] == 6
     assert any("no valid verdict" in w for w in result["warnings"])
     assert f"invalid {invalid}" in (tmp_path / "invalid" / "report.md").read_text(encoding="utf-8")
+
+
+def test_clear_errors_before_any_call(llama_server: LlamaServer, call_cache: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = runner.invoke(app, ["gen-eval", "--out", str(tmp_path / "x"), "--no-progress"])
+    assert out.exit_code == 2 and "--model is required" in out.output
+    out = runner.invoke(app, ["gen-eval", "--model", "openai:ghost@" + llama_server.base_url, "--per-tier", "1",
+                              "--out", str(tmp_path / "ghost"), "--no-progress"])
+    assert out.exit_code == 2 and "not served" in out.output
+    out = runner.invoke(app, ["gen-eval", "--model", _spec(llama_server), "--setting", "nope",
+                              "--out", str(tmp_path / "y"), "--no-progress"])
+    assert out.exit_code == 2 and "unknown setting" in out.output
+    out = runner.invoke(app, ["gen-eval", "--resume", str(tmp_path), "--no-progress"])
+    assert out.exit_code == 2 and "manifest.json is missing" in out.output
