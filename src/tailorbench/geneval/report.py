@@ -54,6 +54,7 @@ _MENTION_HEADER = ["cell", "answers mentioning persona", "mentions / answer", "w
 _LENGTH_HEADER = ["cell", "generated mean", "median", "p10-p90", "reference mean", "median", "p10-p90",
                   "LC slope / SD", "length-diff SD"]
 _ACCOUNT_HEADER = ["cell", "generation failed", "empty answers", "truncated answers", "reference failed",
+                   "empty references",
                    "unjudged cases", "verdict statuses"]
 
 
@@ -92,7 +93,7 @@ def _length_rows(r: dict[str, Any]) -> list[list[str]]:
 
 def _account_rows(r: dict[str, Any]) -> list[list[str]]:
     return [[name, str(c["gen_failed"]), str(c["empty_answers"]), str(c["truncated_answers"]), str(c["ref_failed"]),
-             str(c["unjudged"]), ", ".join(f"{k} {v}" for k, v in c["verdict_status"].items()) or "–"]
+             str(c.get("empty_references", 0)), str(c["unjudged"]), ", ".join(f"{k} {v}" for k, v in c["verdict_status"].items()) or "–"]
             for name, c in _cells(r)]
 
 

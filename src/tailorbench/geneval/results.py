@@ -3,7 +3,7 @@ verdicts.jsonl, judge_validation.json), so `tailor report RUN` recomputes the sa
 
 Per case: each valid verdict scores 1 when the judge picked the generated answer, 0 when it picked the
 reference, 1/2 when it abstained; the case score is their mean (win = 1, loss = 0, tie otherwise). An empty
-generated answer is a loss without a judge call. Failed generations (either side) and cases with no valid
+answer loses to a non-empty one without a judge call (two empty answers tie). Failed generations (either side) and cases with no valid
 verdict are left out of the rates and counted, with a warning. See docs/generation.md.
 """
 
@@ -62,10 +62,13 @@ def case_table(generations: list[dict[str, Any]], verdicts: list[dict[str, Any]]
         }
         if gen["status"] == "failed":
             record["outcome"] = "gen_failed"
-        elif record["ref_status"] != "ok":
+        elif record["ref_status"] not in ("ok", "empty"):
             record["outcome"] = "ref_failed"
-        elif gen["status"] == "empty":
-            record["outcome"], record["score"] = "loss", 0.0
+        elif gen["status"] == "empty" or record["ref_status"] == "empty":
+            # an empty answer loses to any answer without a judge call; two empty answers tie
+            score = 0.5 if gen["status"] == record["ref_status"] else 0.0 if gen["status"] == "empty" else 1.0
+            record["score"] = score
+            record["outcome"] = "win" if score == 1.0 else "loss" if score == 0.0 else "tie"
         else:
             ys = [1.0 if r["winner"] == "generated" else 0.0 if r["winner"] == "reference" else 0.5
                   for r in rows if r["status"] in _VALID]
@@ -130,6 +133,7 @@ def cell_results(records: list[dict[str, Any]], label: str, n_boot: int, seed: i
         "judge_consistency": _rate(consistent, both), "n_consistency": both,
         "gen_failed": counts["gen_failed"], "ref_failed": counts["ref_failed"], "unjudged": counts["unjudged"],
         "empty_answers": sum(1 for r in records if r["gen_status"] == "empty"),
+        "empty_references": sum(1 for r in records if r["ref_status"] == "empty"),
         "truncated_answers": sum(1 for r in records if r["truncated"]),
         "verdict_status": dict(sorted(statuses.items())),
     }
