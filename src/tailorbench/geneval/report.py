@@ -93,7 +93,8 @@ def _length_rows(r: dict[str, Any]) -> list[list[str]]:
 
 def _account_rows(r: dict[str, Any]) -> list[list[str]]:
     return [[name, str(c["gen_failed"]), str(c["empty_answers"]), str(c["truncated_answers"]), str(c["ref_failed"]),
-             str(c.get("empty_references", 0)), str(c["unjudged"]), ", ".join(f"{k} {v}" for k, v in c["verdict_status"].items()) or "–"]
+             str(c.get("empty_references", 0)), str(c["unjudged"]),
+             ", ".join(f"{k} {v}" for k, v in c["verdict_status"].items()) or "–"]
             for name, c in _cells(r)]
 
 

@@ -3,8 +3,8 @@ verdicts.jsonl, judge_validation.json), so `tailor report RUN` recomputes the sa
 
 Per case: each valid verdict scores 1 when the judge picked the generated answer, 0 when it picked the
 reference, 1/2 when it abstained; the case score is their mean (win = 1, loss = 0, tie otherwise). An empty
-answer loses to a non-empty one without a judge call (two empty answers tie). Failed generations (either side) and cases with no valid
-verdict are left out of the rates and counted, with a warning. See docs/generation.md.
+answer loses to a non-empty one without a judge call (two empty answers tie). Failed generations (either side)
+and cases with no valid verdict are left out of the rates and counted, with a warning. See docs/generation.md.
 """
 
 from __future__ import annotations
