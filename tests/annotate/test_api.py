@@ -295,3 +295,19 @@ def test_attribute_tasks_roundtrip(db: Database, app: Any, make_annotator: Any, 
             assert row["value"]["ratings"] == {"veg": 2 * sign, "night": -1 * sign}
     prog = service.progress(db, task)
     assert prog["annotators"][0]["gold_done"] == 1
+
+
+def test_release_stale_assignments(db: Database, app: Any, make_annotator: Any) -> None:
+    pid = _pairwise(db, n=1)
+    alice = make_annotator(app, "alice", ["pw"])
+    aid, csrf, _ = alice.page(pid)
+    assert alice.submit(aid, csrf, choice="1").status_code == 303
+    held, _, _ = alice.page(pid)  # opened, never finished
+    assert service.release_stale(db, "pw", 3600) == 0
+    assert service.release_stale(db, "pw", 0) == 1
+    with db.session() as s:
+        assert s.get(Assignment, held) is None and s.get(Assignment, aid).done
+        assert s.scalar(select(func.count()).select_from(Label)) == 1
+    bob = make_annotator(app, "bob", ["pw"])
+    _, _, html = bob.page(pid)
+    assert 'data-item="pc1"' in html  # the released item is back in the queue

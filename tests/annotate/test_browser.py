@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tailorbench.annotate import service
-from tailorbench.annotate.db import Database, resolve_url
+from tailorbench.annotate.db import Database
 from tailorbench.annotate.web import create_app
 from tests.annotate.conftest import DATA, OUTPUT, LiveServer
 
@@ -37,11 +36,10 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def live(tmp_path: Path) -> Iterator[tuple[Database, LiveServer]]:
-    db = Database(resolve_url(None, tmp_path / "proj"))
+def live(db: Database) -> Iterator[tuple[Database, LiveServer]]:
+    """uvicorn on a free loopback port over a fresh database (SQLite and PostgreSQL, see conftest.db_url)."""
     with LiveServer(create_app(db)) as server:
         yield db, server
-    db.dispose()
 
 
 def _item(page: Any) -> str:

@@ -285,6 +285,21 @@ def assignment_project(s: Session, assignment_id: int) -> int:
     return a.project_id
 
 
+def release_stale(db: Database, project: str | int, older_than_s: float) -> int:
+    """Take back unfinished assignments older than `older_than_s` (an annotator who stopped half-way holds a
+    slot of N); the items go back to the queue. Finished work is never touched. Returns how many."""
+    cutoff = utcnow() - timedelta(seconds=older_than_s)
+    with db.session() as s:
+        p = _project(s, project)
+        s.execute(select(Project.id).where(Project.id == p.id).with_for_update())
+        stale = s.scalars(select(Assignment).where(Assignment.project_id == p.id, Assignment.done.is_(False),
+                                                   Assignment.created_at < cutoff)).all()
+        for a in stale:
+            s.execute(update(Item).where(Item.id == a.item_id).values(n_assigned=Item.n_assigned - 1))
+            s.delete(a)
+        return len(stale)
+
+
 @dataclass(frozen=True)
 class Submitted:
     project_id: int

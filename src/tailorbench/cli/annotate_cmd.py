@@ -162,6 +162,21 @@ def progress(
     print_json(out)
 
 
+@annotate_app.command("release")
+def release(
+    project: str = typer.Argument(...),
+    older_than_hours: float = typer.Option(24.0, "--older-than-hours", help="Age of unfinished assignments."),
+    directory: Path = _DIR,
+    db: str | None = _DB,
+) -> None:
+    """Return unfinished assignments older than the given age to the queue (finished labels are kept)."""
+    from tailorbench.annotate import service
+
+    with user_errors():
+        n = service.release_stale(_db(directory, db), project, older_than_hours * 3600)
+    print_json({"project": project, "released": n})
+
+
 @annotate_app.command("export")
 def export(
     project: str = typer.Argument(...),
