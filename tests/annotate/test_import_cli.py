@@ -164,3 +164,34 @@ def test_cli_end_to_end_and_tiers(db_url: str, tmp_path: Path) -> None:
     assert all(c["chosen"].startswith("A vegetarian curry") for c in cases)
     agree = runner.invoke(cli_app, ["agree", str(tmp_path / "out" / "ratings.jsonl"), "--json", "--resamples", "50"])
     assert agree.exit_code == 0, agree.output
+
+
+def test_serve_command_starts_and_serves(tmp_path: Path) -> None:
+    """`tailor annotate serve` in its own process: migrations on start, pages and static files served."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from tests.annotate.conftest import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tailorbench.cli.app", "annotate", "serve", "--dir",
+                             str(tmp_path / "proj"), "--port", str(port)], stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/app.js", timeout=5) as r:
+            assert b"keydown" in r.read()
+        assert (tmp_path / "proj" / "annotate.sqlite").is_file()
+    finally:
+        proc.terminate()
+        proc.wait(10)
