@@ -31,7 +31,7 @@ def corpus(words: list[str], n: int, rng: random.Random, zh: bool) -> list[str]:
 
 def bench(lang: str, n_items: int, n_queries: int, seed: int) -> dict[str, float | int | str]:
     import numpy as np
-    from rank_bm25 import BM25Okapi
+    from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
     rng = random.Random(seed)
     words = ZH_WORDS if lang == "zh" else EN_WORDS
