@@ -217,3 +217,13 @@ def test_clear_errors_before_any_call(llama_server: LlamaServer, call_cache: Pat
     assert out.exit_code == 2 and "unknown setting" in out.output
     out = runner.invoke(app, ["gen-eval", "--resume", str(tmp_path), "--no-progress"])
     assert out.exit_code == 2 and "manifest.json is missing" in out.output
+
+
+def test_local_hf_model_as_the_model_under_test(tiny_hf_model_dir: Path, call_cache: Path, tmp_path: Path) -> None:
+    """Generation goes through `models/` whatever the backend: the tiny model loaded by transformers."""
+    result = _gen_eval(["--model", f"hf:{tiny_hf_model_dir}", "--judge", "longer", "--per-tier", "1",
+                        "--setting", "none", "--validate-cases", "2", "--max-tokens", "16",
+                        "--out", str(tmp_path / "hf")])
+    rows = [g for g in _rows(tmp_path / "hf" / "generations.jsonl") if g["role"] == "model"]
+    assert len(rows) == 6 and all(g["status"] == "ok" and g["source"] == f"hf:{tiny_hf_model_dir}" for g in rows)
+    assert result["metrics"]["all"]["n"] == 6 and result["judge_validation"]["n"] == 2

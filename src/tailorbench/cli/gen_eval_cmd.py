@@ -22,7 +22,8 @@ def _pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
 
 
 def gen_eval_command(
-    model: str | None = typer.Option(None, "--model", "-m", help="model under test: openai:MODEL[@URL] or hf:PATH"),
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="model under test: openai:MODEL, openai:MODEL@URL or hf:PATH"),
     data: str = typer.Option("demo", "--data", "-d", help="demo, personafeedback (hub), or a path in any layout"),
     reference: str = typer.Option("chosen", help="chosen (the human-preferred answer) or a model spec"),
     judge: str = typer.Option("longer", "--judge", "-j", help="judge spec: llm:..., rm:..., longer, ..."),
