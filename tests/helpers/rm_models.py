@@ -22,7 +22,8 @@ def tiny_bert(path: Path, seed: int = 0) -> str:
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(minilm_path())
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128, num_labels=1)
+                        intermediate_size=64, max_position_embeddings=128)
+    config.num_labels = 1
     BertForSequenceClassification(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)

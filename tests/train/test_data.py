@@ -58,9 +58,8 @@ def test_user_overlap_is_refused(tmp_path: Path) -> None:
 
 
 def test_scored_data_filtered_by_gap(tmp_path: Path) -> None:
-    rows = [{"prompt": "p1", "response": "great", "helpfulness": 4}, {"prompt": "p1", "response": "bad", "helpfulness": 1},
-            {"prompt": "p2", "response": "ok", "helpfulness": 3}, {"prompt": "p2", "response": "meh", "helpfulness": 1},
-            {"prompt": "p3", "response": "x", "helpfulness": 0}, {"prompt": "p3", "response": "y", "helpfulness": 4}]
+    scored = [("p1", "great", 4), ("p1", "bad", 1), ("p2", "ok", 3), ("p2", "meh", 1), ("p3", "x", 0), ("p3", "y", 4)]
+    rows = [{"prompt": p, "response": r, "helpfulness": s} for p, r, s in scored]
     path = tmp_path / "scored.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     cases, stats = load_cases(str(path))
@@ -68,7 +67,7 @@ def test_scored_data_filtered_by_gap(tmp_path: Path) -> None:
     assert {(c.chosen, c.rejected) for c in cases} == {("great", "bad"), ("y", "x")}
     assert len({c.user_id for c in cases}) == 2  # a prompt stands in for a user
     path.write_text(json.dumps({"prompt": "p", "response": "r", "helpfulness": "high"}) + "\n")
-    with pytest.raises(DataError, match="scored.jsonl:1"):
+    with pytest.raises(DataError, match=r"scored\.jsonl:1"):
         load_cases(str(path))
 
 

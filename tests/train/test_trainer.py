@@ -69,9 +69,10 @@ def test_checkpoint_reloads_with_the_same_scores(trained: tuple[Path, dict, Path
 
 def test_loss_equals_trl_reward_trainer(tmp_path: Path) -> None:
     import torch
-    from datasets import Dataset
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
     from trl import RewardConfig, RewardTrainer
+
+    from datasets import Dataset  # type: ignore[import-untyped]
 
     path = tiny_bert(tmp_path / "m")
     tokenizer = AutoTokenizer.from_pretrained(path)

@@ -24,7 +24,7 @@ SCORED_USER_PREFIX = "prompt:"
 
 def _open_text(path: Path) -> Iterator[tuple[int, str]]:
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8-sig") as handle:  # type: ignore[operator]
+    with opener(path, "rt", encoding="utf-8-sig") as handle:
         yield from enumerate(handle, start=1)
 
 
