@@ -49,3 +49,35 @@ def model_rows(name: str, labels: np.ndarray, n_attr: int) -> list[dict[str, Any
         }
         for i in range(labels.shape[0])
     ]
+
+
+def service_round_trip(
+    tmp_path: Path, task: str, tasks_file: Path, answer: Any, annotators: Sequence[str], n_per_item: int
+) -> Path:
+    """Import `tasks_file` into a real annotation-service project (SQLite), let each annotator label every item
+    through `service.submit` with the form `answer(annotator, payload, layout)` returns, export; returns the
+    export directory (ratings.jsonl, items.jsonl, ...)."""
+    from tailorbench.annotate import service
+    from tailorbench.annotate.db import Database, resolve_url
+    from tailorbench.annotate.models import Item
+
+    db = Database(resolve_url(None, tmp_path / f"annot-{task}"))
+    try:
+        service.create_project(db, "p", task, n_per_item=n_per_item)
+        service.import_items(db, "p", tasks_file)
+        uids = {name: service.add_user(db, name, projects=["p"])[0] for name in annotators}
+        pid = service.list_projects(db)[0]["id"]
+        for name, uid in uids.items():
+            while True:
+                with db.session() as s:
+                    a = service.next_assignment(s, uid, pid)
+                    if a is None:
+                        break
+                    item = s.get(Item, a.item_id)
+                    assert item is not None
+                    service.submit(s, uid, a.id, answer(name, item.payload, a.layout))
+        out = tmp_path / f"export-{task}"
+        service.export(db, "p", out)
+        return out
+    finally:
+        db.dispose()

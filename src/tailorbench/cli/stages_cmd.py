@@ -58,23 +58,20 @@ def relevance(
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
     out: Path | None = typer.Option(None, "--out", help="Also write the JSON object to this file."),
-    report_dir: Path | None = typer.Option(None, "--report", help="Write report.md and report.html here."),
+    report_dir: Path | None = typer.Option(None, "--report", help="Write relevance.md/.html/.json here."),
+    items: Path | None = typer.Option(None, "--items", help="Stage-2 item file the --export tasks came from."),
 ) -> None:
     """Stage 2: kappa (human-human, human-model, model-model), share relevant, F1 vs the human majority.
 
-    Inputs: --human FILE... (Re-Centering task-3 JSONL, one per annotator) and --model FILE... (model vote JSONL,
-    one per model).
+    Inputs: --human FILE... (Re-Centering task-3 JSONL, one per annotator), --export FILE... (the annotation
+    service's ratings.jsonl/.csv of a relevance project; needs --items) and --model FILE... (model vote JSONL).
     """
     from tailorbench.stages import api
 
     with user_errors():
-        files = parse_multi(list(ctx.args), ("human", "model"))
-        if not files["human"]:
-            from tailorbench.errors import ConfigError
-
-            raise ConfigError("give at least one --human file")
+        files = parse_multi(list(ctx.args), ("human", "model", "export"))
         report = api.relevance(files["human"], files["model"], min_shared=min_shared, n_resamples=resamples,
-                               seed=seed, report_dir=report_dir)
+                               seed=seed, report_dir=report_dir, export=files["export"], items=items)
     _write(report, out)
     if as_json:
         print_json(report)
@@ -122,6 +119,56 @@ def baseline(
     with user_errors():
         files = parse_multi(list(ctx.args), ("human",))
         info = api.baseline(items, files["human"], method, out, val_fraction, seed, encoder)
+    _emit(info, as_json)
+
+
+@stages_app.command("export-relevance")
+def export_relevance(
+    items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
+    out: Path = typer.Option(..., "--out", help="Annotation-service `relevance` task JSONL to write."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage 2: relevance tasks for `tailor annotate` (task type `relevance`); read its export back with
+    `tailor stages relevance --export ratings.jsonl --items ITEMS`."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        info = api.export_relevance(items, out)
+    _emit(info, as_json)
+
+
+@stages_app.command("generate", context_settings=_MULTI)
+def generate(
+    ctx: typer.Context,
+    items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
+    model: str = typer.Option(..., "--model", help="Generator model spec, e.g. openai:NAME@URL."),
+    out: Path = typer.Option(..., "--out", help="Directory for ab_tasks.jsonl, generations.jsonl, generation.json."),
+    condition: list[str] | None = typer.Option(None, "--condition",
+                                               help="gold | predicted | none (repeat; default: those with inputs)."),
+    predictor: str | None = typer.Option(None, "--predictor", help="Rater to use when --predicted holds several."),
+    name: str | None = typer.Option(None, "--name", help="Generator name in the tasks (default: the spec)."),
+    temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
+    max_tokens: int = typer.Option(512, "--max-tokens", help="Token budget per answer (cut answers are counted)."),
+    seed: int | None = typer.Option(None, "--seed", help="Sampling seed sent to the backend."),
+    generic_template: Path | None = typer.Option(None, "--generic-template", help="Own Jinja template (generic)."),
+    personalized_template: Path | None = typer.Option(None, "--personalized-template",
+                                                      help="Own Jinja template (personalized)."),
+    model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage 3: generic + personalized answers given gold, predicted or no attributes -> A/B-rating tasks.
+
+    Gold attributes come from --human FILE... (Re-Centering task-3) or --export FILE... (service export, with
+    the same --items); predicted ones from --predicted FILE... (stage-2 votes). Import the tasks into
+    `tailor annotate` as task type `ab_rating`; analyse with `tailor stages incorporation --tasks`.
+    """
+    from tailorbench.stages import api
+
+    with user_errors():
+        f = parse_multi(list(ctx.args), ("human", "export", "predicted"))
+        info = api.generate(items, model, out, condition or None, f["human"], f["export"],
+                            f["predicted"], predictor, name, temperature, max_tokens, seed, generic_template,
+                            personalized_template, _options(model_option))
     _emit(info, as_json)
 
 

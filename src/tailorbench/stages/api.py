@@ -46,22 +46,99 @@ def judge_relevance(
     return run(read_items(items), model, out, name, options)
 
 
+def stage2_ratings(
+    human: Sequence[str | Path] = (),
+    model: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    items: str | Path | None = None,
+) -> tuple[Any, Any]:
+    """Re-Centering human and model files plus annotation-service exports (mapped through `items`) -> one
+    rating set and what did not line up."""
+    from tailorbench.agreement.ratings import merge_ratings
+    from tailorbench.errors import ConfigError
+    from tailorbench.stages.shapes import HUMAN, MODEL, align, read_relevance_file
+
+    if not human and not export:
+        raise ConfigError("give stage-2 human labels: --human (Re-Centering task-3 files) or --export "
+                          "(annotation-service exports, with --items)")
+    parts = [read_relevance_file(p, HUMAN) for p in human] + [read_relevance_file(p, MODEL) for p in model]
+    unknown = 0
+    if export:
+        if items is None:
+            raise ConfigError("--export needs --items: the item file the relevance tasks were exported from")
+        from tailorbench.stages.annotation import from_relevance_export
+
+        extra, al = from_relevance_export(read_items(items), export)
+        parts.append(extra)
+        unknown = al.lines_for_unknown_items
+    ratings = merge_ratings(parts)
+    alignment = align(ratings.ratings)
+    alignment.lines_for_unknown_items += unknown
+    return ratings, alignment
+
+
 def relevance(
-    human: Sequence[str | Path],
+    human: Sequence[str | Path] = (),
     model: Sequence[str | Path] = (),
     min_shared: int = DEFAULT_MIN_SHARED,
     n_resamples: int = 1000,
     seed: int = 0,
     report_dir: str | Path | None = None,
+    export: Sequence[str | Path] = (),
+    items: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Stage 2 from Re-Centering files: human task-3 files and model vote files -> the relevance report."""
-    ratings, alignment = read_relevance(human, model)
+    """Stage 2: human task-3 files and/or annotation-service exports, plus model vote files -> the report."""
+    ratings, alignment = stage2_ratings(human, model, export, items)
     report = relevance_report(ratings, alignment, min_shared=min_shared, n_resamples=n_resamples, seed=seed)
     if report_dir is not None:
         from tailorbench.stages.report import write_stage_report
 
         write_stage_report("relevance", report, Path(report_dir))
     return report
+
+
+def export_relevance(items: str | Path, out: str | Path) -> dict[str, Any]:
+    """Stage-2 items -> the annotation service's `relevance` task JSONL."""
+    from tailorbench.stages.annotation import export_relevance_tasks
+
+    return export_relevance_tasks(read_items(items), out)
+
+
+def generate(
+    items: str | Path,
+    model: str,
+    out: str | Path,
+    conditions: Sequence[str] | None = None,
+    human: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    predicted: Sequence[str | Path] = (),
+    predictor: str | None = None,
+    name: str | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    seed: int | None = None,
+    generic_template: str | Path | None = None,
+    personalized_template: str | Path | None = None,
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Stage 3: generic and personalized answers (gold / predicted / no attributes) -> A/B-rating tasks.
+    Default conditions: gold when human labels are given, predicted when votes are, and always none."""
+    from tailorbench.models.base import GenParams
+    from tailorbench.stages.generate import generate as run
+    from tailorbench.stages.generate import load_templates
+    from tailorbench.stages.shapes import MODEL, read_relevance_file
+
+    gold = stage2_ratings(human, (), export, items)[0] if human or export else None
+    pred = None
+    if predicted:
+        from tailorbench.agreement.ratings import merge_ratings
+
+        pred = merge_ratings([read_relevance_file(p, MODEL) for p in predicted])
+    if conditions is None:
+        conditions = [c for c, have in (("gold", gold), ("predicted", pred), ("none", True)) if have is not None]
+    templates = load_templates(generic_template, personalized_template)
+    params = GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed)
+    return run(read_items(items), model, out, conditions, gold, pred, predictor, name, params, templates, options)
 
 
 def extraction(

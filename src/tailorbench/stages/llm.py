@@ -22,6 +22,8 @@ class Answer(Generic[T]):
     status: str  # ok | invalid | failed
     raw: str = ""
     error: str | None = None
+    #: the backend's finish reason ("length" = cut at max_tokens); None for failed calls
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -63,8 +65,8 @@ def ask(
             ans: Answer[T] = Answer(None, "failed", "", f"{res.kind}: {res.error}")
         else:
             value = parse(res.text)
-            ans = Answer(value, "ok", res.text) if value is not None else Answer(None, "invalid", res.text,
-                                                                               "answer could not be parsed")
+            ans = (Answer(value, "ok", res.text, finish_reason=res.finish_reason) if value is not None
+                   else Answer(None, "invalid", res.text, "answer could not be parsed", res.finish_reason))
         out.counts[ans.status] += 1
         out.answers.append(ans)
     out.usage = chat.stats.as_dict()
