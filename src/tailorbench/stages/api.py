@@ -61,7 +61,7 @@ def stage2_ratings(
     if not human and not export:
         raise ConfigError("give stage-2 human labels: --human (Re-Centering task-3 files) or --export "
                           "(annotation-service exports, with --items)")
-    parts = [read_relevance_file(p, HUMAN) for p in human] + [read_relevance_file(p, MODEL) for p in model]
+    parts = [read_relevance_file(p, HUMAN) for p in human]
     unknown = 0
     if export:
         if items is None:
@@ -71,6 +71,7 @@ def stage2_ratings(
         extra, al = from_relevance_export(read_items(items), export)
         parts.append(extra)
         unknown = al.lines_for_unknown_items
+    parts += [read_relevance_file(p, MODEL) for p in model]
     ratings = merge_ratings(parts)
     alignment = align(ratings.ratings)
     alignment.lines_for_unknown_items += unknown
