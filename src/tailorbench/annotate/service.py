@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import exists, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from tailorbench.agreement.ratings import Rating, RatingSet, write_ratings_jsonl
@@ -118,20 +118,22 @@ class Identity:
 
 
 def identify(s: Session, cookie: str | None) -> Identity | None:
+    """The session behind a cookie (one indexed lookup of plain columns: it runs on every request)."""
     if not cookie:
         return None
+    digest = token_hash(cookie)
     row = s.execute(
-        select(WebSession, User).join(User, User.id == WebSession.user_id).where(
-            WebSession.id_hash == token_hash(cookie), User.active.is_(True)
-        )
+        select(User.id, User.name, User.role, WebSession.csrf, WebSession.expires_at)
+        .join(User, User.id == WebSession.user_id)
+        .where(WebSession.id_hash == digest, User.active.is_(True))
     ).first()
     if row is None:
         return None
-    sess, user = row
-    expires = sess.expires_at if sess.expires_at.tzinfo else sess.expires_at.replace(tzinfo=timezone.utc)
+    uid, name, role, csrf, expires = row
+    expires = expires if expires.tzinfo else expires.replace(tzinfo=timezone.utc)
     if expires < utcnow():
         return None
-    return Identity(user.id, user.name, user.role, sess.csrf, sess.id_hash)
+    return Identity(uid, name, role, csrf, digest)
 
 
 def logout(s: Session, session_hash: str) -> None:
@@ -212,56 +214,72 @@ def import_items(db: Database, project: str | int, path: str | Path, fmt: str = 
 # --- assignment and submission ----------------------------------------------------------------------
 
 
-def _member_project(s: Session, user_id: int, project_id: int) -> Project:
-    p = s.get(Project, project_id)
-    if p is None or s.get(Member, (project_id, user_id)) is None:
+def _member_project(s: Session, user_id: int, project_id: int) -> tuple[str, int, int]:
+    """(task type, N, gold interval) of a project the user is a member of; NotFound otherwise."""
+    row = s.execute(
+        select(Project.task_type, Project.n_per_item, Project.gold_every)
+        .join(Member, Member.project_id == Project.id)
+        .where(Project.id == project_id, Member.user_id == user_id)
+    ).first()
+    if row is None:
         raise NotFound("no such project")
-    return p
+    return row[0], row[1], row[2]
 
 
-def next_assignment(s: Session, user_id: int, project_id: int) -> Assignment | None:
+@dataclass(frozen=True)
+class Current:
+    """An annotator's current assignment."""
+
+    id: int
+    layout: dict[str, Any]
+    #: labels the annotator has finished in this project, when known without another query
+    done_count: int | None = None
+
+
+def next_assignment(s: Session, user_id: int, project_id: int) -> Current | None:
     """The annotator's current assignment: resume an open one, else make one (see the module docstring);
-    None when nothing is left for them."""
-    open_q = (select(Assignment).where(Assignment.user_id == user_id, Assignment.project_id == project_id,
-                                       Assignment.done.is_(False)).order_by(Assignment.id).limit(1))
-    found = s.scalars(open_q).first()
+    None when nothing is left for them. Plain column statements: this runs on every task page."""
+    open_q = (select(Assignment.id, Assignment.layout).where(
+        Assignment.user_id == user_id, Assignment.project_id == project_id, Assignment.done.is_(False))
+        .order_by(Assignment.id).limit(1))
+    found = s.execute(open_q).first()
     if found is not None:
-        return found
-    p = _member_project(s, user_id, project_id)
+        return Current(found[0], found[1])
+    task, n_per_item, gold_every = _member_project(s, user_id, project_id)
     if s.get_bind().dialect.name != "sqlite":  # SQLite transactions are already exclusive (BEGIN IMMEDIATE)
         # serialise assignment per project, then look again: a twin request may have made one meanwhile
         s.execute(select(Project.id).where(Project.id == project_id).with_for_update())
-        found = s.scalars(open_q).first()
+        found = s.execute(open_q).first()
         if found is not None:
-            return found
-    counts = dict(
-        s.execute(select(Assignment.is_gold, func.count()).where(Assignment.user_id == user_id,
-                                                                  Assignment.project_id == project_id)
-                  .group_by(Assignment.is_gold)).all()
-    )
-    n_regular, n_gold = counts.get(False, 0), counts.get(True, 0)
+            return Current(found[0], found[1])
+    n_regular = n_gold = n_done = 0
+    for is_gold, done, n in s.execute(select(Assignment.is_gold, Assignment.done, func.count()).where(
+            Assignment.user_id == user_id, Assignment.project_id == project_id)
+            .group_by(Assignment.is_gold, Assignment.done)):
+        n_gold += n if is_gold else 0
+        n_regular += 0 if is_gold else n
+        n_done += n if done else 0
     not_mine = ~exists().where(Assignment.item_id == Item.id, Assignment.user_id == user_id)
-    gold_q = (select(Item).where(Item.project_id == project_id, Item.is_gold.is_(True), not_mine)
+    gold_q = (select(Item.id, Item.is_gold).where(Item.project_id == project_id, Item.is_gold.is_(True), not_mine)
               .order_by(Item.seq).limit(1))
-    regular_q = (select(Item).where(Item.project_id == project_id, Item.is_gold.is_(False),
-                                    Item.n_assigned < p.n_per_item, not_mine)
+    regular_q = (select(Item.id, Item.is_gold).where(Item.project_id == project_id, Item.is_gold.is_(False),
+                                                     Item.n_assigned < n_per_item, not_mine)
                  .order_by(Item.n_assigned, Item.seq).limit(1))
     item = None
-    if n_regular >= (n_gold + 1) * p.gold_every:
-        item = s.scalars(gold_q).first()
+    if n_regular >= (n_gold + 1) * gold_every:
+        item = s.execute(gold_q).first()
     if item is None:
-        item = s.scalars(regular_q).first()
+        item = s.execute(regular_q).first()
     if item is None:
-        item = s.scalars(gold_q).first()
+        item = s.execute(gold_q).first()
     if item is None:
         return None
-    layout = {"swap": secrets.randbelow(2) == 1} if tasks.needs_swap(p.task_type) else {}
-    a = Assignment(project_id=project_id, item_id=item.id, user_id=user_id, layout=layout, is_gold=item.is_gold,
-                   done=False)
-    s.add(a)
-    s.execute(update(Item).where(Item.id == item.id).values(n_assigned=Item.n_assigned + 1))
-    s.flush()
-    return a
+    layout = {"swap": secrets.randbelow(2) == 1} if tasks.needs_swap(task) else {}
+    new_id = s.execute(insert(Assignment).values(
+        project_id=project_id, item_id=item[0], user_id=user_id, layout=layout, is_gold=item[1], done=False,
+        created_at=utcnow()).returning(Assignment.id)).scalar_one()
+    s.execute(update(Item).where(Item.id == item[0]).values(n_assigned=Item.n_assigned + 1))
+    return Current(new_id, layout, n_done)
 
 
 def my_counts(s: Session, user_id: int, project_id: int) -> dict[str, int]:
@@ -283,6 +301,22 @@ def assignment_project(s: Session, assignment_id: int) -> int:
     if a is None:
         raise NotFound("no such assignment")
     return a.project_id
+
+
+_ASSIGNMENT_COLS = (Assignment.user_id, Assignment.project_id, Assignment.item_id, Assignment.layout,
+                    Assignment.done, Item.payload, Item.ext_id, Project.task_type, Project.name,
+                    Project.instructions)
+
+
+def _assignment_row(s: Session, user_id: int, assignment_id: int, lock: bool = False) -> Any:
+    q = (select(*_ASSIGNMENT_COLS).join(Item, Item.id == Assignment.item_id)
+         .join(Project, Project.id == Assignment.project_id).where(Assignment.id == assignment_id))
+    if lock:
+        q = q.with_for_update(of=Assignment)
+    row = s.execute(q).first()
+    if row is None or row.user_id != user_id:
+        raise NotFound("no such assignment")
+    return row
 
 
 def release_stale(db: Database, project: str | int, older_than_s: float) -> int:
@@ -309,39 +343,32 @@ class Submitted:
 def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]) -> Submitted:
     """Store one label for the annotator's own assignment in the caller's transaction. A second submit of a
     finished assignment stores nothing and reports `duplicate` (the row lock makes concurrent ones wait)."""
-    a = s.get(Assignment, assignment_id, with_for_update=True)
-    if a is None or a.user_id != user_id:
-        raise NotFound("no such assignment")
-    if a.done:
-        return Submitted(a.project_id, True)
-    item = s.get(Item, a.item_id)
-    p = s.get(Project, a.project_id)
-    assert item is not None and p is not None
-    value = tasks.parse_form(p.task_type, item.payload, a.layout, form)
+    row = _assignment_row(s, user_id, assignment_id, lock=True)
+    if row.done:
+        return Submitted(row.project_id, True)
+    value = tasks.parse_form(row.task_type, row.payload, row.layout, form)
     try:
-        duration = int(form.get("elapsed_ms") or "")
+        duration: int | None = int(form.get("elapsed_ms") or "")
     except ValueError:
         duration = None
-    s.add(Label(assignment_id=a.id, project_id=a.project_id, item_id=a.item_id, user_id=user_id, value=value,
-                flagged=(form.get("flag") or "") in ("1", "on", "true"), note=(form.get("note") or "").strip(),
-                duration_ms=duration))
-    a.done = True
-    s.flush()
-    return Submitted(a.project_id, False)
+    s.execute(insert(Label).values(
+        assignment_id=assignment_id, project_id=row.project_id, item_id=row.item_id, user_id=user_id, value=value,
+        flagged=(form.get("flag") or "") in ("1", "on", "true"), note=(form.get("note") or "").strip(),
+        duration_ms=duration, submitted_at=utcnow()))
+    s.execute(update(Assignment).where(Assignment.id == assignment_id).values(done=True))
+    return Submitted(row.project_id, False)
 
 
-def assignment_view(s: Session, user_id: int, assignment_id: int) -> dict[str, Any]:
-    """Everything a task page needs for the annotator's own assignment (404 for anyone else's)."""
-    a = s.get(Assignment, assignment_id)
-    if a is None or a.user_id != user_id:
-        raise NotFound("no such assignment")
-    item = s.get(Item, a.item_id)
-    p = s.get(Project, a.project_id)
-    assert item is not None and p is not None
-    done = s.scalar(select(func.count()).select_from(Assignment).where(
-        Assignment.user_id == user_id, Assignment.project_id == p.id, Assignment.done.is_(True)))
-    return {"assignment": a, "project": p, "item_id": item.ext_id, "done_count": done,
-            "view": tasks.view(p.task_type, item.payload, a.layout)}
+def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: int | None = None) -> dict[str, Any]:
+    """Everything a task page needs for the annotator's own assignment (404 for anyone else's); `done_count`
+    when the caller already knows it."""
+    row = _assignment_row(s, user_id, assignment_id)
+    if done_count is None:
+        done_count = s.scalar(select(func.count()).select_from(Assignment).where(
+            Assignment.user_id == user_id, Assignment.project_id == row.project_id, Assignment.done.is_(True)))
+    project = {"id": row.project_id, "name": row.name, "task_type": row.task_type, "instructions": row.instructions}
+    return {"assignment": {"id": assignment_id, "done": row.done}, "project": project, "item_id": row.ext_id,
+            "done_count": done_count, "view": tasks.view(row.task_type, row.payload, row.layout)}
 
 
 # --- admin: progress, agreement, flags, export ------------------------------------------------------

@@ -211,7 +211,7 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
     def task_page(request: Request, ident: service.Identity, ctx: dict[str, Any], error: str = "",
                   status: int = 200) -> HTMLResponse:
         p = ctx["project"]
-        return page(request, f"task_{p.task_type}.html",
+        return page(request, f"task_{p['task_type']}.html",
                     {"me": ident, **ctx, "v": ctx["view"], "error": error, "judgments": tasks.JUDGMENTS},
                     status)
 
@@ -226,7 +226,7 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
             if a is None:
                 counts = service.my_counts(s, ident.user_id, project_id)
                 return page(request, "done.html", {"me": ident, "counts": counts, "project_id": project_id})
-            ctx = service.assignment_view(s, ident.user_id, a.id)
+            ctx = service.assignment_view(s, ident.user_id, a.id, a.done_count)
         return task_page(request, ident, ctx)
 
     @app.get("/a/{assignment_id}")
@@ -237,8 +237,8 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
                 ctx = service.assignment_view(s, ident.user_id, assignment_id)
             except service.NotFound:
                 raise Denied(404, "No such assignment.") from None
-        if ctx["assignment"].done:
-            return RedirectResponse(f"/p/{ctx['project'].id}", status_code=303)
+        if ctx["assignment"]["done"]:
+            return RedirectResponse(f"/p/{ctx['project']['id']}", status_code=303)
         return task_page(request, ident, ctx)
 
     @app.post("/a/{assignment_id}")
