@@ -341,5 +341,91 @@ def summary(report_dir: Path = typer.Argument(..., help="Directory holding extra
     typer.echo((report_dir / "summary.md").read_text(encoding="utf-8"))
 
 
+@stages_app.command("train-verifier", context_settings=_MULTI)
+def train_verifier(
+    ctx: typer.Context,
+    items: Path = typer.Option(..., "--items", help="Stage-1 item file: index, user_id, attributes, conversations."),
+    out: Path = typer.Option(..., "--out", help="Directory for verifier.npz, held-out predictions and the report."),
+    test_fraction: float = typer.Option(0.5, "--test-fraction", help="Share of users held out for evaluation."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the user split and the bootstrap."),
+    l2: float = typer.Option(1.0, "--l2", help="L2 penalty of the logistic head (features standardised)."),
+    threshold: float = typer.Option(0.5, "--threshold", help="Keep an attribute when P(accepted) >= this."),
+    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over held-out attributes."),
+    encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the shipped MiniLM)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage-1 intervention: train a verifier on human labels (--human task-1 FILE... / --export FILE...), report
+    on held-out users how acceptance of the kept attributes compares with all attributes."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        f = parse_multi(list(ctx.args), ("human", "export"))
+        report = api.train_verifier(items, out, f["human"], f["export"], test_fraction, seed, l2, threshold,
+                                    resamples, encoder)
+    _show("verifier", report, as_json, None)
+
+
+@stages_app.command("verify")
+def verify(
+    items: Path = typer.Option(..., "--items", help="Stage-1 item file to verify (e.g. from `tailor stages extract`)."),
+    verifier: Path = typer.Option(..., "--verifier", help="verifier.npz from `tailor stages train-verifier`."),
+    out: Path = typer.Option(..., "--out", help="Verified stage-1 item file to write."),
+    model: str | None = typer.Option(None, "--model", help="Re-ask this extractor for rejected attributes."),
+    rounds: int = typer.Option(1, "--rounds", help="Refine rounds (with --model)."),
+    name: str | None = typer.Option(None, "--name", help="Extractor name in the output (default: the item's)."),
+    template: Path | None = typer.Option(None, "--template", help="Own Jinja template for the refine prompt."),
+    encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the verifier's)."),
+    model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage-1 verify-and-refine: drop attributes the verifier rejects, or re-ask the extractor (--model)."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        info = api.verify(items, verifier, out, model, rounds, name, template, _options(model_option), encoder)
+    _emit(info, as_json)
+
+
+@stages_app.command("train-relevance", context_settings=_MULTI)
+def train_relevance(
+    ctx: typer.Context,
+    items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
+    out: Path = typer.Option(..., "--out", help="Directory for the classifier, held-out votes and the report."),
+    test_fraction: float = typer.Option(0.5, "--test-fraction", help="Share of users held out for evaluation."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the user split and the bootstrap."),
+    l2: float = typer.Option(1.0, "--l2", help="L2 penalty of the logistic head (features standardised)."),
+    threshold: float = typer.Option(0.5, "--threshold", help="Vote relevant when P(relevant) >= this."),
+    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over held-out attributes."),
+    encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the shipped MiniLM)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage-2 intervention: train a relevance classifier on human labels (--human FILE... / --export FILE...);
+    on held-out users compare F1 and kappa vs the human majority with the cosine baseline and --model FILE...."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        f = parse_multi(list(ctx.args), ("human", "export", "model"))
+        report = api.train_relevance(items, out, f["human"], f["export"], f["model"], test_fraction, seed, l2,
+                                     threshold, resamples, encoder)
+    _show("relevance_classifier", report, as_json, None)
+
+
+@stages_app.command("classify-relevance")
+def classify_relevance(
+    items: Path = typer.Option(..., "--items", help="Stage-2 item file."),
+    classifier: Path = typer.Option(..., "--classifier", help="relevance_classifier.npz from train-relevance."),
+    out: Path = typer.Option(..., "--out", help="Votes JSONL to write (Re-Centering model shape)."),
+    name: str | None = typer.Option(None, "--name", help="Rater name in the votes."),
+    encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the classifier's)."),
+    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+) -> None:
+    """Stage 2: votes of a trained relevance classifier (for `relevance --model` or `generate --predicted`)."""
+    from tailorbench.stages import api
+
+    with user_errors():
+        info = api.classify_relevance(items, classifier, out, name, encoder)
+    _emit(info, as_json)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(stages_app, name="stages")

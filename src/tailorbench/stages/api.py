@@ -142,6 +142,25 @@ def generate(
     return run(read_items(items), model, out, conditions, gold, pred, predictor, name, params, templates, options)
 
 
+def stage1_ratings(items: str | Path, human: Sequence[str | Path] = (), export: Sequence[str | Path] = ()
+                   ) -> tuple[Any, Any, Any]:
+    """The stage-1 item file plus Re-Centering task-1 files and/or annotation-service exports -> (items,
+    ratings accepted/uncertain/rejected, alignment)."""
+    from tailorbench.agreement.ratings import merge_ratings
+    from tailorbench.errors import ConfigError
+    from tailorbench.stages.extraction import from_annotation_export
+    from tailorbench.stages.shapes import read_stage1
+
+    if not human and not export:
+        raise ConfigError("give --human task-1 files or --export annotation-service exports")
+    parsed, ratings, alignment = read_stage1(items, human)
+    if export:
+        extra, al2 = from_annotation_export(parsed, export)
+        ratings = merge_ratings([ratings, extra])
+        alignment.lines_for_unknown_items += al2.lines_for_unknown_items
+    return parsed, ratings, alignment
+
+
 def extraction(
     items: str | Path,
     human: Sequence[str | Path] = (),
@@ -152,18 +171,9 @@ def extraction(
     report_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Stage 1 from the item file plus Re-Centering task-1 files and/or annotation-service exports."""
-    from tailorbench.agreement.ratings import merge_ratings
-    from tailorbench.errors import ConfigError
-    from tailorbench.stages.extraction import extraction_report, from_annotation_export, read_taxonomy
-    from tailorbench.stages.shapes import read_stage1
+    from tailorbench.stages.extraction import extraction_report, read_taxonomy
 
-    if not human and not export:
-        raise ConfigError("give --human task-1 files or --export annotation-service exports")
-    parsed, ratings, alignment = read_stage1(items, human)
-    if export:
-        extra, al2 = from_annotation_export(parsed, export)
-        ratings = merge_ratings([ratings, extra])
-        alignment.lines_for_unknown_items += al2.lines_for_unknown_items
+    parsed, ratings, alignment = stage1_ratings(items, human, export)
     report = extraction_report(parsed, ratings, alignment, read_taxonomy(taxonomy), n_resamples, seed)
     if report_dir is not None:
         from tailorbench.stages.report import write_stage_report
@@ -270,10 +280,104 @@ def summary(report_dir: str | Path) -> dict[str, Any]:
     """The combined summary from the stage JSON files already in `report_dir`."""
     import json
 
-    from tailorbench.stages.report import write_summary
+    from tailorbench.stages.report import STAGES, write_summary
 
     d = Path(report_dir)
-    reports = {s: json.loads((d / f"{s}.json").read_text()) for s in ("extraction", "relevance", "incorporation")
-               if (d / f"{s}.json").is_file()}
+    reports = {s: json.loads((d / f"{s}.json").read_text()) for s in STAGES if (d / f"{s}.json").is_file()}
     write_summary(reports, d)
     return reports
+
+
+# --- interventions --------------------------------------------------------------------------------------
+
+
+def load_encoder(path: str | None = None, head_meta: dict[str, Any] | None = None) -> Any:
+    """The frozen encoder of the interventions: `path`, else the one a trained head was built on, else MiniLM."""
+    from tailorbench.models.encoder_hf import HFEncoder
+
+    if path is None and head_meta is not None:
+        path = (head_meta.get("encoder") or {}).get("encoder")
+    return HFEncoder(path)
+
+
+def train_verifier(
+    items: str | Path,
+    out: str | Path,
+    human: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    test_fraction: float = 0.5,
+    seed: int = 0,
+    l2: float = 1.0,
+    threshold: float = 0.5,
+    n_resamples: int = 1000,
+    encoder_path: str | None = None,
+    encoder: Any = None,
+) -> dict[str, Any]:
+    """Stage-1 intervention: train the verifier on training users' labels, judge it on held-out users; writes
+    verifier.npz, verifier_heldout.jsonl and the verifier report (json/md/html) in `out`."""
+    from tailorbench.stages.report import write_stage_report
+    from tailorbench.stages.verifier import train_verifier as run
+
+    parsed, ratings, _ = stage1_ratings(items, human, export)
+    report = run(parsed, ratings, encoder or load_encoder(encoder_path), out, test_fraction, seed, l2, threshold,
+                 n_resamples)
+    write_stage_report("verifier", report, Path(out))
+    return report
+
+
+def verify(
+    items: str | Path,
+    verifier: str | Path,
+    out: str | Path,
+    model: str | None = None,
+    rounds: int = 1,
+    name: str | None = None,
+    template: str | Path | None = None,
+    options: dict[str, Any] | None = None,
+    encoder_path: str | None = None,
+    encoder: Any = None,
+) -> dict[str, Any]:
+    """Verify-and-refine an extraction (stage-1 item file): drop what the verifier rejects, or re-ask `model`."""
+    from tailorbench.stages.logreg import LogisticHead
+    from tailorbench.stages.shapes import read_stage1_items
+    from tailorbench.stages.verifier import verify_and_refine
+
+    head = LogisticHead.load(verifier)
+    return verify_and_refine(read_stage1_items(items), head, encoder or load_encoder(encoder_path, head.meta), out,
+                             model, rounds, name, template, options)
+
+
+def train_relevance(
+    items: str | Path,
+    out: str | Path,
+    human: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    model: Sequence[str | Path] = (),
+    test_fraction: float = 0.5,
+    seed: int = 0,
+    l2: float = 1.0,
+    threshold: float = 0.5,
+    n_resamples: int = 1000,
+    encoder_path: str | None = None,
+    encoder: Any = None,
+) -> dict[str, Any]:
+    """Stage-2 intervention: train the relevance classifier on training users' labels; compare it on held-out
+    users with the embedding cosine and the given vote files (`model`); writes head, votes and report in `out`."""
+    from tailorbench.stages.relevance_clf import train_relevance_classifier
+    from tailorbench.stages.report import write_stage_report
+
+    ratings, _ = stage2_ratings(human, model, export, items)
+    report = train_relevance_classifier(read_items(items), ratings, encoder or load_encoder(encoder_path), out,
+                                        test_fraction, seed, l2, threshold, n_resamples)
+    write_stage_report("relevance_classifier", report, Path(out))
+    return report
+
+
+def classify_relevance(items: str | Path, classifier: str | Path, out: str | Path, name: str | None = None,
+                       encoder_path: str | None = None, encoder: Any = None) -> dict[str, Any]:
+    """Votes of a trained relevance classifier for a stage-2 item file (feed them to `relevance` or `generate`)."""
+    from tailorbench.stages.logreg import LogisticHead
+    from tailorbench.stages.relevance_clf import NAME, classify
+
+    head = LogisticHead.load(classifier)
+    return classify(read_items(items), head, encoder or load_encoder(encoder_path, head.meta), out, name or NAME)

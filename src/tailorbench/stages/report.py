@@ -123,6 +123,76 @@ def relevance_markdown(r: dict[str, Any]) -> str:
     return render_markdown("Stage 2 — attribute relevance", *relevance_parts(r))
 
 
+# --- interventions ------------------------------------------------------------------------------------
+
+
+def _vs_rows(block: dict[str, Any]) -> list[list[str]]:
+    gains = block.get("gain_of_reference_over", {})
+    rows = []
+    for name, e in block["raters"].items():
+        g = gains.get(name, {})
+        rows.append([name, str(e["n"]), f3(e["share_positive"]), with_ci(e.get("precision"), e.get("precision_ci")),
+                     with_ci(e.get("recall"), e.get("recall_ci")), with_ci(e.get("f1"), e.get("f1_ci")),
+                     with_ci(e.get("kappa"), e.get("kappa_ci")), f3(e.get("mean_kappa_with_humans")),
+                     with_ci(g.get("f1_gain"), g.get("f1_gain_ci")) if g else "–",
+                     with_ci(g.get("kappa_gain"), g.get("kappa_gain_ci")) if g else "–"])
+    return rows
+
+
+def _vs_header(positive: str, reference: str) -> list[str]:
+    return ["rater", "items", f"share {positive}", "precision", "recall", "F1", "kappa vs majority",
+            "mean kappa with humans", f"F1 gain of {reference}", f"kappa gain of {reference}"]
+
+
+def _split_rows(r: dict[str, Any]) -> list[list[str]]:
+    sp, fit = r["split"], r["fit"]
+    rows = [["held-out users", ", ".join(sp["heldout_users"])], ["training users", ", ".join(sp["train_users"])],
+            ["seed", str(sp["seed"])], ["training rows", str(sp["n_train"])], ["held-out rows", str(sp["n_heldout"])],
+            ["threshold", f3(r["threshold"])], ["encoder", str(r["encoder"].get("encoder"))],
+            ["fit", f"{fit['iterations']} Newton iterations, l2={fit['l2']}, class-balanced={fit['balanced']}"]]
+    rows += [[k.replace("_", " "), str(v)] for k, v in sp.items()
+             if k not in ("heldout_users", "train_users", "seed", "n_train", "n_heldout")]
+    return rows
+
+
+def verifier_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list[str]]:
+    a = r["acceptance"]
+    acc = [["all extracted attributes (before)", str(a["n"]), with_ci(a["before"], a["before_ci"])],
+           ["attributes the verifier keeps (after)", "–", with_ci(a["after"], a["after_ci"])],
+           ["gain (after - before)", "–", with_ci(a["gain"], a["gain_ci"])],
+           ["share kept", "–", with_ci(a["share_kept"], a["share_kept_ci"])],
+           ["share of accepted attributes kept", "–", with_ci(a["accepted_kept"], a["accepted_kept_ci"])]]
+    acc += [[f"kept among attributes the majority finds {lab}", "–", f3(v)]
+            for lab, v in a["kept_share_by_majority"].items()]
+    tables: list[Table] = [
+        ("Acceptance by the human majority, held-out users", ["figure", "attributes", "value [95% CI]"], acc),
+        ("Verifier vs the human majority (accepted = positive)", _vs_header("accepted", "verifier"),
+         _vs_rows(r["vs_human_majority"])),
+        ("Training and split", ["what", "value"], _split_rows(r)),
+    ]
+    bars: list[Bar] = [("before: all attributes", a["before"], *a["before_ci"]),
+                       ("after: kept by the verifier", a["after"], *a["after_ci"])]
+    notes = ["Acceptance = share of attributes the human majority accepts; uncertain and rejected count as not "
+             "accepted. Held-out users never contributed a training label.", *r["notes"]]
+    return tables, [svg_bars(bars, 0.0, 1.0, "Acceptance of attributes, held-out users (95% CI)")], notes
+
+
+def relevance_classifier_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list[str]]:
+    h = r["heldout"]
+    tables: list[Table] = [
+        ("Held-out users vs the strict human majority (relevant = positive)", _vs_header("relevant", h["reference"]),
+         _vs_rows(h)),
+        ("Training and split", ["what", "value"],
+         [*_split_rows(r), ["cosine threshold (best F1 on training users)", f3(r["cosine_threshold"]["value"])]]),
+    ]
+    f1_bars: list[Bar] = [(n, e.get("f1"), *(e.get("f1_ci") or [None, None])) for n, e in h["raters"].items()]
+    k_bars: list[Bar] = [(n, e.get("kappa"), *(e.get("kappa_ci") or [None, None])) for n, e in h["raters"].items()]
+    notes = [f"Human majority marks {f3(h['share_positive_majority'])} of the {h['n_items']} held-out attributes "
+             "relevant.", *r["notes"]]
+    return tables, [svg_bars(f1_bars, 0.0, 1.0, "F1 vs the human majority, held-out users (95% CI)"),
+                    svg_bars(k_bars, -1.0, 1.0, "Cohen's kappa vs the human majority, held-out users (95% CI)")], notes
+
+
 # --- rendering ----------------------------------------------------------------------------------------
 
 
@@ -149,7 +219,11 @@ TITLES = {
     "extraction": "Stage 1 — attribute extraction",
     "relevance": "Stage 2 — attribute relevance",
     "incorporation": "Stage 3 — incorporation",
+    "verifier": "Stage 1 intervention — trained verifier (held-out users)",
+    "relevance_classifier": "Stage 2 intervention — trained relevance classifier (held-out users)",
 }
+#: report stems `tailor stages summary` looks for, in order
+STAGES = tuple(TITLES)
 
 
 def stage_parts(stage: str, report: dict[str, Any]) -> tuple[list[Table], list[str], list[str]]:
@@ -163,6 +237,10 @@ def stage_parts(stage: str, report: dict[str, Any]) -> tuple[list[Table], list[s
         from tailorbench.stages.incorporation import incorporation_parts
 
         return incorporation_parts(report)
+    if stage == "verifier":
+        return verifier_parts(report)
+    if stage == "relevance_classifier":
+        return relevance_classifier_parts(report)
     raise ValueError(f"unknown stage {stage!r}")
 
 
@@ -206,6 +284,17 @@ def summary_rows(reports: dict[str, dict[str, Any]]) -> list[list[str]]:
         for name, e in inc["correlation_with_humans"].items():
             rows.append(["3 incorporation", f"Spearman {name}", with_ci(e.get("spearman"), e.get("spearman_ci")),
                          f"n={e['n']}"])
+    ver = reports.get("verifier")
+    if ver:
+        a = ver["acceptance"]
+        rows.append(["1 intervention", "acceptance: all attributes -> kept by the verifier (held-out users)",
+                     f"{f3(a['before'])} -> {f3(a['after'])}", f"gain {with_ci(a['gain'], a['gain_ci'])}"])
+    rc = reports.get("relevance_classifier")
+    if rc:
+        h = rc["heldout"]
+        for name, e in h["raters"].items():
+            rows.append(["2 intervention", f"held-out F1 / kappa vs humans: {name}",
+                         f"{with_ci(e.get('f1'), e.get('f1_ci'))} / {f3(e.get('kappa'))}", f"n={e['n']}"])
     return rows
 
 
