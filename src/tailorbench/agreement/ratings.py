@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 
 Label = str | int | bool
@@ -110,20 +111,6 @@ def _from_records(records: Iterable[tuple[int, dict[str, Any]]], path: str) -> R
     return out
 
 
-def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, line_no, None, f"not valid JSON: {exc.msg}") from exc
-            if not isinstance(record, dict):
-                raise DataError(path, line_no, None, "each line must be a JSON object")
-            yield line_no, record
-
-
 def _csv_label(text: str) -> Label | None:
     if text == "":
         return None
@@ -178,7 +165,7 @@ def read_ratings_file(path: str | Path) -> RatingSet:
         raise DataError(path, None, None, "no such file")
     if path.suffix.lower() == ".csv":
         return _from_records(_csv_records(path), str(path))
-    return _from_records(_jsonl_records(path), str(path))
+    return _from_records(read_jsonl(path, InvalidRows()), str(path))
 
 
 def read_ratings(paths: Iterable[str | Path]) -> RatingSet:

@@ -8,12 +8,12 @@ not ok (abstain, invalid, failed) is a missing rating, counted by status.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.ratings import Rating, RatingSet
+from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 
 PREDICTIONS = "predictions.jsonl"
@@ -28,26 +28,17 @@ def _label(choice: str, order: str) -> str:
 
 def _parse(path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows: list[tuple[int, dict[str, Any]]] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, line_no, None, f"not valid JSON: {exc.msg}") from exc
-            if not isinstance(row, dict):
-                raise DataError(path, line_no, None, "each line must be a JSON object")
-            for key in _REQUIRED:
-                if key not in row:
-                    raise DataError(path, line_no, key, "missing")
-            if row["order"] not in ("AB", "BA"):
-                raise DataError(path, line_no, "order", f"must be 'AB' or 'BA', got {row['order']!r}")
-            if row["status"] not in _STATUSES:
-                raise DataError(path, line_no, "status", f"must be one of {_STATUSES}, got {row['status']!r}")
-            if row["status"] == "ok" and row["choice"] not in ("A", "B"):
-                raise DataError(path, line_no, "choice", f"an ok verdict needs 'A' or 'B', got {row['choice']!r}")
-            rows.append((line_no, row))
+    for line_no, row in read_jsonl(path, InvalidRows()):
+        for key in _REQUIRED:
+            if key not in row:
+                raise DataError(path, line_no, key, "missing")
+        if row["order"] not in ("AB", "BA"):
+            raise DataError(path, line_no, "order", f"must be 'AB' or 'BA', got {row['order']!r}")
+        if row["status"] not in _STATUSES:
+            raise DataError(path, line_no, "status", f"must be one of {_STATUSES}, got {row['status']!r}")
+        if row["status"] == "ok" and row["choice"] not in ("A", "B"):
+            raise DataError(path, line_no, "choice", f"an ok verdict needs 'A' or 'B', got {row['choice']!r}")
+        rows.append((line_no, row))
     return rows
 
 

@@ -8,7 +8,6 @@ item), with thresholds in TierRule. Fleiss' kappa is then reported per resulting
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from pydantic import ValidationError
 from tailorbench.agreement import stats as st
 from tailorbench.agreement.bootstrap import Resampler, percentile_ci
 from tailorbench.agreement.ratings import RatingSet
+from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.schema import TIERS, PairCase, Tier
 
@@ -56,24 +56,15 @@ def read_items(path: str | Path) -> dict[str, tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise DataError(path, None, None, "no such file")
     items: dict[str, tuple[int, dict[str, Any]]] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, line_no, None, f"not valid JSON: {exc.msg}") from exc
-            if not isinstance(record, dict):
-                raise DataError(path, line_no, None, "each line must be a JSON object")
-            for key in _ITEM_KEYS:
-                if not isinstance(record.get(key), str) or not record[key].strip():
-                    raise DataError(path, line_no, key, "missing or not a non-empty string")
-            if not isinstance(record.get("persona", {}), dict):
-                raise DataError(path, line_no, "persona", "must be an object")
-            if record["id"] in items:
-                raise DataError(path, line_no, "id", f"duplicate of line {items[record['id']][0]}")
-            items[record["id"]] = (line_no, record)
+    for line_no, record in read_jsonl(path, InvalidRows()):
+        for key in _ITEM_KEYS:
+            if not isinstance(record.get(key), str) or not record[key].strip():
+                raise DataError(path, line_no, key, "missing or not a non-empty string")
+        if not isinstance(record.get("persona", {}), dict):
+            raise DataError(path, line_no, "persona", "must be an object")
+        if record["id"] in items:
+            raise DataError(path, line_no, "id", f"duplicate of line {items[record['id']][0]}")
+        items[record["id"]] = (line_no, record)
     return items
 
 
