@@ -311,3 +311,28 @@ def test_release_stale_assignments(db: Database, app: Any, make_annotator: Any) 
     bob = make_annotator(app, "bob", ["pw"])
     _, _, html = bob.page(pid)
     assert 'data-item="pc1"' in html  # the released item is back in the queue
+
+
+def test_concurrent_annotators_never_exceed_n(db: Database, app: Any, make_annotator: Any) -> None:
+    pid = _pairwise(db, n=2, gold_every=100)
+    anns = [make_annotator(app, f"c{i}", ["pw"]) for i in range(5)]
+    errors: list[str] = []
+
+    def work(ann: Annotator) -> None:
+        try:
+            _label_all(ann, pid)
+        except AssertionError as exc:  # pragma: no cover - reported below
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=work, args=(a,)) for a in anns]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    with db.session() as s:
+        rows = s.execute(select(Assignment.item_id, Assignment.user_id, Assignment.done)
+                         .where(Assignment.is_gold.is_(False))).all()
+    assert len({(i, u) for i, u, _ in rows}) == len(rows)
+    assert Counter(i for i, _, _ in rows) == Counter({i: 2 for i, _, _ in rows}) and all(d for _, _, d in rows)
+    assert len({i for i, _, _ in rows}) == 5

@@ -246,12 +246,6 @@ def next_assignment(s: Session, user_id: int, project_id: int) -> Current | None
     if found is not None:
         return Current(found[0], found[1])
     task, n_per_item, gold_every = _member_project(s, user_id, project_id)
-    if s.get_bind().dialect.name != "sqlite":  # SQLite transactions are already exclusive (BEGIN IMMEDIATE)
-        # serialise assignment per project, then look again: a twin request may have made one meanwhile
-        s.execute(select(Project.id).where(Project.id == project_id).with_for_update())
-        found = s.execute(open_q).first()
-        if found is not None:
-            return Current(found[0], found[1])
     n_regular = n_gold = n_done = 0
     for is_gold, done, n in s.execute(select(Assignment.is_gold, Assignment.done, func.count()).where(
             Assignment.user_id == user_id, Assignment.project_id == project_id)
@@ -265,6 +259,12 @@ def next_assignment(s: Session, user_id: int, project_id: int) -> Current | None
     regular_q = (select(Item.id, Item.is_gold).where(Item.project_id == project_id, Item.is_gold.is_(False),
                                                      Item.n_assigned < n_per_item, not_mine)
                  .order_by(Item.n_assigned, Item.seq).limit(1))
+    if s.get_bind().dialect.name != "sqlite":
+        # the job-queue pattern: concurrent annotators lock different items instead of queueing on one, and
+        # PostgreSQL re-checks `n_assigned < N` on the locked row, so N is never exceeded. (SQLite
+        # transactions are exclusive already: BEGIN IMMEDIATE.)
+        gold_q = gold_q.with_for_update(skip_locked=True, of=Item)
+        regular_q = regular_q.with_for_update(skip_locked=True, of=Item)
     item = None
     if n_regular >= (n_gold + 1) * gold_every:
         item = s.execute(gold_q).first()
