@@ -59,7 +59,7 @@ def service_round_trip(
     export directory (ratings.jsonl, items.jsonl, ...)."""
     from tailorbench.annotate import service
     from tailorbench.annotate.db import Database, resolve_url
-    from tailorbench.annotate.models import Item
+    from tailorbench.annotate.models import Assignment, Item
 
     db = Database(resolve_url(None, tmp_path / f"annot-{task}"))
     try:
@@ -73,9 +73,10 @@ def service_round_trip(
                     a = service.next_assignment(s, uid, pid)
                     if a is None:
                         break
-                    item = s.get(Item, a.item_id)
-                    assert item is not None
-                    service.submit(s, uid, a.id, answer(name, item.payload, a.layout))
+                    row = s.get(Assignment, a.id)
+                    item = s.get(Item, row.item_id) if row is not None else None
+                    assert row is not None and item is not None
+                    service.submit(s, uid, a.id, answer(name, item.payload, row.layout))
         out = tmp_path / f"export-{task}"
         service.export(db, "p", out)
         return out

@@ -35,7 +35,17 @@ def test_example_study_through_llama(llama_server: LlamaServer, tmp_path: Path,
     assert "live-model" not in rel["raters"] and rel["raters"]["bm25"]["group"] == "model"
     assert result["incorporation"]["missing_ratings"] == {"null label": 28}
     assert result["extraction"]["taxonomy"]["live-model"]["invalid"] == calls["taxonomy"]["calls"]
-    for stage in ("extraction", "relevance", "incorporation"):
+    # interventions, judged on held-out users; the baseline's votes cover exactly those users (same split)
+    held = set(result["verifier"]["split"]["heldout_users"])
+    assert held == set(result["relevance_classifier"]["split"]["heldout_users"]) == set(calls["bm25"]["test"]["users"])
+    assert result["relevance_classifier"]["heldout"]["raters"]["bm25"]["n"] == result["relevance_classifier"][
+        "heldout"]["n_items"]
+    # stage-3 generation: gold from the humans, predicted from the relevance classifier's held-out votes
+    gen = calls["generate"]
+    assert gen["predictor"] == "relevance-classifier" and gen["generations"]["failed"] == 0
+    assert sum(gen["tasks_written"].values()) == gen["planned_tasks"] > 0
+    assert (out / "generated" / "ab_tasks.jsonl").stat().st_size > 0
+    for stage in ("extraction", "relevance", "incorporation", "verifier", "relevance_classifier"):
         for ext in ("json", "md", "html"):
             assert (out / f"{stage}.{ext}").stat().st_size > 0
     assert "<svg" in (out / "relevance.html").read_text()

@@ -317,13 +317,15 @@ def example(
     model: str | None = typer.Option(None, "--model", help="Also run this model through every stage."),
     resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over items."),
     seed: int = typer.Option(0, "--seed", help="Seed of bootstraps and the baseline's user split."),
+    interventions: bool = typer.Option(True, "--interventions/--no-interventions",
+                                       help="Also train and judge the verifier and the relevance classifier."),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
 ) -> None:
     """Run all three stages on the bundled example study (its labels are invented: figures are illustrative)."""
     from tailorbench.stages import api
 
     with user_errors():
-        result = api.run_example(out, model, resamples, seed)
+        result = api.run_example(out, model, resamples, seed, interventions=interventions)
     if as_json:
         print_json(result)
         return

@@ -239,9 +239,12 @@ def example_dir() -> Path:
 
 
 def run_example(out: str | Path, model: str | None = None, n_resamples: int = 1000, seed: int = 0,
-                options: dict[str, Any] | None = None) -> dict[str, Any]:
+                options: dict[str, Any] | None = None, interventions: bool = True,
+                encoder: Any = None) -> dict[str, Any]:
     """All three stages on the bundled example study; with `model`, that model also extracts, categorises,
-    votes on relevance and rates A/B pairs (its invalid answers are counted). Figures are illustrative."""
+    votes on relevance, rates A/B pairs and generates new A/B tasks (its invalid answers are counted). With
+    `interventions`, the verifier and the relevance classifier are trained and judged on held-out users (the
+    MiniLM encoder). Figures are illustrative."""
     from tailorbench.stages.report import write_summary
 
     ex, out = example_dir(), Path(out)
@@ -272,6 +275,17 @@ def run_example(out: str | Path, model: str | None = None, n_resamples: int = 10
         "incorporation": incorporation(ex / "ab_tasks.jsonl", ratings3, [ex / "rm_scores.jsonl"],
                                        n_resamples=n_resamples, seed=seed, report_dir=out),
     }
+    predicted = [out / "bm25_relevance.jsonl"]
+    if interventions:
+        encoder = encoder or load_encoder()
+        reports["verifier"] = train_verifier(ex / "stage1_items.jsonl", out, humans1, seed=seed,
+                                             n_resamples=n_resamples, encoder=encoder)
+        reports["relevance_classifier"] = train_relevance(ex / "relevance_items.jsonl", out, humans3, model=models3,
+                                                          seed=seed, n_resamples=n_resamples, encoder=encoder)
+        predicted = [Path(reports["relevance_classifier"]["votes"])]
+    if model is not None:
+        calls["generate"] = generate(ex / "relevance_items.jsonl", model, out / "generated", human=humans3,
+                                     predicted=predicted, name="live-model", max_tokens=256, options=options)
     write_summary(reports, out, illustrative=True)
     return {"out": str(out), "calls": calls, "illustrative": True, **reports}
 

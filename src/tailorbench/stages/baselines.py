@@ -71,6 +71,15 @@ def split_users(users: Sequence[str], val_fraction: float, seed: int) -> set[str
     return {distinct[i] for i in order[:n_val]}
 
 
+def heldout_users(users: Sequence[str], test_fraction: float, seed: int) -> set[str]:
+    """The users an intervention is judged on: those `split_users(users, 1 - test_fraction, seed)` does not pick
+    for fitting — so with the same seed and `--val-fraction` = 1 - `--test-fraction`, a baseline's votes cover
+    exactly these users and it can be compared on them."""
+    if not 0 < test_fraction < 1:
+        raise ConfigError("--test-fraction must be between 0 and 1")
+    return set(users) - split_users(users, 1 - test_fraction, seed)
+
+
 def choose_threshold(scores: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
     """The cut-off (vote relevant when score >= t) with the best F1 on these items; ties go to the higher t."""
     if not gold.any():

@@ -18,7 +18,7 @@ import numpy as np
 
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
-from tailorbench.stages.baselines import choose_threshold, human_gold, split_users
+from tailorbench.stages.baselines import choose_threshold, heldout_users, human_gold
 from tailorbench.stages.heldout import compare_to_majority
 from tailorbench.stages.items import RelevanceItem, write_votes
 from tailorbench.stages.logreg import LogisticHead, fit_logistic
@@ -65,7 +65,7 @@ def train_relevance_classifier(
     labelled = np.array([k in gold for k in keys], dtype=bool)
     if not labelled.any():
         raise ConfigError("no attribute of the item file has a human label: check it against the human files")
-    held = split_users([it.user_id for it, lab in zip(owner, labelled) if lab], test_fraction, seed)
+    held = heldout_users([it.user_id for it, lab in zip(owner, labelled) if lab], test_fraction, seed)
     test_user = np.array([it.user_id in held for it in owner], dtype=bool)
     y = np.array([gold.get(k, False) for k in keys], dtype=bool)
     train = labelled & ~test_user

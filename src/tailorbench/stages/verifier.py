@@ -28,7 +28,7 @@ from tailorbench.agreement.bootstrap import Resampler, percentile_ci
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
 from tailorbench.models.base import GenParams
-from tailorbench.stages.baselines import split_users
+from tailorbench.stages.baselines import heldout_users
 from tailorbench.stages.extraction import majority_labels, parse_attributes, user_turns
 from tailorbench.stages.heldout import compare_to_majority
 from tailorbench.stages.llm import ask
@@ -103,7 +103,7 @@ def train_verifier(
     rows = [r for r in rows if r[2] is not None]
     if not rows:
         raise ConfigError("no attribute has a human majority label: check the item file against the task-1 files")
-    held = split_users([it.user_id for it, _, _ in rows], test_fraction, seed)
+    held = heldout_users([it.user_id for it, _, _ in rows], test_fraction, seed)
     feats = Featurizer(encoder, list(items.values()))
     x = feats([(it.index, a) for it, a, _ in rows])
     y = np.array([lab == "accepted" for _, _, lab in rows])
