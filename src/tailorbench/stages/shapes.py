@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.ratings import Rating, RatingSet, merge_ratings
+from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 
 HUMAN = "human"
@@ -49,17 +50,7 @@ def jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     path = Path(path)
     if not path.is_file():
         raise DataError(path, None, None, "no such file")
-    with path.open(encoding="utf-8") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise DataError(path, line_no, None, f"not valid JSON: {exc.msg}") from exc
-            if not isinstance(record, dict):
-                raise DataError(path, line_no, None, "each line must be a JSON object")
-            yield line_no, record
+    yield from read_jsonl(path, InvalidRows())
 
 
 def get_int(rec: dict[str, Any], key: str, path: str | Path, line: int) -> int:
