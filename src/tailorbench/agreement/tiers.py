@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from tailorbench.agreement import stats as st
 from tailorbench.agreement.bootstrap import Resampler, percentile_ci
 from tailorbench.agreement.ratings import RatingSet
+from tailorbench.datasets.native import write_native
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.schema import TIERS, PairCase, Tier
@@ -167,9 +168,4 @@ def build_tiers(
 def write_cases(cases: list[PairCase], path: str | Path) -> None:
     """One `model_dump_json()` per line, UTF-8; written to a temporary file first so a failure never leaves
     a half-written benchmark in place."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for case in cases:
-            handle.write(case.model_dump_json() + "\n")
-    tmp.replace(path)
+    write_native(cases, Path(path))

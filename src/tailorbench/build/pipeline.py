@@ -27,6 +27,7 @@ from tailorbench.build.config import PROFILE_SECTIONS, RULES, BuildConfig, load_
 from tailorbench.build.schemas import answer_schema, profile_schema, questions_schema
 from tailorbench.build.structured import StageStats, call_json, load_template, split_messages
 from tailorbench.errors import ConfigError
+from tailorbench.files import write_json_atomic, write_jsonl_atomic
 from tailorbench.models.base import ChatModel, GenParams, make_chat_model
 from tailorbench.personas import render_persona, select_sections
 from tailorbench.schema import PairCase
@@ -41,20 +42,6 @@ def _hash(*parts: Any) -> str:
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-
-
-def _write_json(path: Path, payload: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
 
 
 @dataclass
@@ -363,15 +350,15 @@ def export(config: BuildConfig, stats: StageStats, profiles: list[dict[str, Any]
             attributes.append({"id": f"{config.name}:{p['user_id']}", "user_id": p["user_id"],
                                "conversation": [{"role": "user", "content": m["text"]} for m in p["memory_shown"]],
                                "attributes": attrs, "meta": {"evidence": p["evidence"], "build": config.name}})
-    _write_jsonl(out / "annotation" / "attributes.jsonl", attributes)
-    _write_jsonl(out / "annotation" / "pairwise.jsonl", [json.loads(c.model_dump_json()) for c in cases])
+    write_jsonl_atomic(out / "annotation" / "attributes.jsonl", attributes)
+    write_jsonl_atomic(out / "annotation" / "pairwise.jsonl", [json.loads(c.model_dump_json()) for c in cases])
     project = {
         "name": config.annotation.project or config.name,
         "annotators_per_item": config.annotation.annotators_per_item,
         "imports": [{"task": "pairwise", "file": "pairwise.jsonl", "format": "paircase", "items": n_pairs},
                     {"task": "attributes", "file": "attributes.jsonl", "format": "items", "items": len(attributes)}],
     }
-    _write_json(out / "annotation" / "project.json", project)
+    write_json_atomic(out / "annotation" / "project.json", project)
     stats.items = stats.ok = n_pairs
     stats.note("attribute_items", len(attributes))
     return [{"file": "export/pairs.jsonl", "cases": n_pairs},
@@ -457,8 +444,8 @@ async def run_build_async(config: BuildConfig, until: str | None = None, log: Ca
             else:
                 records = export(config, stats, data["profile"], data["pairs"])
             data[name] = records
-            _write_jsonl(out / f"{name}.jsonl", records)
-            _write_json(out / "stages" / f"{name}.json", {
+            write_jsonl_atomic(out / f"{name}.jsonl", records)
+            write_json_atomic(out / "stages" / f"{name}.json", {
                 "stage": name, "fingerprint": fps[name], "finished_at": datetime.now(timezone.utc).isoformat(
                     timespec="seconds"), "stats": stats.as_dict(), "failures": failures})
             reports.append(StageReport(name, "ran", fps[name], len(records), stats.as_dict(), failures))
@@ -468,7 +455,7 @@ async def run_build_async(config: BuildConfig, until: str | None = None, log: Ca
         if ctx.model is not None and model is None:
             await ctx.model.aclose()
     summary = BuildSummary(out, reports, ctx.model.describe() if ctx.model is not None else None)
-    _write_json(out / "summary.json", summary.as_dict())
+    write_json_atomic(out / "summary.json", summary.as_dict())
     return summary
 
 

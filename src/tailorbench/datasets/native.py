@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.files import write_jsonl_atomic
 from tailorbench.personas import normalise_persona
 from tailorbench.schema import PairCase
 
@@ -79,15 +80,7 @@ def _row_to_case(row: dict[str, Any], path: Path, line: int, personas: _PersonaC
 
 def write_native(cases: Iterable[PairCase], path: Path) -> int:
     """Write cases atomically (temp file + rename) so a failure never leaves a half-written benchmark."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    count = 0
-    with tmp.open("w", encoding="utf-8") as handle:
-        for case in cases:
-            handle.write(case.model_dump_json() + "\n")
-            count += 1
-    tmp.replace(path)
-    return count
+    return write_jsonl_atomic(path, (case.model_dump_json() for case in cases))
 
 
 def first_row(path: Path) -> dict[str, Any] | None:

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench.files import write_text_atomic
+from tailorbench.reporting import html_page, html_table, md_table, pct
 from tailorbench.schema import SPLITS, TIERS
 
 _COLUMNS: list[tuple[str, str]] = [
@@ -31,29 +33,19 @@ def _cell(results: dict[str, Any], split: str, tier: str) -> dict[str, Any] | No
     return cell if isinstance(cell, dict) else None
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def _fmt(cell: dict[str, Any] | None, with_ci: bool = True) -> str:
     if not cell or cell.get("accuracy") is None:
         return "–"
-    text = _pct(cell["accuracy"])
+    text = pct(cell["accuracy"])
     lo, hi = cell.get("ci", [None, None])
     if with_ci and lo is not None:
-        text += f" [{_pct(lo)}, {_pct(hi)}]"
+        text += f" [{pct(lo)}, {pct(hi)}]"
     return text
 
 
 def leaderboard_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
     ordered = sorted(runs, key=lambda r: -(r["metrics"]["all"]["accuracy"] or 0.0))
     return [[r["judge"], r["setting"], *(_fmt(_cell(r, s, t)) for s, t in _COLUMNS)] for r in ordered]
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _length_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -66,10 +58,10 @@ def _length_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
             view = cell["length"]
             rows.append([
                 r["judge"], r["setting"], split,
-                f"{_pct(view['chosen_longer']['accuracy'])} (n={view['chosen_longer']['n']})",
-                f"{_pct(view['chosen_shorter']['accuracy'])} (n={view['chosen_shorter']['n']})",
+                f"{pct(view['chosen_longer']['accuracy'])} (n={view['chosen_longer']['n']})",
+                f"{pct(view['chosen_shorter']['accuracy'])} (n={view['chosen_shorter']['n']})",
                 str(view["equal_length"]),
-                _pct(view["balanced_accuracy"]),
+                pct(view["balanced_accuracy"]),
             ])
     return rows
 
@@ -84,7 +76,7 @@ def _accounting_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
             r["judge"], r["setting"], str(total["n"]), str(r["verdicts"]["total"]),
             str(total["invalid"]), str(total["abstained"]), str(total["failed"]),
             str(r["verdicts"].get("truncated", 0)), str(r.get("skipped_rows", 0)),
-            _pct(total["strict_accuracy"]), _pct(total["consistency"]),
+            pct(total["strict_accuracy"]), pct(total["consistency"]),
             f"{usage.get('prompt_tokens', 0)}/{usage.get('completion_tokens', 0)}",
             "–" if cost is None else f"{cost:.4f}",
         ])
@@ -106,17 +98,17 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
         f"{first.get('ci_unit', 'case')}); a case scores the mean over its judged orders; abstained, invalid and "
         "failed verdicts score 0. Averages are weighted by case counts.",
         "",
-        _md_table(_header(), leaderboard_rows(runs)),
+        md_table(_header(), leaderboard_rows(runs)),
         "",
         "## Length-controlled view",
         "",
         "Picking the longer answer wins 72-77% on PersonaFeedback General: compare with the `longer` baseline.",
         "",
-        _md_table(_LENGTH_HEADER, _length_rows(runs)),
+        md_table(_LENGTH_HEADER, _length_rows(runs)),
         "",
         "## Accounting",
         "",
-        _md_table(_ACCOUNT_HEADER, _accounting_rows(runs)),
+        md_table(_ACCOUNT_HEADER, _accounting_rows(runs)),
     ]
     warnings = [(r["judge"], w) for r in runs for w in r.get("warnings", [])]
     if warnings:
@@ -129,14 +121,14 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
 def _single_run_details(r: dict[str, Any]) -> list[str]:
     users = r.get("users", {})
     out = ["", "## Users", "", f"{users.get('n_users', 0)} users; per-user accuracy quantiles: "
-           + ", ".join(f"{k} {_pct(v)}" for k, v in users.get("quantiles", {}).items())]
+           + ", ".join(f"{k} {pct(v)}" for k, v in users.get("quantiles", {}).items())]
     hardest = users.get("hardest", [])
     if hardest:
-        out += ["", _md_table(["hardest users", "cases", "accuracy"],
-                              [[h["user_id"], str(h["n"]), _pct(h["accuracy"])] for h in hardest])]
+        out += ["", md_table(["hardest users", "cases", "accuracy"],
+                              [[h["user_id"], str(h["n"]), pct(h["accuracy"])] for h in hardest])]
     for attr, values in r.get("attributes", {}).items():
-        rows = [[v, str(s["n"]), _pct(s["accuracy"])] for v, s in list(values.items())[:12]]
-        out += ["", f"### By {attr}", "", _md_table([attr, "cases", "accuracy"], rows)]
+        rows = [[v, str(s["n"]), pct(s["accuracy"])] for v, s in list(values.items())[:12]]
+        out += ["", f"### By {attr}", "", md_table([attr, "cases", "accuracy"], rows)]
     return out
 
 
@@ -147,10 +139,10 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     width_per, bar, height, top, left = 40 + 18 * len(runs), 14, 220, 20, 40
     width = left + width_per * max(1, len(cells)) + 20
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 60}" role="img">']
-    for pct in (0, 25, 50, 75, 100):
-        y = top + height * (1 - pct / 100)
+    for grid in (0, 25, 50, 75, 100):
+        y = top + height * (1 - grid / 100)
         out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>'
-                   f'<text x="{left - 6}" y="{y + 4}" font-size="10" text-anchor="end">{pct}</text>')
+                   f'<text x="{left - 6}" y="{y + 4}" font-size="10" text-anchor="end">{grid}</text>')
     for ci, (split, tier) in enumerate(cells):
         x0 = left + ci * width_per + 10
         for ri, run in enumerate(runs):
@@ -180,35 +172,25 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
-    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
-             "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f4f4f4}")
     warnings = "".join(f"<li><code>{html.escape(r['judge'])}</code>: {html.escape(w)}</li>"
                        for r in runs for w in r.get("warnings", []))
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
+    return html_page(
+        title,
+        f"<h1>{html.escape(title)}</h1>"
         "<p>Accuracy in % with 95% percentile-bootstrap CI; whiskers in the chart show the CI.</p>"
-        f"{_svg_chart(runs)}{_html_table(_header(), leaderboard_rows(runs))}"
-        f"<h2>Length-controlled view</h2>{_html_table(_LENGTH_HEADER, _length_rows(runs))}"
-        f"<h2>Accounting</h2>{_html_table(_ACCOUNT_HEADER, _accounting_rows(runs))}"
-        + (f"<h2>Warnings</h2><ul>{warnings}</ul>" if warnings else "")
-        + "</body></html>\n"
+        f"{_svg_chart(runs)}{html_table(_header(), leaderboard_rows(runs))}"
+        f"<h2>Length-controlled view</h2>{html_table(_LENGTH_HEADER, _length_rows(runs))}"
+        f"<h2>Accounting</h2>{html_table(_ACCOUNT_HEADER, _accounting_rows(runs))}"
+        + (f"<h2>Warnings</h2><ul>{warnings}</ul>" if warnings else ""),
     )
 
 
 def write_run_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | None = None) -> None:
     title = title or (f"tailorbench: {runs[0]['judge']} / {runs[0]['setting']}" if len(runs) == 1
                       else "tailorbench leaderboard")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(render_markdown(runs, title), encoding="utf-8")
-    (out / "report.html").write_text(render_html(runs, title), encoding="utf-8")
+    write_text_atomic(out / "report.md", render_markdown(runs, title))
+    write_text_atomic(out / "report.html", render_html(runs, title))
 
 
 def write_merged_report(run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:

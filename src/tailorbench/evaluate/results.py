@@ -11,6 +11,7 @@ import orjson
 
 from tailorbench.errors import DataError
 from tailorbench.evaluate.metrics import compute_metrics
+from tailorbench.files import write_json_atomic
 
 RESULTS = "results.json"
 
@@ -77,9 +78,7 @@ def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None)
     from tailorbench.evaluate.report import write_run_reports
 
     results = compute_results(run_dir, predictions)
-    tmp = run_dir / (RESULTS + ".tmp")
-    tmp.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(run_dir / RESULTS)
+    write_json_atomic(run_dir / RESULTS, results)
     write_run_reports([results], run_dir)
     return results
 

@@ -24,6 +24,7 @@ from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
+from tailorbench.files import write_json_atomic
 from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge
 from tailorbench.personas import cjk_share, persona_attributes
 from tailorbench.schema import JudgeInput, Order, PairCase, RunManifest, Verdict
@@ -189,12 +190,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
 def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], judge: PairJudge) -> RunManifest:
     users: dict[str, dict[str, str]] = {}
     for case in cases:
@@ -341,7 +336,7 @@ async def _run(
     )
     manifest = _manifest(config, benchmark, cases, judge)
     manifest.config["resumed_with_done"] = len(done)
-    _write_json(out / MANIFEST, manifest.model_dump())
+    write_json_atomic(out / MANIFEST, manifest.model_dump())
     bar = Progress(len(tasks), f"{config.judge} / {config.setting}", show_progress and bool(tasks))
     written: list[dict[str, Any]] = []
     try:
@@ -350,7 +345,7 @@ async def _run(
             written = await _judge_all(judge, tasks, predictions, bar)
     except (KeyboardInterrupt, asyncio.CancelledError):
         manifest.status = "interrupted"
-        _write_json(out / MANIFEST, manifest.model_dump())
+        write_json_atomic(out / MANIFEST, manifest.model_dump())
         raise
     finally:
         bar.close()
@@ -360,7 +355,7 @@ async def _run(
         print(f"warning: {warning}", file=sys.stderr)
     manifest.status = "finished"
     manifest.config["warnings"] = list(judge.warnings)
-    _write_json(out / MANIFEST, manifest.model_dump())
+    write_json_atomic(out / MANIFEST, manifest.model_dump())
     finalize_run(out, None if done else written)
     return out
 

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench.files import write_text_atomic
+from tailorbench.reporting import html_page, html_table, md_table, pct
 from tailorbench.schema import SPLITS, TIERS
 
 _CELLS: list[tuple[str, str]] = [*((s, t) for s in SPLITS for t in (*TIERS, "all")), ("all", "")]
@@ -26,25 +28,15 @@ def _name(split: str, tier: str) -> str:
     return "all" if split == "all" else f"{split}/{tier}"
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def _ci(value: float | None, ci: Sequence[float | None]) -> str:
     if value is None:
         return "–"
     lo, hi = ci
-    return _pct(value) + (f" [{_pct(lo)}, {_pct(hi)}]" if lo is not None else "")
+    return pct(value) + (f" [{pct(lo)}, {pct(hi)}]" if lo is not None else "")
 
 
 def _run_label(r: dict[str, Any]) -> str:
     return f"{r['model']} vs {r['reference']} ({r['setting']})"
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 _WIN_HEADER = ["cell", "cases", "scored", "win", "tie", "loss", "win rate [95% CI]", "LC win rate [95% CI]",
@@ -64,17 +56,17 @@ def _cells(r: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def _win_rows(r: dict[str, Any]) -> list[list[str]]:
     return [[name, str(c["n_cases"]), str(c["n"]),
-             f"{c['win']} ({_pct(c['win_share'])}%)", f"{c['tie']} ({_pct(c['tie_share'])}%)",
-             f"{c['loss']} ({_pct(c['loss_share'])}%)", _ci(c["win_rate"], c["ci"]),
-             _ci(c["lc_win_rate"], c["lc_ci"]), f"{_pct(c['judge_consistency'])} (n={c['n_consistency']})"]
+             f"{c['win']} ({pct(c['win_share'])}%)", f"{c['tie']} ({pct(c['tie_share'])}%)",
+             f"{c['loss']} ({pct(c['loss_share'])}%)", _ci(c["win_rate"], c["ci"]),
+             _ci(c["lc_win_rate"], c["lc_ci"]), f"{pct(c['judge_consistency'])} (n={c['n_consistency']})"]
             for name, c in _cells(r)]
 
 
 def _mention_rows(r: dict[str, Any]) -> list[list[str]]:
-    return [[name, _pct(c["mention_share"]), "–" if c["mentions_mean"] is None else f"{c['mentions_mean']:.2f}",
-             f"{_pct(c['win_rate_with_mentions'])} (n={c['n_with_mentions']})",
-             f"{_pct(c['win_rate_without_mentions'])} (n={c['n_without_mentions']})",
-             _pct(c["reference_mention_share"])] for name, c in _cells(r)]
+    return [[name, pct(c["mention_share"]), "–" if c["mentions_mean"] is None else f"{c['mentions_mean']:.2f}",
+             f"{pct(c['win_rate_with_mentions'])} (n={c['n_with_mentions']})",
+             f"{pct(c['win_rate_without_mentions'])} (n={c['n_without_mentions']})",
+             pct(c["reference_mention_share"])] for name, c in _cells(r)]
 
 
 def _num(value: float | None, digits: int = 0) -> str:
@@ -105,8 +97,8 @@ def _validation_lines(r: dict[str, Any]) -> list[str]:
     return [
         f"`{v.get('judge')}` on the pairwise benchmark ({v.get('setting')} setting, {v.get('n')} cases, "
         f"source `{v.get('source')}`): accuracy {_ci(v.get('accuracy'), v.get('ci', [None, None]))}%, "
-        f"`longer` baseline on the same cases {_pct(v.get('longer_accuracy'))}%, position consistency "
-        f"{_pct(v.get('consistency'))}% (n={v.get('n_consistency')}), invalid {v.get('invalid')}, "
+        f"`longer` baseline on the same cases {pct(v.get('longer_accuracy'))}%, position consistency "
+        f"{pct(v.get('consistency'))}% (n={v.get('n_consistency')}), invalid {v.get('invalid')}, "
         f"failed {v.get('failed')}."
     ]
 
@@ -126,7 +118,7 @@ def _side_by_side(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[
         for s, t in cells:
             c = _cell(r, s, t)
             row.append("–" if not c else f"{_ci(c['win_rate'], c['ci'])} / {_ci(c['lc_win_rate'], c['lc_ci'])}")
-        row.append(f"{_pct(v.get('accuracy'))} / {_pct(v.get('longer_accuracy'))}")
+        row.append(f"{pct(v.get('accuracy'))} / {pct(v.get('longer_accuracy'))}")
         rows.append(row)
     return header, rows
 
@@ -152,7 +144,7 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
     parts = [f"# {title}", "", _INTRO, ""]
     if len(runs) > 1:
         header, rows = _side_by_side(runs)
-        parts += ["## Side by side", "", _md_table(header, rows), ""]
+        parts += ["## Side by side", "", md_table(header, rows), ""]
     for r in runs:
         if len(runs) > 1:
             parts += [f"## {_run_label(r)}", ""]
@@ -161,7 +153,7 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
                   f"{r['cases_generated']}/{r['cases_planned']} cases, seed {r['seed']}, status {r['status']}.", ""]
         parts += ["### Judge validation", "", *_validation_lines(r), ""]
         for name, note, header, rows in _sections(r):
-            parts += [f"### {name}", ""] + ([note, ""] if note else []) + [_md_table(header, rows), ""]
+            parts += [f"### {name}", ""] + ([note, ""] if note else []) + [md_table(header, rows), ""]
             if name == "Win rates" and (notes := _lc_notes(r)):
                 parts += ["Length control notes:", "", *(f"- {line}" for line in notes), ""]
         if r.get("warnings"):
@@ -178,10 +170,10 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     width = left + width_per * max(1, len(cells)) + 20
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 50 + 16 * len(runs)}" '
            'role="img">']
-    for pct in (0, 25, 50, 75, 100):
-        y = top + height * (1 - pct / 100)
+    for grid in (0, 25, 50, 75, 100):
+        y = top + height * (1 - grid / 100)
         out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>'
-                   f'<text x="{left - 6}" y="{y + 4}" font-size="10" text-anchor="end">{pct}</text>')
+                   f'<text x="{left - 6}" y="{y + 4}" font-size="10" text-anchor="end">{grid}</text>')
     for ci, (split, tier) in enumerate(cells):
         x0 = left + ci * width_per + 10
         for ri, run in enumerate(runs):
@@ -217,22 +209,11 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
-    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
-             "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f4f4f4}"
-             ".warn{color:#a40}")
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-             f"<style>{style}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(_INTRO)}</p>",
-             _svg_chart(runs)]
+    parts = [f"<h1>{html.escape(title)}</h1><p>{html.escape(_INTRO)}</p>", _svg_chart(runs)]
     if len(runs) > 1:
         header, rows = _side_by_side(runs)
-        parts.append(f"<h2>Side by side</h2>{_html_table(header, rows)}")
+        parts.append(f"<h2>Side by side</h2>{html_table(header, rows)}")
     for r in runs:
         parts.append(f"<h2>{html.escape(_run_label(r))}</h2><p>judge <code>{html.escape(r['judge'])}</code>, "
                      f"{r['cases_generated']}/{r['cases_planned']} cases, status {html.escape(str(r['status']))}</p>")
@@ -240,22 +221,20 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
                                                              for line in _validation_lines(r)))
         for name, note, header, rows in _sections(r):
             parts.append(f"<h3>{html.escape(name)}</h3>" + (f"<p>{html.escape(note)}</p>" if note else "")
-                         + _html_table(header, rows))
+                         + html_table(header, rows))
             if name == "Win rates" and (notes := _lc_notes(r)):
                 parts.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in notes) + "</ul>")
         if r.get("warnings"):
             parts.append("<h3>Warnings</h3><ul>" + "".join(f"<li class='warn'>{html.escape(w)}</li>"
                                                           for w in r["warnings"]) + "</ul>")
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    return html_page(title, "".join(parts))
 
 
 def write_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | None = None) -> None:
     title = title or (f"tailorbench gen-eval: {_run_label(runs[0])}" if len(runs) == 1
                       else "tailorbench gen-eval: side by side")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(render_markdown(runs, title), encoding="utf-8")
-    (out / "report.html").write_text(render_html(runs, title), encoding="utf-8")
+    write_text_atomic(out / "report.md", render_markdown(runs, title))
+    write_text_atomic(out / "report.html", render_html(runs, title))
 
 
 def write_merged(run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from tailorbench.errors import DataError
 from tailorbench.evaluate.metrics import _seed_for, bootstrap_ci
+from tailorbench.files import write_json_atomic
 from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
 from tailorbench.geneval.lcwr import length_controlled_win_rate
 from tailorbench.geneval.validation import VALIDATION
@@ -208,9 +209,7 @@ def finalize(run_dir: Path) -> dict[str, Any]:
     from tailorbench.geneval.report import write_reports
 
     results = compute_results(run_dir)
-    tmp = run_dir / (RESULTS + ".tmp")
-    tmp.write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(run_dir / RESULTS)
+    write_json_atomic(run_dir / RESULTS, results)
     write_reports([results], run_dir)
     return results
 

@@ -18,8 +18,9 @@ import orjson
 from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
-from tailorbench.evaluate.runner import Progress, _versions, _write_json, read_done
+from tailorbench.evaluate.runner import Progress, _versions, read_done
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
+from tailorbench.files import write_json_atomic
 from tailorbench.geneval.config import CHOSEN, GenEvalConfig
 from tailorbench.geneval.generate import (
     GENERATIONS,
@@ -113,19 +114,19 @@ def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, prog
         raise ConfigError(f"{out} already holds generations: use --resume {out} or another --out")
     out.mkdir(parents=True, exist_ok=True)
     manifest = _manifest(config, benchmark, cases)
-    _write_json(out / MANIFEST, manifest)
+    write_json_atomic(out / MANIFEST, manifest)
     notes: list[str] = []
     try:
         notes += asyncio.run(_generate_and_judge(config, cases, out, progress))
         validation = validate_judge(config, out, progress=progress)
-        _write_json(out / VALIDATION, validation)
+        write_json_atomic(out / VALIDATION, validation)
     except (KeyboardInterrupt, asyncio.CancelledError):
         manifest["status"] = "interrupted"
-        _write_json(out / MANIFEST, manifest)
+        write_json_atomic(out / MANIFEST, manifest)
         raise
     manifest["status"] = "finished"
     manifest["warnings"] = notes
-    _write_json(out / MANIFEST, manifest)
+    write_json_atomic(out / MANIFEST, manifest)
     results = finalize(out)
     for warning in results["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)

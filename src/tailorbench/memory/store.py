@@ -6,7 +6,6 @@ construction pipeline; JSONL diffs well and every error can name its line. Ids a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.files import write_jsonl_atomic
 
 
 class MemoryItem(BaseModel):
@@ -72,15 +72,7 @@ def write_memory(items: Iterable[MemoryItem], path: str | Path) -> int:
     """Write items as JSONL (UTF-8, unescaped); returns the count. Written to a temporary file, then renamed,
     so an interrupted write never leaves half a store."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    n = 0
-    with tmp.open("w", encoding="utf-8") as handle:
-        for item in items:
-            handle.write(json.dumps(item.model_dump(), ensure_ascii=False) + "\n")
-            n += 1
-    tmp.replace(path)
-    return n
+    return write_jsonl_atomic(path, (item.model_dump() for item in items))
 
 
 def by_user(items: Iterable[MemoryItem]) -> dict[str, list[MemoryItem]]:

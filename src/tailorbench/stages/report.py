@@ -12,17 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.evaluate.report import _html_table, _md_table
+from tailorbench.reporting import html_page, html_table, md_table
 
 Table = tuple[str, list[str], list[list[str]]]
 #: (label, value, ci lo, ci hi) per bar
 Bar = tuple[str, float | None, float | None, float | None]
-
-_STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
-    "td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f4f4f4}"
-)
-
 
 def f3(x: Any) -> str:
     return "–" if x is None else f"{float(x):.3f}"
@@ -199,7 +193,7 @@ def relevance_classifier_parts(r: dict[str, Any]) -> tuple[list[Table], list[str
 def render_markdown(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str]) -> str:
     parts = [f"# {title}", ""]
     for heading, header, rows in tables:
-        parts += [f"## {heading}", "", _md_table(header, rows) if rows else "_none_", ""]
+        parts += [f"## {heading}", "", md_table(header, rows) if rows else "_none_", ""]
     if notes:
         parts += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     return "\n".join(parts)
@@ -208,11 +202,10 @@ def render_markdown(title: str, tables: Sequence[Table], charts: Sequence[str], 
 def render_html(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str]) -> str:
     body = [f"<h1>{html.escape(title)}</h1>", *charts]
     for heading, header, rows in tables:
-        body.append(f"<h2>{html.escape(heading)}</h2>" + (_html_table(header, rows) if rows else "<p>none</p>"))
+        body.append(f"<h2>{html.escape(heading)}</h2>" + (html_table(header, rows) if rows else "<p>none</p>"))
     if notes:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+    return html_page(title, "".join(body))
 
 
 TITLES = {

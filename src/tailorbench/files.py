@@ -1,0 +1,38 @@
+"""Atomic writes: every file tailorbench writes goes to a temporary sibling first and is renamed into place,
+so an interrupted or failed run never leaves half a file where a good one was."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def write_json_atomic(path: str | Path, payload: Any) -> Path:
+    """Pretty JSON, UTF-8 unescaped (Chinese stays readable)."""
+    return write_text_atomic(path, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+
+
+def write_jsonl_atomic(path: str | Path, rows: Iterable[dict[str, Any] | str]) -> int:
+    """One JSON object per line (dicts are serialised, strings are taken as already-serialised lines);
+    returns the number of lines."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    count = 0
+    with tmp.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write((row if isinstance(row, str) else json.dumps(row, ensure_ascii=False)) + "\n")
+            count += 1
+    tmp.replace(path)
+    return count
