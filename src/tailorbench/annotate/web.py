@@ -59,7 +59,10 @@ class LoginLimiter:
 
     def blocked(self, key: str) -> bool:
         with self._lock:
-            return len(self._recent(key, time.monotonic())) >= self.max_failures
+            n = len(self._recent(key, time.monotonic()))
+            if n == 0:
+                self._fails.pop(key, None)  # forget quiet addresses: the table never grows without bound
+            return n >= self.max_failures
 
     def failed(self, key: str) -> None:
         with self._lock:
