@@ -185,3 +185,17 @@ def llama_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture(autouse=True)
+def call_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets a private model-call cache (never the user's ~/.cache one, inherited by subprocesses),
+    so call counts at the server mean something; shared connections are closed afterwards."""
+    path = tmp_path / "calls.sqlite"
+    monkeypatch.setenv("TAILORBENCH_CALL_CACHE", str(path))
+    monkeypatch.delenv("TAILORBENCH_CACHE_POLICY", raising=False)
+    yield path
+    cache = sys.modules.get("tailorbench.models.cache")
+    if cache is not None:
+        for key in list(cache._OPEN):
+            cache._OPEN.pop(key).close()

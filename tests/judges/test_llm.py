@@ -25,14 +25,6 @@ pytestmark = pytest.mark.server
 TAILOR = str(Path(sys.executable).parent / "tailor")
 
 
-@pytest.fixture
-def call_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "calls.sqlite"
-    monkeypatch.setenv("TAILORBENCH_CALL_CACHE", str(path))
-    monkeypatch.delenv("TAILORBENCH_CACHE_POLICY", raising=False)
-    return path
-
-
 def _eval(args: list[str]) -> dict[str, object]:
     out = CliRunner().invoke(app, ["eval", "--data", "demo", "--no-progress", "--json", *args])
     assert out.exit_code == 0, out.output
