@@ -213,10 +213,13 @@ def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], j
 
 
 class Progress:
-    """A progress bar on stderr with cases/s and ETA (silent when disabled)."""
+    """A progress bar on stderr with a rate and an ETA (silent when disabled). The bar counts units (verdicts);
+    the rate is shown per `rate_unit`, `per_unit` units making one (2 verdicts per case with both orders)."""
 
-    def __init__(self, total: int, label: str, enabled: bool) -> None:
+    def __init__(self, total: int, label: str, enabled: bool, rate_unit: str = "items", per_unit: float = 1.0
+                 ) -> None:
         self.enabled = enabled
+        self.per_unit = per_unit
         if not enabled:
             return
         from rich.console import Console
@@ -232,7 +235,7 @@ class Progress:
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]} verdicts/s"),
+            TextColumn(f"{{task.fields[rate]}} {rate_unit}/s"),
             TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=False,
@@ -244,7 +247,7 @@ class Progress:
         if self.enabled:
             task = self._bar.tasks[self._task]
             speed = task.speed
-            self._bar.update(self._task, advance=n, rate=f"{speed:,.0f}" if speed else "-")
+            self._bar.update(self._task, advance=n, rate=f"{speed / self.per_unit:,.1f}" if speed else "-")
 
     def close(self) -> None:
         if self.enabled:
@@ -337,7 +340,8 @@ async def _run(
     manifest = _manifest(config, benchmark, cases, judge)
     manifest.config["resumed_with_done"] = len(done)
     write_json_atomic(out / MANIFEST, manifest.model_dump())
-    bar = Progress(len(tasks), f"{config.judge} / {config.setting}", show_progress and bool(tasks))
+    per_case = len(tasks) / max(1, len({t.case.id for t in tasks}))
+    bar = Progress(len(tasks), f"{config.judge} / {config.setting}", show_progress and bool(tasks), "cases", per_case)
     written: list[dict[str, Any]] = []
     try:
         if tasks:
