@@ -20,11 +20,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import exists, func, insert, select, update
+from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session
 
 from tailorbench.agreement.ratings import Rating, RatingSet, write_ratings_jsonl
-from tailorbench.annotate import tasks
+from tailorbench.annotate import hot, tasks
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.importer import read_import
 from tailorbench.annotate.models import Assignment, Item, Label, Member, Project, User, WebSession, utcnow
@@ -118,15 +118,11 @@ class Identity:
 
 
 def identify(s: Session, cookie: str | None) -> Identity | None:
-    """The session behind a cookie (one indexed lookup of plain columns: it runs on every request)."""
+    """The session behind a cookie (one indexed lookup: it runs on every request)."""
     if not cookie:
         return None
     digest = token_hash(cookie)
-    row = s.execute(
-        select(User.id, User.name, User.role, WebSession.csrf, WebSession.expires_at)
-        .join(User, User.id == WebSession.user_id)
-        .where(WebSession.id_hash == digest, User.active.is_(True))
-    ).first()
+    row = s.connection().execute(hot.IDENTIFY, {"h": digest}).first()
     if row is None:
         return None
     uid, name, role, csrf, expires = row
@@ -216,11 +212,7 @@ def import_items(db: Database, project: str | int, path: str | Path, fmt: str = 
 
 def _member_project(s: Session, user_id: int, project_id: int) -> tuple[str, int, int]:
     """(task type, N, gold interval) of a project the user is a member of; NotFound otherwise."""
-    row = s.execute(
-        select(Project.task_type, Project.n_per_item, Project.gold_every)
-        .join(Member, Member.project_id == Project.id)
-        .where(Project.id == project_id, Member.user_id == user_id)
-    ).first()
+    row = s.connection().execute(hot.MEMBER_PROJECT, {"p": project_id, "u": user_id}).first()
     if row is None:
         raise NotFound("no such project")
     return row[0], row[1], row[2]
@@ -238,47 +230,38 @@ class Current:
 
 def next_assignment(s: Session, user_id: int, project_id: int) -> Current | None:
     """The annotator's current assignment: resume an open one, else make one (see the module docstring);
-    None when nothing is left for them. Plain column statements: this runs on every task page."""
-    open_q = (select(Assignment.id, Assignment.layout).where(
-        Assignment.user_id == user_id, Assignment.project_id == project_id, Assignment.done.is_(False))
-        .order_by(Assignment.id).limit(1))
-    found = s.execute(open_q).first()
+    None when nothing is left for them. Prebuilt statements (hot.py): this runs on every task page."""
+    conn = s.connection()
+    ids = {"u": user_id, "p": project_id}
+    found = conn.execute(hot.OPEN_ASSIGNMENT, ids).first()
     if found is not None:
         return Current(found[0], found[1])
     task, n_per_item, gold_every = _member_project(s, user_id, project_id)
     n_regular = n_gold = n_done = 0
-    for is_gold, done, n in s.execute(select(Assignment.is_gold, Assignment.done, func.count()).where(
-            Assignment.user_id == user_id, Assignment.project_id == project_id)
-            .group_by(Assignment.is_gold, Assignment.done)):
+    for is_gold, done, n in conn.execute(hot.MY_COUNTS, ids):
         n_gold += n if is_gold else 0
         n_regular += 0 if is_gold else n
         n_done += n if done else 0
-    not_mine = ~exists().where(Assignment.item_id == Item.id, Assignment.user_id == user_id)
-    gold_q = (select(Item.id, Item.is_gold).where(Item.project_id == project_id, Item.is_gold.is_(True), not_mine)
-              .order_by(Item.seq).limit(1))
-    regular_q = (select(Item.id, Item.is_gold).where(Item.project_id == project_id, Item.is_gold.is_(False),
-                                                     Item.n_assigned < n_per_item, not_mine)
-                 .order_by(Item.n_assigned, Item.seq).limit(1))
-    if s.get_bind().dialect.name != "sqlite":
-        # the job-queue pattern: concurrent annotators lock different items instead of queueing on one, and
-        # PostgreSQL re-checks `n_assigned < N` on the locked row, so N is never exceeded. (SQLite
-        # transactions are exclusive already: BEGIN IMMEDIATE.)
-        gold_q = gold_q.with_for_update(skip_locked=True, of=Item)
-        regular_q = regular_q.with_for_update(skip_locked=True, of=Item)
+    # PostgreSQL: the job-queue pattern; concurrent annotators lock different items instead of queueing on one,
+    # and `n_assigned < N` is re-checked on the locked row, so N is never exceeded. (SQLite transactions are
+    # exclusive already: BEGIN IMMEDIATE.)
+    locked = conn.dialect.name != "sqlite"
+    gold_q = hot.GOLD_ITEM_LOCKED if locked else hot.GOLD_ITEM
+    regular_q = hot.REGULAR_ITEM_LOCKED if locked else hot.REGULAR_ITEM
     item = None
     if n_regular >= (n_gold + 1) * gold_every:
-        item = s.execute(gold_q).first()
+        item = conn.execute(gold_q, ids).first()
     if item is None:
-        item = s.execute(regular_q).first()
+        item = conn.execute(regular_q, {**ids, "n": n_per_item}).first()
     if item is None:
-        item = s.execute(gold_q).first()
+        item = conn.execute(gold_q, ids).first()
     if item is None:
         return None
     layout = {"swap": secrets.randbelow(2) == 1} if tasks.needs_swap(task) else {}
-    new_id = s.execute(insert(Assignment).values(
-        project_id=project_id, item_id=item[0], user_id=user_id, layout=layout, is_gold=item[1], done=False,
-        created_at=utcnow()).returning(Assignment.id)).scalar_one()
-    s.execute(update(Item).where(Item.id == item[0]).values(n_assigned=Item.n_assigned + 1))
+    new_id = conn.execute(hot.NEW_ASSIGNMENT, {
+        "project_id": project_id, "item_id": item[0], "user_id": user_id, "layout": layout, "is_gold": item[1],
+        "done": False, "created_at": utcnow()}).scalar_one()
+    conn.execute(hot.COUNT_ASSIGNED, {"i": item[0]})
     return Current(new_id, layout, n_done)
 
 
@@ -303,17 +286,9 @@ def assignment_project(s: Session, assignment_id: int) -> int:
     return a.project_id
 
 
-_ASSIGNMENT_COLS = (Assignment.user_id, Assignment.project_id, Assignment.item_id, Assignment.layout,
-                    Assignment.done, Item.payload, Item.ext_id, Project.task_type, Project.name,
-                    Project.instructions)
-
-
 def _assignment_row(s: Session, user_id: int, assignment_id: int, lock: bool = False) -> Any:
-    q = (select(*_ASSIGNMENT_COLS).join(Item, Item.id == Assignment.item_id)
-         .join(Project, Project.id == Assignment.project_id).where(Assignment.id == assignment_id))
-    if lock:
-        q = q.with_for_update(of=Assignment)
-    row = s.execute(q).first()
+    stmt = hot.ASSIGNMENT_ROW_LOCKED if lock else hot.ASSIGNMENT_ROW
+    row = s.connection().execute(stmt, {"a": assignment_id}).first()
     if row is None or row.user_id != user_id:
         raise NotFound("no such assignment")
     return row
@@ -351,11 +326,12 @@ def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]
         duration: int | None = int(form.get("elapsed_ms") or "")
     except ValueError:
         duration = None
-    s.execute(insert(Label).values(
-        assignment_id=assignment_id, project_id=row.project_id, item_id=row.item_id, user_id=user_id, value=value,
-        flagged=(form.get("flag") or "") in ("1", "on", "true"), note=(form.get("note") or "").strip(),
-        duration_ms=duration, submitted_at=utcnow()))
-    s.execute(update(Assignment).where(Assignment.id == assignment_id).values(done=True))
+    conn = s.connection()
+    conn.execute(hot.NEW_LABEL, {
+        "assignment_id": assignment_id, "project_id": row.project_id, "item_id": row.item_id, "user_id": user_id,
+        "value": value, "flagged": (form.get("flag") or "") in ("1", "on", "true"),
+        "note": (form.get("note") or "").strip(), "duration_ms": duration, "submitted_at": utcnow()})
+    conn.execute(hot.CLOSE_ASSIGNMENT, {"a": assignment_id})
     return Submitted(row.project_id, False)
 
 
@@ -364,8 +340,7 @@ def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: in
     when the caller already knows it."""
     row = _assignment_row(s, user_id, assignment_id)
     if done_count is None:
-        done_count = s.scalar(select(func.count()).select_from(Assignment).where(
-            Assignment.user_id == user_id, Assignment.project_id == row.project_id, Assignment.done.is_(True)))
+        done_count = s.connection().execute(hot.DONE_COUNT, {"u": user_id, "p": row.project_id}).scalar_one()
     project = {"id": row.project_id, "name": row.name, "task_type": row.task_type, "instructions": row.instructions}
     return {"assignment": {"id": assignment_id, "done": row.done}, "project": project, "item_id": row.ext_id,
             "done_count": done_count, "view": tasks.view(row.task_type, row.payload, row.layout)}

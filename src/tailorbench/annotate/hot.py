@@ -1,0 +1,64 @@
+"""Prebuilt statements for the paths every submission takes (session lookup, assignment, task page, submit).
+
+Built once with bind parameters and run on the session's connection: building a SELECT per call and running it
+through the ORM costs several times the SQL itself (measured: 164 µs vs 23 µs for the session lookup on SQLite).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import bindparam, exists, func, insert, select, update
+
+from tailorbench.annotate.models import Assignment, Item, Label, Member, Project, User, WebSession
+
+IDENTIFY = (
+    select(User.id, User.name, User.role, WebSession.csrf, WebSession.expires_at)
+    .join(User, User.id == WebSession.user_id)
+    .where(WebSession.id_hash == bindparam("h"), User.active.is_(True))
+)
+OPEN_ASSIGNMENT = (
+    select(Assignment.id, Assignment.layout)
+    .where(Assignment.user_id == bindparam("u"), Assignment.project_id == bindparam("p"), Assignment.done.is_(False))
+    .order_by(Assignment.id)
+    .limit(1)
+)
+MEMBER_PROJECT = (
+    select(Project.task_type, Project.n_per_item, Project.gold_every)
+    .join(Member, Member.project_id == Project.id)
+    .where(Project.id == bindparam("p"), Member.user_id == bindparam("u"))
+)
+MY_COUNTS = (
+    select(Assignment.is_gold, Assignment.done, func.count())
+    .where(Assignment.user_id == bindparam("u"), Assignment.project_id == bindparam("p"))
+    .group_by(Assignment.is_gold, Assignment.done)
+)
+_NOT_MINE = ~exists().where(Assignment.item_id == Item.id, Assignment.user_id == bindparam("u"))
+GOLD_ITEM = (
+    select(Item.id, Item.is_gold)
+    .where(Item.project_id == bindparam("p"), Item.is_gold.is_(True), _NOT_MINE)
+    .order_by(Item.seq)
+    .limit(1)
+)
+REGULAR_ITEM = (
+    select(Item.id, Item.is_gold)
+    .where(Item.project_id == bindparam("p"), Item.is_gold.is_(False), Item.n_assigned < bindparam("n"), _NOT_MINE)
+    .order_by(Item.n_assigned, Item.seq)
+    .limit(1)
+)
+# PostgreSQL: the job-queue pattern (see service.next_assignment)
+GOLD_ITEM_LOCKED = GOLD_ITEM.with_for_update(skip_locked=True, of=Item)
+REGULAR_ITEM_LOCKED = REGULAR_ITEM.with_for_update(skip_locked=True, of=Item)
+NEW_ASSIGNMENT = insert(Assignment).returning(Assignment.id)
+COUNT_ASSIGNED = update(Item).where(Item.id == bindparam("i")).values(n_assigned=Item.n_assigned + 1)
+
+ASSIGNMENT_ROW = (
+    select(Assignment.user_id, Assignment.project_id, Assignment.item_id, Assignment.layout, Assignment.done,
+           Item.payload, Item.ext_id, Project.task_type, Project.name, Project.instructions)
+    .join(Item, Item.id == Assignment.item_id)
+    .join(Project, Project.id == Assignment.project_id)
+    .where(Assignment.id == bindparam("a"))
+)
+ASSIGNMENT_ROW_LOCKED = ASSIGNMENT_ROW.with_for_update(of=Assignment)
+DONE_COUNT = select(func.count()).select_from(Assignment).where(
+    Assignment.user_id == bindparam("u"), Assignment.project_id == bindparam("p"), Assignment.done.is_(True))
+NEW_LABEL = insert(Label)
+CLOSE_ASSIGNMENT = update(Assignment).where(Assignment.id == bindparam("a")).values(done=True)
