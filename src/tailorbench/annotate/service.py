@@ -258,6 +258,8 @@ def next_assignment(s: Session, user_id: int, project_id: int) -> Current | None
     if item is None:
         return None
     layout = {"swap": secrets.randbelow(2) == 1} if tasks.needs_swap(task) else {}
+    if locked:
+        conn.execute(hot.NO_SYNC_COMMIT)
     new_id = conn.execute(hot.NEW_ASSIGNMENT, {
         "project_id": project_id, "item_id": item[0], "user_id": user_id, "layout": layout, "is_gold": item[1],
         "done": False, "created_at": utcnow()}).scalar_one()
