@@ -33,7 +33,7 @@ def plain_loop(scorer: HFRewardModel, triples: list[tuple[str | None, str, str]]
             out[start : start + scorer.batch_size] = scorer.forward(batch).cpu().numpy()
     if scorer.fmt.length_weight is not None:
         out += scorer.fmt.length_weight * scorer.fmt.length_feature([t[2] for t in triples])
-    return out
+    return out + scorer.feature_term(triples)
 
 
 def main() -> None:

@@ -31,6 +31,17 @@ SIDECAR = "tailorbench_rm.json"
 Triple = tuple[str | None, str, str]
 #: names of the one-output head in common sequence classifiers
 _HEAD_NAMES = ("score", "classifier", "out_proj", "v_head")
+#: answer features a checkpoint may add to its score (reward += sum_k w_k * (f_k - mean_k) / std_k)
+FEATURES = {
+    "length": "log(1 + characters of the answer)",
+    "persona_overlap": "log(1 + distinct character bigrams of the answer that also occur in the context)",
+    "persona_cosine": "cosine of the encoder's mean-pooled embeddings of the context and of the answer",
+}
+
+
+def char_bigrams(text: str) -> set[str]:
+    """Distinct overlapping character pairs (works for Chinese, where words are not space-separated)."""
+    return {text[i : i + 2] for i in range(len(text) - 1)}
 
 
 @dataclass
@@ -46,6 +57,13 @@ class RewardFormat:
     length_weight: float | None = None
     length_mean: float = 0.0
     length_std: float = 1.0
+    #: extra answer features (names from FEATURES), their learned weights and standardisation
+    features: list[str] = field(default_factory=list)
+    feature_weights: list[float] = field(default_factory=list)
+    feature_mean: list[float] = field(default_factory=list)
+    feature_std: list[float] = field(default_factory=list)
+    #: whether the sequence classifier's output is part of the reward (false: the feature term alone)
+    encoder_score: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     def length_feature(self, answers: Sequence[str]) -> np.ndarray:
@@ -270,6 +288,7 @@ class HFRewardModel:
             self.head = fp32_head(self.model)
         self.precision = resolve_precision(precision, device)
         self.encoder = RewardEncoder(self.tokenizer, self.fmt)
+        self._embeddings: dict[str, np.ndarray] = {}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -304,11 +323,73 @@ class HFRewardModel:
             out += self.fmt.length_weight * self.fmt.length_feature(answers)
         return out
 
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised mean-pooled embeddings from the base encoder (length-sorted batches, cached by text);
+        each text is cut at `max_length` tokens."""
+        torch = self._torch
+        todo = sorted({t for t in texts if t not in self._embeddings}, key=len)
+        base = getattr(self.model, "base_model", self.model)
+        with torch.inference_mode(), torch.autocast(device_type=self.device.split(":")[0], dtype=torch.bfloat16,
+                                                    enabled=self.precision == "bf16"):
+            for start in range(0, len(todo), self.batch_size):
+                chunk = todo[start : start + self.batch_size]
+                batch = self.tokenizer(chunk, truncation=True, max_length=self.fmt.max_length, padding=True,
+                                       return_tensors="pt").to(self.device)
+                hidden = base(**batch).last_hidden_state.float()
+                mask = batch["attention_mask"].unsqueeze(-1).float()
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+                pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
+                self._embeddings.update(zip(chunk, pooled))
+        return np.stack([self._embeddings[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+
+    def raw_features(self, triples: Sequence[Triple], names: Sequence[str] | None = None) -> np.ndarray:
+        """(n, k) unstandardised feature values (FEATURES) of each triple's answer; no context gives 0 for the
+        persona features."""
+        names = list(self.fmt.features if names is None else names)
+        out = np.zeros((len(triples), len(names)), dtype=np.float64)
+        bigrams: dict[str, set[str]] = {}
+
+        def grams(text: str) -> set[str]:
+            if text not in bigrams:
+                bigrams[text] = char_bigrams(text)
+            return bigrams[text]
+
+        for j, name in enumerate(names):
+            if name not in FEATURES:
+                raise ConfigError(f"unknown feature {name!r}; known: {', '.join(FEATURES)}")
+            if name == "length":
+                out[:, j] = [np.log1p(len(a)) for _, _, a in triples]
+            elif name == "persona_overlap":
+                out[:, j] = [np.log1p(len(grams(a) & grams(c))) if c else 0.0 for c, _, a in triples]
+            else:
+                with_context = [k for k, t in enumerate(triples) if t[0]]
+                if with_context:
+                    ctx = self.embed([str(triples[k][0]) for k in with_context])
+                    ans = self.embed([triples[k][2] for k in with_context])
+                    out[with_context, j] = (ctx * ans).sum(1)
+        return out
+
+    def feature_term(self, triples: Sequence[Triple]) -> np.ndarray:
+        """sum_k w_k * standardised feature k, per triple (zeros when the format has no features)."""
+        fmt = self.fmt
+        if not fmt.features:
+            return np.zeros(len(triples))
+        z = (self.raw_features(triples) - np.array(fmt.feature_mean)) / np.maximum(np.array(fmt.feature_std), 1e-6)
+        return z @ np.array(fmt.feature_weights, dtype=np.float64)
+
     def score(self, triples: Sequence[Triple], dedup: bool = True) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, truncated flags) per triple; identical triples are encoded and scored once."""
+        """(scores, truncated flags) per triple; identical triples are encoded and scored once. A format without
+        the encoder score (`encoder_score: false`) is the feature term alone: nothing is encoded or truncated."""
         unique = list(dict.fromkeys(triples)) if dedup else list(triples)
-        encoded, flags = self.encoder.encode(unique)
-        scores = self.score_encoded(encoded, [t[2] for t in unique])
+        if self.fmt.encoder_score:
+            encoded, flags = self.encoder.encode(unique)
+            scores = self.score_encoded(encoded, [t[2] for t in unique])
+        else:
+            flags = np.zeros(len(unique), dtype=bool)
+            scores = np.zeros(len(unique), dtype=np.float64)
+            if self.fmt.length_weight is not None:
+                scores += self.fmt.length_weight * self.fmt.length_feature([t[2] for t in unique])
+        scores = scores + self.feature_term(unique)
         if not dedup:
             return scores, flags
         row = {t: k for k, t in enumerate(unique)}

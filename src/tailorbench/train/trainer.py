@@ -51,6 +51,31 @@ def bt_loss(r_chosen: Any, r_rejected: Any, margin: float = 0.0, center_coef: fl
     return loss
 
 
+def fit_feature_weights(feats: Any, pairs: Sequence[tuple[int, int]], margin: float = 0.0,
+                        l2: float = 0.0) -> tuple[np.ndarray, dict[str, Any]]:
+    """Bradley-Terry fit of the feature weights alone: minimise mean(-log sigma(w . (z_c - z_r) - margin))
+    + l2 * |w|^2 over the training pairs (full batch, L-BFGS from w = 0; convex, so deterministic)."""
+    import torch
+
+    diff = feats[[a for a, _ in pairs]] - feats[[b for _, b in pairs]]
+    w = torch.zeros(diff.shape[1], dtype=torch.float32, requires_grad=True)
+    opt = torch.optim.LBFGS([w], max_iter=200, tolerance_grad=1e-9, line_search_fn="strong_wolfe")
+
+    def closure() -> Any:
+        opt.zero_grad()
+        loss = -torch.nn.functional.logsigmoid(diff @ w - margin).mean() + l2 * (w**2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        margin_ = diff @ w
+        loss = float(-torch.nn.functional.logsigmoid(margin_ - margin).mean())
+        accuracy = float(((margin_ > 0).float() + 0.5 * (margin_ == 0).float()).mean())
+    weights = w.detach().numpy().astype(np.float64)
+    return weights, {"weights": weights.tolist(), "train_loss": loss, "train_accuracy": accuracy}
+
+
 def length_debias_term(r_chosen: Any, r_rejected: Any, len_c: Any, len_r: Any) -> Any:
     """Squared correlation, within the batch, between the reward margin and the length margin."""
     import torch
@@ -200,40 +225,60 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     log_len = np.log1p(np.array([len(a) for a in answers], dtype=np.float64))
     fmt = RewardFormat(max_length=cfg.max_length, answer_share=cfg.answer_share, question_cap=cfg.question_cap,
                        length_weight=0.0 if cfg.length_feature else None,
-                       length_mean=float(log_len.mean()), length_std=float(log_len.std() or 1.0))
+                       length_mean=float(log_len.mean()), length_std=float(log_len.std() or 1.0),
+                       encoder_score=cfg.train_scope == "full")
     scorer = HFRewardModel(path, precision=cfg.precision, device=cfg.device, model=model, tokenizer=tokenizer,
                            fmt=fmt, batch_size=32)
 
-    # encode every distinct triple once
+    # every distinct triple once
     contexts = {c.user_id: context_of(c, cfg.setting) for c in train}
     triples = list(dict.fromkeys(t for c in train for t in (
         (contexts[c.user_id], c.question, c.chosen), (contexts[c.user_id], c.question, c.rejected))))
-    encoded, flags = scorer.encoder.encode(triples)
     row = {t: k for k, t in enumerate(triples)}
     pairs = [(row[(contexts[c.user_id], c.question, c.chosen)], row[(contexts[c.user_id], c.question, c.rejected)])
              for c in train]
     lens_feat = torch.tensor(fmt.length_feature([t[2] for t in triples]))
-    truncation = {"unique_inputs": len(triples), "truncated_inputs": int(flags.sum()),
-                  "by_segment": dict(scorer.encoder.truncated)}
+    feats, feature_fit = None, None
+    if cfg.features:
+        tick = time.perf_counter()
+        raw = scorer.raw_features(triples, cfg.features)
+        mean, std = raw.mean(0), raw.std(0)
+        std[std == 0] = 1.0
+        fmt.features, fmt.feature_mean, fmt.feature_std = list(cfg.features), mean.tolist(), std.tolist()
+        feats = torch.tensor((raw - mean) / std, dtype=torch.float32)
+        weights, feature_fit = fit_feature_weights(feats, pairs, cfg.margin, cfg.feature_l2)
+        fmt.feature_weights = weights.tolist()
+        feature_fit["seconds"] = time.perf_counter() - tick
+    if cfg.train_scope == "full":
+        encoded, flags = scorer.encoder.encode(triples)
+        truncation = {"unique_inputs": len(triples), "truncated_inputs": int(flags.sum()),
+                      "by_segment": dict(scorer.encoder.truncated)}
+    else:
+        encoded = []
+        truncation = {"unique_inputs": len(triples), "truncated_inputs": 0, "by_segment": {},
+                      "note": "train_scope features: the encoder's score is not used, nothing is encoded"}
 
     length_w = torch.nn.Parameter(torch.zeros(())) if cfg.length_feature else None
+    feat_w = torch.nn.Parameter(torch.tensor(fmt.feature_weights)) if feats is not None else None
     decay = [p for n, p in model.named_parameters() if p.requires_grad and not _no_decay(n)]
     no_decay = [p for n, p in model.named_parameters() if p.requires_grad and _no_decay(n)]
     groups: list[dict[str, Any]] = [{"params": decay, "weight_decay": cfg.weight_decay},
                                     {"params": no_decay, "weight_decay": 0.0}]
     if length_w is not None:
         groups.append({"params": [length_w], "weight_decay": 0.0, "lr": cfg.length_lr})
+    if feat_w is not None:
+        groups.append({"params": [feat_w], "weight_decay": 0.0, "lr": cfg.length_lr})
     optimizer = torch.optim.AdamW(groups, lr=cfg.learning_rate)
-    pair_len = [max(len(encoded[a]["input_ids"]), len(encoded[b]["input_ids"])) for a, b in pairs]
+    pair_len = [max(len(encoded[a]["input_ids"]), len(encoded[b]["input_ids"])) for a, b in pairs] if encoded else []
     per_epoch = math.ceil(math.ceil(len(pairs) / cfg.batch_size) / cfg.grad_accum)
-    total = min(per_epoch * cfg.epochs, cfg.max_steps or sys.maxsize)
+    total = min(per_epoch * cfg.epochs, cfg.max_steps or sys.maxsize) if cfg.train_scope == "full" else 0
     scheduler = get_scheduler(
         "constant_with_warmup" if cfg.scheduler == "constant" else cfg.scheduler, optimizer,
         num_warmup_steps=int(cfg.warmup_ratio * total), num_training_steps=total,
     )
     log = _Log(out / METRICS)
     log.write({"event": "start", "config": cfg.to_dict(), "data": data_stats, "truncation": truncation,
-               "model_path": path, "precision": scorer.precision, "notes": notes})
+               "model_path": path, "precision": scorer.precision, "notes": notes, "feature_fit": feature_fit})
     longer = evaluate_cases(eval_cases, None, "longer", cfg, out / "eval" / "longer", "held-out users") \
         if eval_cases and cfg.eval_each_epoch else None
     if longer:
@@ -246,16 +291,18 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     window: list[tuple[float, float]] = []
     pad_id = tokenizer.pad_token_id
     for epoch in range(1, cfg.epochs + 1):
-        if step >= total:
+        if step >= total and not (epoch == 1 and cfg.train_scope == "features"):
             break
         model.train(cfg.dropout)
-        batches = grouped_batches(pair_len, cfg.batch_size, rng, cfg.group_by_length)
+        batches = grouped_batches(pair_len, cfg.batch_size, rng, cfg.group_by_length) if total else []
         tick = time.perf_counter()
         for k, batch in enumerate(batches):
             idx = [pairs[i][0] for i in batch] + [pairs[i][1] for i in batch]
             rewards = scorer.forward(pad_batch([encoded[i] for i in idx], pad_id))
             if length_w is not None:
                 rewards = rewards + length_w * lens_feat[idx].to(rewards.device)
+            if feat_w is not None and feats is not None:
+                rewards = rewards + feats[idx].to(rewards.device) @ feat_w
             n = len(batch)
             r_c, r_r = rewards[:n], rewards[n:]
             loss = bt_loss(r_c, r_r, cfg.margin, cfg.center_coef)
@@ -285,6 +332,8 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         train_time += time.perf_counter() - tick
         if length_w is not None:
             fmt.length_weight = float(length_w.detach())
+        if feat_w is not None:
+            fmt.feature_weights = feat_w.detach().tolist()
         if eval_cases and cfg.eval_each_epoch:
             model.eval()
             tiers = evaluate_cases(eval_cases, RewardModelJudge(scorer), f"rm:{out}", cfg,
@@ -303,7 +352,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         "train_seconds": train_time, "pairs_per_s": seen_pairs / max(train_time, 1e-9),
         "wall_seconds": time.perf_counter() - started, "precision": scorer.precision,
         "data": data_stats, "truncation": truncation, "format": asdict(fmt), "longer": longer,
-        "evals": evals, "notes": notes,
+        "evals": evals, "notes": notes, "feature_fit": feature_fit,
     }
     log.write({"event": "end", **{k: summary[k] for k in ("steps", "pairs_per_s", "wall_seconds")}})
     log.close()

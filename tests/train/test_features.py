@@ -1,0 +1,108 @@
+"""Feature-head options of `tailor train-rm` (`features`, `feature_l2`, `train_scope`) on toy data and a tiny
+BERT: the Bradley-Terry fit of the feature weights, the features-only scope, the reload through `rm:`, and the
+config guards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tailorbench.datasets import write_native
+from tailorbench.errors import ConfigError
+from tailorbench.models import reward_hf
+from tailorbench.models.reward_hf import HFRewardModel, char_bigrams
+from tailorbench.train import config as train_config
+from tailorbench.train.api import train_rm
+from tailorbench.train.config import RMTrainConfig
+from tailorbench.train.trainer import context_of, fit_feature_weights
+from tests.helpers.rm_models import tiny_bert, toy_cases
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("feat") / "pairs.jsonl"
+    write_native(toy_cases(n_users=8, per_user=6), path)
+    return path
+
+
+def test_feature_names_agree() -> None:
+    assert tuple(reward_hf.FEATURES) == train_config.FEATURES
+
+
+def test_char_bigrams_and_raw_features(tmp_path: Path) -> None:
+    assert char_bigrams("喜欢园艺") == {"喜欢", "欢园", "园艺"}
+    scorer = HFRewardModel(tiny_bert(tmp_path / "m"), precision="fp32")
+    triples = [("喜欢园艺", "q", "园艺很好"), (None, "q", "园艺很好"), ("cats", "q", "dogs")]
+    raw = scorer.raw_features(triples, ["length", "persona_overlap", "persona_cosine"])
+    assert raw[:, 0] == pytest.approx(np.log1p([4, 4, 4]))
+    assert raw[:, 1] == pytest.approx([np.log1p(1), 0.0, 0.0])  # one shared bigram; no context -> 0
+    assert raw[1, 2] == 0.0 and -1.0 <= raw[0, 2] <= 1.0 and -1.0 <= raw[2, 2] <= 1.0
+    with pytest.raises(ConfigError, match="unknown feature"):
+        scorer.raw_features(triples, ["colour"])
+
+
+def test_fit_is_the_bradley_terry_optimum() -> None:
+    import torch
+
+    rng = np.random.default_rng(0)
+    feats = torch.tensor(rng.normal(size=(40, 2)), dtype=torch.float32)
+    pairs = [(k, k + 20) for k in range(20)]
+    weights, info = fit_feature_weights(feats, pairs, margin=0.0, l2=0.1)
+    diff = (feats[:20] - feats[20:]).double()
+
+    def loss(w: np.ndarray) -> float:
+        return float(-torch.nn.functional.logsigmoid(diff @ torch.tensor(w)).mean() + 0.1 * (w**2).sum())
+
+    for k in range(2):
+        for eps in (1e-2, -1e-2):
+            moved = weights.copy()
+            moved[k] += eps
+            assert loss(moved) >= loss(weights) - 1e-7
+    assert info["train_loss"] == pytest.approx(loss(weights) - 0.1 * float((weights**2).sum()), abs=1e-5)
+
+
+def test_features_scope_trains_in_one_fit_and_reloads(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    summary = train_rm(model=tiny_bert(tmp_path / "m"), data=str(data), out=str(out), eval_fraction=0.25,
+                       max_length=64, precision="fp32", n_boot=20, seed=0, train_scope="features",
+                       features=["length", "persona_overlap"])
+    assert summary["steps"] == 0 and summary["truncation"]["truncated_inputs"] == 0
+    weights = summary["format"]["feature_weights"]
+    assert summary["format"]["encoder_score"] is False and weights[1] > 0  # the hobby words overlap the persona
+    assert summary["evals"][0]["tiers"]["all"]["accuracy"] == 1.0
+    sidecar = json.loads((out / "tailorbench_rm.json").read_text())
+    assert sidecar["format"]["features"] == ["length", "persona_overlap"]
+    held = toy_cases(n_users=8, per_user=6)[:6]
+    triples = [(context_of(c, "persona"), c.question, a) for c in held for a in (c.chosen, c.rejected)]
+    reloaded = HFRewardModel(str(out), precision="fp32")
+    scores, flags = reloaded.score(triples)
+    assert not flags.any() and reloaded.encoder.truncated["inputs"] == 0  # nothing was encoded
+    fmt = reloaded.fmt
+    z = (reloaded.raw_features(triples) - np.array(fmt.feature_mean)) / np.array(fmt.feature_std)
+    assert scores == pytest.approx(z @ np.array(weights), abs=1e-9)
+    assert (scores[0::2] > scores[1::2]).all()
+
+
+def test_full_scope_starts_from_the_feature_fit(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "full"
+    summary = train_rm(model=tiny_bert(tmp_path / "m"), data=str(data), out=str(out), eval_fraction=0.25,
+                       max_length=64, batch_size=8, max_steps=2, precision="fp32", n_boot=20, seed=0,
+                       features=["persona_overlap"], length_lr=0.0, eval_each_epoch=False)
+    start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert start["feature_fit"]["weights"] == summary["format"]["feature_weights"]  # lr 0: the fit is kept
+    assert summary["steps"] == 2 and summary["format"]["encoder_score"] is True
+
+
+@pytest.mark.parametrize("fields,match", [
+    ({"train_scope": "features"}, "at least one feature"),
+    ({"features": ["persona_cosine"]}, "persona_cosine"),
+    ({"features": ["colour"]}, "features must be among"),
+    ({"features": ["length"], "length_feature": True}, "length_feature"),
+    ({"train_scope": "head"}, "train_scope"),
+])
+def test_feature_config_guards(fields: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        RMTrainConfig(data="d", out="o", **fields).validate()
