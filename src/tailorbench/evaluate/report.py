@@ -135,10 +135,14 @@ def _single_run_details(r: dict[str, Any]) -> list[str]:
 def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     """Grouped bars per split x tier, one colour per run, whiskers at the CI bounds."""
     cells = [(s, t) for s in SPLITS for t in TIERS if any(_cell(r, s, t) for r in runs)]
-    palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
+    palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+               "#9c755f", "#bab0ac", "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#d62728"]
     width_per, bar, height, top, left = 40 + 18 * len(runs), 14, 220, 20, 40
     width = left + width_per * max(1, len(cells)) + 20
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 60}" role="img">']
+    legend_cols = max(1, (width - left) // 180)
+    legend_rows = -(-len(runs) // legend_cols)
+    svg_height = top + height + 36 + 16 * legend_rows
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{svg_height}" role="img">']
     for grid in (0, 25, 50, 75, 100):
         y = top + height * (1 - grid / 100)
         out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>'
@@ -163,8 +167,8 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
         out.append(f'<text x="{x0 + width_per / 2 - 10}" y="{top + height + 16}" font-size="11" '
                    f'text-anchor="middle">{split[:4]}/{tier}</text>')
     for ri, run in enumerate(runs):
-        y = top + height + 32 + 0 * ri
-        x = left + ri * 180
+        y = top + height + 28 + 16 * (ri // legend_cols)
+        x = left + (ri % legend_cols) * 180
         out.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{palette[ri % len(palette)]}"/>'
                    f'<text x="{x + 14}" y="{y + 9}" font-size="11">'
                    f'{html.escape(run["judge"] + " / " + run["setting"])[:28]}</text>')
