@@ -21,6 +21,7 @@ from tailorbench.datasets.rows import (
     normalise_tier,
     pair_hash,
     read_jsonl,
+    remember_digest,
     require_text,
 )
 from tailorbench.errors import DataError
@@ -95,7 +96,9 @@ def load_mirror_personas(path: Path, invalid: InvalidRows) -> PersonaIndex:
     for file in sorted((path / "persona_all").glob("*.json")):
         index.files.append(file)
         try:
-            profile = json.loads(file.read_bytes().decode("utf-8-sig"))
+            raw = file.read_bytes()
+            remember_digest(file, raw)
+            profile = json.loads(raw.decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
             invalid.handle(DataError(file, None, None, f"not valid UTF-8 (byte {exc.start}): wrong encoding?"))
             continue

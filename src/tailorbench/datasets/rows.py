@@ -56,6 +56,7 @@ def read_jsonl(path: Path, invalid: InvalidRows) -> Iterator[tuple[int, dict[str
         data = path.read_bytes()
     except OSError as exc:
         raise DataError(path, None, None, f"cannot read file: {exc.strerror or exc}") from exc
+    remember_digest(path, data)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     for number, raw in enumerate(data.split(b"\n"), start=1):
@@ -78,12 +79,28 @@ def read_jsonl(path: Path, invalid: InvalidRows) -> Iterator[tuple[int, dict[str
         yield number, row
 
 
+#: sha256 of files already read in this process, keyed by (path, size, mtime): the fingerprint of a large
+#: benchmark then costs no second read
+_DIGESTS: dict[tuple[str, int, int], bytes] = {}
+
+
+def _file_key(path: Path) -> tuple[str, int, int]:
+    stat = path.stat()
+    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+def remember_digest(path: Path, data: bytes) -> None:
+    """Record the sha256 of bytes just read from `path` (readers call this; fingerprint_files reuses it)."""
+    _DIGESTS[_file_key(path)] = hashlib.sha256(data).digest()
+
+
 def fingerprint_files(paths: list[Path]) -> str:
     """sha256 over the bytes of every file a benchmark was read from (names relative, sorted)."""
     digest = hashlib.sha256()
     for path in sorted(paths):
         digest.update(path.name.encode("utf-8") + b"\x00")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
+        known = _DIGESTS.get(_file_key(path))
+        digest.update(known if known is not None else hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
 
 

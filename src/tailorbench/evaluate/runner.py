@@ -60,6 +60,8 @@ class Task:
     case: PairCase
     order: Order
     input: JudgeInput
+    #: prediction fields shared by the case's orders (computed once per case)
+    fields: dict[str, Any]
 
 
 def slug(text: str) -> str:
@@ -95,6 +97,7 @@ def plan(
             context = build(case, options)
             rendered[case.user_id] = (case.persona, context)
         language = "zh" if cjk_share(case.question[:200]) > 0.3 else "en"
+        fields = _case_fields(case)
         for order in orders_for(case, orders, seed):
             a, b = (case.chosen, case.rejected) if order == "AB" else (case.rejected, case.chosen)
             tasks.append(
@@ -111,30 +114,31 @@ def plan(
                         persona=case.persona if setting == "persona" else None,
                         language=language,
                     ),
+                    fields,
                 )
             )
     return tasks
 
 
+def _case_fields(case: PairCase) -> dict[str, Any]:
+    """The part of a prediction line that is the same in every order of a case."""
+    return {"case_id": case.id, "split": case.split, "tier": case.tier, "user_id": case.user_id,
+            "len_chosen": len(case.chosen), "len_rejected": len(case.rejected)}
+
+
 def to_prediction(task: Task, verdict: Verdict, judge: str) -> dict[str, Any]:
     """Score one verdict: correct iff the judge picked the position that holds `chosen`. Returns a
     `schema.Prediction` as a plain dict (the hot path; the tests validate every line against the model)."""
-    case = task.case
     ok = verdict.status == "ok" and verdict.choice is not None
     usage = verdict.usage
     return {
-        "case_id": case.id,
+        **task.fields,
         "judge": judge,
         "setting": task.input.setting,
         "order": task.order,
         "choice": verdict.choice if ok else None,
         "correct": ok and verdict.choice == ("A" if task.order == "AB" else "B"),
         "status": verdict.status if verdict.status != "ok" or ok else "invalid",
-        "split": case.split,
-        "tier": case.tier,
-        "user_id": case.user_id,
-        "len_chosen": len(case.chosen),
-        "len_rejected": len(case.rejected),
         "scores": verdict.scores,
         "raw": verdict.raw,
         "error": verdict.error,
