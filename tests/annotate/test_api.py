@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -29,7 +31,7 @@ def _label_all(ann: Annotator, pid: int, limit: int = 100, **fields: str) -> int
         if aid is None:
             return n
         r = ann.submit(aid, csrf, **(fields or {"choice": "1"}))
-        assert r.status_code == 303, r.text
+        assert r.status_code == 200, r.text  # the next task page (or the done page)
         n += 1
     return n
 
@@ -97,7 +99,7 @@ def test_someone_elses_assignment_and_labels(db: Database, app: Any, make_annota
     alice = make_annotator(app, "alice", ["pw"])
     bob = make_annotator(app, "bob", ["pw"])
     aid, csrf, _ = alice.page(pid)
-    assert alice.submit(aid, csrf, choice="2", note="ALICE-SECRET-NOTE").status_code == 303
+    assert alice.submit(aid, csrf, choice="2", note="ALICE-SECRET-NOTE").status_code == 200
     aid2, _, _ = alice.page(pid)
     _, bob_csrf, _ = bob.page(pid)
     assert bob.client.get(f"/a/{aid}").status_code == 404
@@ -126,7 +128,7 @@ def test_csrf_missing_stale_and_cross_origin(db: Database, app: Any) -> None:
     r = second.client.post(f"/a/{aid}", data={"csrf": new_csrf, "choice": "1"},
                            headers={"origin": "https://evil.example"}, follow_redirects=False)
     assert r.status_code == 403
-    assert second.submit(aid, new_csrf, choice="1").status_code == 303
+    assert second.submit(aid, new_csrf, choice="1").status_code == 200
     # logging out kills the session: its token is stale afterwards
     assert second.client.post("/logout", data={"csrf": new_csrf}, follow_redirects=False).status_code == 303
     assert second.submit(aid, new_csrf, choice="1").status_code == 401
@@ -146,8 +148,8 @@ def test_duplicate_submit_stores_one_label(db: Database, app: Any, make_annotato
         t.start()
     for t in threads:
         t.join()
-    assert results == [303] * 4
-    assert ann.submit(aid, csrf, choice="2").status_code == 303
+    assert results == [200] * 4
+    assert ann.submit(aid, csrf, choice="2").status_code == 200
     with db.session() as s:
         assert s.scalar(select(func.count()).select_from(Label).where(Label.assignment_id == aid)) == 1
         assert s.scalar(select(Label.value).where(Label.assignment_id == aid))["choice"] in ("A", "B")
@@ -175,7 +177,7 @@ def test_balanced_assignment_never_twice(db: Database, app: Any, make_annotator:
             if aid is None:
                 active.remove(ann)
                 continue
-            assert ann.submit(aid, csrf, choice="1").status_code == 303
+            assert ann.submit(aid, csrf, choice="1").status_code == 200
     with db.session() as s:
         rows = s.execute(select(Assignment.item_id, Assignment.user_id, Assignment.is_gold)).all()
     regular = [(i, u) for i, u, g in rows if not g]
@@ -213,7 +215,7 @@ def test_resume_after_restart(db_url: str, db: Database, make_annotator: Any) ->
     app = create_app(db)
     ann = make_annotator(app, "ann", ["pw"])
     aid, csrf, _ = ann.page(pid)
-    assert ann.submit(aid, csrf, choice="1").status_code == 303
+    assert ann.submit(aid, csrf, choice="1").status_code == 200
     current, _, _ = ann.page(pid)
     assert ann.page(pid)[0] == current  # a reload shows the same item
     db.dispose()
@@ -301,7 +303,7 @@ def test_release_stale_assignments(db: Database, app: Any, make_annotator: Any) 
     pid = _pairwise(db, n=1)
     alice = make_annotator(app, "alice", ["pw"])
     aid, csrf, _ = alice.page(pid)
-    assert alice.submit(aid, csrf, choice="1").status_code == 303
+    assert alice.submit(aid, csrf, choice="1").status_code == 200
     held, _, _ = alice.page(pid)  # opened, never finished
     assert service.release_stale(db, "pw", 3600) == 0
     assert service.release_stale(db, "pw", 0) == 1
@@ -336,3 +338,93 @@ def test_concurrent_annotators_never_exceed_n(db: Database, app: Any, make_annot
     assert len({(i, u) for i, u, _ in rows}) == len(rows)
     assert Counter(i for i, _, _ in rows) == Counter({i: 2 for i, _, _ in rows}) and all(d for _, _, d in rows)
     assert len({i for i, _, _ in rows}) == 5
+
+
+def _form(html: str) -> tuple[int | None, str]:
+    m = re.search(r'action="/a/(\d+)"', html)
+    csrf = CSRF_RE.search(html)
+    assert csrf is not None
+    return (int(m.group(1)) if m else None), csrf.group(1)
+
+
+def _counts(db: Database) -> tuple[int, int]:
+    with db.session() as s:
+        return (s.scalar(select(func.count()).select_from(Label)) or 0,
+                s.scalar(select(func.count()).select_from(Assignment)) or 0)
+
+
+def test_submit_answers_with_the_next_page(db: Database, app: Any, make_annotator: Any) -> None:
+    """One request per submission: the POST stores the label and answers 200 with the next task page, its
+    assignment and its CSRF token, so a browser (and the load client) never needs a GET between labels."""
+    pid = _pairwise(db, n=1, gold_every=100)
+    ann = make_annotator(app, "ann", ["pw"])
+    aid, csrf, _ = ann.page(pid)
+    seen = [aid]
+    for _ in range(20):
+        r = ann.submit(seen[-1], csrf, choice="1")
+        assert r.status_code == 200 and "location" not in r.headers, r.text
+        nxt, csrf = _form(r.text)
+        if nxt is None:
+            break
+        assert nxt not in seen and f'data-url="/a/{nxt}"' in r.text
+        seen.append(nxt)
+    assert 'id="all-done"' in r.text and f'data-url="/p/{pid}"' in r.text
+    assert len(seen) == 6  # 5 regular items + 1 gold, one POST each after the first GET
+    assert _counts(db) == (6, 6)
+    assert service.progress(db, "pw")["annotators"][0]["done"] == 5
+
+
+def test_resent_submit_stores_nothing_and_shows_the_same_next_page(db: Database, app: Any,
+                                                                   make_annotator: Any) -> None:
+    """A reload of the POST's answer resends the same form: it must not store a second label nor make another
+    assignment; it answers with the same next page."""
+    pid = _pairwise(db, n=1, gold_every=100)
+    ann = make_annotator(app, "ann", ["pw"])
+    aid, csrf, _ = ann.page(pid)
+    first = ann.submit(aid, csrf, choice="1", note="first")
+    again = ann.submit(aid, csrf, choice="2", note="again")
+    assert first.status_code == again.status_code == 200
+    assert _form(first.text)[0] == _form(again.text)[0] is not None
+    assert _counts(db) == (1, 2)
+    with db.session() as s:
+        assert s.scalar(select(Label.note).where(Label.assignment_id == aid)) == "first"
+    # the page's own URL (what app.js puts in the address bar) shows the current assignment
+    nxt = _form(again.text)[0]
+    assert ann.client.get(f"/a/{nxt}").status_code == 200
+    assert ann.client.get(f"/a/{aid}", follow_redirects=False).headers["location"] == f"/p/{pid}"
+
+
+def test_one_request_flow_still_checks_csrf(db: Database, app: Any, make_annotator: Any) -> None:
+    pid = _pairwise(db, n=1, gold_every=100)
+    ann = make_annotator(app, "ann", ["pw"])
+    other = make_annotator(app, "other", ["pw"])
+    aid, csrf, _ = ann.page(pid)
+    _, other_csrf, _ = other.page(pid)
+    before = _counts(db)
+    assert ann.submit(aid, other_csrf, choice="1").status_code == 403
+    assert ann.submit(aid, "", choice="1").status_code == 403
+    r = ann.client.post(f"/a/{aid}", data={"csrf": csrf, "choice": "1"}, headers={"origin": "http://evil.example"},
+                        follow_redirects=False)
+    assert r.status_code == 403
+    assert _counts(db) == before  # refused before anything was stored or assigned
+    r = ann.submit(aid, csrf, choice="1")
+    nxt, page_csrf = _form(r.text)
+    assert r.status_code == 200 and page_csrf == csrf and nxt is not None
+    assert ann.submit(nxt, other_csrf, choice="1").status_code == 403
+    assert ann.submit(nxt, page_csrf, choice="1").status_code == 200
+
+
+def test_session_cache_expires_and_can_be_off(db: Database) -> None:
+    """Sessions ended elsewhere (`annotator link` rotates the link and ends every session) stop working once
+    the cache entry is older than session_cache_s; with 0 at once."""
+    pid = _pairwise(db)
+    _, token = service.add_user(db, "ann", "annotator", ["pw"])
+    for ttl in (0.0, 0.3):
+        app = create_app(db, session_cache_s=ttl)
+        ann = Annotator(login(app, service.rotate_link(db, "ann") if ttl else token), "ann")
+        assert ann.client.get(f"/p/{pid}").status_code == 200
+        service.rotate_link(db, "ann")
+        if ttl:
+            assert ann.client.get(f"/p/{pid}").status_code == 200  # still cached
+            time.sleep(ttl + 0.05)
+        assert ann.client.get(f"/p/{pid}").status_code == 401

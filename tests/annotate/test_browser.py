@@ -91,8 +91,17 @@ def test_keyboard_labelling_reload_resume(browser: Any, live: tuple[Database, Li
     current = _item(page)
     page.keyboard.press("f")
     assert page.is_checked("#flag")
+    # the POST answered with this page; app.js put the page's own URL in the address bar, so a reload is a
+    # GET of the current assignment: it resumes the same item and never resends the last label
+    action = page.locator("form.task").get_attribute("action")
+    assert page.url == f"{server.url}{action}"
     page.reload()
     assert _item(page) == current and not page.is_checked("#flag")  # resume the same item after a reload
+    assert service.progress(db, task)["labels_done"] == 2 and len(service.raw_labels(db, task)) == 2
+    # back goes to the previous (finished) item's URL, which leads to the current work; nothing is stored
+    page.go_back()
+    page.wait_for_load_state()
+    assert _item(page) == current and len(service.raw_labels(db, task)) == 2
     context.close()
 
     # a new browser (no cookies) with the same link resumes where the annotator left off

@@ -115,6 +115,8 @@ class Identity:
     role: str
     csrf: str
     session_hash: str
+    #: when the session ends (None: not known to the caller)
+    expires_at: datetime | None = None
 
 
 def identify(s: Session, cookie: str | None) -> Identity | None:
@@ -129,7 +131,7 @@ def identify(s: Session, cookie: str | None) -> Identity | None:
     expires = expires if expires.tzinfo else expires.replace(tzinfo=timezone.utc)
     if expires < utcnow():
         return None
-    return Identity(uid, name, role, csrf, digest)
+    return Identity(uid, name, role, csrf, digest, expires)
 
 
 def logout(s: Session, session_hash: str) -> None:
@@ -228,9 +230,11 @@ class Current:
     done_count: int | None = None
 
 
-def next_assignment(s: Session, user_id: int, project_id: int) -> Current | None:
+def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool = True) -> Current | None:
     """The annotator's current assignment: resume an open one, else make one (see the module docstring);
-    None when nothing is left for them. Prebuilt statements (hot.py): this runs on every task page."""
+    None when nothing is left for them. Prebuilt statements (hot.py): this runs on every task page.
+    `lazy_commit` (PostgreSQL): a transaction that only makes an assignment need not wait for the WAL flush;
+    pass False when the same transaction also stores a label (see `submit_and_next`)."""
     conn = s.connection()
     ids = {"u": user_id, "p": project_id}
     found = conn.execute(hot.OPEN_ASSIGNMENT, ids).first()
@@ -258,7 +262,7 @@ def next_assignment(s: Session, user_id: int, project_id: int) -> Current | None
     if item is None:
         return None
     layout = {"swap": secrets.randbelow(2) == 1} if tasks.needs_swap(task) else {}
-    if locked:
+    if locked and lazy_commit:
         conn.execute(hot.NO_SYNC_COMMIT)
     new_id = conn.execute(hot.NEW_ASSIGNMENT, {
         "project_id": project_id, "item_id": item[0], "user_id": user_id, "layout": layout, "is_gold": item[1],
@@ -335,6 +339,26 @@ def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]
         "note": (form.get("note") or "").strip(), "duration_ms": duration, "submitted_at": utcnow()})
     conn.execute(hot.CLOSE_ASSIGNMENT, {"a": assignment_id})
     return Submitted(row.project_id, False)
+
+
+@dataclass(frozen=True)
+class Next:
+    """What a submission answers with: the stored (or duplicate) submission and the annotator's next task page
+    (`view`, as `assignment_view` gives it) or, when nothing is left, `view` None."""
+
+    submitted: Submitted
+    view: dict[str, Any] | None
+
+
+def submit_and_next(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]) -> Next:
+    """One transaction per submission: store the label (idempotent, see `submit`), then find or make the
+    annotator's next assignment and read its page. Either everything commits or nothing does (a FormError
+    rolls back); the label's commit waits for durability, so the assignment made with it does too."""
+    done = submit(s, user_id, assignment_id, form)
+    nxt = next_assignment(s, user_id, done.project_id, lazy_commit=False)
+    if nxt is None:
+        return Next(done, None)
+    return Next(done, assignment_view(s, user_id, nxt.id, nxt.done_count))
 
 
 def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: int | None = None) -> dict[str, Any]:

@@ -28,10 +28,12 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from tailorbench.annotate import service, tasks
 from tailorbench.annotate.db import Database
+from tailorbench.annotate.models import utcnow
 from tailorbench.errors import TailorError
 
 COOKIE = "tb_session"
@@ -102,6 +104,50 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class SessionCache:
+    """Recently seen sessions by cookie hash, for `ttl_s` seconds: the session lookup runs on every request, so
+    a hit saves a query (and, on PostgreSQL, a round trip). Logging out in this process drops the entry at once;
+    a session ended elsewhere (`annotator link` in the CLI, another worker) stays usable here for at most
+    `ttl_s`. Expiry is checked on every hit. Only found sessions are cached; the table is bounded."""
+
+    def __init__(self, ttl_s: float = 10.0, max_entries: int = 10_000) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._entries: dict[str, tuple[float, service.Identity]] = {}
+        self._lock = threading.Lock()
+
+    def peek(self, cookie: str) -> service.Identity | None:
+        """The cached, unexpired session behind `cookie`, without asking the database."""
+        if self.ttl_s <= 0:
+            return None
+        with self._lock:
+            hit = self._entries.get(service.token_hash(cookie))
+        if hit is None or time.monotonic() - hit[0] >= self.ttl_s:
+            return None
+        ident = hit[1]
+        if ident.expires_at is not None and ident.expires_at <= utcnow():
+            return None
+        return ident
+
+    def lookup(self, s: Session, cookie: str | None) -> service.Identity | None:
+        if not cookie:
+            return None
+        ident = self.peek(cookie)
+        if ident is not None:
+            return ident
+        ident = service.identify(s, cookie)
+        if ident is not None and self.ttl_s > 0:
+            with self._lock:
+                if len(self._entries) >= self.max_entries:
+                    self._entries.clear()  # crude but bounded: everyone pays one lookup again
+                self._entries[ident.session_hash] = (time.monotonic(), ident)
+        return ident
+
+    def drop(self, session_hash: str) -> None:
+        with self._lock:
+            self._entries.pop(session_hash, None)
+
+
 class Denied(Exception):
     """Raised inside a request to answer with a page and a status (401 / 403 / 404)."""
 
@@ -112,15 +158,21 @@ class Denied(Exception):
 
 
 def create_app(db: Database, secure_cookies: bool | None = None, login_failures: int = 10,
-               login_window_s: float = 60.0) -> FastAPI:
-    """The app over `db`. `secure_cookies`: None = Secure when the request came over https, True = always."""
+               login_window_s: float = 60.0, session_cache_s: float = 10.0) -> FastAPI:
+    """The app over `db`. `secure_cookies`: None = Secure when the request came over https, True = always.
+    `session_cache_s`: how long a looked-up session is reused without asking the database (0 = never)."""
     app = FastAPI(title="tailorbench annotation", docs_url=None, redoc_url=None, openapi_url=None)
     templates = Jinja2Templates(directory=str(_PKG / "templates"))
+    # templates ship inside the package: compile each once, never stat the files again on every render
+    # (auto_reload cost as much as the rendering itself in the profile)
+    templates.env.auto_reload = False
     templates.env.globals["task_titles"] = tasks.TASK_TITLES
+    sessions = SessionCache(session_cache_s)
     app.mount("/static", StaticFiles(directory=str(_PKG / "static")), name="static")
     limiter = LoginLimiter(login_failures, login_window_s)
     app.state.db = db
     app.state.limiter = limiter
+    app.state.sessions = sessions
 
     app.add_middleware(SecurityHeaders)
 
@@ -139,12 +191,22 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
             yield s
 
     def who(s: Session, request: Request, admin: bool = False) -> service.Identity:
-        ident = service.identify(s, request.cookies.get(COOKIE))
+        ident = sessions.lookup(s, request.cookies.get(COOKIE))
         if ident is None:
             raise Denied(401, "You are not logged in. Open your personal login link to start.")
         if admin and ident.role != "admin":
             raise Denied(403, "This page is for admins only.")
         return ident
+
+    def who_now(request: Request) -> service.Identity:
+        """`who` for the per-submission paths: a cached session costs no transaction (and, on SQLite, no wait
+        for the writer lock)."""
+        cookie = request.cookies.get(COOKIE)
+        ident = sessions.peek(cookie) if cookie else None
+        if ident is not None:
+            return ident
+        with tx() as s:
+            return who(s, request)
 
     def check_csrf(request: Request, ident: service.Identity, form: dict[str, str]) -> None:
         origin = request.headers.get("origin")
@@ -189,6 +251,7 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
             ident = who(s, request)
             check_csrf(request, ident, form)
             service.logout(s, ident.session_hash)
+        sessions.drop(ident.session_hash)
         response = RedirectResponse("/bye", status_code=303)
         response.delete_cookie(COOKIE, path="/")
         return response
@@ -214,23 +277,35 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
     def task_page(request: Request, ident: service.Identity, ctx: dict[str, Any], error: str = "",
                   status: int = 200) -> HTMLResponse:
         p = ctx["project"]
+        # page_url: where a reload should go (app.js puts it in the address bar after a POST answered with
+        # this page, so a reload is a GET of the current assignment and never a second POST)
         return page(request, f"task_{p['task_type']}.html",
-                    {"me": ident, **ctx, "v": ctx["view"], "error": error, "judgments": tasks.JUDGMENTS},
-                    status)
+                    {"me": ident, **ctx, "v": ctx["view"], "error": error, "judgments": tasks.JUDGMENTS,
+                     "page_url": f"/a/{ctx['assignment']['id']}"}, status)
 
-    @app.get("/p/{project_id}")
-    def work(request: Request, project_id: int) -> Response:
+    def done_page(request: Request, ident: service.Identity, project_id: int, counts: dict[str, int]) -> HTMLResponse:
+        return page(request, "done.html", {"me": ident, "counts": counts, "project_id": project_id,
+                                           "page_url": f"/p/{project_id}"})
+
+    def current_page(request: Request, ident: service.Identity, project_id: int) -> HTMLResponse:
+        """The annotator's current task page (resume, or a new assignment), or the done page."""
         with tx() as s:
-            ident = who(s, request)
             try:
                 a = service.next_assignment(s, ident.user_id, project_id)
             except service.NotFound:
                 raise Denied(404, "No such project.") from None
             if a is None:
                 counts = service.my_counts(s, ident.user_id, project_id)
-                return page(request, "done.html", {"me": ident, "counts": counts, "project_id": project_id})
-            ctx = service.assignment_view(s, ident.user_id, a.id, a.done_count)
+            else:
+                ctx = service.assignment_view(s, ident.user_id, a.id, a.done_count)
+        if a is None:
+            return done_page(request, ident, project_id, counts)
         return task_page(request, ident, ctx)
+
+    @app.get("/p/{project_id}")
+    def work(request: Request, project_id: int) -> Response:
+        ident = who_now(request)
+        return current_page(request, ident, project_id)
 
     @app.get("/a/{assignment_id}")
     def show_assignment(request: Request, assignment_id: int) -> Response:
@@ -244,17 +319,20 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
             return RedirectResponse(f"/p/{ctx['project']['id']}", status_code=303)
         return task_page(request, ident, ctx)
 
-    @app.post("/a/{assignment_id}")
-    async def submit(request: Request, assignment_id: int) -> Response:
-        form = await read_form(request)
+    def submit_sync(request: Request, assignment_id: int, form: dict[str, str]) -> Response:
+        """One request and one transaction per submission: store the label and answer with the next task page
+        (200). Idempotent: a repeated POST of a finished assignment (double click, retry, resubmitted reload)
+        stores nothing and answers with the current page, like the first."""
+        ident = who_now(request)
+        check_csrf(request, ident, form)
         try:
             with tx() as s:
-                ident = who(s, request)
-                check_csrf(request, ident, form)
                 try:
-                    done = service.submit(s, ident.user_id, assignment_id, form)
+                    got = service.submit_and_next(s, ident.user_id, assignment_id, form)
                 except service.NotFound:
                     raise Denied(404, "No such assignment.") from None
+                project_id = got.submitted.project_id
+                counts = service.my_counts(s, ident.user_id, project_id) if got.view is None else None
         except tasks.FormError as exc:  # rolled back: nothing stored; show the page again with the reason
             with tx() as s:
                 ctx = service.assignment_view(s, ident.user_id, assignment_id)
@@ -262,8 +340,17 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
         except IntegrityError:  # a concurrent double submit lost the race: its twin stored the label
             with tx() as s:
                 project_id = service.assignment_project(s, assignment_id)
-            return RedirectResponse(f"/p/{project_id}", status_code=303)
-        return RedirectResponse(f"/p/{done.project_id}", status_code=303)
+            return current_page(request, ident, project_id)
+        if got.view is None:
+            assert counts is not None
+            return done_page(request, ident, project_id, counts)
+        return task_page(request, ident, got.view)
+
+    @app.post("/a/{assignment_id}")
+    async def submit(request: Request, assignment_id: int) -> Response:
+        form = await read_form(request)
+        # the database work runs in the thread pool, never on the event loop
+        return await run_in_threadpool(submit_sync, request, assignment_id, form)
 
     # --- admin pages ------------------------------------------------------------------------------
 

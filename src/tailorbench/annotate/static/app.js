@@ -3,6 +3,12 @@
 // a text field. No framework, no build step.
 (function () {
   "use strict";
+  // A submit is answered with the next task page directly (one request per label). The address bar would
+  // still show the POST's URL; put the page's own URL there, so a reload is a plain GET of the current
+  // assignment (resume) instead of resending the form. (A resent form would store nothing anyway: submits
+  // are idempotent per assignment.)
+  const here = document.body && document.body.dataset.url;
+  if (here && here !== window.location.pathname) window.history.replaceState(null, "", here);
   const form = document.querySelector("form.task");
   if (!form) return;
   const started = Date.now();
