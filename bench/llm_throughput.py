@@ -1,6 +1,7 @@
 """Throughput of the LLM judge against a 250 ms latency server: achieved requests/s as a ratio to the ideal
 concurrency / latency, for fixed concurrency 16, 64, 256 and once with adaptive concurrency, plus a plain
-`openai`-SDK loop with a semaphore on the same calls, measured in the same run.
+`openai`-SDK loop with a semaphore on the same calls and Inspect AI's `eval()` through its OpenAI-compatible
+provider (when `inspect-ai` is installed: the `[bench]` extra), measured in the same run.
 
     .venv/bin/python bench/llm_throughput.py [--requests 2000] [--delay 0.25]
 
@@ -113,6 +114,38 @@ async def run_openai_loop(base: str, concurrency: int, n: int) -> dict[str, Any]
             "server_cpu_share": round((after["cpu_s"] - before["cpu_s"]) / wall, 3)}
 
 
+def run_inspect(base: str, concurrency: int, n: int, log_dir: str) -> dict[str, Any]:
+    """Inspect AI's `eval()` of a task with the same prompts, through its OpenAI-compatible provider
+    (`openai-api/<service>/<model>`), `max_connections` = concurrency; wall time of the whole eval."""
+    try:
+        from inspect_ai import Task
+        from inspect_ai import eval as inspect_eval
+        from inspect_ai.dataset import Sample
+        from inspect_ai.solver import generate
+    except ImportError:
+        return {"harness": "inspect", "concurrency": concurrency,
+                "skipped": "inspect-ai not installed: pip install -c constraints.txt -e '.[bench]'"}
+    os.environ["BENCH_API_KEY"] = "x"
+    os.environ["BENCH_BASE_URL"] = f"{base}/v1"
+    items = inputs(n, tag=f"inspect {concurrency} ")
+    task = Task(dataset=[Sample(input=f"{i.context}\n{i.question}\nA: {i.answer_a}\nB: {i.answer_b}", target="A")
+                         for i in items], solver=generate())
+    before = server_stats(base)
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    logs = inspect_eval(task, model="openai-api/bench/bench", max_connections=concurrency, max_tokens=16,
+                        temperature=0, log_dir=log_dir, display="none", max_samples=concurrency, fail_on_error=False)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    after = server_stats(base)
+    samples = logs[0].samples or []
+    ok = sum(1 for sample in samples if not sample.error)
+    return {"harness": "inspect", "concurrency": concurrency, "adaptive": False, "requests": n, "ok": ok,
+            "wall_s": round(wall, 3), "requests_per_s": round(n / wall, 1),
+            "ratio_to_ideal": round(n / wall / (concurrency / DELAY), 3),
+            "client_cpu_ms_per_request": round(1000 * cpu / n, 3),
+            "server_cpu_share": round((after["cpu_s"] - before["cpu_s"]) / wall, 3),
+            "server_requests": int(after["requests"] - before["requests"])}
+
+
 DELAY = 0.25
 
 
@@ -123,6 +156,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.25)
     parser.add_argument("--concurrency", type=int, nargs="*", default=[16, 64, 256])
     parser.add_argument("--skip-baseline", action="store_true")
+    parser.add_argument("--skip-inspect", action="store_true")
     args = parser.parse_args()
     DELAY = args.delay
     port = free_port()
@@ -146,8 +180,10 @@ def main() -> None:
             if not args.skip_baseline:
                 for c in args.concurrency:
                     print(json.dumps(asyncio.run(run_openai_loop(base, c, args.requests))), flush=True)
-        print(json.dumps({"harness": "inspect", "skipped": "inspect-ai not installed in this environment"}),
-              flush=True)
+            if not args.skip_inspect:
+                for c in args.concurrency:
+                    print(json.dumps(run_inspect(base, c, args.requests, os.path.join(tmp, f"inspect-{c}"))),
+                          flush=True)
     finally:
         server.terminate()
         server.wait(10)
