@@ -33,13 +33,13 @@ MY_COUNTS = (
 )
 _NOT_MINE = ~exists().where(Assignment.item_id == Item.id, Assignment.user_id == bindparam("u"))
 GOLD_ITEM = (
-    select(Item.id, Item.is_gold)
+    select(Item.id, Item.is_gold, Item.ext_id, Item.payload)
     .where(Item.project_id == bindparam("p"), Item.is_gold.is_(True), _NOT_MINE)
     .order_by(Item.seq)
     .limit(1)
 )
 REGULAR_ITEM = (
-    select(Item.id, Item.is_gold)
+    select(Item.id, Item.is_gold, Item.ext_id, Item.payload)
     .where(Item.project_id == bindparam("p"), Item.is_gold.is_(False), Item.n_assigned < bindparam("n"), _NOT_MINE)
     .order_by(Item.n_assigned, Item.seq)
     .limit(1)
@@ -52,7 +52,8 @@ COUNT_ASSIGNED = update(Item).where(Item.id == bindparam("i")).values(n_assigned
 
 ASSIGNMENT_ROW = (
     select(Assignment.user_id, Assignment.project_id, Assignment.item_id, Assignment.layout, Assignment.done,
-           Item.payload, Item.ext_id, Project.task_type, Project.name, Project.instructions)
+           Item.payload, Item.ext_id, Project.task_type, Project.name, Project.instructions, Project.n_per_item,
+           Project.gold_every)
     .join(Item, Item.id == Assignment.item_id)
     .join(Project, Project.id == Assignment.project_id)
     .where(Assignment.id == bindparam("a"))

@@ -228,19 +228,23 @@ class Current:
     layout: dict[str, Any]
     #: labels the annotator has finished in this project, when known without another query
     done_count: int | None = None
+    #: (item ext id, payload) of a newly made assignment (what its page shows, without another query)
+    item: tuple[str, dict[str, Any]] | None = None
 
 
-def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool = True) -> Current | None:
+def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool = True,
+                    project: tuple[str, int, int] | None = None) -> Current | None:
     """The annotator's current assignment: resume an open one, else make one (see the module docstring);
     None when nothing is left for them. Prebuilt statements (hot.py): this runs on every task page.
     `lazy_commit` (PostgreSQL): a transaction that only makes an assignment need not wait for the WAL flush;
-    pass False when the same transaction also stores a label (see `submit_and_next`)."""
+    pass False when the same transaction also stores a label (see `submit_and_next`). `project`: (task type, N,
+    gold interval) when the caller has just read them from the user's own assignment in this project."""
     conn = s.connection()
     ids = {"u": user_id, "p": project_id}
     found = conn.execute(hot.OPEN_ASSIGNMENT, ids).first()
     if found is not None:
         return Current(found[0], found[1])
-    task, n_per_item, gold_every = _member_project(s, user_id, project_id)
+    task, n_per_item, gold_every = project or _member_project(s, user_id, project_id)
     n_regular = n_gold = n_done = 0
     for is_gold, done, n in conn.execute(hot.MY_COUNTS, ids):
         n_gold += n if is_gold else 0
@@ -268,7 +272,7 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
         "project_id": project_id, "item_id": item[0], "user_id": user_id, "layout": layout, "is_gold": item[1],
         "done": False, "created_at": utcnow()}).scalar_one()
     conn.execute(hot.COUNT_ASSIGNED, {"i": item[0]})
-    return Current(new_id, layout, n_done)
+    return Current(new_id, layout, n_done, (item[2], item[3]))
 
 
 def my_counts(s: Session, user_id: int, project_id: int) -> dict[str, int]:
@@ -324,9 +328,13 @@ class Submitted:
 def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]) -> Submitted:
     """Store one label for the annotator's own assignment in the caller's transaction. A second submit of a
     finished assignment stores nothing and reports `duplicate` (the row lock makes concurrent ones wait)."""
+    return _submit(s, user_id, assignment_id, form)[0]
+
+
+def _submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]) -> tuple[Submitted, Any]:
     row = _assignment_row(s, user_id, assignment_id, lock=True)
     if row.done:
-        return Submitted(row.project_id, True)
+        return Submitted(row.project_id, True), row
     value = tasks.parse_form(row.task_type, row.payload, row.layout, form)
     try:
         duration: int | None = int(form.get("elapsed_ms") or "")
@@ -338,7 +346,7 @@ def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]
         "value": value, "flagged": (form.get("flag") or "") in ("1", "on", "true"),
         "note": (form.get("note") or "").strip(), "duration_ms": duration, "submitted_at": utcnow()})
     conn.execute(hot.CLOSE_ASSIGNMENT, {"a": assignment_id})
-    return Submitted(row.project_id, False)
+    return Submitted(row.project_id, False), row
 
 
 @dataclass(frozen=True)
@@ -354,11 +362,16 @@ def submit_and_next(s: Session, user_id: int, assignment_id: int, form: Mapping[
     """One transaction per submission: store the label (idempotent, see `submit`), then find or make the
     annotator's next assignment and read its page. Either everything commits or nothing does (a FormError
     rolls back); the label's commit waits for durability, so the assignment made with it does too."""
-    done = submit(s, user_id, assignment_id, form)
-    nxt = next_assignment(s, user_id, done.project_id, lazy_commit=False)
+    done, row = _submit(s, user_id, assignment_id, form)
+    # the project's settings come with the submitted assignment (the user's own, in this project)
+    nxt = next_assignment(s, user_id, done.project_id, lazy_commit=False,
+                          project=(row.task_type, row.n_per_item, row.gold_every))
     if nxt is None:
         return Next(done, None)
-    return Next(done, assignment_view(s, user_id, nxt.id, nxt.done_count))
+    if nxt.item is None or nxt.done_count is None:  # resumed an older open assignment: read its page
+        return Next(done, assignment_view(s, user_id, nxt.id, nxt.done_count))
+    ext_id, payload = nxt.item
+    return Next(done, _view(nxt.id, False, row, ext_id, payload, nxt.layout, nxt.done_count))
 
 
 def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: int | None = None) -> dict[str, Any]:
@@ -367,9 +380,15 @@ def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: in
     row = _assignment_row(s, user_id, assignment_id)
     if done_count is None:
         done_count = s.connection().execute(hot.DONE_COUNT, {"u": user_id, "p": row.project_id}).scalar_one()
-    project = {"id": row.project_id, "name": row.name, "task_type": row.task_type, "instructions": row.instructions}
-    return {"assignment": {"id": assignment_id, "done": row.done}, "project": project, "item_id": row.ext_id,
-            "done_count": done_count, "view": tasks.view(row.task_type, row.payload, row.layout)}
+    return _view(assignment_id, row.done, row, row.ext_id, row.payload, row.layout, done_count)
+
+
+def _view(assignment_id: int, done: bool, project_row: Any, ext_id: str, payload: dict[str, Any],
+          layout: dict[str, Any], done_count: int) -> dict[str, Any]:
+    p = project_row
+    project = {"id": p.project_id, "name": p.name, "task_type": p.task_type, "instructions": p.instructions}
+    return {"assignment": {"id": assignment_id, "done": done}, "project": project, "item_id": ext_id,
+            "done_count": done_count, "view": tasks.view(p.task_type, payload, layout)}
 
 
 # --- admin: progress, agreement, flags, export ------------------------------------------------------
