@@ -8,10 +8,12 @@ database:
   (a) open loop: 100 clients, each with Poisson arrivals at 3 submissions/s, for 30 s: achieved submissions/s
       and p50/p99 latency of a submission (measured from the scheduled arrival, so queueing counts);
   (b) closed loop: 32 clients back to back: the sustained submissions/s, and its ratio to a bare FastAPI endpoint
-      that validates the same form body and inserts one row (same database, measured in the same run);
+      that validates the same form body and inserts one row (same database, measured in the same run, right
+      before and right after the service, to the mean of the two);
   (c) closed loop with a server restart (SIGTERM + start) in the middle: labels the clients saw confirmed but
       the database lacks (lost) and labels stored twice (duplicated); goal 0 and 0.
-Run: .venv/bin/python bench/annotate_load.py [--db sqlite|postgres|both] [--quick]
+Run: .venv/bin/python bench/annotate_load.py [--db sqlite|postgres|both] [--quick] [--http h11|httptools]
+     [--loop asyncio|uvloop]   (uvicorn flags for both servers; default: uvicorn's auto choice)
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: extra uvicorn flags for both servers (the service and the bare endpoint), from --http / --loop
+UVICORN_FLAGS: list[str] = []
+
+
 class Server:
     def __init__(self, db_url: str, factory: str, port: int) -> None:
         self.db_url, self.factory, self.port = db_url, factory, port
@@ -89,7 +95,8 @@ class Server:
         env = {**os.environ, "TAILOR_ANNOTATE_DB": self.db_url}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--factory", self.factory, "--host", "127.0.0.1", "--port",
-             str(self.port), "--log-level", "warning", "--no-access-log", "--app-dir", str(Path(__file__).parent)],
+             str(self.port), "--log-level", "warning", "--no-access-log", "--app-dir", str(Path(__file__).parent),
+             *UVICORN_FLAGS],
             env=env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -206,19 +213,38 @@ async def closed_loop(clients: list[Client], duration: float, restart: Server | 
 
 
 async def bare_loop(base: str, n_clients: int, duration: float) -> float:
+    """Submissions/s of the bare endpoint with `n_clients` back to back. The clients are made and connected
+    (one request each) before the clock starts, as the service's clients are logged in before theirs."""
     done = 0
-    start = time.perf_counter()
+    clients = [httpx.AsyncClient(base_url=base, timeout=30) for _ in range(n_clients)]
 
-    async def run() -> None:
+    async def post(http: httpx.AsyncClient) -> None:
+        r = await http.post("/bare", data={"csrf": uuid.uuid4().hex, "choice": random.choice("12")})
+        assert r.status_code == 200, r.status_code
+
+    async def run(http: httpx.AsyncClient) -> None:
         nonlocal done
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-            while time.perf_counter() - start < duration:
-                r = await http.post("/bare", data={"csrf": uuid.uuid4().hex, "choice": random.choice("12")})
-                assert r.status_code == 200
-                done += 1
+        while time.perf_counter() - start < duration:
+            await post(http)
+            done += 1
 
-    await asyncio.gather(*(run() for _ in range(n_clients)))
-    return done / (time.perf_counter() - start)
+    try:
+        await asyncio.gather(*(post(c) for c in clients))
+        start = time.perf_counter()
+        await asyncio.gather(*(run(c) for c in clients))
+        return done / (time.perf_counter() - start)
+    finally:
+        await asyncio.gather(*(c.aclose() for c in clients))
+
+
+def uvicorn_impl() -> dict[str, str]:
+    """What uvicorn's `auto` picks here (httptools / uvloop when installed), or the flags given."""
+    import importlib.util
+
+    flags = dict(zip(UVICORN_FLAGS[::2], UVICORN_FLAGS[1::2], strict=True))
+    auto_http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    auto_loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return {"http": flags.get("--http", auto_http), "loop": flags.get("--loop", auto_loop)}
 
 
 # --- one database --------------------------------------------------------------------------------------
@@ -262,24 +288,34 @@ async def bench_db(kind: str, db_url: str, quick: bool) -> dict[str, Any]:
     port = free_port()
     server = Server(db_url, "tailorbench.annotate.web:app_from_env", port)
     base = f"http://127.0.0.1:{port}"
-    out: dict[str, Any] = {"database": kind}
+    out: dict[str, Any] = {"database": kind, "uvicorn": uvicorn_impl()}
     pid, tokens = setup(db_url, 5000, 100, "load")
     server.start()
     try:
         clients = [Client(base, t, pid) for t in tokens]
         await asyncio.gather(*(c.login() for c in clients))
         out["a_open_loop"] = await open_loop(clients, 3.0, 30 * scale)
-        closed = clients[:32]
-        out["b_closed_loop"] = await closed_loop(closed, 10 * scale)
     finally:
         server.stop()
+    # the bare endpoint runs right before and right after the service's closed loop (this machine is shared:
+    # its load drifts); the ratio is to the mean of the two
     bare = Server(db_url, "annotate_load:bare_app", free_port())
-    bare.start()
-    try:
-        bare_rate = await bare_loop(f"http://127.0.0.1:{bare.port}", 32, 10 * scale)
-    finally:
-        bare.stop()
+    bare_rates = []
+    for phase in ("before", "after"):
+        if phase == "after":
+            server.start()
+            try:
+                out["b_closed_loop"] = await closed_loop(clients[:32], 10 * scale)
+            finally:
+                server.stop()
+        bare.start()
+        try:
+            bare_rates.append(await bare_loop(f"http://127.0.0.1:{bare.port}", 32, 5 * scale))
+        finally:
+            bare.stop()
+    bare_rate = sum(bare_rates) / 2
     out["b_closed_loop"]["bare_endpoint_per_s"] = round(bare_rate, 1)
+    out["b_closed_loop"]["bare_before_after_per_s"] = [round(r, 1) for r in bare_rates]
     out["b_closed_loop"]["ratio"] = round(out["b_closed_loop"]["per_s"] / bare_rate, 2)
     pid2, tokens2 = setup(db_url, 3000, 32, "restart")
     server.start()
@@ -297,7 +333,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
     ap.add_argument("--quick", action="store_true", help="a fifth of the durations (smoke run)")
+    ap.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto", help="uvicorn --http")
+    ap.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto", help="uvicorn --loop")
     args = ap.parse_args()
+    for flag, value in (("--http", args.http), ("--loop", args.loop)):
+        if value != "auto":
+            UVICORN_FLAGS.extend([flag, value])
     results = []
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
