@@ -40,6 +40,11 @@ RECIPES: dict[str, tuple[list[str], float, str]] = {
     "length+overlap+cosine": (["length", "persona_overlap", "persona_cosine"], 0.0, "majority"),
     "length+overlap+cosine, flip keep": (["length", "persona_overlap", "persona_cosine"], 0.0, "keep"),
     "length+overlap+cosine, l2 0.01": (["length", "persona_overlap", "persona_cosine"], 0.01, "majority"),
+    "all five": (list(FEATURES), 0.0, "majority"),
+    "all five, l2 0.01": (list(FEATURES), 0.01, "majority"),
+    "all five, flip keep": (list(FEATURES), 0.0, "keep"),
+    "length+overlap+share+cosine": (["length", "persona_overlap", "persona_overlap_share", "persona_cosine"], 0.0,
+                                    "majority"),
 }
 
 
@@ -138,8 +143,8 @@ def main() -> None:
                 for seed in args.seeds for fold in range(args.folds)]
         summary = summarise(name, runs, args.seeds)
         results.append({"summary": summary, "runs": runs})
-        cell = {k: f"{m:.1f}±{s:.1f}" if not k.startswith("balanced") else f"{m:.3f}±{s:.3f}"
-                for k, (m, s) in summary.items() if k != "recipe"}
+        cell = {k: f"{v[0]:.1f}±{v[1]:.1f}" if not k.startswith("balanced") else f"{v[0]:.3f}±{v[1]:.3f}"
+                for k, v in summary.items() if k != "recipe"}
         print(name, json.dumps(cell))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

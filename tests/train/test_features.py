@@ -36,10 +36,15 @@ def test_char_bigrams_and_raw_features(tmp_path: Path) -> None:
     assert char_bigrams("喜欢园艺") == {"喜欢", "欢园", "园艺"}
     scorer = HFRewardModel(tiny_bert(tmp_path / "m"), precision="fp32")
     triples = [("喜欢园艺", "q", "园艺很好"), (None, "q", "园艺很好"), ("cats", "q", "dogs")]
-    raw = scorer.raw_features(triples, ["length", "persona_overlap", "persona_cosine"])
+    raw = scorer.raw_features(triples, ["length", "persona_overlap", "persona_cosine", "persona_overlap_share",
+                                        "question_cosine"])
     assert raw[:, 0] == pytest.approx(np.log1p([4, 4, 4]))
     assert raw[:, 1] == pytest.approx([np.log1p(1), 0.0, 0.0])  # one shared bigram; no context -> 0
     assert raw[1, 2] == 0.0 and -1.0 <= raw[0, 2] <= 1.0 and -1.0 <= raw[2, 2] <= 1.0
+    assert raw[:, 3] == pytest.approx([1 / 3, 0.0, 0.0])  # 1 of the answer's 3 bigrams is in the context
+    assert raw[0, 4] == pytest.approx(raw[1, 4]) and -1.0 <= raw[0, 4] <= 1.0  # the question needs no context
+    embedded = scorer.embed(["园艺很好", "dogs"])
+    assert np.linalg.norm(embedded, axis=1) == pytest.approx([1.0, 1.0], abs=1e-5)
     with pytest.raises(ConfigError, match="unknown feature"):
         scorer.raw_features(triples, ["colour"])
 
@@ -99,6 +104,7 @@ def test_full_scope_starts_from_the_feature_fit(data: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize("fields,match", [
     ({"train_scope": "features"}, "at least one feature"),
     ({"features": ["persona_cosine"]}, "persona_cosine"),
+    ({"features": ["question_cosine"]}, "question_cosine"),
     ({"features": ["colour"]}, "features must be among"),
     ({"features": ["length"], "length_feature": True}, "length_feature"),
     ({"train_scope": "head"}, "train_scope"),

