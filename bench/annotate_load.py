@@ -13,7 +13,7 @@ database:
   (c) closed loop with a server restart (SIGTERM + start) in the middle: labels the clients saw confirmed but
       the database lacks (lost) and labels stored twice (duplicated); goal 0 and 0.
 Run: .venv/bin/python bench/annotate_load.py [--db sqlite|postgres|both] [--quick] [--http h11|httptools]
-     [--loop asyncio|uvloop]   (uvicorn flags for both servers; default: uvicorn's auto choice)
+     [--loop asyncio|uvloop] [--workers N]   (uvicorn flags for both servers; default: auto choice, 1 worker)
 """
 
 from __future__ import annotations
@@ -50,16 +50,28 @@ CSRF_RE = re.compile(rb'name="csrf" value="([^"]+)"')
 # --- the bare reference endpoint ---------------------------------------------------------------------
 
 
+def _bare_table() -> Any:
+    from sqlalchemy import Column, Integer, MetaData, String, Table
+
+    return Table("bare_labels", MetaData(), Column("id", Integer, primary_key=True), Column("choice", String(2)),
+                 Column("csrf", String(64)))
+
+
+def create_bare_table(db_url: str) -> None:
+    """Made once by the bench process, not by the bare app (its workers would race to create it)."""
+    db = Database(db_url, run_migrations=False)
+    try:
+        _bare_table().metadata.create_all(db.engine)
+    finally:
+        db.dispose()
+
+
 def bare_app() -> Any:
     """POST /bare: validate the same form body (csrf + choice) and insert one row; nothing else."""
     from fastapi import FastAPI, Form, HTTPException
-    from sqlalchemy import Column, Integer, MetaData, String, Table
 
     db = Database(os.environ["TAILOR_ANNOTATE_DB"], run_migrations=False)
-    meta = MetaData()
-    table = Table("bare_labels", meta, Column("id", Integer, primary_key=True), Column("choice", String(2)),
-                  Column("csrf", String(64)))
-    meta.create_all(db.engine)
+    table = _bare_table()
     app = FastAPI()
 
     @app.post("/bare")
@@ -244,7 +256,8 @@ def uvicorn_impl() -> dict[str, str]:
     flags = dict(zip(UVICORN_FLAGS[::2], UVICORN_FLAGS[1::2], strict=True))
     auto_http = "httptools" if importlib.util.find_spec("httptools") else "h11"
     auto_loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    return {"http": flags.get("--http", auto_http), "loop": flags.get("--loop", auto_loop)}
+    return {"http": flags.get("--http", auto_http), "loop": flags.get("--loop", auto_loop),
+            "workers": flags.get("--workers", "1")}
 
 
 # --- one database --------------------------------------------------------------------------------------
@@ -299,6 +312,7 @@ async def bench_db(kind: str, db_url: str, quick: bool) -> dict[str, Any]:
         server.stop()
     # the bare endpoint runs right before and right after the service's closed loop (this machine is shared:
     # its load drifts); the ratio is to the mean of the two
+    create_bare_table(db_url)
     bare = Server(db_url, "annotate_load:bare_app", free_port())
     bare_rates = []
     for phase in ("before", "after"):
@@ -335,7 +349,10 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a fifth of the durations (smoke run)")
     ap.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto", help="uvicorn --http")
     ap.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto", help="uvicorn --loop")
+    ap.add_argument("--workers", type=int, default=1, help="uvicorn --workers, for both servers (default 1)")
     args = ap.parse_args()
+    if args.workers != 1:
+        UVICORN_FLAGS.extend(["--workers", str(args.workers)])
     for flag, value in (("--http", args.http), ("--loop", args.loop)):
         if value != "auto":
             UVICORN_FLAGS.extend([flag, value])
