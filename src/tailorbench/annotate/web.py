@@ -167,6 +167,8 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
     # (auto_reload cost as much as the rendering itself in the profile)
     templates.env.auto_reload = False
     templates.env.globals["task_titles"] = tasks.TASK_TITLES
+    for name in templates.env.list_templates(extensions=["html"]):
+        templates.env.get_template(name)  # compiled now, not by the first request of each page
     sessions = SessionCache(session_cache_s)
     app.mount("/static", StaticFiles(directory=str(_PKG / "static")), name="static")
     limiter = LoginLimiter(login_failures, login_window_s)
