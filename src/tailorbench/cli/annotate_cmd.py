@@ -47,7 +47,7 @@ def serve(
 
     with user_errors():
         app = create_app(_db(directory, db), secure_cookies=True if secure_cookies else None)
-    uvicorn.run(app, host=host, port=port, proxy_headers=proxy_headers, log_level="warning")
+    uvicorn.run(app, host=host, port=port, proxy_headers=proxy_headers, log_level="warning", access_log=False)
 
 
 @project_app.command("create")
