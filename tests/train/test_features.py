@@ -99,6 +99,8 @@ def test_full_scope_starts_from_the_feature_fit(data: Path, tmp_path: Path) -> N
     start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
     assert start["feature_fit"]["weights"] == summary["format"]["feature_weights"]  # lr 0: the fit is kept
     assert summary["steps"] == 2 and summary["format"]["encoder_score"] is True
+    last = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()][-2]
+    assert last["event"] == "train" and last["feature_weights"] == summary["format"]["feature_weights"]
 
 
 @pytest.mark.parametrize("fields,match", [

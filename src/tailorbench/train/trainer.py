@@ -326,6 +326,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
                            "loss": float(np.mean([w[0] for w in window])),
                            "accuracy": float(np.mean([w[1] for w in window])), "lr": scheduler.get_last_lr()[0],
                            "length_weight": length_w.item() if length_w is not None else None,
+                           "feature_weights": feat_w.detach().tolist() if feat_w is not None else None,
                            "pairs_per_s": seen_pairs / max(elapsed, 1e-9)})
                 window = []
             if step >= total:
