@@ -33,6 +33,10 @@ def train_rm_command(
     length_feature: bool | None = typer.Option(None, "--length-feature/--no-length-feature",
                                                help="learned log-length term in the reward"),
     length_debias: float | None = typer.Option(None, help="penalty on corr(reward margin, length margin)^2"),
+    features: str | None = typer.Option(None, help="answer features with learned weights, comma-separated "
+                                                   "(e.g. length,persona_overlap,persona_cosine)"),
+    feature_l2: float | None = typer.Option(None, help="L2 penalty on the feature weights"),
+    train_scope: str | None = typer.Option(None, help="full (fine-tune the encoder) | features (feature fit only)"),
     max_train_pairs: int | None = typer.Option(None, help="a seeded sample of this many training pairs"),
     flip_rule: str | None = typer.Option(None, help="pairs seen with both labels: majority | drop | keep"),
     seed: int | None = typer.Option(None, help="seed of the split, sampling, batches and head init"),
@@ -53,6 +57,8 @@ def train_rm_command(
         "weight_decay": weight_decay, "margin": margin, "center_coef": center_coef,
         "length_feature": length_feature, "length_debias": length_debias, "max_train_pairs": max_train_pairs,
         "flip_rule": flip_rule, "seed": seed, "precision": precision, "dropout": dropout, "threads": threads,
+        "features": [f.strip() for f in features.split(",") if f.strip()] if features is not None else None,
+        "feature_l2": feature_l2, "train_scope": train_scope,
     }
     with user_errors():
         summary = train_rm(config, progress=progress, **overrides)
