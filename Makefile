@@ -31,7 +31,7 @@ install-test: $(VENV)/.test-installed
 assets: install-test chromium
 	TAILORBENCH_CACHE=$(CACHE) $(PY) scripts/ensure_test_assets.py
 
-# Browser tests drive Debian's chromium through Playwright (never `playwright install`: no browser downloads).
+# Browser tests drive Debian's chromium through Playwright with executable_path=/usr/bin/chromium (no browser downloads).
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing Debian's chromium for the browser tests"; \

@@ -7,11 +7,12 @@ import asyncio
 import pytest
 
 from tailorbench.errors import ConfigError
-from tailorbench.judges.llm import parse_verdict, split_messages
+from tailorbench.judges.llm import parse_verdict
 from tailorbench.models.base import GenParams, make_chat_model, parse_model_spec, strip_think
 from tailorbench.models.limiter import Limiter
 from tailorbench.models.openai_compat import parse_retry_after
 from tailorbench.models.pricing import PriceTable
+from tailorbench.prompts import split_messages
 
 
 def test_model_specs() -> None:

@@ -25,11 +25,12 @@ from tailorbench import __version__
 from tailorbench.build import STAGES
 from tailorbench.build.config import PROFILE_SECTIONS, RULES, BuildConfig, load_build_config
 from tailorbench.build.schemas import answer_schema, profile_schema, questions_schema
-from tailorbench.build.structured import StageStats, call_json, load_template, split_messages
+from tailorbench.build.structured import StageStats, call_json, load_template
 from tailorbench.errors import ConfigError
 from tailorbench.files import write_json_atomic, write_jsonl_atomic
 from tailorbench.models.base import ChatModel, GenParams, make_chat_model
 from tailorbench.personas import render_persona, select_sections
+from tailorbench.prompts import split_messages
 from tailorbench.schema import PairCase
 
 VARIANTS = {"A1": "full persona", "A2": "masked persona", "A3": "no persona"}

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.build.jsonschema_lite import validate
-from tailorbench.errors import ConfigError
 from tailorbench.models.base import CallFailure, ChatModel, GenParams, Message
+from tailorbench.prompts import compile_template
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
-_MARKER = re.compile(r"^<\|(system|user|assistant)\|>[ \t]*$", re.MULTILINE)
 
 
 @dataclass
@@ -55,35 +54,9 @@ class Outcome:
     attempts: int
 
 
-def split_messages(rendered: str) -> list[Message]:
-    """Cut a rendered template into chat messages at `<|system|>` / `<|user|>` lines (the judges' convention)."""
-    parts = _MARKER.split(rendered)
-    messages: list[Message] = []
-    if parts[0].strip():
-        messages.append({"role": "user", "content": parts[0].strip()})
-    for role, content in zip(parts[1::2], parts[2::2]):
-        if content.strip():
-            messages.append({"role": role, "content": content.strip()})
-    if not messages:
-        raise ConfigError("the template rendered no message")
-    return messages
-
-
 def load_template(name: str, override: Path | None = None) -> tuple[Any, str]:
     """(compiled Jinja template, its source text) of a stage; `override` replaces the shipped file."""
-    import jinja2
-
-    path = override or TEMPLATE_DIR / f"{name}.jinja"
-    try:
-        source = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the {name} template {path}: {exc.strerror or exc}") from None
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
-    env.filters["tojson"] = lambda v: json.dumps(v, ensure_ascii=False)
-    try:
-        return env.from_string(source), source
-    except jinja2.TemplateSyntaxError as exc:
-        raise ConfigError(f"{path}:{exc.lineno}: template syntax error: {exc.message}") from None
+    return compile_template(override or TEMPLATE_DIR / f"{name}.jinja", f"{name} template")
 
 
 def response_format(mode: str, name: str, schema: dict[str, Any]) -> tuple[tuple[str, Any], ...]:

@@ -21,6 +21,7 @@ from typing import Any
 from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
 from tailorbench.models.base import CallFailure, ChatModel, ChatResult, GenParams, Message, make_chat_model
+from tailorbench.prompts import compile_template, split_messages
 from tailorbench.schema import Choice, JudgeInput, Usage, Verdict, VerdictStatus
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -34,7 +35,6 @@ MODEL_KEYS = {
     "prices", "cache_path", "cache_policy", "transport", "batch_size", "device", "dtype", "max_length",
 }
 
-_MARKER = re.compile(r"^<\|(system|user|assistant)\|>[ \t]*$", re.MULTILINE)
 _STRIP = " \t\r\n*_`'\"“”‘’.,;:!?。，；：！？()[]{}<>（）【】「」《》"
 _STRICT_LINE = re.compile(
     r"^(?:final\s+)?(?:verdict|answer|choice|decision|winner|better|最终答案|答案|结论|选择|判断)\s*(?:is)?\s*[:：]?\s*"
@@ -70,35 +70,6 @@ def parse_verdict(text: str) -> tuple[Choice | None, str]:
     return None, "invalid"
 
 
-def split_messages(rendered: str) -> list[Message]:
-    """Cut a rendered template into chat messages at `<|system|>` / `<|user|>` / `<|assistant|>` lines; text
-    without markers is one user message."""
-    parts = _MARKER.split(rendered)
-    messages: list[Message] = []
-    if parts[0].strip():
-        messages.append({"role": "user", "content": parts[0].strip()})
-    for role, content in zip(parts[1::2], parts[2::2]):
-        if content.strip():
-            messages.append({"role": role, "content": content.strip()})
-    if not messages:
-        raise ConfigError("the judge template rendered no message")
-    return messages
-
-
-def _load_template(path: Path) -> Any:
-    import jinja2
-
-    try:
-        source = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the judge template {path}: {exc}") from exc
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
-    try:
-        return env.from_string(source)
-    except jinja2.TemplateSyntaxError as exc:
-        raise ConfigError(f"{path}:{exc.lineno}: template syntax error: {exc.message}") from exc
-
-
 def _bool(value: Any) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on") if isinstance(value, str) else bool(value)
 
@@ -127,11 +98,11 @@ class LLMJudge(JudgeBase):
         self.templates: dict[str, Any] = {}
         if user_template:
             path = Path(str(user_template)).expanduser()
-            self.templates["*"] = _load_template(path)
+            self.templates["*"] = compile_template(path, "judge template")[0]
             self.template_paths["*"] = path
         else:
             for language, name in DEFAULT_TEMPLATES.items():
-                self.templates[language] = _load_template(TEMPLATES_DIR / name)
+                self.templates[language] = compile_template(TEMPLATES_DIR / name, "judge template")[0]
                 self.template_paths[language] = TEMPLATES_DIR / name
         try:
             temperature = float(options.get("temperature", 0.0))

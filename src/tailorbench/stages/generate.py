@@ -127,7 +127,7 @@ def load_templates(generic: str | Path | None = None, personalized: str | Path |
 
 
 def render(template: Any, **variables: Any) -> list[Message]:
-    from tailorbench.build.structured import split_messages
+    from tailorbench.prompts import split_messages
 
     return split_messages(template.render(**variables))
 

@@ -215,7 +215,8 @@ def verify_and_refine(
         state[it.index] = {"kept": kept, "rejected": rejected, "log": log, "seen": set(it.attributes)}
     evidence = {it.index: dict(zip(it.attributes, it.evidence or [])) for it in items.values()}
     if model is not None and rounds:
-        from tailorbench.build.structured import load_template, split_messages
+        from tailorbench.build.structured import load_template
+        from tailorbench.prompts import split_messages
         from tailorbench.stages.generate import TEMPLATE_DIR
 
         tmpl, _ = load_template("refine", Path(template) if template else TEMPLATE_DIR / "refine.jinja")
