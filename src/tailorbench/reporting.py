@@ -31,3 +31,28 @@ def html_page(title: str, body: str, extra_style: str = "") -> str:
     """A self-contained page (inline style, no external assets)."""
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{STYLE}{extra_style}</style></head><body>{body}</body></html>\n")
+
+
+#: one colour per run in every chart (cycled beyond 16 runs)
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
+           "#9c755f", "#bab0ac", "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#d62728")
+
+
+def colour(index: int) -> str:
+    return PALETTE[index % len(PALETTE)]
+
+
+def svg_percent_grid(left: float, right: float, top: float, height: float) -> str:
+    """Horizontal grid lines with labels at 0, 25, 50, 75, 100 % of a vertical axis."""
+    out = []
+    for grid in (0, 25, 50, 75, 100):
+        y = top + height * (1 - grid / 100)
+        out.append(f'<line x1="{left}" x2="{right}" y1="{y}" y2="{y}" stroke="#ddd"/>'
+                   f'<text x="{left - 6}" y="{y + 4}" font-size="10" text-anchor="end">{grid}</text>')
+    return "".join(out)
+
+
+def svg_whisker(xm: float, ylo: float, yhi: float, half: float = 4) -> str:
+    """A vertical CI whisker from ylo to yhi with caps of width 2 * half."""
+    return (f'<path d="M{xm},{ylo:.1f}V{yhi:.1f}M{xm - half},{ylo:.1f}H{xm + half}'
+            f'M{xm - half},{yhi:.1f}H{xm + half}" stroke="#222"/>')

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.files import write_text_atomic
-from tailorbench.reporting import html_page, html_table, md_table, pct
+from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
 from tailorbench.schema import SPLITS, TIERS
 
 _COLUMNS: list[tuple[str, str]] = [
@@ -135,18 +135,13 @@ def _single_run_details(r: dict[str, Any]) -> list[str]:
 def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     """Grouped bars per split x tier, one colour per run, whiskers at the CI bounds."""
     cells = [(s, t) for s in SPLITS for t in TIERS if any(_cell(r, s, t) for r in runs)]
-    palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-               "#9c755f", "#bab0ac", "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#d62728"]
     width_per, bar, height, top, left = 40 + 18 * len(runs), 14, 220, 20, 40
     width = left + width_per * max(1, len(cells)) + 20
     legend_cols = max(1, (width - left) // 180)
     legend_rows = -(-len(runs) // legend_cols)
     svg_height = top + height + 36 + 16 * legend_rows
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{svg_height}" role="img">']
-    for grid in (0, 25, 50, 75, 100):
-        y = top + height * (1 - grid / 100)
-        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>'
-                   f'<text x="{left - 6}" y="{y + 4}" font-size="10" text-anchor="end">{grid}</text>')
+    out.append(svg_percent_grid(left, width - 10, top, height))
     for ci, (split, tier) in enumerate(cells):
         x0 = left + ci * width_per + 10
         for ri, run in enumerate(runs):
@@ -155,21 +150,19 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
                 continue
             x = x0 + ri * (bar + 4)
             y = top + height * (1 - cell["accuracy"])
-            colour = palette[ri % len(palette)]
             tip = html.escape(f"{run['judge']} / {run['setting']} {split}/{tier}: {_fmt(cell)}")
             out.append(f'<rect x="{x}" y="{y:.1f}" width="{bar}" height="{top + height - y:.1f}" '
-                       f'fill="{colour}"><title>{tip}</title></rect>')
+                       f'fill="{colour(ri)}"><title>{tip}</title></rect>')
             lo, hi = cell["ci"]
             if lo is not None:
                 ylo, yhi, xm = top + height * (1 - lo), top + height * (1 - hi), x + bar / 2
-                out.append(f'<path d="M{xm},{ylo:.1f}V{yhi:.1f}M{xm - 4},{ylo:.1f}H{xm + 4}'
-                           f'M{xm - 4},{yhi:.1f}H{xm + 4}" stroke="#222"/>')
+                out.append(svg_whisker(xm, ylo, yhi))
         out.append(f'<text x="{x0 + width_per / 2 - 10}" y="{top + height + 16}" font-size="11" '
                    f'text-anchor="middle">{split[:4]}/{tier}</text>')
     for ri, run in enumerate(runs):
         y = top + height + 28 + 16 * (ri // legend_cols)
         x = left + (ri % legend_cols) * 180
-        out.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{palette[ri % len(palette)]}"/>'
+        out.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{colour(ri)}"/>'
                    f'<text x="{x + 14}" y="{y + 9}" font-size="11">'
                    f'{html.escape(run["judge"] + " / " + run["setting"])[:28]}</text>')
     out.append("</svg>")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.files import write_text_atomic
-from tailorbench.reporting import html_page, html_table, md_table, pct
+from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
 from tailorbench.schema import SPLITS, TIERS
 
 _CELLS: list[tuple[str, str]] = [*((s, t) for s in SPLITS for t in (*TIERS, "all")), ("all", "")]
@@ -164,23 +164,18 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
 def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     """Per split x tier and run: a solid bar (raw win rate) and a hatched-looking light bar (LC), with whiskers."""
     cells = [(s, t) for s in SPLITS for t in TIERS if any(_cell(r, s, t) for r in runs)]
-    palette = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
     bar, height, top, left = 10, 220, 20, 40
     width_per = 20 + (2 * bar + 6) * len(runs)
     width = left + width_per * max(1, len(cells)) + 20
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 50 + 16 * len(runs)}" '
            'role="img">']
-    for grid in (0, 25, 50, 75, 100):
-        y = top + height * (1 - grid / 100)
-        out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>'
-                   f'<text x="{left - 6}" y="{y + 4}" font-size="10" text-anchor="end">{grid}</text>')
+    out.append(svg_percent_grid(left, width - 10, top, height))
     for ci, (split, tier) in enumerate(cells):
         x0 = left + ci * width_per + 10
         for ri, run in enumerate(runs):
             cell = _cell(run, split, tier)
             if not cell:
                 continue
-            colour = palette[ri % len(palette)]
             for k, (key, ci_key, opacity) in enumerate((("win_rate", "ci", 1.0), ("lc_win_rate", "lc_ci", 0.45))):
                 value = cell[key]
                 if value is None:
@@ -190,19 +185,18 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
                 tip = html.escape(f"{_run_label(run)} {split}/{tier} {'LC ' if k else ''}win rate: "
                                   f"{_ci(value, cell[ci_key])}")
                 out.append(f'<rect x="{x}" y="{y:.1f}" width="{bar}" height="{top + height - y:.1f}" '
-                           f'fill="{colour}" fill-opacity="{opacity}"><title>{tip}</title></rect>')
+                           f'fill="{colour(ri)}" fill-opacity="{opacity}"><title>{tip}</title></rect>')
                 lo, hi = cell[ci_key]
                 if lo is not None:
                     ylo, yhi, xm = top + height * (1 - lo), top + height * (1 - hi), x + bar / 2
-                    out.append(f'<path d="M{xm},{ylo:.1f}V{yhi:.1f}M{xm - 3},{ylo:.1f}H{xm + 3}'
-                               f'M{xm - 3},{yhi:.1f}H{xm + 3}" stroke="#222"/>')
+                    out.append(svg_whisker(xm, ylo, yhi, half=3))
         out.append(f'<text x="{x0 + width_per / 2 - 10}" y="{top + height + 16}" font-size="11" '
                    f'text-anchor="middle">{split[:4]}/{tier}</text>')
     y50 = top + height / 2
     out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y50}" y2="{y50}" stroke="#999" stroke-dasharray="4 3"/>')
     for ri, run in enumerate(runs):
         y = top + height + 28 + 16 * ri
-        out.append(f'<rect x="{left}" y="{y}" width="10" height="10" fill="{palette[ri % len(palette)]}"/>'
+        out.append(f'<rect x="{left}" y="{y}" width="10" height="10" fill="{colour(ri)}"/>'
                    f'<text x="{left + 14}" y="{y + 9}" font-size="11">{html.escape(_run_label(run))} '
                    "(solid: win rate, light: length-controlled)</text>")
     out.append("</svg>")
