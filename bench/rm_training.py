@@ -1,16 +1,31 @@
-"""Training speed: `tailor train-rm`'s loop against TRL's RewardTrainer at its fastest (gradient checkpointing
-off), same backbone, same training pairs (pre-tokenized by our encoder, so same truncation and nothing dropped),
-same max length, batch size, precision and dropout (off), same number of steps. Each side runs in its own
-process (peak RSS = its peak memory); both are then scored on the same held-out users with the `rm:` judge.
-Goal: >= 1.5x pairs/s, held-out accuracy no worse.
+"""Training speed: `tailor train-rm` against TRL's RewardTrainer at its fastest (gradient checkpointing off),
+all rows measured in one invocation, each as a ratio against the TRL row of the same run. Same backbone
+(the shipped all-MiniLM-L6-v2), same training pairs (the cleaned training users of the dev split; for TRL
+pre-tokenized by our encoder, so same truncation and nothing dropped), max length 256, bf16, dropout off,
+batch 16; every row is then scored by the `rm:` judge on the same held-out cases (held-out users, seeded
+`--eval-limit` sample), next to the `longer` baseline on those cases.
 
-    .venv/bin/python bench/rm_training.py [--steps 20] [--eval-limit 100]
+Rows (each side in its own process, so peak RSS is that side's peak memory):
+
+- `trl`: RewardTrainer, full fine-tune, `--steps` optimizer steps (default: one epoch of the training pairs).
+- `loop`: `tailor train-rm`'s loop, the like-for-like full fine-tune: the same steps, batch and schedule.
+- `freeze`: the same loop with `freeze_layers: K` (embeddings + lowest K layers frozen: no backward there).
+- `shipped`: `tailor train-rm --config configs/rm-minilm-cpu.yaml` (feature head: MiniLM features of each
+  distinct training input + a Bradley-Terry fit of 3 weights); pairs/s = training pairs (one epoch's worth) /
+  wall time of the whole `train_rm` call (data, model load, feature extraction, fit, save).
+
+For the fine-tune rows pairs/s = pairs trained / training time; `median step` gives the rate from the median
+optimizer-step time too (robust to a load spike on the shared machine). The 1-minute load average is sampled
+at the start and end of each side.
+
+    flock /tmp/tailor-cpu.lock .venv/bin/python bench/rm_training.py [--steps 20] [--eval-limit 200]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -20,20 +35,37 @@ from pathlib import Path
 from typing import Any
 
 DATA = "../shared/data/personafeedback-general-dev"
+SHIPPED = str(Path(__file__).resolve().parent.parent / "configs" / "rm-minilm-cpu.yaml")
+SIDES = ("trl", "loop", "freeze", "shipped")
 
 
-def run_ours(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+def run_loop(args: argparse.Namespace, out: Path, freeze: int) -> dict[str, Any]:
     from tailorbench.train.api import train_rm
 
     summary = train_rm(data=args.data, out=str(out), max_steps=args.steps, batch_size=args.batch_size,
                        max_length=args.max_length, precision=args.precision, eval_each_epoch=False,
-                       threads=args.threads, seed=0)
-    return {"pairs_per_s": summary["pairs_per_s"], "train_seconds": summary["train_seconds"]}
+                       threads=args.threads, freeze_layers=freeze, seed=0)
+    return {"pairs": summary["pairs_seen"], "steps": summary["steps"], "train_seconds": summary["train_seconds"],
+            "pairs_per_s": summary["pairs_per_s"], "wall_seconds": summary["wall_seconds"],
+            "median_step_pairs_per_s": args.batch_size / summary["step_seconds_median"],
+            "frozen_parameters": summary["frozen_parameters"]}
+
+
+def run_shipped(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    from tailorbench.train.api import train_rm
+
+    start = time.perf_counter()
+    summary = train_rm(SHIPPED, data=args.data, out=str(out), eval_each_epoch=False, threads=args.threads)
+    wall = time.perf_counter() - start
+    pairs = summary["data"]["train_pairs"]
+    return {"pairs": pairs, "steps": 0, "wall_seconds": wall, "pairs_per_s": pairs / wall,
+            "feature_fit_seconds": summary["feature_fit"]["seconds"],
+            "feature_fit_train_accuracy": summary["feature_fit"]["train_accuracy"]}
 
 
 def run_trl(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer, TrainerCallback
     from trl import RewardConfig, RewardTrainer
 
     from datasets import Dataset  # type: ignore[import-untyped]
@@ -56,67 +88,125 @@ def run_trl(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         context = context_of(case, "persona")
         (c, r), _ = encoder.encode([(context, case.question, case.chosen), (context, case.question, case.rejected)])
         rows.append({"chosen_ids": c["input_ids"], "rejected_ids": r["input_ids"]})
-    bf16 = args.precision != "fp32"
+    steps = args.steps or -(-len(rows) // args.batch_size)
+
+    class StepTimes(TrainerCallback):
+        def __init__(self) -> None:
+            self.times: list[float] = []
+            self.tick = 0.0
+
+        def on_step_begin(self, *_: Any, **__: Any) -> None:
+            self.tick = time.perf_counter()
+
+        def on_step_end(self, *_: Any, **__: Any) -> None:
+            self.times.append(time.perf_counter() - self.tick)
+
     config = RewardConfig(output_dir=str(out / "trl"), per_device_train_batch_size=args.batch_size,
-                          max_steps=args.steps, learning_rate=5e-5, warmup_steps=max(1, args.steps // 10),
-                          bf16=bf16, use_cpu=True,
+                          max_steps=steps, learning_rate=5e-5, warmup_steps=max(1, steps // 10),
+                          bf16=args.precision != "fp32", use_cpu=True,
                           gradient_checkpointing=False, disable_dropout=True, max_length=args.max_length,
-                          report_to=[], save_strategy="no", logging_steps=10, seed=0)
+                          report_to=[], save_strategy="no", logging_steps=10, seed=0,
+                          disable_tqdm=True)
+    timer = StepTimes()
     trainer = RewardTrainer(model=model, args=config, train_dataset=Dataset.from_list(rows),
-                            processing_class=tokenizer)
+                            processing_class=tokenizer, callbacks=[timer])
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     write_format(out, fmt)
-    return {"pairs_per_s": args.steps * args.batch_size / seconds, "train_seconds": seconds}
+    times = sorted(timer.times)
+    epoch_steps = -(-len(rows) // args.batch_size)
+    full, part = divmod(steps, epoch_steps)  # pairs actually trained (an epoch's last batch is smaller)
+    pairs = full * len(rows) + min(part * args.batch_size, len(rows))
+    return {"pairs": pairs, "steps": steps, "train_seconds": seconds, "pairs_per_s": pairs / seconds,
+            "median_step_pairs_per_s": args.batch_size / times[len(times) // 2] if times else None}
 
 
-def held_out_accuracy(model_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
+def held_out_accuracy(model_dir: Path | None, args: argparse.Namespace) -> dict[str, Any]:
+    """Per-tier accuracy (and length-balanced accuracy of `all`) on the same seeded held-out sample for
+    every row; `model_dir` None: the `longer` baseline."""
     from tailorbench.evaluate.runner import sample_cases
     from tailorbench.judges.reward_model import RewardModelJudge
     from tailorbench.models.reward_hf import HFRewardModel
     from tailorbench.train.config import RMTrainConfig
     from tailorbench.train.trainer import evaluate_cases, prepare_data
 
-    cfg = RMTrainConfig(data=args.data, out=str(model_dir), seed=0, n_boot=100)
+    out = model_dir or Path(args.out)
+    cfg = RMTrainConfig(data=args.data, out=str(out), seed=0, n_boot=100)
     _, held, _ = prepare_data(cfg)
     held = sample_cases(held, args.eval_limit, 0)
-    judge = RewardModelJudge(HFRewardModel(str(model_dir), precision=args.precision))
-    tiers = evaluate_cases(held, judge, f"rm:{model_dir}", cfg, model_dir / "eval", "held-out users")
-    return {k: round(v["accuracy"], 4) for k, v in tiers.items()}
+    if model_dir is None:
+        tiers = evaluate_cases(held, None, "longer", cfg, out / "eval-longer", "held-out users")
+    else:
+        judge = RewardModelJudge(HFRewardModel(str(model_dir), precision=args.precision))
+        tiers = evaluate_cases(held, judge, f"rm:{model_dir}", cfg, model_dir / "eval", "held-out users")
+    result = {k: round(v["accuracy"], 4) for k, v in tiers.items()}
+    result["all_balanced"] = round(tiers["all"]["balanced_accuracy"], 4)
+    result["n"] = tiers["all"]["n"]
+    return result
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", default=DATA)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=None, help="optimizer steps (default: one epoch)")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--precision", default="bf16")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--eval-limit", type=int, default=100)
-    parser.add_argument("--side", choices=["ours", "trl"], help=argparse.SUPPRESS)
+    parser.add_argument("--freeze-layers", type=int, default=4, help="K for the `freeze` row")
+    parser.add_argument("--eval-limit", type=int, default=200, help="held-out cases per row (seeded, same)")
+    parser.add_argument("--sides", default=",".join(SIDES), help="rows to run, in this order")
+    parser.add_argument("--side", choices=[*SIDES, "longer"], help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
         out = Path(args.out)
-        result = run_ours(args, out) if args.side == "ours" else run_trl(args, out)
-        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        load_start = load()
+        if args.side == "longer":
+            print("RESULT " + json.dumps({"held_out_accuracy": held_out_accuracy(None, args)}))
+            return
+        if args.side == "trl":
+            result = run_trl(args, out)
+        elif args.side == "shipped":
+            result = run_shipped(args, out)
+        else:
+            result = run_loop(args, out, args.freeze_layers if args.side == "freeze" else 0)
+        result["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        result["load_start"], result["load_end"] = load_start, load()
         result["held_out_accuracy"] = held_out_accuracy(out, args) if args.eval_limit else None
         print("RESULT " + json.dumps(result))
         return
     results: dict[str, Any] = {}
+    sides = [s for s in args.sides.split(",") if s]
     with tempfile.TemporaryDirectory() as tmp:
-        for side in ("ours", "trl"):
+        for side in [*sides, "longer"] if args.eval_limit else sides:
             cmd = [sys.executable, __file__, "--side", side, "--out", str(Path(tmp) / side)] + [
-                f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k not in ("side", "out")]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+                f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
+                if k not in ("side", "out") and v is not None]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode:
+                sys.exit(f"{side} failed:\n{proc.stderr[-4000:]}")
             line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
             results[side] = json.loads(line[len("RESULT "):])
-    results["speedup"] = results["ours"]["pairs_per_s"] / results["trl"]["pairs_per_s"]
-    results["memory_ratio"] = results["ours"]["peak_rss_mb"] / results["trl"]["peak_rss_mb"]
+            print(side, json.dumps(results[side]), file=sys.stderr, flush=True)
+    if "trl" in results:
+        trl = results["trl"]
+        for side in sides:
+            if side == "trl":
+                continue
+            row = results[side]
+            row["speedup_vs_trl"] = round(row["pairs_per_s"] / trl["pairs_per_s"], 3)
+            if row.get("median_step_pairs_per_s") and trl.get("median_step_pairs_per_s"):
+                row["median_step_speedup_vs_trl"] = round(
+                    row["median_step_pairs_per_s"] / trl["median_step_pairs_per_s"], 3)
+            row["memory_ratio_vs_trl"] = round(row["peak_rss_mb"] / trl["peak_rss_mb"], 3)
     results["settings"] = {k: v for k, v in vars(args).items() if k not in ("side", "out")}
     print(json.dumps(results, indent=2))
 

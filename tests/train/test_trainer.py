@@ -117,6 +117,31 @@ def test_config_yaml_and_flags(tmp_path: Path) -> None:
         RMTrainConfig(data="d", out="o", flip_rule="coin").validate()
 
 
+def test_freeze_layers_trains_only_the_upper_layers(trained: tuple[Path, dict, Path], tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    _, _, data = trained
+    base = tiny_bert(tmp_path / "base")
+    out = tmp_path / "frozen"
+    summary = train_rm(model=base, data=str(data), out=str(out), max_length=64, batch_size=8, max_steps=3,
+                       learning_rate=3e-3, warmup_ratio=0.0, precision="fp32", eval_each_epoch=False,
+                       freeze_layers=1, seed=0)
+    before, after = load_file(str(Path(base) / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    frozen = [n for n in before if ".embeddings." in n or ".encoder.layer.0." in n]
+    trained_ = [n for n in before if ".encoder.layer.1." in n or n.startswith("classifier.")]
+    assert frozen and trained_
+    assert all(torch.equal(before[n], after[n]) for n in frozen)
+    assert all(not torch.equal(before[n], after[n]) for n in trained_ if n.endswith(".weight"))
+    assert summary["frozen_parameters"] == sum(before[n].numel() for n in frozen)
+    assert summary["steps"] == 3 and summary["step_seconds_median"] > 0
+    with pytest.raises(ConfigError, match="exceeds"):
+        train_rm(model=base, data=str(data), out=str(tmp_path / "x"), max_steps=1, freeze_layers=3,
+                 eval_each_epoch=False, precision="fp32")
+    with pytest.raises(ConfigError, match="freeze_layers needs train_scope"):
+        RMTrainConfig(data="d", out="o", freeze_layers=2, train_scope="features", features=["length"]).validate()
+
+
 def test_cli_end_to_end(trained: tuple[Path, dict, Path], tmp_path: Path) -> None:
     _, _, data = trained
     runner = CliRunner()

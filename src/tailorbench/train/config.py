@@ -80,6 +80,11 @@ class RMTrainConfig:
     #: `features`: only the feature fit (the encoder is used as is, for persona_cosine; its head is not part of
     #: the reward) — seconds instead of minutes
     train_scope: str = "full"
+    #: `train_scope: full` only: freeze the embeddings and the lowest `freeze_layers` encoder layers (0: train
+    #: everything). No parameter below the first trained layer needs a gradient, so autograd records nothing
+    #: there: the backward pass (about twice a forward) stops at layer `freeze_layers` and those layers keep no
+    #: activations. Needs a BERT-style encoder (`embeddings` + `encoder.layer`); YAML / Python only
+    freeze_layers: int = 0
     #: length debiasing: penalise coef * corr(reward margin, length margin)^2 within each batch
     length_debias: float = 0.0
     #: sort pairs into similar-length batches (less padding, same data per epoch)
@@ -126,6 +131,8 @@ class RMTrainConfig:
              "persona_cosine and question_cosine come from the starting encoder: use them with train_scope: features"),
             (not (self.length_feature and "length" in self.features), "use length_feature or features: [length]"),
             (self.feature_l2 >= 0, "feature_l2 must be >= 0"),
+            (self.freeze_layers >= 0, "freeze_layers must be >= 0"),
+            (self.freeze_layers == 0 or self.train_scope == "full", "freeze_layers needs train_scope: full"),
         ]
         for ok, message in checks:
             if not ok:

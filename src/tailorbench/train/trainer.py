@@ -76,6 +76,26 @@ def fit_feature_weights(feats: Any, pairs: Sequence[tuple[int, int]], margin: fl
     return weights, {"weights": weights.tolist(), "train_loss": loss, "train_accuracy": accuracy}
 
 
+def freeze_lower_layers(model: Any, k: int) -> int:
+    """Freeze the embeddings and the lowest `k` encoder layers of a BERT-style model (`embeddings` +
+    `encoder.layer`); returns the number of frozen parameters. Autograd then records nothing below layer `k`:
+    no backward pass and no stored activations there."""
+    base = getattr(model, "base_model", model)
+    embeddings = getattr(base, "embeddings", None)
+    layers = getattr(getattr(base, "encoder", None), "layer", None)
+    if embeddings is None or layers is None:
+        raise ConfigError(f"freeze_layers needs a BERT-style encoder (embeddings + encoder.layer); "
+                          f"{type(model).__name__} has none")
+    if k > len(layers):
+        raise ConfigError(f"freeze_layers {k} exceeds the model's {len(layers)} encoder layers")
+    frozen = 0
+    for module in [embeddings, *list(layers)[:k]]:
+        for param in module.parameters():
+            param.requires_grad_(False)
+            frozen += param.numel()
+    return frozen
+
+
 def length_debias_term(r_chosen: Any, r_rejected: Any, len_c: Any, len_r: Any) -> Any:
     """Squared correlation, within the batch, between the reward margin and the length margin."""
     import torch
@@ -216,6 +236,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         for module in model.modules():
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0
+    frozen = freeze_lower_layers(model, cfg.freeze_layers) if cfg.freeze_layers else 0
     model.to(cfg.device)
     head = fp32_head(model)
     if head is None:
@@ -279,7 +300,8 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     )
     log = _Log(out / METRICS)
     log.write({"event": "start", "config": cfg.to_dict(), "data": data_stats, "truncation": truncation,
-               "model_path": path, "precision": scorer.precision, "notes": notes, "feature_fit": feature_fit})
+               "model_path": path, "precision": scorer.precision, "notes": notes, "feature_fit": feature_fit,
+               "frozen_parameters": frozen})
     longer = evaluate_cases(eval_cases, None, "longer", cfg, out / "eval" / "longer", "held-out users") \
         if eval_cases and cfg.eval_each_epoch else None
     if longer:
@@ -288,6 +310,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     rng = random.Random(cfg.seed)
     bar = _progress(total, progress)
     step, seen_pairs, train_time = 0, 0, 0.0
+    step_seconds: list[float] = []  # wall time of each optimizer step (its median resists load spikes)
     evals: list[dict[str, Any]] = []
     window: list[tuple[float, float]] = []
     pad_id = tokenizer.pad_token_id
@@ -296,7 +319,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
             break
         model.train(cfg.dropout)
         batches = grouped_batches(pair_len, cfg.batch_size, rng, cfg.group_by_length) if total else []
-        tick = time.perf_counter()
+        tick = step_tick = time.perf_counter()
         for k, batch in enumerate(batches):
             idx = [pairs[i][0] for i in batch] + [pairs[i][1] for i in batch]
             rewards = scorer.forward(pad_batch([encoded[i] for i in idx], pad_id))
@@ -319,6 +342,9 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
+            now = time.perf_counter()
+            step_seconds.append(now - step_tick)
+            step_tick = now
             bar.advance(float(np.mean([w[0] for w in window[-20:]])))
             if step % cfg.log_every == 0 or step == total:
                 elapsed = train_time + time.perf_counter() - tick
@@ -352,6 +378,8 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     summary = {
         "out": str(out), "model": cfg.model, "steps": step, "pairs_seen": seen_pairs,
         "train_seconds": train_time, "pairs_per_s": seen_pairs / max(train_time, 1e-9),
+        "step_seconds_median": float(np.median(step_seconds)) if step_seconds else None,
+        "frozen_parameters": frozen,
         "wall_seconds": time.perf_counter() - started, "precision": scorer.precision,
         "data": data_stats, "truncation": truncation, "format": asdict(fmt), "longer": longer,
         "evals": evals, "notes": notes, "feature_fit": feature_fit,
