@@ -12,8 +12,11 @@ database:
       before and right after the service, to the mean of the two);
   (c) closed loop with a server restart (SIGTERM + start) in the middle: labels the clients saw confirmed but
       the database lacks (lost) and labels stored twice (duplicated); goal 0 and 0.
+The clients run in this process on uvloop (when installed) with a lean HTTP/1.1 client on asyncio streams
+(`LeanHttp`), which takes far less CPU from the server on a small machine than httpx (`--client httpx`).
 Run: .venv/bin/python bench/annotate_load.py [--db sqlite|postgres|both] [--quick] [--http h11|httptools]
      [--loop asyncio|uvloop] [--workers N]   (uvicorn flags for both servers; default: auto choice, 1 worker)
+     [--client lean|httpx]
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
-import httpx
 import numpy as np
 from sqlalchemy import create_engine, func, select, text
 
@@ -129,9 +132,130 @@ class Server:
 # --- clients ------------------------------------------------------------------------------------------
 
 
+class HttpError(Exception):
+    """A failed request (connection refused or closed, a bad answer): the client counts it and retries."""
+
+
+class LeanHttp:
+    """A minimal HTTP/1.1 keep-alive client on asyncio streams, for the load generator only: one connection,
+    one request at a time, a cookie jar of one cookie. It sends what a browser's form flow sends (cookie,
+    urlencoded body) and reads Content-Length or chunked answers. It exists because httpx, on the same 2 cores
+    as the server, spent about as much CPU per request as the server did (measured with py-spy; see
+    docs/benchmarks.md); `--client httpx` still runs the old client."""
+
+    def __init__(self, base: str, timeout: float = 30.0) -> None:
+        hostport = base.split("://", 1)[1].rstrip("/")
+        host, port = hostport.rsplit(":", 1)
+        self.host, self.port, self.timeout = host, int(port), timeout
+        self._head = f"Host: {hostport}\r\nUser-Agent: annotate-load\r\n".encode()
+        self.cookie: bytes = b""
+        self._r: asyncio.StreamReader | None = None
+        self._w: asyncio.StreamWriter | None = None
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._r is not None and self._r.at_eof():  # the server closed it while idle (a restart)
+            self._drop()
+        if self._r is None or self._w is None:
+            try:
+                self._r, self._w = await asyncio.open_connection(self.host, self.port)
+            except OSError as exc:
+                raise HttpError(str(exc)) from exc
+        return self._r, self._w
+
+    def _drop(self) -> None:
+        if self._w is not None:
+            self._w.close()
+        self._r = self._w = None
+
+    async def request(self, method: str, path: str, form: dict[str, str] | None = None) -> tuple[int, bytes]:
+        """(status, body); a Set-Cookie in the answer replaces the cookie sent from then on."""
+        body = urlencode(form).encode() if form is not None else b""
+        head = [f"{method} {path} HTTP/1.1\r\n".encode(), self._head]
+        if self.cookie:
+            head.append(b"Cookie: " + self.cookie + b"\r\n")
+        if form is not None:
+            head.append(b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n" % len(body))
+        head.append(b"\r\n")
+        try:
+            r, w = await self._connect()
+            w.write(b"".join(head) + body)
+            return await asyncio.wait_for(self._answer(r), self.timeout)
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
+                ValueError) as exc:
+            self._drop()
+            raise HttpError(repr(exc)) from exc
+
+    async def _answer(self, r: asyncio.StreamReader) -> tuple[int, bytes]:
+        head = await r.readuntil(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split(b" ", 2)[1])
+        length = -1
+        chunked = close = False
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding":
+                chunked = b"chunked" in value.lower()
+            elif name == b"connection":
+                close = value.strip().lower() == b"close"
+            elif name == b"set-cookie":
+                self.cookie = value.strip().split(b";", 1)[0]
+        if chunked:
+            parts = []
+            while True:
+                size = int((await r.readuntil(b"\r\n")).split(b";", 1)[0], 16)
+                data = await r.readexactly(size + 2)
+                if size == 0:
+                    break
+                parts.append(data[:-2])
+            data = b"".join(parts)
+        elif length >= 0:
+            data = await r.readexactly(length)
+        else:
+            data = await r.read()
+            close = True
+        if close:
+            self._drop()
+        return status, data
+
+    async def aclose(self) -> None:
+        self._drop()
+
+
+class HttpxHttp:
+    """The same interface over httpx (the generator before the lean client; `--client httpx`)."""
+
+    def __init__(self, base: str, timeout: float = 30.0) -> None:
+        import httpx
+
+        self._httpx = httpx
+        self.http = httpx.AsyncClient(base_url=base, timeout=timeout)
+
+    async def request(self, method: str, path: str, form: dict[str, str] | None = None) -> tuple[int, bytes]:
+        try:
+            r = await self.http.request(method, path, data=form, follow_redirects=False)
+        except self._httpx.TransportError as exc:
+            raise HttpError(repr(exc)) from exc
+        return r.status_code, r.content
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+#: which HTTP client the load generator uses (--client)
+HTTP_CLIENT: dict[str, Any] = {"lean": LeanHttp, "httpx": HttpxHttp}
+CLIENT_KIND = ["lean"]
+
+
+def make_http(base: str) -> LeanHttp | HttpxHttp:
+    return HTTP_CLIENT[CLIENT_KIND[0]](base, 30.0)
+
+
 class Client:
     def __init__(self, base: str, token: str, pid: int) -> None:
-        self.http = httpx.AsyncClient(base_url=base, timeout=30)
+        self.http = make_http(base)
         self.token, self.pid = token, pid
         self.confirmed: list[int] = []
         #: the form on screen: (assignment id, CSRF token); None = fetch the current page first
@@ -139,8 +263,8 @@ class Client:
         self.finished = False
 
     async def login(self) -> None:
-        r = await self.http.get(f"/login/{self.token}", follow_redirects=False)
-        assert r.status_code == 303, r.status_code
+        status, _ = await self.http.request("GET", f"/login/{self.token}")
+        assert status == 303, status
 
     def _read(self, body: bytes) -> None:
         m = ASSIGNMENT_RE.search(body)
@@ -156,17 +280,19 @@ class Client:
         screen: the first time and after an error), or None when no work is left."""
         t0 = time.perf_counter()
         if self.form is None:
-            r = await self.http.get(f"/p/{self.pid}")
-            assert r.status_code == 200, r.status_code
-            self._read(r.content)
+            status, body = await self.http.request("GET", f"/p/{self.pid}")
+            if status != 200:
+                raise HttpError(f"GET page: {status}")
+            self._read(body)
         if self.finished or self.form is None:
             return None
         aid, csrf = self.form
         self.form = None  # until the answer arrives: after an error the next try reloads the page
-        r = await self.http.post(f"/a/{aid}", data={"csrf": csrf, "choice": random.choice("12")})
-        assert r.status_code == 200, r.status_code
+        status, body = await self.http.request("POST", f"/a/{aid}", {"csrf": csrf, "choice": random.choice("12")})
+        if status != 200:
+            raise HttpError(f"POST submission: {status}")
         self.confirmed.append(aid)
-        self._read(r.content)
+        self._read(body)
         return time.perf_counter() - t0
 
 
@@ -205,7 +331,7 @@ async def closed_loop(clients: list[Client], duration: float, restart: Server | 
         while time.perf_counter() - start < duration:
             try:
                 got = await c.one()
-            except (httpx.TransportError, AssertionError):
+            except HttpError:
                 errors += 1  # the server is restarting: retry (the page flow resumes the same assignment)
                 await asyncio.sleep(0.05)
                 continue
@@ -228,13 +354,13 @@ async def bare_loop(base: str, n_clients: int, duration: float) -> float:
     """Submissions/s of the bare endpoint with `n_clients` back to back. The clients are made and connected
     (one request each) before the clock starts, as the service's clients are logged in before theirs."""
     done = 0
-    clients = [httpx.AsyncClient(base_url=base, timeout=30) for _ in range(n_clients)]
+    clients = [make_http(base) for _ in range(n_clients)]
 
-    async def post(http: httpx.AsyncClient) -> None:
-        r = await http.post("/bare", data={"csrf": uuid.uuid4().hex, "choice": random.choice("12")})
-        assert r.status_code == 200, r.status_code
+    async def post(http: LeanHttp | HttpxHttp) -> None:
+        status, _ = await http.request("POST", "/bare", {"csrf": uuid.uuid4().hex, "choice": random.choice("12")})
+        assert status == 200, status
 
-    async def run(http: httpx.AsyncClient) -> None:
+    async def run(http: LeanHttp | HttpxHttp) -> None:
         nonlocal done
         while time.perf_counter() - start < duration:
             await post(http)
@@ -301,13 +427,14 @@ async def bench_db(kind: str, db_url: str, quick: bool) -> dict[str, Any]:
     port = free_port()
     server = Server(db_url, "tailorbench.annotate.web:app_from_env", port)
     base = f"http://127.0.0.1:{port}"
-    out: dict[str, Any] = {"database": kind, "uvicorn": uvicorn_impl()}
+    out: dict[str, Any] = {"database": kind, "uvicorn": uvicorn_impl(), "client": CLIENT_KIND[0]}
     pid, tokens = setup(db_url, 5000, 100, "load")
     server.start()
     try:
         clients = [Client(base, t, pid) for t in tokens]
         await asyncio.gather(*(c.login() for c in clients))
         out["a_open_loop"] = await open_loop(clients, 3.0, 30 * scale)
+        out["a_open_loop"]["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
     finally:
         server.stop()
     # the bare endpoint runs right before and right after the service's closed loop (this machine is shared:
@@ -320,6 +447,7 @@ async def bench_db(kind: str, db_url: str, quick: bool) -> dict[str, Any]:
             server.start()
             try:
                 out["b_closed_loop"] = await closed_loop(clients[:32], 10 * scale)
+                out["b_closed_loop"]["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
             finally:
                 server.stop()
         bare.start()
@@ -337,10 +465,20 @@ async def bench_db(kind: str, db_url: str, quick: bool) -> dict[str, Any]:
         clients2 = [Client(base, t, pid2) for t in tokens2]
         await asyncio.gather(*(c.login() for c in clients2))
         out["c_restart"] = await closed_loop(clients2, 16 * scale, restart=server)
+        out["c_restart"]["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
     finally:
         server.stop()
     out["c_restart"].update(audit(db_url, pid2, clients2))
     return out
+
+
+def run_async(coro: Any) -> Any:
+    """The load generator runs on uvloop when it is installed (less CPU per request taken from the server)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
 
 
 def main() -> None:
@@ -350,7 +488,10 @@ def main() -> None:
     ap.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto", help="uvicorn --http")
     ap.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto", help="uvicorn --loop")
     ap.add_argument("--workers", type=int, default=1, help="uvicorn --workers, for both servers (default 1)")
+    ap.add_argument("--client", choices=sorted(HTTP_CLIENT), default="lean",
+                    help="the load generator's HTTP client (default: lean, on raw asyncio streams)")
     args = ap.parse_args()
+    CLIENT_KIND[0] = args.client
     if args.workers != 1:
         UVICORN_FLAGS.extend(["--workers", str(args.workers)])
     for flag, value in (("--http", args.http), ("--loop", args.loop)):
@@ -359,7 +500,7 @@ def main() -> None:
     results = []
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            results.append(asyncio.run(bench_db("sqlite", resolve_url(None, tmp), args.quick)))
+            results.append(run_async(bench_db("sqlite", resolve_url(None, tmp), args.quick)))
     if args.db in ("postgres", "both"):
         schema = f"tb_bench_{uuid.uuid4().hex[:8]}"
         admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
@@ -367,7 +508,7 @@ def main() -> None:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))
         try:
             url = f"{PG_URL}?options=-csearch_path%3D{schema}"
-            results.append(asyncio.run(bench_db("postgres", url, args.quick)))
+            results.append(run_async(bench_db("postgres", url, args.quick)))
         finally:
             with admin.connect() as conn:
                 conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))

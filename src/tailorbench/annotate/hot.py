@@ -44,9 +44,10 @@ REGULAR_ITEM = (
     .order_by(Item.n_assigned, Item.seq)
     .limit(1)
 )
-# PostgreSQL: the job-queue pattern (see service.next_assignment)
-GOLD_ITEM_LOCKED = GOLD_ITEM.with_for_update(skip_locked=True, of=Item)
-REGULAR_ITEM_LOCKED = REGULAR_ITEM.with_for_update(skip_locked=True, of=Item)
+# PostgreSQL: the job-queue pattern (see service.next_assignment); FOR NO KEY UPDATE, which does not block other
+# transactions' foreign key checks on the item (see fast.py)
+GOLD_ITEM_LOCKED = GOLD_ITEM.with_for_update(skip_locked=True, of=Item, key_share=True)
+REGULAR_ITEM_LOCKED = REGULAR_ITEM.with_for_update(skip_locked=True, of=Item, key_share=True)
 NEW_ASSIGNMENT = insert(Assignment).returning(Assignment.id)
 COUNT_ASSIGNED = update(Item).where(Item.id == bindparam("i")).values(n_assigned=Item.n_assigned + 1)
 

@@ -237,8 +237,9 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
     """The annotator's current assignment: resume an open one, else make one (see the module docstring);
     None when nothing is left for them. Prebuilt statements (hot.py): this runs on every task page.
     `lazy_commit` (PostgreSQL): a transaction that only makes an assignment need not wait for the WAL flush;
-    pass False when the same transaction also stores a label (see `submit_and_next`). `project`: (task type, N,
-    gold interval) when the caller has just read them from the user's own assignment in this project."""
+    pass False when the same transaction also stores a label. `project`: (task type, N, gold interval) when the
+    caller has just read them from the user's own assignment in this project. (The web app's submissions make
+    the next assignment by the same rules in plain SQL: `fast.py`.)"""
     conn = s.connection()
     ids = {"u": user_id, "p": project_id}
     found = conn.execute(hot.OPEN_ASSIGNMENT, ids).first()
@@ -327,14 +328,11 @@ class Submitted:
 
 def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]) -> Submitted:
     """Store one label for the annotator's own assignment in the caller's transaction. A second submit of a
-    finished assignment stores nothing and reports `duplicate` (the row lock makes concurrent ones wait)."""
-    return _submit(s, user_id, assignment_id, form)[0]
-
-
-def _submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]) -> tuple[Submitted, Any]:
+    finished assignment stores nothing and reports `duplicate` (the row lock makes concurrent ones wait).
+    The web app's submissions take the same steps in plain SQL (`fast.py`), with the next assignment."""
     row = _assignment_row(s, user_id, assignment_id, lock=True)
     if row.done:
-        return Submitted(row.project_id, True), row
+        return Submitted(row.project_id, True)
     value = tasks.parse_form(row.task_type, row.payload, row.layout, form)
     try:
         duration: int | None = int(form.get("elapsed_ms") or "")
@@ -346,32 +344,7 @@ def _submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str
         "value": value, "flagged": (form.get("flag") or "") in ("1", "on", "true"),
         "note": (form.get("note") or "").strip(), "duration_ms": duration, "submitted_at": utcnow()})
     conn.execute(hot.CLOSE_ASSIGNMENT, {"a": assignment_id})
-    return Submitted(row.project_id, False), row
-
-
-@dataclass(frozen=True)
-class Next:
-    """What a submission answers with: the stored (or duplicate) submission and the annotator's next task page
-    (`view`, as `assignment_view` gives it) or, when nothing is left, `view` None."""
-
-    submitted: Submitted
-    view: dict[str, Any] | None
-
-
-def submit_and_next(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]) -> Next:
-    """One transaction per submission: store the label (idempotent, see `submit`), then find or make the
-    annotator's next assignment and read its page. Either everything commits or nothing does (a FormError
-    rolls back); the label's commit waits for durability, so the assignment made with it does too."""
-    done, row = _submit(s, user_id, assignment_id, form)
-    # the project's settings come with the submitted assignment (the user's own, in this project)
-    nxt = next_assignment(s, user_id, done.project_id, lazy_commit=False,
-                          project=(row.task_type, row.n_per_item, row.gold_every))
-    if nxt is None:
-        return Next(done, None)
-    if nxt.item is None or nxt.done_count is None:  # resumed an older open assignment: read its page
-        return Next(done, assignment_view(s, user_id, nxt.id, nxt.done_count))
-    ext_id, payload = nxt.item
-    return Next(done, _view(nxt.id, False, row, ext_id, payload, nxt.layout, nxt.done_count))
+    return Submitted(row.project_id, False)
 
 
 def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: int | None = None) -> dict[str, Any]:
