@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,39 +27,60 @@ import numpy as np
 import torch
 
 from tailorbench.datasets import load_benchmark
-from tailorbench.models.reward_hf import FEATURES, HFRewardModel, RewardFormat, Triple
+from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
+from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE, HFRewardModel, RewardFormat, Triple
 from tailorbench.schema import PairCase
+from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.data import clean_pairs, split_by_user
 from tailorbench.train.trainer import context_of, fit_feature_weights, resolve_model
 
 TIERS = ("easy", "medium", "hard")
-#: name -> (features, feature_l2, flip_rule)
-RECIPES: dict[str, tuple[list[str], float, str]] = {
-    "length": (["length"], 0.0, "majority"),
-    "length+cosine": (["length", "persona_cosine"], 0.0, "majority"),
-    "length+overlap": (["length", "persona_overlap"], 0.0, "majority"),
-    "length+overlap+cosine": (["length", "persona_overlap", "persona_cosine"], 0.0, "majority"),
-    "length+overlap+cosine, flip keep": (["length", "persona_overlap", "persona_cosine"], 0.0, "keep"),
-    "length+overlap+cosine, l2 0.01": (["length", "persona_overlap", "persona_cosine"], 0.01, "majority"),
-    "all five": (list(FEATURES), 0.0, "majority"),
-    "all five, l2 0.01": (list(FEATURES), 0.01, "majority"),
-    "all five, flip keep": (list(FEATURES), 0.0, "keep"),
-    "length+overlap+share+cosine": (["length", "persona_overlap", "persona_overlap_share", "persona_cosine"], 0.0,
-                                    "majority"),
+#: the per-answer features computed once and cached (the n-gram head is fitted per fold instead)
+DENSE = [f for f in FEATURES if f != NGRAM_FEATURE]
+@dataclass(frozen=True)
+class Recipe:
+    features: list[str]
+    feature_l2: float = 0.0
+    flip_rule: str = "majority"
+    #: `answer_ngrams` only (RMTrainConfig's fields of the same names)
+    ngram_l2: float = RMTrainConfig.ngram_l2
+    ngram_range: tuple[int, int] = (1, 2)
+
+
+LOC = ["length", "persona_overlap", "persona_cosine"]
+RECIPES: dict[str, Recipe] = {
+    "length": Recipe(["length"]),
+    "length+cosine": Recipe(["length", "persona_cosine"]),
+    "length+overlap": Recipe(["length", "persona_overlap"]),
+    "length+overlap+cosine": Recipe(LOC),
+    "length+overlap+cosine, flip keep": Recipe(LOC, flip_rule="keep"),
+    "length+overlap+cosine, l2 0.01": Recipe(LOC, 0.01),
+    "all five": Recipe(DENSE),
+    "all five, l2 0.01": Recipe(DENSE, 0.01),
+    "all five, flip keep": Recipe(DENSE, flip_rule="keep"),
+    "length+overlap+share+cosine": Recipe(["length", "persona_overlap", "persona_overlap_share", "persona_cosine"]),
+    # the answer n-gram head (fitted per fold with the other weights)
+    "length+ngrams": Recipe(["length", NGRAM_FEATURE]),
+    "length+overlap+ngrams": Recipe(["length", "persona_overlap", NGRAM_FEATURE]),
+    "length+overlap+cosine+ngrams, l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01),
+    "length+overlap+cosine+ngrams, l2 0.01, ngram_l2 6e-5": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_l2=5.7e-5),
+    "length+overlap+cosine+ngrams, l2 0.01, ngram_l2 5e-4": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_l2=5e-4),
+    "length+overlap+cosine+ngrams 1-3, l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_range=(1, 3)),
+    "all five+ngrams, l2 0.01": Recipe([*DENSE, NGRAM_FEATURE], 0.01),
 }
 
 
 def features_for(cases: list[PairCase], model: str, max_length: int, cache: Path) -> dict[Triple, np.ndarray]:
     triples = sorted({(context_of(c, "persona"), c.question, a) for c in cases for a in (c.chosen, c.rejected)},
                      key=lambda t: (t[0] or "", t[1], t[2]))
-    key = hashlib.sha256(json.dumps([model, max_length, list(FEATURES), triples]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([model, max_length, DENSE, triples]).encode()).hexdigest()[:16]
     path = cache / f"rm_cv_features_{key}.npy"
     if path.is_file():
         raw = np.load(path)
     else:
         scorer = HFRewardModel(resolve_model(model), fmt=RewardFormat(max_length=max_length), batch_size=32)
         tick = time.perf_counter()
-        raw = scorer.raw_features(triples, list(FEATURES))
+        raw = scorer.raw_features(triples, DENSE)
         print(f"features of {len(triples)} triples in {time.perf_counter() - tick:.0f} s ({scorer.precision})")
         cache.mkdir(parents=True, exist_ok=True)
         np.save(path, raw)
@@ -78,12 +100,12 @@ def evaluate(held: list[PairCase], margin: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: tuple[list[str], float, str],
-             n_folds: int, fold: int, seed: int) -> dict[str, Any]:
-    names, l2, flip_rule = recipe
-    cols = [list(FEATURES).index(n) for n in names]
+def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Recipe, n_folds: int, fold: int,
+             seed: int) -> dict[str, Any]:
+    dense = [n for n in recipe.features if n != NGRAM_FEATURE]
+    cols = [DENSE.index(n) for n in dense]
     train_raw, held = split_by_user(cases, 0.2, seed, n_folds, fold)
-    train, _ = clean_pairs(train_raw, flip_rule)
+    train, _ = clean_pairs(train_raw, recipe.flip_rule)
 
     def trip(c: PairCase, answer: str) -> Triple:
         return (context_of(c, "persona"), c.question, answer)
@@ -93,17 +115,29 @@ def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: tup
     mean, std = raw.mean(0), raw.std(0)
     std[std == 0] = 1.0
     row = {t: k for k, t in enumerate(distinct)}
+    pairs = [(row[trip(c, c.chosen)], row[trip(c, c.rejected)]) for c in train]
     z = torch.tensor((raw - mean) / std, dtype=torch.float32)
-    weights, fit = fit_feature_weights(z, [(row[trip(c, c.chosen)], row[trip(c, c.rejected)]) for c in train],
-                                       0.0, l2)
+    vocab, ngram_diff = None, None
+    if NGRAM_FEATURE in recipe.features:
+        answers = [t[2] for t in distinct]
+        vocab = NgramVocabulary.fit(answers, recipe.ngram_range, RMTrainConfig.ngram_min_df,
+                                    RMTrainConfig.ngram_max_features)
+        ngram_diff = pair_difference_matrix(vocab, answers, pairs)
+    weights, fit = fit_feature_weights(z, pairs, 0.0, recipe.feature_l2, ngram_diff, recipe.ngram_l2)
+    head = NgramHead(vocab, weights[len(dense):]) if vocab is not None else None
 
-    def score(c: PairCase, answer: str) -> float:
-        return float(((feats[trip(c, answer)][cols] - mean) / std) @ weights)
+    def margin(c: PairCase) -> float:
+        z_c, z_r = ((feats[trip(c, a)][cols] - mean) / std for a in (c.chosen, c.rejected))
+        out = float((z_c - z_r) @ weights[: len(dense)])
+        if head is not None:
+            s_c, s_r = head.score([c.chosen, c.rejected])
+            out += s_c - s_r
+        return out
 
-    model = evaluate(held, np.array([score(c, c.chosen) - score(c, c.rejected) for c in held]))
+    model = evaluate(held, np.array([margin(c) for c in held]))
     longer = evaluate(held, np.array([float(len(c.chosen) - len(c.rejected)) for c in held]))
-    return {"fold": fold, "seed": seed, "weights": dict(zip(names, weights.tolist())), "train_pairs": len(train),
-            "train_accuracy": fit["train_accuracy"], "model": model, "longer": longer}
+    return {"fold": fold, "seed": seed, "weights": dict(zip(dense, weights[: len(dense)].tolist())),
+            "train_pairs": len(train), "train_accuracy": fit["train_accuracy"], "model": model, "longer": longer}
 
 
 def summarise(name: str, runs: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
@@ -133,12 +167,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--cache", default="runs/rm-cv")
     parser.add_argument("--out", default="runs/rm-cv/results.json")
+    parser.add_argument("--only", nargs="*", help="recipe names to run (default: all)")
     args = parser.parse_args()
     torch.manual_seed(0)
     cases = load_benchmark(args.data).cases
     feats = features_for(cases, args.model, args.max_length, Path(args.cache))
     results = []
     for name, recipe in RECIPES.items():
+        if args.only and name not in args.only:
+            continue
         runs = [run_fold(cases, feats, recipe, args.folds, fold, seed)
                 for seed in args.seeds for fold in range(args.folds)]
         summary = summarise(name, runs, args.seeds)

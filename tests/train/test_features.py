@@ -114,3 +114,35 @@ def test_full_scope_starts_from_the_feature_fit(data: Path, tmp_path: Path) -> N
 def test_feature_config_guards(fields: dict, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         RMTrainConfig(data="d", out="o", **fields).validate()
+
+
+def test_answer_ngrams_fit_jointly_save_and_reload(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ngrams"
+    summary = train_rm(model=tiny_bert(tmp_path / "m"), data=str(data), out=str(out), eval_fraction=0.25,
+                       max_length=64, precision="fp32", n_boot=20, seed=0, train_scope="features",
+                       features=["length", "answer_ngrams"], ngram_min_df=1)
+    fmt = summary["format"]
+    assert fmt["features"] == ["length", "answer_ngrams"]
+    assert fmt["feature_mean"][1] == 0.0 and fmt["feature_std"][1] == 1.0 and fmt["feature_weights"][1] == 1.0
+    fit = summary["feature_fit"]
+    assert fit["ngram_terms"] > 0 and fit["top_ngrams"]["up"] and len(fit["weights"]) == 2
+    assert summary["evals"][0]["tiers"]["all"]["accuracy"] == 1.0
+    assert (out / "tailorbench_ngrams.json").is_file()
+    held = toy_cases(n_users=8, per_user=6)[:6]
+    triples = [(context_of(c, "persona"), c.question, a) for c in held for a in (c.chosen, c.rejected)]
+    reloaded = HFRewardModel(str(out), precision="fp32")
+    scores, _ = reloaded.score(triples)
+    assert reloaded.ngrams is not None
+    z_len = (np.log1p([len(t[2]) for t in triples]) - fmt["feature_mean"][0]) / fmt["feature_std"][0]
+    expected = fmt["feature_weights"][0] * z_len + reloaded.ngrams.score([t[2] for t in triples])
+    assert scores == pytest.approx(expected, abs=1e-9)
+    (out / "tailorbench_ngrams.json").unlink()
+    with pytest.raises(ConfigError, match="answer_ngrams"):
+        HFRewardModel(str(out), precision="fp32")
+
+
+def test_ngram_config_guards() -> None:
+    with pytest.raises(ConfigError, match="ngram_range"):
+        RMTrainConfig(data="d", out="o", ngram_range=[2, 1]).validate()
+    with pytest.raises(ConfigError, match="ngram_l2"):
+        RMTrainConfig(data="d", out="o", ngram_l2=-1.0).validate()

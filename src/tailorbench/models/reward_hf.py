@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import ConfigError
+from tailorbench.models.ngram_head import NgramHead
 
 #: sidecar file a `tailor train-rm` checkpoint carries: input format, truncation and extra head parameters
 SIDECAR = "tailorbench_rm.json"
@@ -38,7 +39,11 @@ FEATURES = {
     "persona_overlap_share": "share of the answer's distinct character bigrams that also occur in the context",
     "persona_cosine": "cosine of the encoder's mean-pooled embeddings of the context and of the answer",
     "question_cosine": "cosine of the encoder's mean-pooled embeddings of the question and of the answer",
+    "answer_ngrams": "learned linear score of the answer's character 1-2 gram TF-IDF (models/ngram_head.py), "
+                     "fitted jointly with the other weights",
 }
+#: the one feature that is itself learned (one weight per n-gram, stored in ngram_head.NGRAMS_FILE)
+NGRAM_FEATURE = "answer_ngrams"
 
 
 def char_bigrams(text: str) -> set[str]:
@@ -291,6 +296,10 @@ class HFRewardModel:
         self.precision = resolve_precision(precision, device)
         self.encoder = RewardEncoder(self.tokenizer, self.fmt)
         self._embeddings: dict[str, np.ndarray] = {}
+        #: the answer n-gram head of a checkpoint trained with `answer_ngrams` (training sets it after the fit)
+        self.ngrams: NgramHead | None = None
+        if NGRAM_FEATURE in self.fmt.features and Path(path).is_dir():
+            self.ngrams = NgramHead.load(path)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -363,6 +372,10 @@ class HFRewardModel:
                 out[:, j] = [np.log1p(len(a)) for _, _, a in triples]
             elif name == "persona_overlap":
                 out[:, j] = [np.log1p(len(grams(a) & grams(c))) if c else 0.0 for c, _, a in triples]
+            elif name == NGRAM_FEATURE:
+                if self.ngrams is None:
+                    raise ConfigError(f"{self.path}: feature {NGRAM_FEATURE} needs its fitted n-gram head")
+                out[:, j] = self.ngrams.score([a for _, _, a in triples])
             elif name == "persona_overlap_share":
                 out[:, j] = [len(grams(a) & grams(c)) / max(len(grams(a)), 1) if c else 0.0 for c, _, a in triples]
             else:

