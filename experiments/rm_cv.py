@@ -67,6 +67,12 @@ RECIPES: dict[str, Recipe] = {
     "length+overlap+cosine+ngrams, l2 0.01, ngram_l2 5e-4": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_l2=5e-4),
     "length+overlap+cosine+ngrams 1-3, l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_range=(1, 3)),
     "all five+ngrams, l2 0.01": Recipe([*DENSE, NGRAM_FEATURE], 0.01),
+    "length+overlap+cosine+ngrams 1-3, l2 0.01, ngram_l2 1e-4": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_l2=1e-4,
+                                                                      ngram_range=(1, 3)),
+    "length+overlap+cosine+ngrams 1-3, l2 0.01, ngram_l2 3e-4": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_l2=3e-4,
+                                                                      ngram_range=(1, 3)),
+    "length+overlap+cosine+ngrams 1-4, l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_range=(1, 4)),
+    "length+overlap+cosine+ngrams 2-3, l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_range=(2, 3)),
 }
 
 

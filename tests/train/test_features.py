@@ -146,3 +146,20 @@ def test_ngram_config_guards() -> None:
         RMTrainConfig(data="d", out="o", ngram_range=[2, 1]).validate()
     with pytest.raises(ConfigError, match="ngram_l2"):
         RMTrainConfig(data="d", out="o", ngram_l2=-1.0).validate()
+
+
+def test_cli_ngram_flags(data: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    out = tmp_path / "cli"
+    args = ["train-rm", "--data", str(data), "--out", str(out), "--model", tiny_bert(tmp_path / "m"),
+            "--train-scope", "features", "--features", "length,answer_ngrams", "--no-progress", "--precision", "fp32"]
+    result = CliRunner().invoke(app, [*args, "--ngram-range", "1-3", "--ngram-l2", "0.001"])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((out / "summary.json").read_text())
+    assert saved["format"]["features"] == ["length", "answer_ngrams"]
+    assert (out / "train_config.yaml").read_text().count("ngram_l2: 0.001") == 1
+    bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "bad"), "--ngram-range", "three"])
+    assert bad.exit_code == 2 and "ngram-range" in bad.output

@@ -37,6 +37,8 @@ def train_rm_command(
                                                    "(e.g. length,persona_overlap,persona_cosine)"),
     feature_l2: float | None = typer.Option(None, help="L2 penalty on the feature weights"),
     train_scope: str | None = typer.Option(None, help="full (fine-tune the encoder) | features (feature fit only)"),
+    ngram_range: str | None = typer.Option(None, help="answer_ngrams: character n-gram sizes LO-HI (e.g. 1-3)"),
+    ngram_l2: float | None = typer.Option(None, help="answer_ngrams: L2 penalty on the n-gram weights"),
     max_train_pairs: int | None = typer.Option(None, help="a seeded sample of this many training pairs"),
     flip_rule: str | None = typer.Option(None, help="pairs seen with both labels: majority | drop | keep"),
     seed: int | None = typer.Option(None, help="seed of the split, sampling, batches and head init"),
@@ -58,7 +60,8 @@ def train_rm_command(
         "length_feature": length_feature, "length_debias": length_debias, "max_train_pairs": max_train_pairs,
         "flip_rule": flip_rule, "seed": seed, "precision": precision, "dropout": dropout, "threads": threads,
         "features": [f.strip() for f in features.split(",") if f.strip()] if features is not None else None,
-        "feature_l2": feature_l2, "train_scope": train_scope,
+        "feature_l2": feature_l2, "train_scope": train_scope, "ngram_l2": ngram_l2,
+        "ngram_range": _ngram_range(ngram_range),
     }
     with user_errors():
         summary = train_rm(config, progress=progress, **overrides)
@@ -67,6 +70,16 @@ def train_rm_command(
     else:
         typer.echo(f"trained {summary['steps']} steps at {summary['pairs_per_s']:.1f} pairs/s in "
                    f"{summary['wall_seconds']:.0f} s -> {summary['out']} (judge: rm:{summary['out']})", err=True)
+
+
+def _ngram_range(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        lo, hi = (int(part) for part in text.split("-"))
+    except ValueError:
+        raise typer.BadParameter(f"--ngram-range must look like 1-3, got {text!r}") from None
+    return [lo, hi]
 
 
 def register(app: typer.Typer) -> None:
