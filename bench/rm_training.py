@@ -16,7 +16,8 @@ Rows (each side in its own process, so peak RSS is that side's peak memory):
 
 For the fine-tune rows pairs/s = pairs trained / training time; `median step` gives the rate from the median
 optimizer-step time too (robust to a load spike on the shared machine). The 1-minute load average is sampled
-at the start and end of each side.
+at the start and end of each side. Against load drift, TRL runs first and again last (timing only), and every
+ratio is taken against the mean of its two runs.
 
     flock /tmp/tailor-cpu.lock .venv/bin/python bench/rm_training.py [--steps 20] [--eval-limit 200]
 """
@@ -162,7 +163,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--freeze-layers", type=int, default=4, help="K for the `freeze` row")
     parser.add_argument("--eval-limit", type=int, default=200, help="held-out cases per row (seeded, same)")
-    parser.add_argument("--sides", default=",".join(SIDES), help="rows to run, in this order")
+    parser.add_argument("--sides", default="trl,loop,freeze,shipped,trl",
+                        help="rows to run, in this order; a repeated row is timed again (no evaluation), and "
+                             "the TRL reference is the mean of its runs (default: TRL first and last)")
     parser.add_argument("--side", choices=[*SIDES, "longer"], help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -185,25 +188,32 @@ def main() -> None:
         return
     results: dict[str, Any] = {}
     sides = [s for s in args.sides.split(",") if s]
+    keys: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for side in [*sides, "longer"] if args.eval_limit else sides:
-            cmd = [sys.executable, __file__, "--side", side, "--out", str(Path(tmp) / side)] + [
-                f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
+            key = side if side not in keys else f"{side}_{keys.count(side) + 1}"
+            settings = {**vars(args), "eval_limit": args.eval_limit if key == side else 0}  # a repeat: timing only
+            cmd = [sys.executable, __file__, "--side", side, "--out", str(Path(tmp) / key)] + [
+                f"--{k.replace('_', '-')}={v}" for k, v in settings.items()
                 if k not in ("side", "out") and v is not None]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             if proc.returncode:
                 sys.exit(f"{side} failed:\n{proc.stderr[-4000:]}")
             line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
-            results[side] = json.loads(line[len("RESULT "):])
-            print(side, json.dumps(results[side]), file=sys.stderr, flush=True)
-    if "trl" in results:
-        trl = results["trl"]
-        for side in sides:
-            if side == "trl":
+            results[key] = json.loads(line[len("RESULT "):])
+            keys.append(side)
+            print(key, json.dumps(results[key]), file=sys.stderr, flush=True)
+    trl_runs = [v for k, v in results.items() if k == "trl" or k.startswith("trl_")]
+    if trl_runs:
+        # the reference: the mean over the TRL runs (default: one first, one last, bracketing the others)
+        trl = {name: float(sum(r[name] for r in trl_runs) / len(trl_runs))
+               for name in ("pairs_per_s", "median_step_pairs_per_s", "peak_rss_mb")}
+        results["trl_reference"] = {"runs": len(trl_runs), **trl}
+        for key, row in results.items():
+            if key.startswith("trl") or key == "longer":
                 continue
-            row = results[side]
             row["speedup_vs_trl"] = round(row["pairs_per_s"] / trl["pairs_per_s"], 3)
-            if row.get("median_step_pairs_per_s") and trl.get("median_step_pairs_per_s"):
+            if row.get("median_step_pairs_per_s"):
                 row["median_step_speedup_vs_trl"] = round(
                     row["median_step_pairs_per_s"] / trl["median_step_pairs_per_s"], 3)
             row["memory_ratio_vs_trl"] = round(row["peak_rss_mb"] / trl["peak_rss_mb"], 3)

@@ -1,7 +1,8 @@
 """The Bradley-Terry training loop of `tailor train-rm`: a plain PyTorch loop (AdamW + a transformers
-schedule), chosen over TRL's RewardTrainer because on this CPU it is faster (one forward for chosen and
-rejected together, length-grouped batches, dropout off, bf16 autocast with an fp32 head) and truncates
-instead of dropping long rows. Its loss equals RewardTrainer's on the same batch (tested).
+schedule), chosen over TRL's RewardTrainer because it truncates instead of dropping long rows, at about
+RewardTrainer's speed (one forward for chosen and rejected together, length-grouped batches, dropout off,
+bf16 autocast with an fp32 head); `freeze_layers` trades the lower layers' training for a shorter backward.
+Its loss equals RewardTrainer's on the same batch (tested).
 
 Per pair: loss = -logsigmoid(r_c - r_r - margin) + center_coef * (r_c + r_r)^2 (+ optional length-debias
 term). Input encoding, truncation and the head are those of models/reward_hf.py, so the saved checkpoint
