@@ -263,8 +263,13 @@ class Client:
         self.finished = False
 
     async def login(self) -> None:
+        """Log in with the link, then open the first task page (as the browser does before the first label):
+        the clock of a run starts with a page on every screen."""
         status, _ = await self.http.request("GET", f"/login/{self.token}")
         assert status == 303, status
+        status, body = await self.http.request("GET", f"/p/{self.pid}")
+        assert status == 200, status
+        self._read(body)
 
     def _read(self, body: bytes) -> None:
         m = ASSIGNMENT_RE.search(body)

@@ -68,13 +68,14 @@ JOIN tb_projects p ON p.id = a.project_id
 WHERE a.id = :a"""
 
 _NOT_MINE = "NOT EXISTS (SELECT 1 FROM tb_assignments x WHERE x.item_id = it.id AND x.user_id = :u)"
-#: the next item: gold (import order) or regular (fewest assignments, then import order), never one of mine
+#: the next item: gold (import order) or regular (fewest assignments, then import order), never one of mine;
+#: `is_gold = true/false`, never `NOT is_gold`: SQLite uses the queue index only for an equality
 _PICK = {
     True: f"""SELECT it.id, it.is_gold, it.ext_id, it.payload FROM tb_items it
-WHERE it.project_id = :p AND it.is_gold AND {_NOT_MINE}
+WHERE it.project_id = :p AND it.is_gold = true AND {_NOT_MINE}
 ORDER BY it.seq LIMIT 1""",
     False: f"""SELECT it.id, it.is_gold, it.ext_id, it.payload FROM tb_items it
-WHERE it.project_id = :p AND NOT it.is_gold AND it.n_assigned < :n AND {_NOT_MINE}
+WHERE it.project_id = :p AND it.is_gold = false AND it.n_assigned < :n AND {_NOT_MINE}
 ORDER BY it.n_assigned, it.seq LIMIT 1""",
 }
 _LABEL_COLS = "assignment_id, project_id, item_id, user_id, value, flagged, note, duration_ms, submitted_at"
