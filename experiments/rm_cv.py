@@ -45,6 +45,7 @@ class Recipe:
     #: `answer_ngrams` only (RMTrainConfig's fields of the same names)
     ngram_l2: float = RMTrainConfig.ngram_l2
     ngram_range: tuple[int, int] = (1, 2)
+    ngram_max_features: int = RMTrainConfig.ngram_max_features
 
 
 LOC = ["length", "persona_overlap", "persona_cosine"]
@@ -73,6 +74,10 @@ RECIPES: dict[str, Recipe] = {
                                                                       ngram_range=(1, 3)),
     "length+overlap+cosine+ngrams 1-4, l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_range=(1, 4)),
     "length+overlap+cosine+ngrams 2-3, l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_range=(2, 3)),
+    "length+overlap+cosine+ngrams 1-3 (150k), l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_range=(1, 3),
+                                                               ngram_max_features=150_000),
+    "length+overlap+ngrams 1-3, l2 0.01": Recipe(["length", "persona_overlap", NGRAM_FEATURE], 0.01,
+                                                 ngram_range=(1, 3)),
 }
 
 
@@ -127,7 +132,7 @@ def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Rec
     if NGRAM_FEATURE in recipe.features:
         answers = [t[2] for t in distinct]
         vocab = NgramVocabulary.fit(answers, recipe.ngram_range, RMTrainConfig.ngram_min_df,
-                                    RMTrainConfig.ngram_max_features)
+                                    recipe.ngram_max_features)
         ngram_diff = pair_difference_matrix(vocab, answers, pairs)
     weights, fit = fit_feature_weights(z, pairs, 0.0, recipe.feature_l2, ngram_diff, recipe.ngram_l2)
     head = NgramHead(vocab, weights[len(dense):]) if vocab is not None else None

@@ -163,3 +163,11 @@ def test_cli_ngram_flags(data: Path, tmp_path: Path) -> None:
     assert (out / "train_config.yaml").read_text().count("ngram_l2: 0.001") == 1
     bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "bad"), "--ngram-range", "three"])
     assert bad.exit_code == 2 and "ngram-range" in bad.output
+
+
+def test_shipped_config_validates() -> None:
+    from tailorbench.train.config import load_config
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load_config(root / "configs" / "rm-minilm-cpu.yaml", {"data": "d", "out": "o"}).validate()
+    assert cfg.train_scope == "features" and "answer_ngrams" in cfg.features and cfg.ngram_range == [1, 3]
