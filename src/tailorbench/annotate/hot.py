@@ -1,4 +1,5 @@
-"""Prebuilt statements for the paths every submission takes (session lookup, assignment, task page, submit).
+"""Prebuilt statements for the per-request paths that go through SQLAlchemy (session lookup, assignment, task
+page, and `service.submit` for the Python API); the web app's submissions use plain SQL instead (fast.py).
 
 Built once with bind parameters and run on the session's connection: building a SELECT per call and running it
 through the ORM costs several times the SQL itself (measured: 164 µs vs 23 µs for the session lookup on SQLite).
