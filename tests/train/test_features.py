@@ -161,6 +161,9 @@ def test_cli_ngram_flags(data: Path, tmp_path: Path) -> None:
     saved = json.loads((out / "summary.json").read_text())
     assert saved["format"]["features"] == ["length", "answer_ngrams"]
     assert (out / "train_config.yaml").read_text().count("ngram_l2: 0.001") == 1
+    frozen = CliRunner().invoke(app, [*args[:3], "--model", args[6], "--out", str(tmp_path / "fz"),
+                                      "--freeze-layers", "1", "--train-scope", "features", "--features", "length"])
+    assert frozen.exit_code == 2 and "freeze_layers needs train_scope" in frozen.output  # the flag reaches the config
     bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "bad"), "--ngram-range", "three"])
     assert bad.exit_code == 2 and "ngram-range" in bad.output
 

@@ -37,6 +37,8 @@ def train_rm_command(
                                                    "(e.g. length,persona_overlap,persona_cosine)"),
     feature_l2: float | None = typer.Option(None, help="L2 penalty on the feature weights"),
     train_scope: str | None = typer.Option(None, help="full (fine-tune the encoder) | features (feature fit only)"),
+    freeze_layers: int | None = typer.Option(None, help="train_scope full: freeze the embeddings and the lowest K "
+                                                        "encoder layers"),
     ngram_range: str | None = typer.Option(None, help="answer_ngrams: character n-gram sizes LO-HI (e.g. 1-3)"),
     ngram_l2: float | None = typer.Option(None, help="answer_ngrams: L2 penalty on the n-gram weights"),
     max_train_pairs: int | None = typer.Option(None, help="a seeded sample of this many training pairs"),
@@ -61,6 +63,7 @@ def train_rm_command(
         "flip_rule": flip_rule, "seed": seed, "precision": precision, "dropout": dropout, "threads": threads,
         "features": [f.strip() for f in features.split(",") if f.strip()] if features is not None else None,
         "feature_l2": feature_l2, "train_scope": train_scope, "ngram_l2": ngram_l2,
+        "freeze_layers": freeze_layers,
         "ngram_range": _ngram_range(ngram_range),
     }
     with user_errors():

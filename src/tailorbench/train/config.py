@@ -90,7 +90,7 @@ class RMTrainConfig:
     #: `train_scope: full` only: freeze the embeddings and the lowest `freeze_layers` encoder layers (0: train
     #: everything). No parameter below the first trained layer needs a gradient, so autograd records nothing
     #: there: the backward pass (about twice a forward) stops at layer `freeze_layers` and those layers keep no
-    #: activations. Needs a BERT-style encoder (`embeddings` + `encoder.layer`); YAML / Python only
+    #: activations. Needs a BERT-style encoder (`embeddings` + `encoder.layer`) (`--freeze-layers K`)
     freeze_layers: int = 0
     #: length debiasing: penalise coef * corr(reward margin, length margin)^2 within each batch
     length_debias: float = 0.0
