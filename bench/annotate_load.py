@@ -464,7 +464,7 @@ async def bench_db(kind: str, db_url: str, quick: bool) -> dict[str, Any]:
     out["b_closed_loop"]["bare_endpoint_per_s"] = round(bare_rate, 1)
     out["b_closed_loop"]["bare_before_after_per_s"] = [round(r, 1) for r in bare_rates]
     out["b_closed_loop"]["ratio"] = round(out["b_closed_loop"]["per_s"] / bare_rate, 2)
-    pid2, tokens2 = setup(db_url, 3000, 32, "restart")
+    pid2, tokens2 = setup(db_url, 8000, 32, "restart")  # 24,000 labels: more than 16 s at full speed
     server.start()
     try:
         clients2 = [Client(base, t, pid2) for t in tokens2]
