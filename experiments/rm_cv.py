@@ -76,6 +76,8 @@ RECIPES: dict[str, Recipe] = {
     "length+overlap+cosine+ngrams 2-3, l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_range=(2, 3)),
     "length+overlap+cosine+ngrams 1-3 (150k), l2 0.01": Recipe([*LOC, NGRAM_FEATURE], 0.01, ngram_range=(1, 3),
                                                                ngram_max_features=150_000),
+    "length+overlap+cosine+ngrams 1-3, l2 0.01, flip keep": Recipe([*LOC, NGRAM_FEATURE], 0.01, "keep",
+                                                                   ngram_range=(1, 3)),
     "length+overlap+ngrams 1-3, l2 0.01": Recipe(["length", "persona_overlap", NGRAM_FEATURE], 0.01,
                                                  ngram_range=(1, 3)),
 }
