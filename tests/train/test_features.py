@@ -174,3 +174,9 @@ def test_shipped_config_validates() -> None:
     root = Path(__file__).resolve().parents[2]
     cfg = load_config(root / "configs" / "rm-minilm-cpu.yaml", {"data": "d", "out": "o"}).validate()
     assert cfg.train_scope == "features" and "answer_ngrams" in cfg.features and cfg.ngram_range == [1, 3]
+
+
+def test_empty_ngram_vocabulary_is_refused(data: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="lower ngram_min_df"):
+        train_rm(model=tiny_bert(tmp_path / "m"), data=str(data), out=str(tmp_path / "o"), eval_fraction=0.25,
+                 precision="fp32", train_scope="features", features=["answer_ngrams"], ngram_min_df=10_000)

@@ -233,6 +233,9 @@ def fit_features(cfg: RMTrainConfig, scorer: Any, triples: Sequence[Any],
         answers = [t[2] for t in triples]
         vocab = NgramVocabulary.fit(answers, (cfg.ngram_range[0], cfg.ngram_range[1]), cfg.ngram_min_df,
                                     cfg.ngram_max_features)
+        if not vocab.terms:
+            raise ConfigError(f"answer_ngrams: no character n-gram occurs in {cfg.ngram_min_df} or more of the "
+                              f"{len(set(answers))} distinct training answers; lower ngram_min_df")
         ngram_diff = pair_difference_matrix(vocab, answers, pairs)
     weights, fit = fit_feature_weights(z, pairs, cfg.margin, cfg.feature_l2, ngram_diff, cfg.ngram_l2)
     params = {name: (float(m), float(s), float(w)) for name, m, s, w in zip(dense, mean, std, weights)}
