@@ -72,7 +72,8 @@ def run_trl(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from datasets import Dataset  # type: ignore[import-untyped]
     from tailorbench.models.reward_hf import RewardEncoder, RewardFormat, write_format
     from tailorbench.train.config import RMTrainConfig
-    from tailorbench.train.trainer import context_of, prepare_data, resolve_model
+    from tailorbench.train.data import context_of
+    from tailorbench.train.trainer import prepare_data, resolve_model
 
     torch.manual_seed(0)
     if args.threads:

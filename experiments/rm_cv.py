@@ -31,8 +31,8 @@ from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_diffe
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE, HFRewardModel, RewardFormat, Triple
 from tailorbench.schema import PairCase
 from tailorbench.train.config import RMTrainConfig
-from tailorbench.train.data import clean_pairs, split_by_user
-from tailorbench.train.trainer import context_of, fit_feature_weights, resolve_model
+from tailorbench.train.data import clean_pairs, context_of, split_by_user
+from tailorbench.train.trainer import fit_feature_weights, resolve_model
 
 TIERS = ("easy", "medium", "hard")
 #: the per-answer features computed once and cached (the n-gram head is fitted per fold instead)

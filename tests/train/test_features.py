@@ -17,7 +17,8 @@ from tailorbench.models.reward_hf import HFRewardModel, char_bigrams
 from tailorbench.train import config as train_config
 from tailorbench.train.api import train_rm
 from tailorbench.train.config import RMTrainConfig
-from tailorbench.train.trainer import context_of, fit_feature_weights
+from tailorbench.train.data import context_of
+from tailorbench.train.trainer import fit_feature_weights
 from tests.helpers.rm_models import tiny_bert, toy_cases
 
 

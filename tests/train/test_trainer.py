@@ -18,7 +18,8 @@ from tailorbench.errors import ConfigError
 from tailorbench.models.reward_hf import HFRewardModel
 from tailorbench.train.api import train_rm
 from tailorbench.train.config import RMTrainConfig, load_config
-from tailorbench.train.trainer import bt_loss, context_of
+from tailorbench.train.data import context_of
+from tailorbench.train.trainer import bt_loss
 from tests.helpers.rm_models import tiny_bert, toy_cases
 
 

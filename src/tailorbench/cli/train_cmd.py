@@ -41,6 +41,8 @@ def train_rm_command(
                                                         "encoder layers"),
     ngram_range: str | None = typer.Option(None, help="answer_ngrams: character n-gram sizes LO-HI (e.g. 1-3)"),
     ngram_l2: float | None = typer.Option(None, help="answer_ngrams: L2 penalty on the n-gram weights"),
+    cross_fit_folds: int | None = typer.Option(None, help="train_scope features: also score the recipe on every "
+                                                          "user by K-fold cross-fitting (0: off)"),
     max_train_pairs: int | None = typer.Option(None, help="a seeded sample of this many training pairs"),
     flip_rule: str | None = typer.Option(None, help="pairs seen with both labels: majority | drop | keep"),
     seed: int | None = typer.Option(None, help="seed of the split, sampling, batches and head init"),
@@ -63,7 +65,7 @@ def train_rm_command(
         "flip_rule": flip_rule, "seed": seed, "precision": precision, "dropout": dropout, "threads": threads,
         "features": [f.strip() for f in features.split(",") if f.strip()] if features is not None else None,
         "feature_l2": feature_l2, "train_scope": train_scope, "ngram_l2": ngram_l2,
-        "freeze_layers": freeze_layers,
+        "freeze_layers": freeze_layers, "cross_fit_folds": cross_fit_folds,
         "ngram_range": _ngram_range(ngram_range),
     }
     with user_errors():

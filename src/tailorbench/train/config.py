@@ -87,6 +87,10 @@ class RMTrainConfig:
     #: `features`: only the feature fit (the encoder is used as is, for persona_cosine; its head is not part of
     #: the reward) — seconds instead of minutes
     train_scope: str = "full"
+    #: `train_scope: features` only: also score the recipe on every user of `data` by k-fold cross-fitting
+    #: (each user scored by a fit that never saw them; train/cross_fit.py): pooled per-tier accuracy next to
+    #: `longer` with user-bootstrap CIs, in summary.json `cross_fit`. 0: off. The saved checkpoint is unchanged
+    cross_fit_folds: int = 0
     #: `train_scope: full` only: freeze the embeddings and the lowest `freeze_layers` encoder layers (0: train
     #: everything). No parameter below the first trained layer needs a gradient, so autograd records nothing
     #: there: the backward pass (about twice a forward) stops at layer `freeze_layers` and those layers keep no
@@ -142,6 +146,9 @@ class RMTrainConfig:
              "ngram_range must be [lo, hi] with 1 <= lo <= hi"),
             (self.ngram_min_df >= 1 and self.ngram_max_features >= 1, "ngram_min_df and ngram_max_features >= 1"),
             (self.freeze_layers >= 0, "freeze_layers must be >= 0"),
+            (self.cross_fit_folds == 0 or self.cross_fit_folds >= 2, "cross_fit_folds must be 0 (off) or >= 2"),
+            (self.cross_fit_folds == 0 or self.train_scope == "features",
+             "cross_fit_folds needs train_scope: features"),
             (self.freeze_layers == 0 or self.train_scope == "full", "freeze_layers needs train_scope: full"),
         ]
         for ok, message in checks:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.errors import ConfigError, DataError
+from tailorbench.personas import render_persona
 from tailorbench.schema import PairCase, Tier
 
 #: a scored prompt stands in for a user (its pairs share the prompt), so the split keeps prompts apart
@@ -180,3 +181,19 @@ def sample_pairs(cases: list[PairCase], limit: int | None, seed: int) -> list[Pa
         return cases
     keep = set(random.Random(seed).sample(range(len(cases)), limit))
     return [c for k, c in enumerate(cases) if k in keep]
+
+
+def context_of(case: PairCase, setting: str) -> str | None:
+    """What the reward model sees besides question and answer: the rendered persona, or nothing."""
+    return render_persona(case.persona) if setting == "persona" and case.persona else None
+
+
+def distinct_triples(cases: Sequence[PairCase], setting: str) -> tuple[list[Any], list[tuple[int, int]]]:
+    """Every distinct (context, question, answer) of the cases once (the real data reuses answers across a
+    user's cases), and each case as its (chosen row, rejected row)."""
+    contexts = {c.user_id: context_of(c, setting) for c in cases}
+    both = [((contexts[c.user_id], c.question, c.chosen), (contexts[c.user_id], c.question, c.rejected))
+            for c in cases]
+    triples = list(dict.fromkeys(t for pair in both for t in pair))
+    row = {t: k for k, t in enumerate(triples)}
+    return triples, [(row[a], row[b]) for a, b in both]

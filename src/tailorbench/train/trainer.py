@@ -25,10 +25,16 @@ import numpy as np
 
 from tailorbench.datasets import Benchmark
 from tailorbench.errors import ConfigError
-from tailorbench.personas import render_persona
 from tailorbench.schema import PairCase
 from tailorbench.train.config import MINILM, RMTrainConfig
-from tailorbench.train.data import check_disjoint, clean_pairs, load_cases, sample_pairs, split_by_user
+from tailorbench.train.data import (
+    check_disjoint,
+    clean_pairs,
+    distinct_triples,
+    load_cases,
+    sample_pairs,
+    split_by_user,
+)
 
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
@@ -122,10 +128,6 @@ def length_debias_term(r_chosen: Any, r_rejected: Any, len_c: Any, len_r: Any) -
     d, lm = d - d.mean(), lm - lm.mean()
     corr = (d * lm).sum() / torch.sqrt((d * d).sum() * (lm * lm).sum() + 1e-8)
     return corr**2
-
-
-def context_of(case: PairCase, setting: str) -> str | None:
-    return render_persona(case.persona) if setting == "persona" and case.persona else None
 
 
 def grouped_batches(lengths: Sequence[int], batch_size: int, rng: random.Random, group: bool) -> list[list[int]]:
@@ -308,13 +310,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     scorer = HFRewardModel(path, precision=cfg.precision, device=cfg.device, model=model, tokenizer=tokenizer,
                            fmt=fmt, batch_size=32)
 
-    # every distinct triple once
-    contexts = {c.user_id: context_of(c, cfg.setting) for c in train}
-    triples = list(dict.fromkeys(t for c in train for t in (
-        (contexts[c.user_id], c.question, c.chosen), (contexts[c.user_id], c.question, c.rejected))))
-    row = {t: k for k, t in enumerate(triples)}
-    pairs = [(row[(contexts[c.user_id], c.question, c.chosen)], row[(contexts[c.user_id], c.question, c.rejected)])
-             for c in train]
+    triples, pairs = distinct_triples(train, cfg.setting)
     lens_feat = torch.tensor(fmt.length_feature([t[2] for t in triples]))
     feats, feature_fit = None, None
     if cfg.features:
@@ -421,6 +417,17 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
             log.write({"event": "eval", "epoch": epoch, "judge": "rm", "tiers": tiers})
             bar.note(f"epoch {epoch}: " + ", ".join(
                 f"{k} {100 * (v['accuracy'] or 0):.1f}%" for k, v in tiers.items()))
+    cross = None
+    if cfg.cross_fit_folds:
+        from tailorbench.train.cross_fit import cross_fit
+
+        tick = time.perf_counter()
+        assert cfg.data is not None
+        every, _ = load_cases(cfg.data, cfg.data_format, cfg.score_column, cfg.min_score_gap)
+        cross = {**cross_fit(cfg, scorer, every), "seconds": time.perf_counter() - tick}
+        log.write({"event": "cross_fit", **cross})
+        bar.note(f"cross-fit over {cross['users']} users ({cfg.cross_fit_folds} folds), rm vs longer: " + ", ".join(
+            f"{k} {100 * v['accuracy']:.1f} vs {100 * v['longer']:.1f}" for k, v in cross["tiers"].items()))
     bar.close()
     model.eval()
     model.save_pretrained(out)
@@ -435,7 +442,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         "frozen_parameters": frozen,
         "wall_seconds": time.perf_counter() - started, "precision": scorer.precision,
         "data": data_stats, "truncation": truncation, "format": asdict(fmt), "longer": longer,
-        "evals": evals, "notes": notes, "feature_fit": feature_fit,
+        "evals": evals, "notes": notes, "feature_fit": feature_fit, "cross_fit": cross,
     }
     log.write({"event": "end", **{k: summary[k] for k in ("steps", "pairs_per_s", "wall_seconds")}})
     log.close()

@@ -1,0 +1,86 @@
+"""Cross-fitted accuracy on unseen users (`cross_fit_folds`): a held-out split of a small benchmark is a noisy
+estimate (the dev split's 20% holds 130 hard cases, where one case is 0.8 points), so a feature-head recipe can
+also be scored on *every* user of the data by a model that never saw that user. The users are cut into k seeded
+folds (`user_folds`); for each fold the recipe is fitted on the other folds, exactly as `tailor train-rm` fits
+it (cleaning, standardisation, `fit_features`), and scores the fold. The pooled verdicts give per-tier accuracy,
+the `longer` baseline on the same cases, their difference with a user-bootstrap 95% CI, and the per-fold
+figures. The checkpoint that `tailor train-rm` saves is not touched: this estimates the recipe, not that model.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tailorbench.evaluate.metrics import bootstrap_ci
+from tailorbench.schema import PairCase
+from tailorbench.train.config import RMTrainConfig
+from tailorbench.train.data import clean_pairs, distinct_triples, split_by_user
+
+TIERS = ("easy", "medium", "hard")
+
+
+def tier_accuracy(cases: Sequence[PairCase], margins: np.ndarray, n_boot: int, seed: int) -> dict[str, Any]:
+    """Per tier and overall: accuracy of `margins` = score(chosen) - score(rejected) (a tie is wrong, as an
+    abstention is in `tailor eval`), length-balanced accuracy, `longer` on the same cases, and the difference
+    with a 95% CI from resampling whole users."""
+    right = (np.asarray(margins) > 0).astype(float)
+    sign = np.sign([len(c.chosen) - len(c.rejected) for c in cases])
+    longer = (sign > 0).astype(float)
+    users = np.array([c.user_id for c in cases], dtype=object)
+    tiers = np.array([c.tier for c in cases], dtype=object)
+    out: dict[str, Any] = {}
+    for tier in (*TIERS, "all"):
+        m = np.ones(len(cases), bool) if tier == "all" else tiers == tier
+        if not m.any():
+            continue
+        by_sign = [right[m & (sign == s)] for s in (1, -1)]
+        lo, hi = bootstrap_ci(right[m] - longer[m], users[m], n_boot, seed) if n_boot else (None, None)
+        out[tier] = {
+            "n": int(m.sum()), "accuracy": float(right[m].mean()), "longer": float(longer[m].mean()),
+            "difference": float((right[m] - longer[m]).mean()), "difference_ci": [lo, hi],
+            "won": int((right[m] > longer[m]).sum()), "lost": int((right[m] < longer[m]).sum()),
+            "balanced_accuracy": float(np.mean([b.mean() for b in by_sign])) if all(len(b) for b in by_sign)
+            else None,
+        }
+    return out
+
+
+def cross_fit(cfg: RMTrainConfig, scorer: Any, cases: Sequence[PairCase]) -> dict[str, Any]:
+    """Pooled out-of-fold evaluation of the feature-head recipe `cfg` over the users of `cases` (see the module
+    docstring). `scorer` is the loaded `HFRewardModel` (its embedding cache is shared by all folds); its fitted
+    format and n-gram head are restored afterwards."""
+    from tailorbench.train.trainer import fit_features
+
+    k = cfg.cross_fit_folds
+    saved = copy.deepcopy(scorer.fmt), scorer.ngrams
+    margins = np.zeros(len(cases))
+    position = {id(c): i for i, c in enumerate(cases)}
+    folds: list[dict[str, Any]] = []
+    try:
+        for fold in range(k):
+            train_raw, held = split_by_user(cases, 0.0, cfg.seed, k, fold)
+            train, _ = clean_pairs(train_raw, cfg.flip_rule)
+            triples, pairs = distinct_triples(train, cfg.setting)
+            scorer.fmt = copy.deepcopy(saved[0])
+            fit_features(cfg, scorer, triples, pairs)
+            held_triples, held_pairs = distinct_triples(held, cfg.setting)
+            scores, _ = scorer.score(held_triples)
+            fold_margins = np.array([scores[a] - scores[b] for a, b in held_pairs])
+            margins[[position[id(c)] for c in held]] = fold_margins
+            table = tier_accuracy(held, fold_margins, 0, cfg.seed)
+            folds.append({"fold": fold, "train_pairs": len(train), "users": len({c.user_id for c in held}),
+                          **{t: {key: v[key] for key in ("n", "accuracy", "longer")} for t, v in table.items()}})
+    finally:
+        scorer.fmt, scorer.ngrams = saved
+    gaps = [100 * (f["all"]["accuracy"] - f["all"]["longer"]) for f in folds]
+    tier_gaps = [100 * (f[t]["accuracy"] - f[t]["longer"]) for f in folds for t in TIERS if t in f]
+    return {
+        "folds": k, "seed": cfg.seed, "users": len({c.user_id for c in cases}), "cases": len(cases),
+        "tiers": tier_accuracy(cases, margins, cfg.n_boot, cfg.seed),
+        "per_fold": folds,
+        "min_fold_gap_points": min(gaps), "min_fold_tier_gap_points": min(tier_gaps) if tier_gaps else None,
+    }

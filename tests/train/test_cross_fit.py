@@ -1,0 +1,106 @@
+"""`cross_fit_folds`: every user scored by a feature-head fit that never saw them, pooled per tier next to
+`longer`; the saved checkpoint is the same as without it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tailorbench.datasets import write_native
+from tailorbench.errors import ConfigError
+from tailorbench.schema import PairCase
+from tailorbench.train import trainer
+from tailorbench.train.api import train_rm
+from tailorbench.train.config import RMTrainConfig
+from tailorbench.train.cross_fit import tier_accuracy
+from tests.helpers.rm_models import tiny_bert, toy_cases
+
+
+def _case(k: int, tier: str, user: str, chosen_len: int, rejected_len: int) -> PairCase:
+    return PairCase(id=f"c{k}", split="general", tier=tier, user_id=user, persona={}, question="q",
+                    chosen="x" * chosen_len, rejected="y" * rejected_len)
+
+
+def test_tier_accuracy_by_hand() -> None:
+    cases = [_case(0, "easy", "a", 10, 5), _case(1, "easy", "a", 5, 10), _case(2, "hard", "b", 5, 10),
+             _case(3, "hard", "b", 10, 5)]
+    margins = np.array([1.0, 1.0, 0.0, -1.0])  # right, right, tie (wrong), wrong
+    out = tier_accuracy(cases, margins, n_boot=200, seed=0)
+    assert out["easy"] == {"n": 2, "accuracy": 1.0, "longer": 0.5, "difference": 0.5, "difference_ci": [0.5, 0.5],
+                           "won": 1, "lost": 0, "balanced_accuracy": 1.0}  # one user: every resample is the same
+    assert out["hard"]["accuracy"] == 0.0 and out["hard"]["longer"] == 0.5 and out["hard"]["lost"] == 1
+    assert out["all"]["n"] == 4 and out["all"]["accuracy"] == 0.5 and out["all"]["balanced_accuracy"] == 0.5
+    lo, hi = out["all"]["difference_ci"]
+    assert lo <= out["all"]["difference"] <= hi
+    assert "medium" not in out  # no case, no row
+    assert tier_accuracy(cases, margins, n_boot=0, seed=0)["all"]["difference_ci"] == [None, None]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("xfit") / "pairs.jsonl"
+    write_native(toy_cases(n_users=8, per_user=6), path)
+    return path
+
+
+def _train(data: Path, out: Path, model: str, **extra: Any) -> dict[str, Any]:
+    return train_rm(model=model, data=str(data), out=str(out), eval_fraction=0.25, max_length=64,
+                    precision="fp32", n_boot=50, seed=0, train_scope="features",
+                    features=["length", "persona_overlap"], **extra)
+
+
+def test_cross_fit_scores_every_user_out_of_fold(data: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    model = tiny_bert(tmp_path / "m")
+    seen: list[set[str]] = []
+    fit = trainer.fit_features
+
+    def spy(cfg: RMTrainConfig, scorer: Any, triples: Any, pairs: Any) -> Any:
+        seen.append({t[0] for t in triples})  # the personas (one per user) this fit trained on
+        return fit(cfg, scorer, triples, pairs)
+
+    monkeypatch.setattr(trainer, "fit_features", spy)
+    summary = _train(data, tmp_path / "with", model, cross_fit_folds=4)
+    cross = summary["cross_fit"]
+    assert cross["folds"] == 4 and cross["users"] == 8 and cross["cases"] == 48
+    assert sum(cross["tiers"][t]["n"] for t in ("easy", "medium", "hard")) == 48
+    assert cross["tiers"]["all"]["accuracy"] == 1.0  # the hobby rule carries over to unseen users
+    assert [f["users"] for f in cross["per_fold"]] == [2, 2, 2, 2]
+    assert len(seen) == 1 + 4  # the checkpoint's fit, then one per fold
+    everyone = set().union(*seen[1:])
+    for trained_on in seen[1:]:
+        assert len(trained_on) == 6 and len(everyone - trained_on) == 2  # two users held out, never fitted on
+    logged = [json.loads(line) for line in (tmp_path / "with" / "metrics.jsonl").read_text().splitlines()]
+    assert any(r["event"] == "cross_fit" for r in logged)
+
+    plain = _train(data, tmp_path / "without", model)
+    assert plain["cross_fit"] is None
+    assert summary["format"] == plain["format"]  # cross-fitting leaves the saved model alone
+    saved = json.loads((tmp_path / "with" / "tailorbench_rm.json").read_text())["format"]
+    assert saved["feature_weights"] == plain["format"]["feature_weights"]
+
+
+@pytest.mark.parametrize("fields, match", [
+    ({"cross_fit_folds": 1}, "cross_fit_folds must be 0"),
+    ({"cross_fit_folds": 3, "train_scope": "full"}, "cross_fit_folds needs train_scope: features"),
+])
+def test_cross_fit_config_guards(fields: dict[str, Any], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        RMTrainConfig(data="d", out="o", features=["length"], **{"train_scope": "features", **fields}).validate()
+
+
+def test_cli_cross_fit_flag(data: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(app, ["train-rm", "--data", str(data), "--out", str(out), "--model",
+                                      tiny_bert(tmp_path / "m"), "--train-scope", "features", "--features", "length",
+                                      "--cross-fit-folds", "2", "--no-progress", "--precision", "fp32"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "summary.json").read_text())["cross_fit"]["folds"] == 2
