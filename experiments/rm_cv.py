@@ -31,6 +31,7 @@ from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_diffe
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE, HFRewardModel, RewardFormat, Triple
 from tailorbench.schema import PairCase
 from tailorbench.train.config import RMTrainConfig
+from tailorbench.train.cross_fit import tier_accuracy
 from tailorbench.train.data import clean_pairs, context_of, split_by_user
 from tailorbench.train.trainer import fit_feature_weights, resolve_model
 
@@ -101,16 +102,11 @@ def features_for(cases: list[PairCase], model: str, max_length: int, cache: Path
 
 
 def evaluate(held: list[PairCase], margin: np.ndarray) -> dict[str, Any]:
-    """Per tier accuracy, and length-balanced accuracy (mean of the accuracy where chosen is longer and where
-    it is shorter), of `margin` = score(chosen) - score(rejected)."""
-    right = (margin > 0).astype(float)
-    sign = np.sign([len(c.chosen) - len(c.rejected) for c in held])
-    out: dict[str, Any] = {}
-    for tier in (*TIERS, "all"):
-        m = np.array([tier == "all" or c.tier == tier for c in held])
-        bal = 0.5 * (right[m & (sign > 0)].mean() + right[m & (sign < 0)].mean())
-        out[tier] = {"n": int(m.sum()), "accuracy": float(right[m].mean()), "balanced": float(bal)}
-    return out
+    """Per tier accuracy and length-balanced accuracy of `margin` = score(chosen) - score(rejected), by the
+    product's cross-fit table (train/cross_fit.py)."""
+    table = tier_accuracy(held, margin, 0, 0)
+    return {tier: {"n": v["n"], "accuracy": v["accuracy"], "balanced": v["balanced_accuracy"]}
+            for tier, v in table.items()}
 
 
 def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Recipe, n_folds: int, fold: int,

@@ -175,6 +175,7 @@ def test_shipped_config_validates() -> None:
     root = Path(__file__).resolve().parents[2]
     cfg = load_config(root / "configs" / "rm-minilm-cpu.yaml", {"data": "d", "out": "o"}).validate()
     assert cfg.train_scope == "features" and "answer_ngrams" in cfg.features and cfg.ngram_range == [1, 3]
+    assert cfg.cross_fit_folds == 5
 
 
 def test_empty_ngram_vocabulary_is_refused(data: Path, tmp_path: Path) -> None:
