@@ -32,7 +32,7 @@ from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE, HFRewardModel,
 from tailorbench.schema import PairCase
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.cross_fit import tier_accuracy
-from tailorbench.train.data import clean_pairs, context_of, split_by_user
+from tailorbench.train.data import clean_pairs, context_of, distinct_triples, split_by_user
 from tailorbench.train.trainer import fit_feature_weights, resolve_model
 
 TIERS = ("easy", "medium", "hard")
@@ -109,22 +109,28 @@ def evaluate(held: list[PairCase], margin: np.ndarray) -> dict[str, Any]:
             for tier, v in table.items()}
 
 
+def fold_data(cases: list[PairCase], seed: int, n_folds: int, fold: int, flip_rule: str = "majority",
+              ) -> tuple[list[PairCase], list[PairCase], list[Triple], list[tuple[int, int]]]:
+    """One fold as `tailor train-rm` prepares it: (cleaned training cases, held-out cases, the distinct training
+    triples, the training pairs as rows of those triples)."""
+    train_raw, held = split_by_user(cases, 0.2, seed, n_folds, fold)
+    train, _ = clean_pairs(train_raw, flip_rule)
+    distinct, pairs = distinct_triples(train, "persona")
+    return train, held, distinct, pairs
+
+
 def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Recipe, n_folds: int, fold: int,
              seed: int) -> dict[str, Any]:
     dense = [n for n in recipe.features if n != NGRAM_FEATURE]
     cols = [DENSE.index(n) for n in dense]
-    train_raw, held = split_by_user(cases, 0.2, seed, n_folds, fold)
-    train, _ = clean_pairs(train_raw, recipe.flip_rule)
+    train, held, distinct, pairs = fold_data(cases, seed, n_folds, fold, recipe.flip_rule)
 
     def trip(c: PairCase, answer: str) -> Triple:
         return (context_of(c, "persona"), c.question, answer)
 
-    distinct = list(dict.fromkeys(t for c in train for t in (trip(c, c.chosen), trip(c, c.rejected))))
     raw = np.stack([feats[t][cols] for t in distinct])
     mean, std = raw.mean(0), raw.std(0)
     std[std == 0] = 1.0
-    row = {t: k for k, t in enumerate(distinct)}
-    pairs = [(row[trip(c, c.chosen)], row[trip(c, c.rejected)]) for c in train]
     z = torch.tensor((raw - mean) / std, dtype=torch.float32)
     vocab, ngram_diff = None, None
     if NGRAM_FEATURE in recipe.features:

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rm_cv import DENSE, TIERS, evaluate
+from rm_cv import DENSE, TIERS, evaluate, fold_data
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import HFRewardModel, RewardFormat
 from tailorbench.schema import PairCase
-from tailorbench.train.data import clean_pairs, context_of, split_by_user
+from tailorbench.train.data import context_of, distinct_triples
 from tailorbench.train.trainer import fit_feature_weights
 
 
@@ -64,17 +64,9 @@ def run(cases: list[PairCase], X: np.ndarray, row_of: dict, emb: dict[str, np.nd
     results = []
     for seed in (0, 1, 2):
         for fold in range(5):
-            train_raw, held = split_by_user(cases, 0.2, seed, 5, fold)
-            train, _ = clean_pairs(train_raw, "majority")
-
-            def trip(c: PairCase, a: str) -> tuple[str | None, str, str]:
-                return (context_of(c, "persona"), c.question, a)
-
-            distinct = list(dict.fromkeys(t for c in train for t in (trip(c, c.chosen), trip(c, c.rejected))))
+            _, held, distinct, pairs = fold_data(cases, seed, 5, fold)
             raw = X[[row_of[t] for t in distinct]]
             mu, sd = raw.mean(0), raw.std(0)
-            r = {t: i for i, t in enumerate(distinct)}
-            pairs = [(r[trip(c, c.chosen)], r[trip(c, c.rejected)]) for c in train]
             answers = [t[2] for t in distinct]
             vocab = NgramVocabulary.fit(answers, (1, 3), 2, 50_000)
             E = np.stack([block(kind, emb, t) for t in distinct]) * scale
@@ -84,7 +76,9 @@ def run(cases: list[PairCase], X: np.ndarray, row_of: dict, emb: dict[str, np.nd
                                        sparse.coalesce(), 1.7e-4)
             k, nv = X.shape[1], len(vocab.terms)
             margin = np.zeros(len(held))
-            for sign, side in ((1.0, [trip(c, c.chosen) for c in held]), (-1.0, [trip(c, c.rejected) for c in held])):
+            held_triples, held_pairs = distinct_triples(held, "persona")
+            sides = ([held_triples[a] for a, _ in held_pairs], [held_triples[b] for _, b in held_pairs])
+            for sign, side in zip((1.0, -1.0), sides):
                 s = ((X[[row_of[t] for t in side]] - mu) / sd) @ w[:k]
                 s += np.array([values @ w[k : k + nv][cols] for cols, values in vocab.rows([t[2] for t in side])])
                 s += (np.stack([block(kind, emb, t) for t in side]) * scale) @ w[k + nv :]

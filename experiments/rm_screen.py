@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from rm_cv import DENSE, TIERS, evaluate
+from rm_cv import DENSE, TIERS, evaluate, fold_data
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import char_bigrams
 from tailorbench.schema import PairCase
-from tailorbench.train.data import clean_pairs, context_of, split_by_user
+from tailorbench.train.data import context_of, distinct_triples
 from tailorbench.train.trainer import fit_feature_weights
 
 _SPLIT = re.compile(r"[;；。，,、\n]")
@@ -124,18 +124,10 @@ def run(cases: list[PairCase], X: np.ndarray, row_of: dict, screen: Screen, ngra
     results = []
     for seed in (0, 1, 2):
         for fold in range(5):
-            train_raw, held = split_by_user(cases, 0.2, seed, 5, fold)
-            train, _ = clean_pairs(train_raw, "majority")
-
-            def trip(c: PairCase, a: str) -> tuple[str | None, str, str]:
-                return (context_of(c, "persona"), c.question, a)
-
-            distinct = list(dict.fromkeys(t for c in train for t in (trip(c, c.chosen), trip(c, c.rejected))))
+            train, held, distinct, pairs = fold_data(cases, seed, 5, fold)
             raw = X[[row_of[t] for t in distinct]]
             mu, sd = raw.mean(0), raw.std(0)
             sd[sd == 0] = 1
-            r = {t: i for i, t in enumerate(distinct)}
-            pairs = [(r[trip(c, c.chosen)], r[trip(c, c.rejected)]) for c in train]
             z = torch.tensor((raw - mu) / sd, dtype=torch.float32)
             head, nd = None, None
             if ngrams:
@@ -150,7 +142,8 @@ def run(cases: list[PairCase], X: np.ndarray, row_of: dict, screen: Screen, ngra
             if ngrams:
                 head = NgramHead(vocab, w[k:])
 
-            rows = [(row_of[trip(c, c.chosen)], row_of[trip(c, c.rejected)]) for c in held]
+            held_triples, held_pairs = distinct_triples(held, "persona")
+            rows = [(row_of[held_triples[a]], row_of[held_triples[b]]) for a, b in held_pairs]
             margin = (X[[a for a, _ in rows]] - X[[b for _, b in rows]]) / sd @ w[:k]
             if head is not None:
                 margin += head.score([c.chosen for c in held]) - head.score([c.rejected for c in held])
