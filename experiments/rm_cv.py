@@ -29,13 +29,12 @@ import torch
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE, HFRewardModel, RewardFormat, Triple
-from tailorbench.schema import PairCase
+from tailorbench.schema import TIERS, PairCase
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.cross_fit import tier_accuracy
 from tailorbench.train.data import clean_pairs, context_of, distinct_triples, split_by_user
 from tailorbench.train.trainer import fit_feature_weights, resolve_model
 
-TIERS = ("easy", "medium", "hard")
 #: the per-answer features computed once and cached (the n-gram head is fitted per fold instead)
 DENSE = [f for f in FEATURES if f != NGRAM_FEATURE]
 @dataclass(frozen=True)

@@ -16,11 +16,9 @@ from typing import Any
 import numpy as np
 
 from tailorbench.evaluate.metrics import bootstrap_ci
-from tailorbench.schema import PairCase
+from tailorbench.schema import TIERS, PairCase
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.data import clean_pairs, distinct_triples, split_by_user
-
-TIERS = ("easy", "medium", "hard")
 
 
 def tier_accuracy(cases: Sequence[PairCase], margins: np.ndarray, n_boot: int, seed: int) -> dict[str, Any]:
