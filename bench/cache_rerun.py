@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from llm_throughput import free_port, server_stats
+from llm_throughput import latency_server, server_stats
 
 
 def write_cases(path: Path, n: int) -> None:
@@ -38,17 +38,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.25)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "latency_server.py"), "--port",
-                               str(port), "--delay", str(args.delay)], stdout=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                server_stats(base)
-                break
-            except OSError:
-                time.sleep(0.05)
+    with latency_server(args.delay) as base:
         with tempfile.TemporaryDirectory() as tmp:
             data = Path(tmp) / "cases.jsonl"
             write_cases(data, args.cases)
@@ -67,9 +57,6 @@ def main() -> None:
         print(json.dumps({"cases": args.cases, "calls": 2 * args.cases, "concurrency": args.concurrency,
                           "delay_s": args.delay, "first_s": round(t1, 2), "first_requests": r1,
                           "rerun_s": round(t2, 2), "rerun_requests": r2, "time_ratio": round(t2 / t1, 4)}))
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,27 @@ def server_stats(base: str) -> dict[str, float]:
     with urllib.request.urlopen(f"{base}/stats", timeout=5) as resp:
         data: dict[str, float] = json.loads(resp.read())
         return data
+
+
+@contextmanager
+def latency_server(delay: float) -> Iterator[str]:
+    """Start bench/latency_server.py on a free port with the given per-request delay, wait (up to 100 x 50 ms)
+    until its /stats answers, yield its base URL, and terminate it on exit."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, str(HERE / "latency_server.py"), "--port", str(port),
+                               "--delay", str(delay)], stdout=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                server_stats(base)
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def inputs(n: int, tag: str = "") -> list[Any]:
@@ -159,34 +182,20 @@ def main() -> None:
     parser.add_argument("--skip-inspect", action="store_true")
     args = parser.parse_args()
     DELAY = args.delay
-    port = free_port()
-    server = subprocess.Popen([sys.executable, str(HERE / "latency_server.py"), "--port", str(port),
-                               "--delay", str(args.delay)], stdout=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                server_stats(base)
-                break
-            except OSError:
-                time.sleep(0.05)
-        with tempfile.TemporaryDirectory() as tmp:
+    with latency_server(args.delay) as base, tempfile.TemporaryDirectory() as tmp:
+        for c in args.concurrency:
+            cache = os.path.join(tmp, f"calls-{c}.sqlite")
+            print(json.dumps(asyncio.run(run_tailorbench(base, c, False, args.requests, cache))), flush=True)
+        cap = max(args.concurrency)
+        cache = os.path.join(tmp, "calls-adaptive.sqlite")
+        print(json.dumps(asyncio.run(run_tailorbench(base, cap, True, args.requests, cache))), flush=True)
+        if not args.skip_baseline:
             for c in args.concurrency:
-                cache = os.path.join(tmp, f"calls-{c}.sqlite")
-                print(json.dumps(asyncio.run(run_tailorbench(base, c, False, args.requests, cache))), flush=True)
-            cap = max(args.concurrency)
-            cache = os.path.join(tmp, "calls-adaptive.sqlite")
-            print(json.dumps(asyncio.run(run_tailorbench(base, cap, True, args.requests, cache))), flush=True)
-            if not args.skip_baseline:
-                for c in args.concurrency:
-                    print(json.dumps(asyncio.run(run_openai_loop(base, c, args.requests))), flush=True)
-            if not args.skip_inspect:
-                for c in args.concurrency:
-                    print(json.dumps(run_inspect(base, c, args.requests, os.path.join(tmp, f"inspect-{c}"))),
-                          flush=True)
-    finally:
-        server.terminate()
-        server.wait(10)
+                print(json.dumps(asyncio.run(run_openai_loop(base, c, args.requests))), flush=True)
+        if not args.skip_inspect:
+            for c in args.concurrency:
+                print(json.dumps(run_inspect(base, c, args.requests, os.path.join(tmp, f"inspect-{c}"))),
+                      flush=True)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ so an interrupted or failed run never leaves half a file where a good one was.""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,15 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
 def write_json_atomic(path: str | Path, payload: Any) -> Path:
     """Pretty JSON, UTF-8 unescaped (Chinese stays readable)."""
     return write_text_atomic(path, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+
+
+def load_or_compute(path: str | Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The JSON object at `path` when the file exists, else `compute()` (nothing is written)."""
+    path = Path(path)
+    if path.exists():
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+    return compute()
 
 
 def write_jsonl_atomic(path: str | Path, rows: Iterable[dict[str, Any] | str]) -> int:

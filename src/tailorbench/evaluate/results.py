@@ -11,7 +11,7 @@ import orjson
 
 from tailorbench.errors import DataError
 from tailorbench.evaluate.metrics import compute_metrics
-from tailorbench.files import write_json_atomic
+from tailorbench.files import load_or_compute, write_json_atomic
 
 RESULTS = "results.json"
 
@@ -85,8 +85,4 @@ def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None)
 
 def load_results(run_dir: Path) -> dict[str, Any]:
     """results.json of a run, recomputed from predictions when it is missing (e.g. an interrupted run)."""
-    path = run_dir / RESULTS
-    if path.exists():
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return data
-    return compute_results(run_dir)
+    return load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))

@@ -18,7 +18,7 @@ import numpy as np
 
 from tailorbench.errors import DataError
 from tailorbench.evaluate.metrics import _seed_for, bootstrap_ci
-from tailorbench.files import write_json_atomic
+from tailorbench.files import load_or_compute, write_json_atomic
 from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
 from tailorbench.geneval.lcwr import length_controlled_win_rate
 from tailorbench.geneval.validation import VALIDATION
@@ -216,8 +216,4 @@ def finalize(run_dir: Path) -> dict[str, Any]:
 
 def load_results(run_dir: Path) -> dict[str, Any]:
     """results.json of a gen-eval run, recomputed when missing (an interrupted run)."""
-    path = run_dir / RESULTS
-    if path.exists():
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return data
-    return compute_results(run_dir)
+    return load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))
