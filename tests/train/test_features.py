@@ -161,6 +161,9 @@ def test_cli_ngram_flags(data: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     saved = json.loads((out / "summary.json").read_text())
     assert saved["format"]["features"] == ["length", "answer_ngrams"]
+    # a features-only run reports its fit, not "trained 0 steps at 0.0 pairs/s"
+    assert f"fitted the feature head on {saved['data']['train_pairs']} pairs" in result.output
+    assert "0 steps" not in result.output
     assert (out / "train_config.yaml").read_text().count("ngram_l2: 0.001") == 1
     frozen = CliRunner().invoke(app, [*args[:3], "--model", args[6], "--out", str(tmp_path / "fz"),
                                       "--freeze-layers", "1", "--train-scope", "features", "--features", "length"])

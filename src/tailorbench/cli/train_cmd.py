@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -73,8 +74,17 @@ def train_rm_command(
     if json_out:
         print_json(summary)
     else:
-        typer.echo(f"trained {summary['steps']} steps at {summary['pairs_per_s']:.1f} pairs/s in "
-                   f"{summary['wall_seconds']:.0f} s -> {summary['out']} (judge: rm:{summary['out']})", err=True)
+        typer.echo(f"{done_line(summary)} in {summary['wall_seconds']:.0f} s -> {summary['out']} "
+                   f"(judge: rm:{summary['out']})", err=True)
+
+
+def done_line(summary: dict[str, Any]) -> str:
+    """What was trained: encoder steps, or (train_scope features, no steps) the feature-head fit."""
+    fit = summary.get("feature_fit")
+    if summary["steps"] == 0 and fit:
+        return (f"fitted the feature head on {summary['data']['train_pairs']} pairs (training pairwise accuracy "
+                f"{100 * fit['train_accuracy']:.1f}%, {fit['seconds']:.0f} s; the encoder is not trained)")
+    return f"trained {summary['steps']} steps at {summary['pairs_per_s']:.1f} pairs/s"
 
 
 def _ngram_range(text: str | None) -> list[int] | None:

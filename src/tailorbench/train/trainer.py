@@ -458,7 +458,7 @@ class _progress:
     """A rich progress bar on stderr with the running loss (silent when disabled)."""
 
     def __init__(self, total: int, enabled: bool) -> None:
-        self.enabled = enabled
+        self.enabled = enabled and total > 0  # no steps (train_scope features): notes go to stderr as text
         if not enabled:
             return
         from rich.console import Console
