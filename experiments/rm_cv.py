@@ -16,6 +16,7 @@ deterministic), so "mean ± sd over seeds" is over three different partitions of
 from __future__ import annotations
 
 import argparse
+import glob
 import hashlib
 import json
 import time
@@ -46,6 +47,7 @@ class Recipe:
     ngram_l2: float = RMTrainConfig.ngram_l2
     ngram_range: tuple[int, int] = (1, 2)
     ngram_max_features: int = RMTrainConfig.ngram_max_features
+    ngram_min_df: int = RMTrainConfig.ngram_min_df
 
 
 LOC = ["length", "persona_overlap", "persona_cosine"]
@@ -78,14 +80,23 @@ RECIPES: dict[str, Recipe] = {
                                                                ngram_max_features=150_000),
     "length+overlap+cosine+ngrams 1-3, l2 0.01, flip keep": Recipe([*LOC, NGRAM_FEATURE], 0.01, "keep",
                                                                    ngram_range=(1, 3)),
+    # round 4: rarer n-grams out (an n-gram must occur in at least 5 / 10 / 20 distinct training answers)
+    **{f"length+overlap+cosine+ngrams 1-3, l2 0.01, min_df {d}": Recipe([*LOC, NGRAM_FEATURE], 0.01,
+                                                                      ngram_range=(1, 3), ngram_min_df=d)
+       for d in (5, 10, 20)},
     "length+overlap+ngrams 1-3, l2 0.01": Recipe(["length", "persona_overlap", NGRAM_FEATURE], 0.01,
                                                  ngram_range=(1, 3)),
 }
 
 
+def all_triples(cases: list[PairCase]) -> list[Triple]:
+    """Every distinct (persona, question, answer) of `cases` in the order of the feature caches' rows."""
+    return sorted({(context_of(c, "persona"), c.question, a) for c in cases for a in (c.chosen, c.rejected)},
+                  key=lambda t: (t[0] or "", t[1], t[2]))
+
+
 def features_for(cases: list[PairCase], model: str, max_length: int, cache: Path) -> dict[Triple, np.ndarray]:
-    triples = sorted({(context_of(c, "persona"), c.question, a) for c in cases for a in (c.chosen, c.rejected)},
-                     key=lambda t: (t[0] or "", t[1], t[2]))
+    triples = all_triples(cases)
     key = hashlib.sha256(json.dumps([model, max_length, DENSE, triples]).encode()).hexdigest()[:16]
     path = cache / f"rm_cv_features_{key}.npy"
     if path.is_file():
@@ -100,12 +111,33 @@ def features_for(cases: list[PairCase], model: str, max_length: int, cache: Path
     return {t: raw[k] for k, t in enumerate(triples)}
 
 
+def cached_features(cache: str, names: list[str]) -> np.ndarray:
+    """The columns `names` of the one MiniLM feature cache `features_for` wrote in `cache` (rows as
+    `all_triples`)."""
+    found = glob.glob(f"{cache}/rm_cv_features_*.npy")
+    if len(found) != 1:
+        raise SystemExit(f"need exactly one MiniLM feature cache in {cache} (run rm_cv.py), found {found}")
+    return np.load(found[0])[:, [DENSE.index(n) for n in names]]
+
+
 def evaluate(held: list[PairCase], margin: np.ndarray) -> dict[str, Any]:
     """Per tier accuracy and length-balanced accuracy of `margin` = score(chosen) - score(rejected), by the
     product's cross-fit table (train/cross_fit.py)."""
     table = tier_accuracy(held, margin, 0, 0)
     return {tier: {"n": v["n"], "accuracy": v["accuracy"], "balanced": v["balanced_accuracy"]}
             for tier, v in table.items()}
+
+
+def screen_row(label: str, results: list[tuple[dict[str, Any], dict[str, Any]]]) -> str:
+    """One markdown row of the screens' tables from (model, `longer`) per-fold `evaluate` results: easy / medium
+    / hard / all accuracy (mean over folds and seeds), length-balanced accuracy, hard-tier folds above / below
+    `longer`, and the smallest fold gap over all tiers (points)."""
+    acc = {t: 100 * np.mean([m[t]["accuracy"] for m, _ in results]) for t in (*TIERS, "all")}
+    gaps = [m["hard"]["accuracy"] - lo["hard"]["accuracy"] for m, lo in results]
+    low = min(100 * (m["all"]["accuracy"] - lo["all"]["accuracy"]) for m, lo in results)
+    balanced = np.mean([m["all"]["balanced"] for m, _ in results])
+    return (f"| {label} | {acc['easy']:.1f} | {acc['medium']:.1f} | {acc['hard']:.1f} | {acc['all']:.1f} | "
+            f"{balanced:.3f} | {sum(g > 0 for g in gaps)} / {sum(g < 0 for g in gaps)} | {low:.1f} |")
 
 
 def fold_data(cases: list[PairCase], seed: int, n_folds: int, fold: int, flip_rule: str = "majority",
@@ -134,7 +166,7 @@ def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Rec
     vocab, ngram_diff = None, None
     if NGRAM_FEATURE in recipe.features:
         answers = [t[2] for t in distinct]
-        vocab = NgramVocabulary.fit(answers, recipe.ngram_range, RMTrainConfig.ngram_min_df,
+        vocab = NgramVocabulary.fit(answers, recipe.ngram_range, recipe.ngram_min_df,
                                     recipe.ngram_max_features)
         ngram_diff = pair_difference_matrix(vocab, answers, pairs)
     weights, fit = fit_feature_weights(z, pairs, 0.0, recipe.feature_l2, ngram_diff, recipe.ngram_l2)

@@ -13,14 +13,13 @@ are not needed; the model's licence is research-only). Blocks: `answer` (the ans
 from __future__ import annotations
 
 import argparse
-import glob
 import importlib.util
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from rm_cv import DENSE, TIERS, evaluate, fold_data
+from rm_cv import LOC, all_triples, cached_features, evaluate, fold_data, screen_row
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matrix
@@ -85,12 +84,7 @@ def run(cases: list[PairCase], X: np.ndarray, row_of: dict, emb: dict[str, np.nd
                 margin += sign * s
             longer = np.array([float(len(c.chosen) - len(c.rejected)) for c in held])
             results.append((evaluate(held, margin), evaluate(held, longer)))
-    acc = {t: 100 * np.mean([m[t]["accuracy"] for m, _ in results]) for t in (*TIERS, "all")}
-    gaps = [m["hard"]["accuracy"] - lo["hard"]["accuracy"] for m, lo in results]
-    low = min(100 * (m["all"]["accuracy"] - lo["all"]["accuracy"]) for m, lo in results)
-    balanced = np.mean([m["all"]["balanced"] for m, _ in results])
-    return (f"| {kind} ×{scale:g} | {acc['easy']:.1f} | {acc['medium']:.1f} | {acc['hard']:.1f} | {acc['all']:.1f} | "
-            f"{balanced:.3f} | {sum(g > 0 for g in gaps)} / {sum(g < 0 for g in gaps)} | {low:.1f} |")
+    return screen_row(f"{kind} ×{scale:g}", results)
 
 
 def main() -> None:
@@ -101,12 +95,8 @@ def main() -> None:
     parser.add_argument("--cache", default="runs/rm-cv")
     args = parser.parse_args()
     cases = load_benchmark(args.data).cases
-    triples = sorted({(context_of(c, "persona"), c.question, a) for c in cases for a in (c.chosen, c.rejected)},
-                     key=lambda t: (t[0] or "", t[1], t[2]))
-    found = glob.glob(f"{args.cache}/rm_cv_features_*.npy")
-    if len(found) != 1:
-        raise SystemExit(f"need exactly one MiniLM feature cache in {args.cache} (run rm_cv.py), found {found}")
-    X = np.load(found[0])[:, [DENSE.index(n) for n in ("length", "persona_overlap", "persona_cosine")]]
+    triples = all_triples(cases)
+    X = cached_features(args.cache, LOC)
     emb = embeddings(cases, args.max_length, Path(args.cache))
     row_of = {t: k for k, t in enumerate(triples)}
     for spec in args.blocks:

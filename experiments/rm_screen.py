@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from rm_cv import DENSE, TIERS, evaluate, fold_data
+from rm_cv import DENSE, TIERS, all_triples, evaluate, fold_data
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import char_bigrams
 from tailorbench.schema import PairCase
-from tailorbench.train.data import context_of, distinct_triples
+from tailorbench.train.data import distinct_triples
 from tailorbench.train.trainer import fit_feature_weights
 
 _SPLIT = re.compile(r"[;；。，,、\n]")
@@ -165,8 +165,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*")
     args = parser.parse_args()
     cases = load_benchmark(args.data).cases
-    triples = sorted({(context_of(c, "persona"), c.question, a) for c in cases for a in (c.chosen, c.rejected)},
-                     key=lambda t: (t[0] or "", t[1], t[2]))
+    triples = all_triples(cases)
     columns: dict[str, np.ndarray] = {}
     caches = (("mini", "runs/rm-cv/rm_cv_features_*.npy"), ("m3e", "runs/rm-cv-m3e/rm_cv_features_*.npy"))
     for prefix, pattern in caches:
