@@ -20,6 +20,7 @@ import glob
 import hashlib
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,36 @@ def fold_data(cases: list[PairCase], seed: int, n_folds: int, fold: int, flip_ru
     return train, held, distinct, pairs
 
 
+@dataclass
+class ScreenFold:
+    """One fold of the screens (rm_screen, rm_embedding_block, rm_position_blocks): `fold_data` plus the dense
+    features of the distinct training triples, standardised (`z`) with their mean and sd."""
+
+    train: list[PairCase]
+    held: list[PairCase]
+    distinct: list[Triple]
+    pairs: list[tuple[int, int]]
+    mu: np.ndarray
+    sd: np.ndarray
+    z: torch.Tensor
+
+
+def screen_folds(cases: list[PairCase], X: np.ndarray, row_of: dict[Triple, int], seeds: tuple[int, ...] = (0, 1, 2),
+                 n_folds: int = 5) -> Iterator[ScreenFold]:
+    """The 5 user folds x 3 seeds of rm_cv.py, with `X` (rows as `all_triples`) standardised per fold."""
+    for seed in seeds:
+        for fold in range(n_folds):
+            train, held, distinct, pairs = fold_data(cases, seed, n_folds, fold)
+            raw = X[[row_of[t] for t in distinct]]
+            mu, sd = raw.mean(0), raw.std(0)
+            sd[sd == 0] = 1
+            yield ScreenFold(train, held, distinct, pairs, mu, sd, torch.tensor((raw - mu) / sd, dtype=torch.float32))
+
+
+def longer_margin(held: list[PairCase]) -> np.ndarray:
+    return np.array([float(len(c.chosen) - len(c.rejected)) for c in held])
+
+
 def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Recipe, n_folds: int, fold: int,
              seed: int) -> dict[str, Any]:
     dense = [n for n in recipe.features if n != NGRAM_FEATURE]
@@ -181,7 +212,7 @@ def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Rec
         return out
 
     model = evaluate(held, np.array([margin(c) for c in held]))
-    longer = evaluate(held, np.array([float(len(c.chosen) - len(c.rejected)) for c in held]))
+    longer = evaluate(held, longer_margin(held))
     return {"fold": fold, "seed": seed, "weights": dict(zip(dense, weights[: len(dense)].tolist())),
             "train_pairs": len(train), "train_accuracy": fit["train_accuracy"], "model": model, "longer": longer}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rm_cv import LOC, all_triples, cached_features, evaluate, fold_data, screen_row
+from rm_cv import LOC, all_triples, cached_features, evaluate, longer_margin, screen_folds, screen_row
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matrix
@@ -61,29 +61,23 @@ def block(kind: str, emb: dict[str, np.ndarray], t: tuple[str | None, str, str])
 def run(cases: list[PairCase], X: np.ndarray, row_of: dict, emb: dict[str, np.ndarray], kind: str,
         scale: float) -> str:
     results = []
-    for seed in (0, 1, 2):
-        for fold in range(5):
-            _, held, distinct, pairs = fold_data(cases, seed, 5, fold)
-            raw = X[[row_of[t] for t in distinct]]
-            mu, sd = raw.mean(0), raw.std(0)
-            answers = [t[2] for t in distinct]
-            vocab = NgramVocabulary.fit(answers, (1, 3), 2, 50_000)
-            E = np.stack([block(kind, emb, t) for t in distinct]) * scale
-            emb_diff = torch.tensor(E[[a for a, _ in pairs]] - E[[b for _, b in pairs]], dtype=torch.float32)
-            sparse = torch.cat([pair_difference_matrix(vocab, answers, pairs), emb_diff.to_sparse()], dim=1)
-            w, _ = fit_feature_weights(torch.tensor((raw - mu) / sd, dtype=torch.float32), pairs, 0.0, 0.01,
-                                       sparse.coalesce(), 1.7e-4)
-            k, nv = X.shape[1], len(vocab.terms)
-            margin = np.zeros(len(held))
-            held_triples, held_pairs = distinct_triples(held, "persona")
-            sides = ([held_triples[a] for a, _ in held_pairs], [held_triples[b] for _, b in held_pairs])
-            for sign, side in zip((1.0, -1.0), sides):
-                s = ((X[[row_of[t] for t in side]] - mu) / sd) @ w[:k]
-                s += np.array([values @ w[k : k + nv][cols] for cols, values in vocab.rows([t[2] for t in side])])
-                s += (np.stack([block(kind, emb, t) for t in side]) * scale) @ w[k + nv :]
-                margin += sign * s
-            longer = np.array([float(len(c.chosen) - len(c.rejected)) for c in held])
-            results.append((evaluate(held, margin), evaluate(held, longer)))
+    for f in screen_folds(cases, X, row_of):
+        answers = [t[2] for t in f.distinct]
+        vocab = NgramVocabulary.fit(answers, (1, 3), 2, 50_000)
+        E = np.stack([block(kind, emb, t) for t in f.distinct]) * scale
+        emb_diff = torch.tensor(E[[a for a, _ in f.pairs]] - E[[b for _, b in f.pairs]], dtype=torch.float32)
+        sparse = torch.cat([pair_difference_matrix(vocab, answers, f.pairs), emb_diff.to_sparse()], dim=1)
+        w, _ = fit_feature_weights(f.z, f.pairs, 0.0, 0.01, sparse.coalesce(), 1.7e-4)
+        k, nv = X.shape[1], len(vocab.terms)
+        margin = np.zeros(len(f.held))
+        held_triples, held_pairs = distinct_triples(f.held, "persona")
+        sides = ([held_triples[a] for a, _ in held_pairs], [held_triples[b] for _, b in held_pairs])
+        for sign, side in zip((1.0, -1.0), sides):
+            s = ((X[[row_of[t] for t in side]] - f.mu) / f.sd) @ w[:k]
+            s += np.array([values @ w[k : k + nv][cols] for cols, values in vocab.rows([t[2] for t in side])])
+            s += (np.stack([block(kind, emb, t) for t in side]) * scale) @ w[k + nv :]
+            margin += sign * s
+        results.append((evaluate(f.held, margin), evaluate(f.held, longer_margin(f.held))))
     return screen_row(f"{kind} ×{scale:g}", results)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from rm_cv import LOC, all_triples, cached_features, evaluate, fold_data, screen_row
+from rm_cv import LOC, all_triples, cached_features, evaluate, longer_margin, screen_folds, screen_row
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matrix
@@ -44,34 +44,28 @@ def part(kind: str, size: int) -> Part:
 def run(cases: list[PairCase], X: np.ndarray, row_of: dict, spec: str) -> str:
     blocks = [(part(k, int(s)), float(sc)) for k, s, sc in (b.split(":") for b in spec.split("+"))] if spec else []
     results = []
-    for seed in (0, 1, 2):
-        for fold in range(5):
-            _, held, distinct, pairs = fold_data(cases, seed, 5, fold)
-            raw = X[[row_of[t] for t in distinct]]
-            mu, sd = raw.mean(0), raw.std(0)
-            answers = [t[2] for t in distinct]
-            texts = [answers] + [[fn(a) for a in answers] for fn, _ in blocks]
-            vocabs = [NgramVocabulary.fit(tx, (1, 3), 2, 50_000) for tx in texts]
-            scales = [1.0] + [sc for _, sc in blocks]
-            sparse = torch.cat([pair_difference_matrix(v, tx, pairs) * sc for v, tx, sc in zip(vocabs, texts, scales)],
-                               dim=1)
-            w, _ = fit_feature_weights(torch.tensor((raw - mu) / sd, dtype=torch.float32), pairs, 0.0, 0.01,
-                                       sparse.coalesce(), 1.7e-4)
-            k = X.shape[1]
-            held_triples, held_pairs = distinct_triples(held, "persona")
-            margin = np.zeros(len(held))
-            for sign, side in ((1.0, [held_triples[a] for a, _ in held_pairs]),
-                               (-1.0, [held_triples[b] for _, b in held_pairs])):
-                s = ((X[[row_of[t] for t in side]] - mu) / sd) @ w[:k]
-                offset = k
-                for b, (vocab, sc) in enumerate(zip(vocabs, scales)):
-                    fn = (lambda a: a) if b == 0 else blocks[b - 1][0]
-                    wb = w[offset : offset + len(vocab.terms)]
-                    s += sc * np.array([values @ wb[cols] for cols, values in vocab.rows([fn(t[2]) for t in side])])
-                    offset += len(vocab.terms)
-                margin += sign * s
-            longer = np.array([float(len(c.chosen) - len(c.rejected)) for c in held])
-            results.append((evaluate(held, margin), evaluate(held, longer)))
+    for f in screen_folds(cases, X, row_of):
+        answers = [t[2] for t in f.distinct]
+        texts = [answers] + [[fn(a) for a in answers] for fn, _ in blocks]
+        vocabs = [NgramVocabulary.fit(tx, (1, 3), 2, 50_000) for tx in texts]
+        scales = [1.0] + [sc for _, sc in blocks]
+        sparse = torch.cat([pair_difference_matrix(v, tx, f.pairs) * sc for v, tx, sc in zip(vocabs, texts, scales)],
+                           dim=1)
+        w, _ = fit_feature_weights(f.z, f.pairs, 0.0, 0.01, sparse.coalesce(), 1.7e-4)
+        k = X.shape[1]
+        held_triples, held_pairs = distinct_triples(f.held, "persona")
+        margin = np.zeros(len(f.held))
+        for sign, side in ((1.0, [held_triples[a] for a, _ in held_pairs]),
+                           (-1.0, [held_triples[b] for _, b in held_pairs])):
+            s = ((X[[row_of[t] for t in side]] - f.mu) / f.sd) @ w[:k]
+            offset = k
+            for b, (vocab, sc) in enumerate(zip(vocabs, scales)):
+                fn = (lambda a: a) if b == 0 else blocks[b - 1][0]
+                wb = w[offset : offset + len(vocab.terms)]
+                s += sc * np.array([values @ wb[cols] for cols, values in vocab.rows([fn(t[2]) for t in side])])
+                offset += len(vocab.terms)
+            margin += sign * s
+        results.append((evaluate(f.held, margin), evaluate(f.held, longer_margin(f.held))))
     return screen_row(spec or "base", results)
 
 

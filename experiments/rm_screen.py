@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from rm_cv import DENSE, TIERS, all_triples, evaluate, fold_data
+from rm_cv import DENSE, all_triples, evaluate, longer_margin, screen_folds, screen_row
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
@@ -120,42 +120,29 @@ def fit_soft(z: torch.Tensor, pairs: list[tuple[int, int]], y: list[float], l2: 
     return w.detach().numpy().astype(np.float64)
 
 
-def run(cases: list[PairCase], X: np.ndarray, row_of: dict, screen: Screen, ngrams: bool) -> dict[str, float]:
+def run(cases: list[PairCase], X: np.ndarray, row_of: dict, name: str, screen: Screen, ngrams: bool) -> str:
     results = []
-    for seed in (0, 1, 2):
-        for fold in range(5):
-            train, held, distinct, pairs = fold_data(cases, seed, 5, fold)
-            raw = X[[row_of[t] for t in distinct]]
-            mu, sd = raw.mean(0), raw.std(0)
-            sd[sd == 0] = 1
-            z = torch.tensor((raw - mu) / sd, dtype=torch.float32)
-            head, nd = None, None
-            if ngrams:
-                answers = [t[2] for t in distinct]
-                vocab = NgramVocabulary.fit(answers, (1, 3), 2, 50_000)
-                nd = pair_difference_matrix(vocab, answers, pairs)
-            if screen.targets:
-                w = fit_soft(z, pairs, [screen.targets[c.tier] for c in train], 0.01, nd, 1.7e-4)
-            else:
-                w, _ = fit_feature_weights(z, pairs, 0.0, 0.01, nd, 1.7e-4)
-            k = X.shape[1]
-            if ngrams:
-                head = NgramHead(vocab, w[k:])
+    for f in screen_folds(cases, X, row_of):
+        head, nd = None, None
+        if ngrams:
+            answers = [t[2] for t in f.distinct]
+            vocab = NgramVocabulary.fit(answers, (1, 3), 2, 50_000)
+            nd = pair_difference_matrix(vocab, answers, f.pairs)
+        if screen.targets:
+            w = fit_soft(f.z, f.pairs, [screen.targets[c.tier] for c in f.train], 0.01, nd, 1.7e-4)
+        else:
+            w, _ = fit_feature_weights(f.z, f.pairs, 0.0, 0.01, nd, 1.7e-4)
+        k = X.shape[1]
+        if ngrams:
+            head = NgramHead(vocab, w[k:])
 
-            held_triples, held_pairs = distinct_triples(held, "persona")
-            rows = [(row_of[held_triples[a]], row_of[held_triples[b]]) for a, b in held_pairs]
-            margin = (X[[a for a, _ in rows]] - X[[b for _, b in rows]]) / sd @ w[:k]
-            if head is not None:
-                margin += head.score([c.chosen for c in held]) - head.score([c.rejected for c in held])
-            longer = np.array([float(len(c.chosen) - len(c.rejected)) for c in held])
-            results.append((evaluate(held, margin), evaluate(held, longer)))
-    out = {t: 100 * float(np.mean([m[t]["accuracy"] for m, _ in results])) for t in (*TIERS, "all")}
-    out["longer_hard"] = 100 * float(np.mean([lo["hard"]["accuracy"] for _, lo in results]))
-    out["balanced"] = float(np.mean([m["all"]["balanced"] for m, _ in results]))
-    gaps = [m["hard"]["accuracy"] - lo["hard"]["accuracy"] for m, lo in results]
-    out["hard_folds_above"], out["hard_folds_below"] = sum(g > 0 for g in gaps), sum(g < 0 for g in gaps)
-    out["min_fold_gap"] = min(100 * (m["all"]["accuracy"] - lo["all"]["accuracy"]) for m, lo in results)
-    return out
+        held_triples, held_pairs = distinct_triples(f.held, "persona")
+        rows = [(row_of[held_triples[a]], row_of[held_triples[b]]) for a, b in held_pairs]
+        margin = (X[[a for a, _ in rows]] - X[[b for _, b in rows]]) / f.sd @ w[:k]
+        if head is not None:
+            margin += head.score([c.chosen for c in f.held]) - head.score([c.rejected for c in f.held])
+        results.append((evaluate(f.held, margin), evaluate(f.held, longer_margin(f.held))))
+    return screen_row(name, results)
 
 
 def main() -> None:
@@ -181,10 +168,7 @@ def main() -> None:
         if args.only and name not in args.only:
             continue
         X = np.stack([columns[c] for c in screen.columns] + [standard[a] * standard[b] for a, b in screen.products], 1)
-        o = run(cases, X, row_of, screen, not args.no_ngrams)
-        print(f"| {name} | {o['easy']:.1f} | {o['medium']:.1f} | {o['hard']:.1f} | {o['all']:.1f} | "
-              f"{o['balanced']:.3f} | {o['hard_folds_above']} / {o['hard_folds_below']} | {o['min_fold_gap']:.1f} |",
-              flush=True)
+        print(run(cases, X, row_of, name, screen, not args.no_ngrams), flush=True)
 
 
 if __name__ == "__main__":
