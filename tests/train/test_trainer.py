@@ -157,3 +157,15 @@ def test_cli_end_to_end(trained: tuple[Path, dict, Path], tmp_path: Path) -> Non
     assert again.exit_code == 2 and "already holds" in again.output
     bad = runner.invoke(app, ["train-rm", "--data", str(data), "--out", str(tmp_path / "x"), "--setting", "rag"])
     assert bad.exit_code == 2 and "setting" in bad.output
+
+
+def test_progress_shows_no_bar_without_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    """A features-only run has no optimizer steps: no live bar is started (nothing would stop it), and notes
+    still reach stderr."""
+    from tailorbench.train.trainer import _progress
+
+    bar = _progress(0, True)
+    assert not bar.enabled and not hasattr(bar, "_bar")
+    bar.note("cross-fit done")
+    bar.close()
+    assert "cross-fit done" in capsys.readouterr().err

@@ -459,7 +459,7 @@ class _progress:
 
     def __init__(self, total: int, enabled: bool) -> None:
         self.enabled = enabled and total > 0  # no steps (train_scope features): notes go to stderr as text
-        if not enabled:
+        if not self.enabled:
             return
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
