@@ -49,6 +49,8 @@ class Recipe:
     ngram_range: tuple[int, int] = (1, 2)
     ngram_max_features: int = RMTrainConfig.ngram_max_features
     ngram_min_df: int = RMTrainConfig.ngram_min_df
+    #: loss weight of a training pair by its tier (missing tiers weigh 1)
+    tier_weights: tuple[tuple[str, float], ...] = ()
 
 
 LOC = ["length", "persona_overlap", "persona_cosine"]
@@ -181,8 +183,20 @@ def longer_margin(held: list[PairCase]) -> np.ndarray:
     return np.array([float(len(c.chosen) - len(c.rejected)) for c in held])
 
 
-def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Recipe, n_folds: int, fold: int,
-             seed: int) -> dict[str, Any]:
+@dataclass
+class FoldFit:
+    """One fold of a recipe: the cleaned training cases, the held-out cases and the model's margins on them."""
+
+    train: list[PairCase]
+    held: list[PairCase]
+    margins: np.ndarray
+    weights: dict[str, float]
+    train_accuracy: float
+
+
+def fit_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Recipe, n_folds: int, fold: int,
+             seed: int) -> FoldFit:
+    """Fit `recipe` on the training users of one fold as `tailor train-rm` does and score its held-out users."""
     dense = [n for n in recipe.features if n != NGRAM_FEATURE]
     cols = [DENSE.index(n) for n in dense]
     train, held, distinct, pairs = fold_data(cases, seed, n_folds, fold, recipe.flip_rule)
@@ -200,7 +214,9 @@ def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Rec
         vocab = NgramVocabulary.fit(answers, recipe.ngram_range, recipe.ngram_min_df,
                                     recipe.ngram_max_features)
         ngram_diff = pair_difference_matrix(vocab, answers, pairs)
-    weights, fit = fit_feature_weights(z, pairs, 0.0, recipe.feature_l2, ngram_diff, recipe.ngram_l2)
+    by_tier = dict(recipe.tier_weights)
+    pair_weights = [by_tier.get(c.tier, 1.0) for c in train] if by_tier else None
+    weights, fit = fit_feature_weights(z, pairs, 0.0, recipe.feature_l2, ngram_diff, recipe.ngram_l2, pair_weights)
     head = NgramHead(vocab, weights[len(dense):]) if vocab is not None else None
 
     def margin(c: PairCase) -> float:
@@ -211,10 +227,16 @@ def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Rec
             out += s_c - s_r
         return out
 
-    model = evaluate(held, np.array([margin(c) for c in held]))
-    longer = evaluate(held, longer_margin(held))
-    return {"fold": fold, "seed": seed, "weights": dict(zip(dense, weights[: len(dense)].tolist())),
-            "train_pairs": len(train), "train_accuracy": fit["train_accuracy"], "model": model, "longer": longer}
+    return FoldFit(train, held, np.array([margin(c) for c in held]),
+                   dict(zip(dense, weights[: len(dense)].tolist())), fit["train_accuracy"])
+
+
+def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Recipe, n_folds: int, fold: int,
+             seed: int) -> dict[str, Any]:
+    fit = fit_fold(cases, feats, recipe, n_folds, fold, seed)
+    return {"fold": fold, "seed": seed, "weights": fit.weights, "train_pairs": len(fit.train),
+            "train_accuracy": fit.train_accuracy, "model": evaluate(fit.held, fit.margins),
+            "longer": evaluate(fit.held, longer_margin(fit.held))}
 
 
 def summarise(name: str, runs: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tailorbench.datasets import detect_layout, load_benchmark, write_native
+from tailorbench.datasets.check import integrity_report, tier_overlap
 from tailorbench.datasets.rows import pair_hash
 from tests.helpers.pf_data import make_hub, make_mirror, write_jsonl
 
@@ -65,6 +66,12 @@ def test_repeats_and_label_flips_are_kept_separate_and_counted(tmp_path: Path) -
     stats = bench.stats()
     assert stats["repeated_rows"] == 1
     assert stats["label_flipped_rows"] == 2  # both rows of the flipped pair
+    report = integrity_report(bench)
+    assert report["rows_repeated_in_another_tier"] == {"general/easy": 1, "general/medium": 1}
+    assert report["rows_contradicted_by_swapped_labels"] == {"general/easy": 1, "general/medium": 1}
+    kinds = dict(zip([(c.tier, c.question) for c in bench.cases], tier_overlap(bench.cases)))
+    assert kinds["medium", easy[0]["question"]] == "repeated" and kinds["easy", easy[1]["question"]] == "contradicted"
+    assert list(kinds.values()).count("unique") == len(bench.cases) - 4
     same = [c for c in bench.cases if c.question == easy[0]["question"]]
     assert len(same) == 2 and {c.tier for c in same} == {"easy", "medium"}
     assert same[0].meta["pair_hash"] == pair_hash(same[0].user_id, same[0].question, same[0].chosen,

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 
 from tailorbench.errors import ConfigError, DataError
-from tailorbench.schema import PairCase
+from tailorbench.schema import PairCase, Tier
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.data import check_disjoint, clean_pairs, load_cases, split_by_user, user_folds
 from tailorbench.train.trainer import prepare_data
 from tests.helpers.rm_models import toy_cases
 
 
-def _case(i: int, user: str, chosen: str, rejected: str) -> PairCase:
-    return PairCase(id=str(i), split="general", tier="easy", user_id=user, question="q", chosen=chosen,
+def _case(i: int, user: str, chosen: str, rejected: str, tier: Tier = "easy") -> PairCase:
+    return PairCase(id=str(i), split="general", tier=tier, user_id=user, question="q", chosen=chosen,
                     rejected=rejected)
 
 
@@ -30,6 +30,19 @@ def test_repeats_removed_and_flips_by_majority() -> None:
                      "rows_dropped_by_flip_rule": 3, "rows_out": 2}
     assert [c.id for c in clean_pairs(cases, "drop")[0]] == ["5"]
     assert [c.id for c in clean_pairs(cases, "keep")[0]] == ["0", "2", "3", "4", "5"]
+
+
+def test_flips_by_tier() -> None:
+    """`easier` / `harder`: the label of the pair's easiest / hardest tier wins; a tie within that tier drops."""
+    cases = [_case(0, "u", "a", "b", "easy"), _case(1, "u", "b", "a", "hard"),
+             _case(2, "u", "c", "d", "medium"), _case(3, "u", "d", "c", "hard"),
+             _case(4, "u", "c", "d", "hard"),  # a repeat of 2 (removed first); c>d is then medium and hard
+             _case(5, "u", "e", "f", "hard"), _case(6, "u", "f", "e", "hard")]  # same tier both ways: dropped
+    assert [c.id for c in clean_pairs(cases, "easier")[0]] == ["0", "2"]
+    out, stats = clean_pairs(cases, "harder")
+    assert [c.id for c in out] == ["1"]
+    assert stats["rows_in_label_flipped_pairs"] == 6 and stats["rows_dropped_by_flip_rule"] == 5
+    assert [c.id for c in clean_pairs(cases, "majority")[0]] == ["2"]
 
 
 def test_split_by_user_is_disjoint_and_folds_cover_everyone() -> None:

@@ -68,6 +68,12 @@ def test_fit_is_the_bradley_terry_optimum() -> None:
             moved[k] += eps
             assert loss(moved) >= loss(weights) - 1e-7
     assert info["train_loss"] == pytest.approx(loss(weights) - 0.1 * float((weights**2).sum()), abs=1e-5)
+    # pair weights: equal weights change nothing; weight 2 on a pair is the pair written twice
+    same, _ = fit_feature_weights(feats, pairs, margin=0.0, l2=0.1, pair_weights=[3.0] * 20)
+    assert same == pytest.approx(weights, abs=1e-4)
+    doubled, _ = fit_feature_weights(feats, pairs, margin=0.0, l2=0.1, pair_weights=[2.0] + [1.0] * 19)
+    repeated, _ = fit_feature_weights(feats, [pairs[0], *pairs], margin=0.0, l2=0.1)
+    assert doubled == pytest.approx(repeated, abs=1e-4) and doubled != pytest.approx(weights, abs=1e-4)
 
 
 def test_features_scope_trains_in_one_fit_and_reloads(data: Path, tmp_path: Path) -> None:

@@ -45,7 +45,8 @@ def train_rm_command(
     cross_fit_folds: int | None = typer.Option(None, help="train_scope features: also score the recipe on every "
                                                           "user by K-fold cross-fitting (0: off)"),
     max_train_pairs: int | None = typer.Option(None, help="a seeded sample of this many training pairs"),
-    flip_rule: str | None = typer.Option(None, help="pairs seen with both labels: majority | drop | keep"),
+    flip_rule: str | None = typer.Option(None, help="pairs seen with both labels: majority | drop | keep | easier "
+                                                    "| harder"),
     seed: int | None = typer.Option(None, help="seed of the split, sampling, batches and head init"),
     precision: str | None = typer.Option(None, help="auto | bf16 | fp32"),
     dropout: bool | None = typer.Option(None, "--dropout/--no-dropout", help="keep the model's dropout"),

