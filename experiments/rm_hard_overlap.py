@@ -4,8 +4,9 @@ The release's hard file shares most of its pairs with the other tiers: a hard ca
 user, question and answers appear in the easy or medium file with the same label, *contradicted* when they
 appear there with the labels swapped, and *unique* otherwise. A score model gives a pair one order, so on a
 contradicted pair it is right in exactly one of the two tiers (the classes are `tier_overlap`, which
-`tailor data check` counts): what it gains there on hard it loses on easy or medium. This script scores a recipe (`rm_cv.py`'s product code path: same features, cleaning, fit) on unseen
-users and splits every tier's accuracy, and `longer`'s, by those classes:
+`tailor data check` counts): what it gains there on hard it loses on easy or medium. This script scores a
+recipe (`rm_cv.py`'s product code path: same features, cleaning, fit) on unseen users and splits every tier's
+accuracy, and `longer`'s, by those classes:
 
 * on the config's own held-out split (`eval_fraction` 0.2, seed 0: the 17 users of the shipped command);
 * cross-fitted over every user (5 user folds x seeds 0/1/2, as in rm_cv.py).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -37,15 +39,22 @@ CLASSES = ("unique", "repeated", "contradicted")
 
 
 def table(held: list[PairCase], margins: np.ndarray, kind: dict[str, str]) -> dict[str, dict[str, list[int]]]:
-    """tier -> class -> [cases, rm right, longer right] (a tie is wrong for both)."""
+    """tier -> class -> [cases, rm right, longer right, cases where the chosen answer is longer, rm right on
+    those, cases where it is shorter, rm right on those] (a tie is wrong for both; equal lengths count in
+    neither length group, as in the product's length-balanced accuracy)."""
     longer = longer_margin(held)
-    out: dict[str, dict[str, list[int]]] = {t: {k: [0, 0, 0] for k in (*CLASSES, "all")} for t in TIERS}
+    out: dict[str, dict[str, list[int]]] = {t: {k: [0] * 7 for k in (*CLASSES, "all")} for t in TIERS}
     for c, m, lo in zip(held, margins, longer):
         for k in (kind[c.id], "all"):
             cell = out[c.tier][k]
+            right = int(m > 0)
             cell[0] += 1
-            cell[1] += int(m > 0)
+            cell[1] += right
             cell[2] += int(lo > 0)
+            if lo:
+                group = 3 if lo > 0 else 5
+                cell[group] += 1
+                cell[group + 1] += right
     return out
 
 
@@ -56,13 +65,15 @@ def add(into: dict[str, dict[str, list[int]]], other: dict[str, dict[str, list[i
 
 
 def render(title: str, counts: dict[str, dict[str, list[int]]], seeds: int = 1) -> list[str]:
-    lines = [f"{title}", "", "| tier | class | cases | rm | `longer` | rm − `longer` |", "|---|---|---|---|---|---|"]
+    lines = [f"{title}", "", "| tier | class | cases | rm | `longer` | rm − `longer` | rm length-balanced |",
+             "|---|---|---|---|---|---|---|"]
     for t in TIERS:
         for k in (*CLASSES, "all"):
-            n, rm, lo = (v / seeds for v in counts[t][k])
+            n, rm, lo, n_long, rm_long, n_short, rm_short = (v / seeds for v in counts[t][k])
             if n:
+                balanced = f"{(rm_long / n_long + rm_short / n_short) / 2:.3f}" if n_long and n_short else "-"
                 lines.append(f"| {t} | {k} | {n:.0f} | {100 * rm / n:.1f} ({rm:.0f}) | {100 * lo / n:.1f} ({lo:.0f}) | "
-                             f"{100 * (rm - lo) / n:+.1f} |")
+                             f"{100 * (rm - lo) / n:+.1f} | {balanced} |")
     return lines
 
 
@@ -86,15 +97,17 @@ def main() -> None:
     for name, recipe in variants.items():
         if args.only and name not in args.only:
             continue
+        tick = time.perf_counter()
         split = fit_fold(cases, feats, recipe, 1, 0, 0)
         counts = table(split.held, split.margins, kind)
         lines += [*render(f"{name}: the config's held-out split (seed 0, 20% of users)", counts), ""]
-        pooled: dict[str, dict[str, list[int]]] = {t: {k: [0, 0, 0] for k in (*CLASSES, "all")} for t in TIERS}
+        pooled: dict[str, dict[str, list[int]]] = {t: {k: [0] * 7 for k in (*CLASSES, "all")} for t in TIERS}
         for seed in (0, 1, 2):
             for fold in range(5):
                 fit = fit_fold(cases, feats, recipe, 5, fold, seed)
                 add(pooled, table(fit.held, fit.margins, kind))
         lines += render(f"{name}: cross-fitted, 5 user folds x 3 seeds (mean over seeds)", pooled, 3)
+        lines.append(f"({time.perf_counter() - tick:.0f} s)")
         lines.append("")
         report[name] = {"split": counts, "cross_fit": pooled}
         print("\n".join(lines[-38:]), flush=True)

@@ -97,3 +97,40 @@ def test_filters_and_empty_selection(tmp_path: Path) -> None:
 
 def test_slug() -> None:
     assert slug("llm:openai:gpt-4o@http://h:1/v1") == "llm_openai_gpt-4o_http___h_1_v1"
+
+
+def test_rows_shared_across_tiers_are_reported(tmp_path: Path) -> None:
+    """A row that another tier repeats or contradicts is classified against the whole benchmark (also when the
+    run judges a sample) and each tier's accuracy is split by it; data without such rows gets no breakdown."""
+    from tailorbench.datasets import Benchmark
+
+    base = load_benchmark("demo").cases[:4]
+    easy = [c.model_copy(update={"tier": "easy", "split": "general"}) for c in base]
+    hard = [easy[0].model_copy(update={"id": "r", "tier": "hard"}),  # repeated: same label
+            easy[1].model_copy(update={"id": "x", "tier": "hard", "chosen": easy[1].rejected,
+                                       "rejected": easy[1].chosen})]  # contradicted: labels swapped
+    cases = easy + hard
+    bench = Benchmark("shared", "memory", cases)
+    out = run_eval(EvalConfig(judge="longer", n_boot=50), tmp_path / "run", progress=False, benchmark=bench)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["tier_overlap"] == {easy[0].id: "repeated", "r": "repeated", easy[1].id: "contradicted",
+                                        "x": "contradicted"}
+    results = json.loads((out / "results.json").read_text())
+    view = results["metrics"]["general"]["hard"]["by_overlap"]
+    longer_wins = [len(c.chosen) > len(c.rejected) for c in cases]
+    assert view == {"repeated": {"n": 1, "accuracy": float(longer_wins[4]), "chosen_longer": float(longer_wins[4])},
+                    "contradicted": {"n": 1, "accuracy": float(longer_wins[5]),
+                                     "chosen_longer": float(longer_wins[5])}}
+    assert results["metrics"]["general"]["easy"]["by_overlap"]["unique"]["n"] == 2
+    # a pair's two rows: `longer` is right on exactly one
+    assert view["contradicted"]["accuracy"] + results["metrics"]["general"]["easy"]["by_overlap"][
+        "contradicted"]["accuracy"] == 1.0
+    assert "## Rows shared across tiers" in (out / "report.md").read_text()
+    assert "Rows shared across tiers" in (out / "report.html").read_text()
+    one = run_eval(EvalConfig(judge="longer", n_boot=50, tiers=["hard"]), tmp_path / "hard", progress=False,
+                   benchmark=bench)
+    assert json.loads((one / "manifest.json").read_text())["tier_overlap"] == {"r": "repeated", "x": "contradicted"}
+    plain = run_eval(EvalConfig(judge="longer", n_boot=50), tmp_path / "demo", progress=False)
+    metrics = json.loads((plain / "results.json").read_text())["metrics"]
+    assert not any("by_overlap" in cell for block in metrics.values() if "n" not in block for cell in block.values())
+    assert "Rows shared across tiers" not in (plain / "report.md").read_text()

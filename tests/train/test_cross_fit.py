@@ -16,7 +16,7 @@ from tailorbench.schema import PairCase
 from tailorbench.train import trainer
 from tailorbench.train.api import train_rm
 from tailorbench.train.config import RMTrainConfig
-from tailorbench.train.cross_fit import tier_accuracy
+from tailorbench.train.cross_fit import overlap_accuracy, tier_accuracy
 from tests.helpers.rm_models import tiny_bert, toy_cases
 
 
@@ -38,6 +38,20 @@ def test_tier_accuracy_by_hand() -> None:
     assert lo <= out["all"]["difference"] <= hi
     assert "medium" not in out  # no case, no row
     assert tier_accuracy(cases, margins, n_boot=0, seed=0)["all"]["difference_ci"] == [None, None]
+
+
+def test_overlap_accuracy_by_hand() -> None:
+    easy = _case(0, "easy", "a", 10, 5)
+    swapped = easy.model_copy(update={"id": "c1", "tier": "hard", "chosen": easy.rejected, "rejected": easy.chosen})
+    other = _case(2, "easy", "c", 5, 10)
+    repeat = other.model_copy(update={"id": "c3", "tier": "hard"})
+    cases = [easy, swapped, other, repeat, _case(4, "hard", "b", 5, 10)]
+    out = overlap_accuracy(cases, np.array([1.0, -1.0, 1.0, 1.0, 0.0]))  # one order per pair: c0 right, c1 wrong
+    assert out["easy"] == {"contradicted": {"n": 1, "accuracy": 1.0, "longer": 1.0},
+                           "repeated": {"n": 1, "accuracy": 1.0, "longer": 0.0}}
+    assert out["hard"] == {"contradicted": {"n": 1, "accuracy": 0.0, "longer": 0.0},
+                           "repeated": {"n": 1, "accuracy": 1.0, "longer": 0.0},
+                           "unique": {"n": 1, "accuracy": 0.0, "longer": 0.0}}
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +83,7 @@ def test_cross_fit_scores_every_user_out_of_fold(data: Path, tmp_path: Path,
     assert cross["folds"] == 4 and cross["users"] == 8 and cross["cases"] == 48
     assert sum(cross["tiers"][t]["n"] for t in ("easy", "medium", "hard")) == 48
     assert cross["tiers"]["all"]["accuracy"] == 1.0  # the hobby rule carries over to unseen users
+    assert sum(c["n"] for row in cross["tiers_by_overlap"].values() for c in row.values()) == 48
     assert [f["users"] for f in cross["per_fold"]] == [2, 2, 2, 2]
     assert len(seen) == 1 + 4  # the checkpoint's fit, then one per fold
     everyone = set().union(*seen[1:])

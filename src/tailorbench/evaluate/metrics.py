@@ -135,6 +135,19 @@ def length_view(cs: CaseScores, mask: np.ndarray) -> dict[str, Any]:
     }
 
 
+def overlap_view(cs: CaseScores, mask: np.ndarray, kinds: np.ndarray) -> dict[str, Any]:
+    """Accuracy on the cell's cases unique to their tier, repeated by another tier, and contradicted by another
+    tier (labels swapped: a judge that gives a pair one order is right on exactly one of its two rows), with
+    the share where the chosen answer is the longer one."""
+    out: dict[str, Any] = {}
+    for kind in ("unique", "repeated", "contradicted"):
+        m = mask & (kinds == kind)
+        if m.any():
+            out[kind] = {"n": int(m.sum()), "accuracy": _mean(cs.score[m]),
+                         "chosen_longer": _mean((cs.length_sign[m] > 0).astype(float))}
+    return out
+
+
 def cell_metrics(
     cs: CaseScores, mask: np.ndarray, label: str, ci_unit: str = "case", n_boot: int = N_BOOT, seed: int = 0
 ) -> dict[str, Any]:
@@ -209,9 +222,12 @@ def compute_metrics(
     n_boot: int = N_BOOT,
     seed: int = 0,
     user_attributes: Mapping[str, Mapping[str, str]] | None = None,
+    tier_overlap: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The `metrics` block of results.json plus breakdowns and usage totals."""
+    """The `metrics` block of results.json plus breakdowns and usage totals. With `tier_overlap` (case id ->
+    repeated / contradicted) every split x tier cell also gets `by_overlap`."""
     cs = case_scores(predictions)
+    kinds = np.array([(tier_overlap or {}).get(i, "unique") for i in cs.ids], dtype=object)
     everything = np.ones(len(cs.ids), dtype=bool)
     metrics: dict[str, Any] = {}
     for split in SPLITS:
@@ -223,6 +239,8 @@ def compute_metrics(
             mask = in_split & (cs.tier == tier)
             if mask.any():
                 block[tier] = cell_metrics(cs, mask, f"{split}/{tier}", ci_unit, n_boot, seed)
+                if tier_overlap:
+                    block[tier]["by_overlap"] = overlap_view(cs, mask, kinds)
         block["all"] = cell_metrics(cs, in_split, f"{split}/all", ci_unit, n_boot, seed)
         metrics[split] = block
     metrics["all"] = cell_metrics(cs, everything, "all", ci_unit, n_boot, seed)

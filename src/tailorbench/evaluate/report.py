@@ -83,6 +83,24 @@ def _accounting_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
+def _overlap_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for r in runs:
+        for split in SPLITS:
+            for tier in TIERS:
+                view = (_cell(r, split, tier) or {}).get("by_overlap")
+                if view:
+                    rows.append([r["judge"], r["setting"], f"{split}/{tier}", *(
+                        f"{pct(view[k]['accuracy'])} (n={view[k]['n']})" if k in view else "–"
+                        for k in ("unique", "repeated", "contradicted"))])
+    return rows
+
+
+_OVERLAP_HEADER = ["judge", "setting", "tier", "rows unique to the tier", "repeated by another tier",
+                   "contradicted by another tier"]
+_OVERLAP_NOTE = ("Some rows are also in another tier of the data: with the same label (repeated) or with the labels "
+                 "swapped (contradicted: a judge that gives the pair one order is right on exactly one of its two "
+                 "rows). Accuracy by kind; `tailor data check` counts them.")
 _LENGTH_HEADER = ["judge", "setting", "split", "acc. chosen longer", "acc. chosen shorter", "equal length",
                   "length-balanced"]
 _ACCOUNT_HEADER = ["judge", "setting", "cases", "verdicts", "invalid", "abstained", "failed", "truncated",
@@ -110,6 +128,9 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
         "",
         md_table(_ACCOUNT_HEADER, _accounting_rows(runs)),
     ]
+    overlap = _overlap_rows(runs)
+    if overlap:
+        parts += ["", "## Rows shared across tiers", "", _OVERLAP_NOTE, "", md_table(_OVERLAP_HEADER, overlap)]
     warnings = [(r["judge"], w) for r in runs for w in r.get("warnings", [])]
     if warnings:
         parts += ["", "## Warnings", "", *(f"- `{j}`: {w}" for j, w in warnings)]
@@ -172,6 +193,7 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
 def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
     warnings = "".join(f"<li><code>{html.escape(r['judge'])}</code>: {html.escape(w)}</li>"
                        for r in runs for w in r.get("warnings", []))
+    overlap = _overlap_rows(runs)
     return html_page(
         title,
         f"<h1>{html.escape(title)}</h1>"
@@ -179,6 +201,8 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
         f"{_svg_chart(runs)}{html_table(_header(), leaderboard_rows(runs))}"
         f"<h2>Length-controlled view</h2>{html_table(_LENGTH_HEADER, _length_rows(runs))}"
         f"<h2>Accounting</h2>{html_table(_ACCOUNT_HEADER, _accounting_rows(runs))}"
+        + (f"<h2>Rows shared across tiers</h2><p>{html.escape(_OVERLAP_NOTE)}</p>{html_table(_OVERLAP_HEADER, overlap)}"
+           if overlap else "")
         + (f"<h2>Warnings</h2><ul>{warnings}</ul>" if warnings else ""),
     )
 

@@ -52,6 +52,7 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         n_boot=int(config.get("n_boot", 1000)),
         seed=int(manifest.get("seed", 0)),
         user_attributes=manifest.get("user_attributes", {}),
+        tier_overlap=manifest.get("tier_overlap", {}),
     )
     expected = manifest.get("n_cases", 0)
     seen = len({r["case_id"] for r in predictions})

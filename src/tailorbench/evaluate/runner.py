@@ -22,6 +22,7 @@ import orjson
 
 from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
+from tailorbench.datasets.check import tier_overlap
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.files import write_json_atomic
@@ -194,6 +195,13 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def shared_rows(every: Sequence[PairCase], judged: set[str]) -> dict[str, str]:
+    """`tier_overlap` of the judged cases, classified against the whole benchmark (a sample keeps the class its
+    case has in the full data); cases unique to their tier are left out."""
+    kinds = zip(every, tier_overlap(every), strict=True)
+    return {c.id: kind for c, kind in kinds if kind != "unique" and c.id in judged}
+
+
 def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], judge: PairJudge) -> RunManifest:
     users: dict[str, dict[str, str]] = {}
     for case in cases:
@@ -213,6 +221,7 @@ def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], j
         data_stats=benchmark.stats(),
         n_cases=len(cases),
         user_attributes=users,
+        tier_overlap=shared_rows(benchmark.cases, {c.id for c in cases}),
     )
 
 

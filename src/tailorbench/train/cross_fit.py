@@ -47,6 +47,22 @@ def tier_accuracy(cases: Sequence[PairCase], margins: np.ndarray, n_boot: int, s
     return out
 
 
+def overlap_accuracy(cases: Sequence[PairCase], margins: np.ndarray) -> dict[str, Any]:
+    """Per tier, accuracy and `longer` on the rows another tier repeats, contradicts (labels swapped) or does
+    not hold (`tier_overlap`): a score model is right on exactly one row of a contradicted pair, so a tier's
+    figure depends on how many of them it holds (docs/experiments.md, reward model round 5)."""
+    from tailorbench.datasets.check import tier_overlap
+
+    out: dict[str, Any] = {}
+    for case, kind, margin in zip(cases, tier_overlap(cases), margins, strict=True):
+        cell = out.setdefault(case.tier, {}).setdefault(kind, {"n": 0, "right": 0, "longer_right": 0})
+        cell["n"] += 1
+        cell["right"] += int(margin > 0)
+        cell["longer_right"] += int(len(case.chosen) > len(case.rejected))
+    return {tier: {kind: {"n": c["n"], "accuracy": c["right"] / c["n"], "longer": c["longer_right"] / c["n"]}
+                   for kind, c in sorted(row.items())} for tier, row in out.items()}
+
+
 def cross_fit(cfg: RMTrainConfig, scorer: Any, cases: Sequence[PairCase]) -> dict[str, Any]:
     """Pooled out-of-fold evaluation of the feature-head recipe `cfg` over the users of `cases` (see the module
     docstring). `scorer` is the loaded `HFRewardModel` (its embedding cache is shared by all folds); its fitted
@@ -79,6 +95,7 @@ def cross_fit(cfg: RMTrainConfig, scorer: Any, cases: Sequence[PairCase]) -> dic
     return {
         "folds": k, "seed": cfg.seed, "users": len({c.user_id for c in cases}), "cases": len(cases),
         "tiers": tier_accuracy(cases, margins, cfg.n_boot, cfg.seed),
+        "tiers_by_overlap": overlap_accuracy(cases, margins),
         "per_fold": folds,
         "min_fold_gap_points": min(gaps), "min_fold_tier_gap_points": min(tier_gaps) if tier_gaps else None,
     }
