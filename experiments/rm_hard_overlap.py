@@ -97,7 +97,7 @@ def main() -> None:
     for name, recipe in variants.items():
         if args.only and name not in args.only:
             continue
-        tick = time.perf_counter()
+        tick, first = time.perf_counter(), len(lines)
         split = fit_fold(cases, feats, recipe, 1, 0, 0)
         counts = table(split.held, split.margins, kind)
         lines += [*render(f"{name}: the config's held-out split (seed 0, 20% of users)", counts), ""]
@@ -110,7 +110,7 @@ def main() -> None:
         lines.append(f"({time.perf_counter() - tick:.0f} s)")
         lines.append("")
         report[name] = {"split": counts, "cross_fit": pooled}
-        print("\n".join(lines[-38:]), flush=True)
+        print("\n".join(lines[first:]), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
 
