@@ -7,7 +7,11 @@ files, as the real data comes) and `native` (PairCase JSONL with the persona emb
 heaviest case). The runner's time covers everything `tailor eval` does: validation, manifest with data
 statistics and fingerprint, judging, predictions, metrics with 1,000-resample bootstraps, and both reports.
 
-    .venv/bin/python bench/eval_overhead.py [--cases 50000] [--repeat 3]
+`--shared F` makes a share F of the rows copies of earlier pairs (a third with the labels swapped), which the
+loader keeps and the runner classifies by tier overlap (manifest `tier_overlap`, `by_overlap` in the metrics),
+as on PersonaFeedback, whose dev data has F = 0.3.
+
+    .venv/bin/python bench/eval_overhead.py [--cases 50000] [--repeat 3] [--shared 0.0]
 """
 
 from __future__ import annotations
@@ -36,20 +40,31 @@ def personas(rng: random.Random) -> list[dict[str, Any]]:
     ]
 
 
-def rows(n: int, rng: random.Random) -> Iterator[dict[str, Any]]:
+def rows(n: int, rng: random.Random, shared: float = 0.0) -> Iterator[dict[str, Any]]:
+    """`shared`: the share of rows that copy an earlier row's pair (so another file holds it, as PersonaFeedback's
+    tiers do), a third of them with the labels swapped."""
+    earlier: list[dict[str, Any]] = []
     for i in range(n):
+        if earlier and rng.random() < shared:
+            old = rng.choice(earlier)
+            swap = rng.random() < 1 / 3
+            yield {**old, "i": i, "chosen": old["rejected"] if swap else old["chosen"],
+                   "rejected": old["chosen"] if swap else old["rejected"]}
+            continue
         chosen = " ".join(rng.choices(WORDS, k=rng.randint(40, 120)))
         rejected = " ".join(rng.choices(WORDS, k=rng.randint(40, 120)))
-        yield {"i": i, "user": rng.randrange(USERS), "question": f"question {i}?", "chosen": chosen,
+        row = {"i": i, "user": rng.randrange(USERS), "question": f"question {i}?", "chosen": chosen,
                "rejected": rejected if rejected != chosen else rejected + " extra"}
+        earlier.append(row)
+        yield row
 
 
-def make_native(root: Path, n: int) -> list[Path]:
+def make_native(root: Path, n: int, shared: float = 0.0) -> list[Path]:
     rng = random.Random(0)
     profiles = personas(rng)
     path = root / "cases.jsonl"
     with path.open("w", encoding="utf-8") as handle:
-        for r in rows(n, rng):
+        for r in rows(n, rng, shared):
             i = r["i"]
             handle.write(json.dumps({
                 "id": f"c{i}", "split": ("general", "specific")[i % 2], "tier": ("easy", "medium", "hard")[i % 3],
@@ -59,7 +74,7 @@ def make_native(root: Path, n: int) -> list[Path]:
     return [path]
 
 
-def make_mirror(root: Path, n: int) -> list[Path]:
+def make_mirror(root: Path, n: int, shared: float = 0.0) -> list[Path]:
     rng = random.Random(0)
     (root / "persona_all").mkdir(parents=True)
     for u, profile in enumerate(personas(rng)):
@@ -67,7 +82,7 @@ def make_mirror(root: Path, n: int) -> list[Path]:
     files = {(s, t): (root / f"{s}_{t}.jsonl").open("w", encoding="utf-8")
              for s in ("general", "specific") for t in ("easy", "mid", "hard")}
     keys = list(files)
-    for r in rows(n, rng):
+    for r in rows(n, rng, shared):
         files[keys[r["i"] % len(keys)]].write(json.dumps({"user_id": f"user{r['user']}", "question": r["question"],
                                                           "chosen": r["chosen"], "reject": r["rejected"]}) + "\n")
     for handle in files.values():
@@ -110,13 +125,13 @@ def same_lines(a: Path, b: Path) -> bool:
     return parse(a) == parse(b)
 
 
-def measure(layout: str, n: int, repeat: int) -> dict[str, Any]:
+def measure(layout: str, n: int, repeat: int, shared: float = 0.0) -> dict[str, Any]:
     """Best of `repeat` alternating runs of each side (the machine is shared: the minimum is the least noisy
     estimate of what the code costs)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "data"
         root.mkdir()
-        sources = make_mirror(root, n) if layout == "mirror" else make_native(root, n)
+        sources = make_mirror(root, n, shared) if layout == "mirror" else make_native(root, n, shared)
         data = str(root if layout == "mirror" else sources[0])
         bare_times, runner_times = [], []
         for k in range(repeat):
@@ -131,7 +146,7 @@ def measure(layout: str, n: int, repeat: int) -> dict[str, Any]:
         identical = same_lines(Path(tmp) / "bare.jsonl", out / "predictions.jsonl")
     bare, full = min(bare_times), min(runner_times)
     return {
-        "bench": "eval_overhead", "layout": layout, "cases": cases, "verdicts": verdicts,
+        "bench": "eval_overhead", "layout": layout, "shared_rows": shared, "cases": cases, "verdicts": verdicts,
         "same_prediction_lines": identical, "repeat": repeat,
         "bare_loop_s": round(bare, 3), "bare_cases_per_s": round(cases / bare),
         "runner_s": round(full, 3), "runner_cases_per_s": round(cases / full),
@@ -143,9 +158,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--shared", type=float, default=0.0,
+                        help="share of rows that repeat an earlier pair in another file (PersonaFeedback dev: 0.3)")
     args = parser.parse_args()
     for layout in ("mirror", "native"):
-        print(json.dumps(measure(layout, args.cases, args.repeat)), flush=True)
+        print(json.dumps(measure(layout, args.cases, args.repeat, args.shared)), flush=True)
 
 
 if __name__ == "__main__":

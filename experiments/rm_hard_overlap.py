@@ -31,7 +31,7 @@ import numpy as np
 from rm_cv import RECIPES, Recipe, features_for, fit_fold, longer_margin
 
 from tailorbench.datasets import load_benchmark
-from tailorbench.datasets.check import tier_overlap
+from tailorbench.datasets.pairs import tier_overlap
 from tailorbench.schema import TIERS, PairCase
 
 SHIPPED = "length+overlap+cosine+ngrams 1-3, l2 0.01"

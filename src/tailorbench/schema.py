@@ -146,7 +146,7 @@ class RunManifest(BaseModel):
     n_cases: int = 0
     user_attributes: dict[str, dict[str, str]] = Field(default_factory=dict)
     #: case id -> `repeated` / `contradicted` for the judged cases another tier of the data also holds, with the
-    #: same label or with the labels swapped (`datasets.check.tier_overlap`; cases unique to their tier are left
+    #: same label or with the labels swapped (`datasets.pairs.tier_overlap`; cases unique to their tier are left
     #: out); results.json splits each tier's accuracy by it
     tier_overlap: dict[str, str] = Field(default_factory=dict)
     status: Literal["running", "finished", "interrupted"] = "running"

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tailorbench.datasets import detect_layout, load_benchmark, write_native
-from tailorbench.datasets.check import integrity_report, tier_overlap
+from tailorbench.datasets.check import integrity_report
+from tailorbench.datasets.pairs import tier_overlap
 from tailorbench.datasets.rows import pair_hash
 from tests.helpers.pf_data import make_hub, make_mirror, write_jsonl
 

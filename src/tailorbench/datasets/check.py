@@ -2,32 +2,10 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Sequence
-from typing import Any, Literal
+from collections import Counter
+from typing import Any
 
 from tailorbench.datasets.loader import Benchmark
-from tailorbench.schema import PairCase
-
-Overlap = Literal["unique", "repeated", "contradicted"]
-
-
-def tier_overlap(cases: Sequence[PairCase]) -> list[Overlap]:
-    """Per case: `contradicted` when the same user's pair (question and answers) is also in the data with the
-    labels swapped, `repeated` when it is also in another split/tier with the same label, else `unique`. A score
-    model gives a pair one order, so of a contradicted pair's two rows it gets exactly one right."""
-    where: dict[tuple[str, str, str, str], set[str]] = defaultdict(set)
-    for c in cases:
-        where[(c.user_id, c.question, c.chosen, c.rejected)].add(f"{c.split}/{c.tier}")
-    out: list[Overlap] = []
-    for c in cases:
-        if (c.user_id, c.question, c.rejected, c.chosen) in where:
-            out.append("contradicted")
-        elif where[(c.user_id, c.question, c.chosen, c.rejected)] - {f"{c.split}/{c.tier}"}:
-            out.append("repeated")
-        else:
-            out.append("unique")
-    return out
 
 
 def integrity_report(benchmark: Benchmark) -> dict[str, Any]:
@@ -39,7 +17,7 @@ def integrity_report(benchmark: Benchmark) -> dict[str, Any]:
     reused = {a: n for a, n in answers.items() if n > 1}
     chosen_longer = sum(len(c.chosen) > len(c.rejected) for c in cases)
     per_user = Counter(c.user_id for c in cases)
-    overlap = Counter((f"{c.split}/{c.tier}", kind) for c, kind in zip(cases, tier_overlap(cases)))
+    overlap = Counter((f"{c.split}/{c.tier}", kind) for c, kind in zip(cases, benchmark.pair_index().overlap()))
     return {
         **stats,
         "equal_length_answers": sum(len(c.chosen) == len(c.rejected) for c in cases),

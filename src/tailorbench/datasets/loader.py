@@ -12,6 +12,7 @@ from typing import Any
 
 from tailorbench.datasets import personafeedback as pf
 from tailorbench.datasets.native import first_row, looks_native, read_native
+from tailorbench.datasets.pairs import PairIndex, index_pairs
 from tailorbench.datasets.rows import InvalidRows, fingerprint_files
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.schema import PairCase
@@ -33,6 +34,7 @@ class Benchmark:
     persona_keys_renamed: int = 0
     #: every file the cases were read from (fingerprinted by their bytes)
     files: list[Path] = field(default_factory=list)
+    _pairs: PairIndex | None = field(default=None, init=False, repr=False, compare=False)
 
     def fingerprint(self) -> str:
         """sha256 of the source files (or, for cases built in memory, of the cases' content in order):
@@ -45,19 +47,24 @@ class Benchmark:
             digest.update(b"\n")
         return digest.hexdigest()
 
+    def pair_index(self) -> PairIndex:
+        """Repeats, swapped labels and tier overlap of the cases' pairs, computed once (again if `cases` grew or
+        shrank)."""
+        if self._pairs is None or len(self._pairs.keys) != len(self.cases):
+            self._pairs = index_pairs(self.cases)
+        return self._pairs
+
     def stats(self) -> dict[str, Any]:
         """Counts for the manifest: rows per split/tier, repeated rows, label flips, skipped rows."""
         per: Counter[str] = Counter(f"{c.split}/{c.tier}" for c in self.cases)
-        # tuples of the texts themselves: Python caches string hashes, so this is cheaper than digests
-        hashes = Counter((c.user_id, c.question, c.chosen, c.rejected) for c in self.cases)
-        flipped = sum(1 for c in self.cases if (c.user_id, c.question, c.rejected, c.chosen) in hashes)
+        pairs = self.pair_index()
         return {
             "source": self.source,
             "layout": self.layout,
             "rows": len(self.cases),
             "rows_per_split_tier": dict(sorted(per.items())),
-            "repeated_rows": sum(n - 1 for n in hashes.values() if n > 1),
-            "label_flipped_rows": flipped,
+            "repeated_rows": pairs.repeated_rows,
+            "label_flipped_rows": pairs.flipped_rows,
             "skipped_rows": len(self.invalid.rows),
             "skipped": self.invalid.as_dicts(),
             "persona_keys_renamed": self.persona_keys_renamed,

@@ -20,6 +20,8 @@ from tailorbench.schema import SPLITS, TIERS
 N_BOOT = 1000
 #: verdict statuses counted per case (an `ok` verdict is not a problem)
 STATUS_COLUMNS = ("invalid", "abstain", "failed")
+#: the classes of `datasets.pairs.tier_overlap`, in report order
+OVERLAP_KINDS = ("unique", "repeated", "contradicted")
 
 
 @dataclass
@@ -140,8 +142,8 @@ def overlap_view(cs: CaseScores, mask: np.ndarray, kinds: np.ndarray) -> dict[st
     tier (labels swapped: a judge that gives a pair one order is right on exactly one of its two rows), with
     the share where the chosen answer is the longer one."""
     out: dict[str, Any] = {}
-    for kind in ("unique", "repeated", "contradicted"):
-        m = mask & (kinds == kind)
+    for k, kind in enumerate(OVERLAP_KINDS):
+        m = mask & (kinds == k)
         if m.any():
             out[kind] = {"n": int(m.sum()), "accuracy": _mean(cs.score[m]),
                          "chosen_longer": _mean((cs.length_sign[m] > 0).astype(float))}
@@ -227,7 +229,10 @@ def compute_metrics(
     """The `metrics` block of results.json plus breakdowns and usage totals. With `tier_overlap` (case id ->
     repeated / contradicted) every split x tier cell also gets `by_overlap`."""
     cs = case_scores(predictions)
-    kinds = np.array([(tier_overlap or {}).get(i, "unique") for i in cs.ids], dtype=object)
+    kinds = None
+    if tier_overlap:  # as small integer codes: a cell's masks are then vectorised comparisons
+        code = {kind: k for k, kind in enumerate(OVERLAP_KINDS)}
+        kinds = np.fromiter((code[tier_overlap.get(i, "unique")] for i in cs.ids), np.int8, len(cs.ids))
     everything = np.ones(len(cs.ids), dtype=bool)
     metrics: dict[str, Any] = {}
     for split in SPLITS:
@@ -239,7 +244,7 @@ def compute_metrics(
             mask = in_split & (cs.tier == tier)
             if mask.any():
                 block[tier] = cell_metrics(cs, mask, f"{split}/{tier}", ci_unit, n_boot, seed)
-                if tier_overlap:
+                if kinds is not None:
                     block[tier]["by_overlap"] = overlap_view(cs, mask, kinds)
         block["all"] = cell_metrics(cs, in_split, f"{split}/all", ci_unit, n_boot, seed)
         metrics[split] = block

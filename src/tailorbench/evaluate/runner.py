@@ -22,7 +22,6 @@ import orjson
 
 from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
-from tailorbench.datasets.check import tier_overlap
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.files import write_json_atomic
@@ -195,11 +194,14 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def shared_rows(every: Sequence[PairCase], judged: set[str]) -> dict[str, str]:
-    """`tier_overlap` of the judged cases, classified against the whole benchmark (a sample keeps the class its
+def shared_rows(benchmark: Benchmark, judged: Sequence[PairCase]) -> dict[str, str]:
+    """Tier overlap of the judged cases, classified against the whole benchmark (a sample keeps the class its
     case has in the full data); cases unique to their tier are left out."""
-    kinds = zip(every, tier_overlap(every), strict=True)
-    return {c.id: kind for c, kind in kinds if kind != "unique" and c.id in judged}
+    kinds = zip(benchmark.cases, benchmark.pair_index().overlap(), strict=True)
+    shared: dict[str, str] = {c.id: kind for c, kind in kinds if kind != "unique"}
+    if len(judged) == len(benchmark.cases):
+        return shared
+    return {c.id: shared[c.id] for c in judged if c.id in shared}
 
 
 def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], judge: PairJudge) -> RunManifest:
@@ -207,6 +209,8 @@ def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], j
     for case in cases:
         if case.user_id not in users:
             users[case.user_id] = persona_attributes(case.persona)
+    stats = benchmark.stats()
+    shared = shared_rows(benchmark, cases)
     return RunManifest(
         tailorbench_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -218,10 +222,10 @@ def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], j
         orders=config.orders,
         config={**asdict(config), "judge_description": judge.describe()},
         versions=_versions(),
-        data_stats=benchmark.stats(),
+        data_stats=stats,
         n_cases=len(cases),
         user_attributes=users,
-        tier_overlap=shared_rows(benchmark.cases, {c.id for c in cases}),
+        tier_overlap=shared,
     )
 
 

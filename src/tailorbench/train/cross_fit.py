@@ -51,7 +51,7 @@ def overlap_accuracy(cases: Sequence[PairCase], margins: np.ndarray) -> dict[str
     """Per tier, accuracy and `longer` on the rows another tier repeats, contradicts (labels swapped) or does
     not hold (`tier_overlap`): a score model is right on exactly one row of a contradicted pair, so a tier's
     figure depends on how many of them it holds (docs/experiments.md, reward model round 5)."""
-    from tailorbench.datasets.check import tier_overlap
+    from tailorbench.datasets.pairs import tier_overlap
 
     out: dict[str, Any] = {}
     for case, kind, margin in zip(cases, tier_overlap(cases), margins, strict=True):
