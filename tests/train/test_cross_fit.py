@@ -108,14 +108,22 @@ def test_cross_fit_config_guards(fields: dict[str, Any], match: str) -> None:
         RMTrainConfig(data="d", out="o", features=["length"], **{"train_scope": "features", **fields}).validate()
 
 
-def test_cli_cross_fit_flag(data: Path, tmp_path: Path) -> None:
+def test_cli_cross_fit_flag(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from tailorbench.cli.app import app
 
+    cases = toy_cases(n_users=8, per_user=6)
+    easy = [c for c in cases if c.tier == "easy"]
+    shared = tmp_path / "shared.jsonl"  # one easy pair again in hard, one with the labels swapped
+    write_native([*cases, easy[0].model_copy(update={"id": "again", "tier": "hard"}),
+                  easy[1].model_copy(update={"id": "swap", "tier": "hard", "chosen": easy[1].rejected,
+                                             "rejected": easy[1].chosen})], shared)
     out = tmp_path / "cli"
-    result = CliRunner().invoke(app, ["train-rm", "--data", str(data), "--out", str(out), "--model",
+    result = CliRunner().invoke(app, ["train-rm", "--data", str(shared), "--out", str(out), "--model",
                                       tiny_bert(tmp_path / "m"), "--train-scope", "features", "--features", "length",
                                       "--cross-fit-folds", "2", "--no-progress", "--precision", "fp32"])
     assert result.exit_code == 0, result.output
     assert json.loads((out / "summary.json").read_text())["cross_fit"]["folds"] == 2
+    assert "hard by rows shared with other tiers: contradicted (1)" in result.output
+    assert "repeated (1)" in result.output and "medium by rows shared" not in result.output

@@ -433,6 +433,10 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         log.write({"event": "cross_fit", **cross})
         bar.note(f"cross-fit over {cross['users']} users ({cfg.cross_fit_folds} folds), rm vs longer: " + ", ".join(
             f"{k} {100 * v['accuracy']:.1f} vs {100 * v['longer']:.1f}" for k, v in cross["tiers"].items()))
+        shared = {t: row for t, row in cross["tiers_by_overlap"].items() if set(row) - {"unique"}}
+        for tier, row in shared.items():  # where a tier's figure comes from when other tiers hold its pairs
+            bar.note(f"  {tier} by rows shared with other tiers: " + ", ".join(
+                f"{k} ({v['n']}) {100 * v['accuracy']:.1f} vs {100 * v['longer']:.1f}" for k, v in row.items()))
     bar.close()
     model.eval()
     model.save_pretrained(out)
