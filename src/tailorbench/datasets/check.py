@@ -30,8 +30,7 @@ def integrity_report(benchmark: Benchmark) -> dict[str, Any]:
         "personas_unused_ids": benchmark.personas_unused[:20],
         "personas_missing": sum(1 for e in benchmark.invalid.rows if e.field == "user_id"),
         # what a per-tier score can and cannot mean: rows that another tier holds too, with the same label or
-        # with the labels swapped (docs/experiments.md, reward model round 5)
-        # (cells with none are left out)
+        # with the labels swapped (docs/experiments.md, reward model round 5); cells with none are left out
         "rows_repeated_in_another_tier": {cell: n for (cell, kind), n in sorted(overlap.items()) if kind == "repeated"},
         "rows_contradicted_by_swapped_labels": {cell: n for (cell, kind), n in sorted(overlap.items())
                                                 if kind == "contradicted"},

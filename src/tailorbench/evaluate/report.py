@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench.evaluate.metrics import OVERLAP_KINDS
 from tailorbench.files import write_text_atomic
 from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
 from tailorbench.schema import SPLITS, TIERS
@@ -92,7 +93,7 @@ def _overlap_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
                 if view:
                     rows.append([r["judge"], r["setting"], f"{split}/{tier}", *(
                         f"{pct(view[k]['accuracy'])} (n={view[k]['n']})" if k in view else "–"
-                        for k in ("unique", "repeated", "contradicted"))])
+                        for k in OVERLAP_KINDS)])
     return rows
 
 

