@@ -50,7 +50,7 @@ class Benchmark:
     def pair_index(self) -> PairIndex:
         """Repeats, swapped labels and tier overlap of the cases' pairs, computed once (again if `cases` was
         replaced, grew or shrank)."""
-        if self._pairs is None or self._pairs.cases is not self.cases or len(self._pairs.keys) != len(self.cases):
+        if self._pairs is None or self._pairs.cases is not self.cases or len(self._pairs.pair_ids) != len(self.cases):
             self._pairs = index_pairs(self.cases)
         return self._pairs
 

@@ -1,13 +1,13 @@
 """One pass over a benchmark's pairs that the statistics, the integrity report and the runner share: which pairs
-repeat, which come back with the labels swapped, and which other tiers hold them. Keys are tuples of the texts
-(Python caches string hashes, so this is cheaper than digests)."""
+repeat, which come back with the labels swapped, and which other tiers hold them. Each distinct pair gets an
+integer id from one hash of its texts' tuple (Python caches string hashes, not tuple hashes), and the tier
+overlap is then a few vectorised operations over those ids."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tailorbench.schema import PairCase
 
@@ -17,17 +17,17 @@ Key = tuple[str, str, str, str]
 
 @dataclass
 class PairIndex:
-    """Per case (in order): its pair key and whether the swapped pair is in the data; per key: how many rows
-    hold it."""
+    """Per case (in order): the id of its pair (user, question, chosen, rejected) and whether the swapped pair is
+    in the data; `n_pairs` distinct pairs."""
 
     cases: Sequence[PairCase]
-    keys: list[Key]
+    pair_ids: list[int]
+    n_pairs: int
     swapped: list[bool]
-    rows: Counter[Key]
 
     @property
     def repeated_rows(self) -> int:
-        return len(self.keys) - len(self.rows)
+        return len(self.pair_ids) - self.n_pairs
 
     @property
     def flipped_rows(self) -> int:
@@ -38,20 +38,27 @@ class PairIndex:
         `repeated` when another split/tier holds it with the same label, else `unique`. A score model gives a
         pair one order, so of a contradicted pair's two rows it gets exactly one right."""
         if not self.repeated_rows and not self.flipped_rows:
-            return ["unique"] * len(self.keys)
-        first_cell: dict[Key, tuple[str, str]] = {}
-        in_two_cells: set[Key] = set()
-        for case, key in zip(self.cases, self.keys):
-            if self.rows[key] > 1 and first_cell.setdefault(key, (case.split, case.tier)) != (case.split, case.tier):
-                in_two_cells.add(key)
-        return ["contradicted" if s else "repeated" if key in in_two_cells else "unique"
-                for s, key in zip(self.swapped, self.keys)]
+            return ["unique"] * len(self.pair_ids)
+        import numpy as np
+
+        cell_code: dict[tuple[str, str], int] = {}
+        cells = np.fromiter((cell_code.setdefault((c.split, c.tier), len(cell_code)) for c in self.cases), np.int64,
+                            len(self.pair_ids))
+        ids = np.asarray(self.pair_ids, dtype=np.int64)
+        low = np.full(self.n_pairs, np.iinfo(np.int64).max)
+        high = np.full(self.n_pairs, -1)
+        np.minimum.at(low, ids, cells)
+        np.maximum.at(high, ids, cells)
+        kinds: Any = np.where(np.asarray(self.swapped), "contradicted",
+                              np.where(low[ids] != high[ids], "repeated", "unique"))
+        return kinds.tolist()
 
 
 def index_pairs(cases: Sequence[PairCase]) -> PairIndex:
-    keys = [(c.user_id, c.question, c.chosen, c.rejected) for c in cases]
-    rows = Counter(keys)
-    return PairIndex(cases, keys, [(u, q, r, c) in rows for u, q, c, r in keys], rows)
+    ids: dict[Key, int] = {}
+    pair_ids = [ids.setdefault((c.user_id, c.question, c.chosen, c.rejected), len(ids)) for c in cases]
+    swapped = [(c.user_id, c.question, c.rejected, c.chosen) in ids for c in cases]
+    return PairIndex(cases, pair_ids, len(ids), swapped)
 
 
 def tier_overlap(cases: Sequence[PairCase]) -> list[Overlap]:
