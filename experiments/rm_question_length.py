@@ -19,12 +19,13 @@ from pathlib import Path
 import numpy as np
 import torch
 from rm_cv import RECIPES, evaluate, features_for, fold_data, longer_margin, screen_row
+from rm_hard_overlap import CLASSES, add, table
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.datasets.pairs import tier_overlap
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE
-from tailorbench.schema import PairCase
+from tailorbench.schema import TIERS, PairCase
 from tailorbench.train.data import context_of
 from tailorbench.train.trainer import fit_feature_weights
 
@@ -44,7 +45,8 @@ def question_block(vocab: NgramVocabulary, questions: list[str], len_diff: np.nd
 
 def run(cases: list[PairCase], feats: dict, kind: dict[str, str], scale: float | None) -> tuple[str, str]:
     cols = [DENSE_ALL.index(n) for n in SHIPPED.features if n != NGRAM_FEATURE]
-    results, hard_by_kind = [], {k: [0, 0, 0] for k in ("unique", "repeated", "contradicted")}
+    results: list = []
+    pooled: dict[str, dict[str, list[int]]] = {t: {k: [0] * 7 for k in (*CLASSES, "all")} for t in TIERS}
     for seed in (0, 1, 2):
         for fold in range(5):
             train, held, distinct, pairs = fold_data(cases, seed, 5, fold)
@@ -74,14 +76,9 @@ def run(cases: list[PairCase], feats: dict, kind: dict[str, str], scale: float |
                 q_weight = np.array([float(vals @ u[c]) for c, vals in qvocab.rows([c.question for c in held])])
                 margin += (zc[:, 0] - zr[:, 0]) * q_weight * scale
             results.append((evaluate(held, margin), evaluate(held, longer_margin(held))))
-            for c, m in zip(held, margin):
-                if c.tier == "hard":
-                    cell = hard_by_kind[kind[c.id]]
-                    cell[0] += 1
-                    cell[1] += int(m > 0)
-                    cell[2] += int(len(c.chosen) > len(c.rejected))
+            add(pooled, table(held, margin, kind))
     label = "shipped recipe" if scale is None else f"+ question x length block, scale {scale:g}"
-    split = " / ".join(f"{100 * v[1] / v[0]:.1f}" for v in hard_by_kind.values())
+    split = " / ".join(f"{100 * pooled['hard'][k][1] / pooled['hard'][k][0]:.1f}" for k in CLASSES)
     return screen_row(label, results), f"{label}: hard unique / repeated / contradicted {split}"
 
 

@@ -124,12 +124,13 @@ def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority") -> tuple
     votes: Counter[tuple[str, str, str, str]] = Counter(
         (c.user_id, c.question, c.chosen, c.rejected) for c in cases
     )
-    rank = {tier: k for k, tier in enumerate(TIERS)}
-    sign = -1 if flip_rule == "easier" else 1
+    by_tier = flip_rule in ("easier", "harder")
+    # per label: the rank of the easiest (`easier`, negated so that larger wins) or hardest tier it appears in
     best: dict[tuple[str, str, str, str], int] = {}
-    for case in cases:
+    for case in cases if by_tier else ():
         key = (case.user_id, case.question, case.chosen, case.rejected)
-        best[key] = max(best.get(key, -99), sign * rank[case.tier])
+        rank = TIERS.index(case.tier) * (-1 if flip_rule == "easier" else 1)
+        best[key] = max(best.get(key, rank), rank)
     out: list[PairCase] = []
     flipped_pairs = dropped_flip = 0
     for case in unique:
@@ -142,7 +143,7 @@ def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority") -> tuple
         if flip_rule == "majority":
             kept = votes[key] > votes[other]
         else:
-            kept = flip_rule in ("easier", "harder") and best[key] > best[other]
+            kept = by_tier and best[key] > best[other]
         if kept:
             out.append(case)
         else:
