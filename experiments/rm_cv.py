@@ -29,13 +29,12 @@ import numpy as np
 import torch
 
 from tailorbench.datasets import load_benchmark
-from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE, HFRewardModel, RewardFormat, Triple
 from tailorbench.schema import TIERS, PairCase
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.cross_fit import tier_accuracy
 from tailorbench.train.data import clean_pairs, context_of, distinct_triples, split_by_user
-from tailorbench.train.trainer import fit_feature_weights, resolve_model
+from tailorbench.train.trainer import fit_recipe, resolve_model
 
 #: the per-answer features computed once and cached (the n-gram head is fitted per fold instead)
 DENSE = [f for f in FEATURES if f != NGRAM_FEATURE]
@@ -194,41 +193,31 @@ class FoldFit:
     train_accuracy: float
 
 
+def recipe_config(recipe: Recipe) -> RMTrainConfig:
+    """The `tailor train-rm` settings of a recipe (the fields `fit_recipe` reads)."""
+    return RMTrainConfig(features=list(recipe.features), feature_l2=recipe.feature_l2, flip_rule=recipe.flip_rule,
+                         ngram_l2=recipe.ngram_l2, ngram_range=list(recipe.ngram_range),
+                         ngram_max_features=recipe.ngram_max_features, ngram_min_df=recipe.ngram_min_df)
+
+
 def fit_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Recipe, n_folds: int, fold: int,
              seed: int) -> FoldFit:
-    """Fit `recipe` on the training users of one fold as `tailor train-rm` does and score its held-out users."""
-    dense = [n for n in recipe.features if n != NGRAM_FEATURE]
-    cols = [DENSE.index(n) for n in dense]
+    """Fit `recipe` on the training users of one fold as `tailor train-rm` does (`fit_recipe`, the product's
+    fit) and score its held-out users."""
+    cols = [DENSE.index(n) for n in recipe.features if n != NGRAM_FEATURE]
     train, held, distinct, pairs = fold_data(cases, seed, n_folds, fold, recipe.flip_rule)
-
-    def trip(c: PairCase, answer: str) -> Triple:
-        return (context_of(c, "persona"), c.question, answer)
-
-    raw = np.stack([feats[t][cols] for t in distinct])
-    mean, std = raw.mean(0), raw.std(0)
-    std[std == 0] = 1.0
-    z = torch.tensor((raw - mean) / std, dtype=torch.float32)
-    vocab, ngram_diff = None, None
-    if NGRAM_FEATURE in recipe.features:
-        answers = [t[2] for t in distinct]
-        vocab = NgramVocabulary.fit(answers, recipe.ngram_range, recipe.ngram_min_df,
-                                    recipe.ngram_max_features)
-        ngram_diff = pair_difference_matrix(vocab, answers, pairs)
     by_tier = dict(recipe.tier_weights)
     pair_weights = [by_tier.get(c.tier, 1.0) for c in train] if by_tier else None
-    weights, fit = fit_feature_weights(z, pairs, 0.0, recipe.feature_l2, ngram_diff, recipe.ngram_l2, pair_weights)
-    head = NgramHead(vocab, weights[len(dense):]) if vocab is not None else None
+    fitted = fit_recipe(recipe_config(recipe), np.stack([feats[t][cols] for t in distinct]),
+                        [t[2] for t in distinct], pairs, pair_weights)
 
-    def margin(c: PairCase) -> float:
-        z_c, z_r = ((feats[trip(c, a)][cols] - mean) / std for a in (c.chosen, c.rejected))
-        out = float((z_c - z_r) @ weights[: len(dense)])
-        if head is not None:
-            s_c, s_r = head.score([c.chosen, c.rejected])
-            out += s_c - s_r
-        return out
+    def raw(answers: list[str]) -> np.ndarray:
+        return np.stack([feats[(context_of(c, "persona"), c.question, a)][cols] for c, a in zip(held, answers)])
 
-    return FoldFit(train, held, np.array([margin(c) for c in held]),
-                   dict(zip(dense, weights[: len(dense)].tolist())), fit["train_accuracy"])
+    chosen, rejected = [c.chosen for c in held], [c.rejected for c in held]
+    margins = fitted.margins(raw(chosen), raw(rejected), chosen, rejected)
+    return FoldFit(train, held, margins, dict(zip(fitted.dense, fitted.weights.tolist())),
+                   fitted.info["train_accuracy"])
 
 
 def run_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Recipe, n_folds: int, fold: int,

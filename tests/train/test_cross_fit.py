@@ -16,7 +16,7 @@ from tailorbench.schema import PairCase
 from tailorbench.train import trainer
 from tailorbench.train.api import train_rm
 from tailorbench.train.config import RMTrainConfig
-from tailorbench.train.cross_fit import overlap_accuracy, tier_accuracy
+from tailorbench.train.cross_fit import overlap_accuracy, split_power, tier_accuracy
 from tests.helpers.rm_models import tiny_bert, toy_cases
 
 
@@ -54,6 +54,37 @@ def test_overlap_accuracy_by_hand() -> None:
                            "unique": {"n": 1, "accuracy": 0.0, "longer": 0.0}}
 
 
+def test_split_power_matches_exact_enumeration() -> None:
+    """The Monte Carlo odds equal the exact ones over every subset of held-out users (and, with `fresh`, every
+    draw with replacement), within sampling error."""
+    import itertools
+
+    rng = np.random.default_rng(3)
+    cases, margins = [], []
+    for k in range(60):  # 6 users, uneven gains per user and tier
+        tier = ("easy", "medium", "hard")[k % 3]
+        cases.append(_case(k, tier, f"u{k % 6}", int(rng.integers(1, 20)), int(rng.integers(1, 20))))
+        margins.append(float(rng.normal()))
+    out = split_power(cases, np.array(margins), held_users=2, draws=40_000, seed=0)
+    gain = {}
+    for c, m in zip(cases, margins, strict=True):
+        for t in (c.tier, "all"):
+            key = (t, c.user_id)
+            gain[key] = gain.get(key, 0) + int(m > 0) - int(len(c.chosen) > len(c.rejected))
+    fresh = split_power(cases, np.array(margins), held_users=3, draws=40_000, seed=0, fresh=True)
+    users = sorted({c.user_id for c in cases})
+    subsets, multisets = list(itertools.combinations(users, 2)), list(itertools.product(users, repeat=3))
+    for got, picks in ((out, subsets), (fresh, multisets)):
+        for tier in ("easy", "medium", "hard", "all"):
+            totals = [sum(gain.get((tier, u), 0) for u in pick) for pick in picks]
+            exact = {"ahead": np.mean([t > 0 for t in totals]), "level": np.mean([t == 0 for t in totals]),
+                     "behind": np.mean([t < 0 for t in totals])}
+            assert got[tier] == pytest.approx(exact, abs=0.01)
+            assert sum(got[tier].values()) == pytest.approx(1.0)
+    assert split_power(cases, np.array(margins), 2, 1000, seed=5) == split_power(cases, np.array(margins), 2, 1000,
+                                                                                  seed=5)
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("xfit") / "pairs.jsonl"
@@ -85,6 +116,9 @@ def test_cross_fit_scores_every_user_out_of_fold(data: Path, tmp_path: Path,
     assert cross["tiers"]["all"]["accuracy"] == 1.0  # the hobby rule carries over to unseen users
     assert sum(c["n"] for row in cross["tiers_by_overlap"].values() for c in row.values()) == 48
     assert [f["users"] for f in cross["per_fold"]] == [2, 2, 2, 2]
+    power = cross["split_power"]
+    assert power["held_users"] == round(0.25 * 8) and power["draws"] > 0  # the config's split size
+    assert power["tiers"]["all"]["behind"] == 0.0  # always right: no split can show it behind `longer`
     assert len(seen) == 1 + 4  # the checkpoint's fit, then one per fold
     everyone = set().union(*seen[1:])
     for trained_on in seen[1:]:

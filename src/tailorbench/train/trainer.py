@@ -17,7 +17,7 @@ import random
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -220,38 +220,76 @@ def prepare_data(cfg: RMTrainConfig) -> tuple[list[PairCase], list[PairCase], di
     return sampled, eval_cases, stats
 
 
-def fit_features(cfg: RMTrainConfig, scorer: Any, triples: Sequence[Any],
-                 pairs: Sequence[tuple[int, int]]) -> tuple[Any, dict[str, Any]]:
-    """Standardise the dense features on the distinct training triples, fit their weights (with the
-    `answer_ngrams` block when asked, which then lives on `scorer.ngrams`) and write all of it into
-    `scorer.fmt`; returns the standardised feature matrix in `cfg.features` order and the fit's summary."""
+@dataclass
+class FeatureFit:
+    """A fitted feature-head recipe: the dense features' training mean and sd, their weights, the answer n-gram
+    head (with `answer_ngrams`), the standardised training matrix and the fit's summary."""
+
+    dense: list[str]
+    mean: np.ndarray
+    std: np.ndarray
+    weights: np.ndarray
+    head: Any | None
+    z: Any
+    info: dict[str, Any]
+
+    def margins(self, raw_chosen: np.ndarray, raw_rejected: np.ndarray, chosen: Sequence[str],
+                rejected: Sequence[str]) -> np.ndarray:
+        """score(chosen) - score(rejected) for pairs given by their raw dense features and answers."""
+        out = ((raw_chosen - self.mean) / self.std - (raw_rejected - self.mean) / self.std) @ self.weights
+        if self.head is not None:
+            out = out + np.asarray(self.head.score(list(chosen))) - np.asarray(self.head.score(list(rejected)))
+        return np.asarray(out, dtype=np.float64)
+
+
+def fit_recipe(cfg: RMTrainConfig, raw: np.ndarray, answers: Sequence[str], pairs: Sequence[tuple[int, int]],
+               pair_weights: Sequence[float] | None = None) -> FeatureFit:
+    """Standardise the dense features `raw` (rows: the distinct training triples, columns: `cfg.features`
+    without `answer_ngrams`), build the n-gram vocabulary on their `answers` when asked, and fit all weights
+    (`fit_feature_weights`). Shared by `fit_features` and the experiments, so both fit the same way."""
     import torch
 
     from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
     from tailorbench.models.reward_hf import NGRAM_FEATURE
 
     dense = [f for f in cfg.features if f != NGRAM_FEATURE]
-    raw = scorer.raw_features(triples, dense)
     mean, std = raw.mean(0), raw.std(0)
     std[std == 0] = 1.0
     z = torch.tensor((raw - mean) / std, dtype=torch.float32)
     ngram_diff, vocab = None, None
     if NGRAM_FEATURE in cfg.features:
-        answers = [t[2] for t in triples]
-        vocab = NgramVocabulary.fit(answers, (cfg.ngram_range[0], cfg.ngram_range[1]), cfg.ngram_min_df,
+        vocab = NgramVocabulary.fit(list(answers), (cfg.ngram_range[0], cfg.ngram_range[1]), cfg.ngram_min_df,
                                     cfg.ngram_max_features)
         if not vocab.terms:
             raise ConfigError(f"answer_ngrams: no character n-gram occurs in {cfg.ngram_min_df} or more of the "
                               f"{len(set(answers))} distinct training answers; lower ngram_min_df")
-        ngram_diff = pair_difference_matrix(vocab, answers, pairs)
-    weights, fit = fit_feature_weights(z, pairs, cfg.margin, cfg.feature_l2, ngram_diff, cfg.ngram_l2)
-    params = {name: (float(m), float(s), float(w)) for name, m, s, w in zip(dense, mean, std, weights)}
-    columns = {name: z[:, k] for k, name in enumerate(dense)}
-    if vocab is not None:
-        scorer.ngrams = NgramHead(vocab, weights[len(dense):])
+        ngram_diff = pair_difference_matrix(vocab, list(answers), pairs)
+    weights, info = fit_feature_weights(z, pairs, cfg.margin, cfg.feature_l2, ngram_diff, cfg.ngram_l2,
+                                        pair_weights)
+    head = NgramHead(vocab, weights[len(dense):]) if vocab is not None else None
+    return FeatureFit(dense, mean, std, weights[: len(dense)], head, z, info)
+
+
+def fit_features(cfg: RMTrainConfig, scorer: Any, triples: Sequence[Any],
+                 pairs: Sequence[tuple[int, int]]) -> tuple[Any, dict[str, Any]]:
+    """Fit the feature-head recipe on the distinct training triples (`fit_recipe`) and write it into
+    `scorer.fmt` (and the n-gram head into `scorer.ngrams`); returns the standardised feature matrix in
+    `cfg.features` order and the fit's summary."""
+    import torch
+
+    from tailorbench.models.reward_hf import NGRAM_FEATURE
+
+    dense = [f for f in cfg.features if f != NGRAM_FEATURE]
+    fitted = fit_recipe(cfg, scorer.raw_features(triples, dense), [t[2] for t in triples], pairs)
+    fit = fitted.info
+    params = {name: (float(m), float(s), float(w))
+              for name, m, s, w in zip(dense, fitted.mean, fitted.std, fitted.weights)}
+    columns = {name: fitted.z[:, k] for k, name in enumerate(dense)}
+    if fitted.head is not None:
+        scorer.ngrams = fitted.head
         params[NGRAM_FEATURE] = (0.0, 1.0, 1.0)  # the head's score enters as is: its weights carry the scale
         columns[NGRAM_FEATURE] = torch.tensor(scorer.ngrams.score([t[2] for t in triples]), dtype=torch.float32)
-        fit["ngram_terms"] = len(vocab.terms)
+        fit["ngram_terms"] = len(fitted.head.vocab.terms)
         fit["top_ngrams"] = scorer.ngrams.top_terms()
     fmt = scorer.fmt
     fmt.features = list(cfg.features)
@@ -429,10 +467,16 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         tick = time.perf_counter()
         assert cfg.data is not None
         every, _ = load_cases(cfg.data, cfg.data_format, cfg.score_column, cfg.min_score_gap)
-        cross = {**cross_fit(cfg, scorer, every), "seconds": time.perf_counter() - tick}
+        held = len({c.user_id for c in eval_cases}) if cfg.eval_data is None else 0  # a split of the same users
+        cross = {**cross_fit(cfg, scorer, every, held), "seconds": time.perf_counter() - tick}
         log.write({"event": "cross_fit", **cross})
         bar.note(f"cross-fit over {cross['users']} users ({cfg.cross_fit_folds} folds), rm vs longer: " + ", ".join(
             f"{k} {100 * v['accuracy']:.1f} vs {100 * v['longer']:.1f}" for k, v in cross["tiers"].items()))
+        power = cross["split_power"]
+        if power:  # how often a held-out split of the config's size would show each tier ahead of `longer`
+            bar.note(f"  a random split holding out {power['held_users']} users shows rm ahead of / level with / "
+                     "behind longer: " + ", ".join(f"{k} {100 * v['ahead']:.0f}/{100 * v['level']:.0f}/"
+                                                   f"{100 * v['behind']:.0f}%" for k, v in power["tiers"].items()))
         shared = {t: row for t, row in cross["tiers_by_overlap"].items() if set(row) - {"unique"}}
         for tier, row in shared.items():  # where a tier's figure comes from when other tiers hold its pairs
             bar.note(f"  {tier} by rows shared with other tiers: " + ", ".join(
