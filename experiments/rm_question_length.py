@@ -8,7 +8,7 @@ u is fitted jointly with the shipped recipe's weights as one more sparse block. 
 its L2 is `ngram_l2 / s^2`. The protocol is rm_cv.py's: 5 user folds x seeds 0/1/2 with the product's cleaning,
 standardisation and fit. Hard-tier accuracy is also split by `tier_overlap`.
 
-    .venv/bin/python experiments/rm_question_length.py [--scales 0.5 1 2]
+    .venv/bin/python experiments/rm_question_length.py [--scales 0.5 1 2] [--paired]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from rm_hard_overlap import CLASSES, add, table
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.datasets.pairs import tier_overlap
+from tailorbench.evaluate.metrics import bootstrap_ci
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE
 from tailorbench.schema import TIERS, PairCase
@@ -43,7 +44,9 @@ def question_block(vocab: NgramVocabulary, questions: list[str], len_diff: np.nd
                                    (len(questions), len(vocab.terms)), check_invariants=True).coalesce()
 
 
-def run(cases: list[PairCase], feats: dict, kind: dict[str, str], scale: float | None) -> tuple[str, str]:
+def run(cases: list[PairCase], feats: dict, kind: dict[str, str], scale: float | None,
+        right: dict[str, float] | None = None) -> tuple[str, str]:
+    """One screen row; `right` (case id -> share of the 3 seeds on which the case is right) is filled if given."""
     cols = [DENSE_ALL.index(n) for n in SHIPPED.features if n != NGRAM_FEATURE]
     results: list = []
     pooled: dict[str, dict[str, list[int]]] = {t: {k: [0] * 7 for k in (*CLASSES, "all")} for t in TIERS}
@@ -76,6 +79,9 @@ def run(cases: list[PairCase], feats: dict, kind: dict[str, str], scale: float |
                 q_weight = np.array([float(vals @ u[c]) for c, vals in qvocab.rows([c.question for c in held])])
                 margin += (zc[:, 0] - zr[:, 0]) * q_weight * scale
             results.append((evaluate(held, margin), evaluate(held, longer_margin(held))))
+            if right is not None:
+                for c, m in zip(held, margin):
+                    right[c.id] = right.get(c.id, 0.0) + float(m > 0) / 3
             add(pooled, table(held, margin, kind))
     label = "shipped recipe" if scale is None else f"+ question x length block, scale {scale:g}"
     split = " / ".join(f"{100 * pooled['hard'][k][1] / pooled['hard'][k][0]:.1f}" for k in CLASSES)
@@ -87,16 +93,34 @@ def main() -> None:
     parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
     parser.add_argument("--cache", default="runs/rm-cv")
     parser.add_argument("--scales", type=float, nargs="+", default=[0.5, 1.0, 2.0])
+    parser.add_argument("--paired", action="store_true",
+                        help="also each scale minus the shipped recipe per tier, case by case (seed-averaged "
+                             "verdicts), with a 95%% CI from resampling users")
     args = parser.parse_args()
     cases = load_benchmark(args.data).cases
     kind = dict(zip([c.id for c in cases], tier_overlap(cases), strict=True))
     feats = features_for(cases, "minilm", 256, Path(args.cache))
     print("| screen | easy | medium | hard | all | balanced | hard folds ↑ / ↓ | min fold gap |")
     print("|---|---|---|---|---|---|---|---|")
+    verdicts: dict[float | None, dict[str, float]] = {}
     for scale in (None, *args.scales):
-        row, note = run(cases, feats, kind, scale)
+        verdicts[scale] = {}
+        row, note = run(cases, feats, kind, scale, verdicts[scale])
         print(row, flush=True)
         print("   ", note, flush=True)
+    if args.paired:
+        users = np.array([c.user_id for c in cases], dtype=object)
+        tiers = np.array([c.tier for c in cases], dtype=object)
+        base = np.array([verdicts[None][c.id] for c in cases])
+        for scale in args.scales:
+            diff = np.array([verdicts[scale][c.id] for c in cases]) - base
+            cells = []
+            for tier in (*TIERS, "all"):
+                m = np.ones(len(cases), bool) if tier == "all" else tiers == tier
+                lo, hi = bootstrap_ci(diff[m], users[m], 2000, 0)
+                cells.append(f"{tier} {100 * diff[m].mean():+.2f} [{100 * lo:+.2f}, {100 * hi:+.2f}] "
+                             f"(cases changed {int((diff[m] != 0).sum())})")
+            print(f"scale {scale:g} minus shipped, points: " + "; ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from tailorbench.train.data import (
     sample_pairs,
     split_by_user,
 )
+
+if TYPE_CHECKING:
+    from tailorbench.models.ngram_head import NgramHead
 
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
@@ -229,8 +232,8 @@ class FeatureFit:
     mean: np.ndarray
     std: np.ndarray
     weights: np.ndarray
-    head: Any | None
-    z: Any
+    head: NgramHead | None
+    z: Any  # torch.Tensor (torch is imported lazily)
     info: dict[str, Any]
 
     def margins(self, raw_chosen: np.ndarray, raw_rejected: np.ndarray, chosen: Sequence[str],
