@@ -161,3 +161,13 @@ def test_cli_cross_fit_flag(tmp_path: Path) -> None:
     assert json.loads((out / "summary.json").read_text())["cross_fit"]["folds"] == 2
     assert "hard by rows shared with other tiers: contradicted (1)" in result.output
     assert "repeated (1)" in result.output and "medium by rows shared" not in result.output
+    assert "a random split holding out 2 users shows rm ahead of / level with / behind longer" in result.output
+
+
+def test_split_power_off_with_separate_eval_data(data: Path, tmp_path: Path) -> None:
+    """A separate evaluation benchmark is no split of the training users: no odds are given for it."""
+    other = tmp_path / "eval.jsonl"
+    write_native([c.model_copy(update={"user_id": f"new-{c.user_id}", "id": f"new-{c.id}"})
+                  for c in toy_cases(n_users=2, per_user=6)], other)
+    summary = _train(data, tmp_path / "out", tiny_bert(tmp_path / "m"), cross_fit_folds=2, eval_data=str(other))
+    assert summary["cross_fit"]["users"] == 8 and summary["cross_fit"]["split_power"] is None
