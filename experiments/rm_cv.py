@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from tailorbench.datasets import load_benchmark
+from tailorbench.evaluate.metrics import bootstrap_ci
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE, HFRewardModel, RewardFormat, Triple
 from tailorbench.schema import TIERS, PairCase
 from tailorbench.train.config import RMTrainConfig
@@ -176,6 +177,21 @@ def screen_folds(cases: list[PairCase], X: np.ndarray, row_of: dict[Triple, int]
             mu, sd = raw.mean(0), raw.std(0)
             sd[sd == 0] = 1
             yield ScreenFold(train, held, distinct, pairs, mu, sd, torch.tensor((raw - mu) / sd, dtype=torch.float32))
+
+
+def paired_difference(cases: list[PairCase], right: dict[str, float], base: dict[str, float]) -> str:
+    """Per tier, the mean of `right` - `base` (case id -> seed-averaged verdict, 1 = right) in points, with a
+    95% CI from resampling users (2,000 draws) and how many cases changed: the paired test of a screen."""
+    users = np.array([c.user_id for c in cases], dtype=object)
+    tiers = np.array([c.tier for c in cases], dtype=object)
+    diff = np.array([right[c.id] - base[c.id] for c in cases])
+    cells = []
+    for tier in (*TIERS, "all"):
+        m = np.ones(len(cases), bool) if tier == "all" else tiers == tier
+        lo, hi = bootstrap_ci(diff[m], users[m], 2000, 0)
+        cells.append(f"{tier} {100 * diff[m].mean():+.2f} [{100 * lo:+.2f}, {100 * hi:+.2f}] "
+                     f"(cases changed {int((diff[m] != 0).sum())})")
+    return "; ".join(cells)
 
 
 def longer_margin(held: list[PairCase]) -> np.ndarray:

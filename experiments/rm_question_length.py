@@ -18,12 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rm_cv import RECIPES, evaluate, features_for, fold_data, longer_margin, screen_row
+from rm_cv import RECIPES, evaluate, features_for, fold_data, longer_margin, paired_difference, screen_row
 from rm_hard_overlap import CLASSES, add, table
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.datasets.pairs import tier_overlap
-from tailorbench.evaluate.metrics import bootstrap_ci
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE
 from tailorbench.schema import TIERS, PairCase
@@ -109,18 +108,9 @@ def main() -> None:
         print(row, flush=True)
         print("   ", note, flush=True)
     if args.paired:
-        users = np.array([c.user_id for c in cases], dtype=object)
-        tiers = np.array([c.tier for c in cases], dtype=object)
-        base = np.array([verdicts[None][c.id] for c in cases])
         for scale in args.scales:
-            diff = np.array([verdicts[scale][c.id] for c in cases]) - base
-            cells = []
-            for tier in (*TIERS, "all"):
-                m = np.ones(len(cases), bool) if tier == "all" else tiers == tier
-                lo, hi = bootstrap_ci(diff[m], users[m], 2000, 0)
-                cells.append(f"{tier} {100 * diff[m].mean():+.2f} [{100 * lo:+.2f}, {100 * hi:+.2f}] "
-                             f"(cases changed {int((diff[m] != 0).sum())})")
-            print(f"scale {scale:g} minus shipped, points: " + "; ".join(cells), flush=True)
+            diff = paired_difference(cases, verdicts[scale], verdicts[None])
+            print(f"scale {scale:g} minus shipped, points: {diff}", flush=True)
 
 
 if __name__ == "__main__":

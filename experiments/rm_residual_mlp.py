@@ -19,14 +19,23 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rm_cv import DENSE, RECIPES, evaluate, features_for, fold_data, longer_margin, recipe_config, screen_row
+from rm_cv import (
+    DENSE,
+    RECIPES,
+    evaluate,
+    features_for,
+    fold_data,
+    longer_margin,
+    paired_difference,
+    recipe_config,
+    screen_row,
+)
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from tailorbench.datasets import load_benchmark
-from tailorbench.evaluate.metrics import bootstrap_ci
 from tailorbench.models.reward_hf import NGRAM_FEATURE
-from tailorbench.schema import TIERS, PairCase
+from tailorbench.schema import PairCase
 from tailorbench.train.data import context_of
 from tailorbench.train.trainer import FeatureFit, fit_recipe
 
@@ -94,16 +103,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     for name in rows:
         print(screen_row(name, rows[name]))
-    users = np.array([c.user_id for c in cases], dtype=object)
-    tiers = np.array([c.tier for c in cases], dtype=object)
-    diff = np.array([right["residual"][c.id] - right["shipped"][c.id] for c in cases])
-    cells = []
-    for tier in (*TIERS, "all"):
-        m = np.ones(len(cases), bool) if tier == "all" else tiers == tier
-        lo, hi = bootstrap_ci(diff[m], users[m], 2000, 0)
-        cells.append(f"{tier} {100 * diff[m].mean():+.2f} [{100 * lo:+.2f}, {100 * hi:+.2f}] "
-                     f"(cases changed {int((diff[m] != 0).sum())})")
-    print("residual minus shipped, points: " + "; ".join(cells))
+    print("residual minus shipped, points: " + paired_difference(cases, right["residual"], right["shipped"]))
 
 
 if __name__ == "__main__":
