@@ -209,6 +209,12 @@ class FoldFit:
     train_accuracy: float
 
 
+def answer_features(feats: dict[Triple, np.ndarray], cases: list[PairCase], answers: list[str],
+                    cols: list[int]) -> np.ndarray:
+    """The cached dense features `cols` of each case's answer in `answers` (one per case), as rows."""
+    return np.stack([feats[(context_of(c, "persona"), c.question, a)][cols] for c, a in zip(cases, answers)])
+
+
 def recipe_config(recipe: Recipe) -> RMTrainConfig:
     """The `tailor train-rm` settings of a recipe (the fields `fit_recipe` reads)."""
     return RMTrainConfig(features=list(recipe.features), feature_l2=recipe.feature_l2, flip_rule=recipe.flip_rule,
@@ -226,12 +232,9 @@ def fit_fold(cases: list[PairCase], feats: dict[Triple, np.ndarray], recipe: Rec
     pair_weights = [by_tier.get(c.tier, 1.0) for c in train] if by_tier else None
     fitted = fit_recipe(recipe_config(recipe), np.stack([feats[t][cols] for t in distinct]),
                         [t[2] for t in distinct], pairs, pair_weights)
-
-    def raw(answers: list[str]) -> np.ndarray:
-        return np.stack([feats[(context_of(c, "persona"), c.question, a)][cols] for c, a in zip(held, answers)])
-
     chosen, rejected = [c.chosen for c in held], [c.rejected for c in held]
-    margins = fitted.margins(raw(chosen), raw(rejected), chosen, rejected)
+    margins = fitted.margins(answer_features(feats, held, chosen, cols), answer_features(feats, held, rejected, cols),
+                             chosen, rejected)
     return FoldFit(train, held, margins, dict(zip(fitted.dense, fitted.weights.tolist())),
                    fitted.info["train_accuracy"])
 

@@ -18,7 +18,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rm_cv import RECIPES, evaluate, features_for, fold_data, longer_margin, paired_difference, screen_row
+from rm_cv import (
+    RECIPES,
+    answer_features,
+    evaluate,
+    features_for,
+    fold_data,
+    longer_margin,
+    paired_difference,
+    screen_row,
+)
 from rm_hard_overlap import CLASSES, add, table
 
 from tailorbench.datasets import load_benchmark
@@ -26,7 +35,6 @@ from tailorbench.datasets.pairs import tier_overlap
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE
 from tailorbench.schema import TIERS, PairCase
-from tailorbench.train.data import context_of
 from tailorbench.train.trainer import fit_feature_weights
 
 SHIPPED = RECIPES["length+overlap+cosine+ngrams 1-3, l2 0.01"]
@@ -68,8 +76,8 @@ def run(cases: list[PairCase], feats: dict, kind: dict[str, str], scale: float |
             w, _ = fit_feature_weights(z, pairs, 0.0, SHIPPED.feature_l2, sparse, SHIPPED.ngram_l2)
             nd, na = len(cols), len(avocab.terms)
 
-            zc, zr = ((np.stack([feats[(context_of(c, "persona"), c.question, getattr(c, side))][cols] for c in held])
-                       - mu) / sd for side in ("chosen", "rejected"))
+            zc, zr = ((answer_features(feats, held, [getattr(c, side) for c in held], cols) - mu) / sd
+                      for side in ("chosen", "rejected"))
             margin = (zc - zr) @ w[:nd]
             head = NgramHead(avocab, w[nd:nd + na])
             margin += head.score([c.chosen for c in held]) - head.score([c.rejected for c in held])

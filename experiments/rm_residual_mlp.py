@@ -22,6 +22,7 @@ import torch
 from rm_cv import (
     DENSE,
     RECIPES,
+    answer_features,
     evaluate,
     features_for,
     fold_data,
@@ -35,8 +36,6 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.reward_hf import NGRAM_FEATURE
-from tailorbench.schema import PairCase
-from tailorbench.train.data import context_of
 from tailorbench.train.trainer import FeatureFit, fit_recipe
 
 SHIPPED = RECIPES["length+overlap+cosine+ngrams 1-3, l2 0.01"]
@@ -84,14 +83,10 @@ def main() -> None:
             raw_train = np.stack([feats[t][cols] for t in distinct])
             answers = [t[2] for t in distinct]
             assert fitted.head is not None
-            offset = ((raw_train - fitted.mean) / fitted.std) @ fitted.weights + fitted.head.score(answers)
+            offset = fitted.scores(raw_train, answers)
             net = residual(inputs(raw_train, answers), torch.tensor(offset, dtype=torch.float32), pairs, seed)
-
-            def raw(c_answers: list[tuple[PairCase, str]]) -> np.ndarray:
-                return np.stack([feats[(context_of(c, "persona"), c.question, a)][cols] for c, a in c_answers])
-
             chosen, rejected = [c.chosen for c in held], [c.rejected for c in held]
-            raw_c, raw_r = raw(list(zip(held, chosen))), raw(list(zip(held, rejected)))
+            raw_c, raw_r = answer_features(feats, held, chosen, cols), answer_features(feats, held, rejected, cols)
             base = fitted.margins(raw_c, raw_r, chosen, rejected)
             with torch.no_grad():
                 extra = (net(inputs(raw_c, chosen)) - net(inputs(raw_r, rejected))).squeeze(1).numpy()

@@ -236,13 +236,17 @@ class FeatureFit:
     z: Any  # torch.Tensor (torch is imported lazily)
     info: dict[str, Any]
 
+    def scores(self, raw: np.ndarray, answers: Sequence[str]) -> np.ndarray:
+        """The recipe's score of answers given by their raw dense features (rows) and texts."""
+        out = ((raw - self.mean) / self.std) @ self.weights
+        if self.head is not None:
+            out = out + self.head.score(list(answers))
+        return np.asarray(out, dtype=np.float64)
+
     def margins(self, raw_chosen: np.ndarray, raw_rejected: np.ndarray, chosen: Sequence[str],
                 rejected: Sequence[str]) -> np.ndarray:
         """score(chosen) - score(rejected) for pairs given by their raw dense features and answers."""
-        out = ((raw_chosen - self.mean) / self.std - (raw_rejected - self.mean) / self.std) @ self.weights
-        if self.head is not None:
-            out = out + np.asarray(self.head.score(list(chosen))) - np.asarray(self.head.score(list(rejected)))
-        return np.asarray(out, dtype=np.float64)
+        return self.scores(raw_chosen, chosen) - self.scores(raw_rejected, rejected)
 
 
 def fit_recipe(cfg: RMTrainConfig, raw: np.ndarray, answers: Sequence[str], pairs: Sequence[tuple[int, int]],
