@@ -45,10 +45,11 @@ demo: install-demo
 	@echo "report: $(DEMO_OUT)/report.md and $(DEMO_OUT)/report.html"
 
 lint: install-test
-	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff check src tests bench scripts experiments
 
 typecheck: install-test
 	$(VENV)/bin/mypy
+	cd experiments && $(abspath $(VENV))/bin/mypy --config-file ../pyproject.toml --cache-dir ../.mypy_cache *.py
 
 pytest: assets
 	$(OFFLINE) TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q

@@ -37,6 +37,9 @@ from tailorbench.train.cross_fit import tier_accuracy
 from tailorbench.train.data import clean_pairs, context_of, distinct_triples, split_by_user
 from tailorbench.train.trainer import fit_recipe, resolve_model
 
+#: the real data the experiments run on (../shared/data/README.md)
+DEV_DATA = "../shared/data/personafeedback-general-dev"
+
 #: the per-answer features computed once and cached (the n-gram head is fitted per fold instead)
 DENSE = [f for f in FEATURES if f != NGRAM_FEATURE]
 @dataclass(frozen=True)
@@ -121,6 +124,21 @@ def cached_features(cache: str, names: list[str]) -> np.ndarray:
     if len(found) != 1:
         raise SystemExit(f"need exactly one MiniLM feature cache in {cache} (run rm_cv.py), found {found}")
     return np.load(found[0])[:, [DENSE.index(n) for n in names]]
+
+
+def screen_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The arguments the screens share: `--data` (the benchmark directory) and `--cache` (rm_cv.py's MiniLM
+    feature cache, rebuilt there when missing)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", default=DEV_DATA)
+    parser.add_argument("--cache", default="runs/rm-cv")
+    return parser
+
+
+def screen_inputs(args: argparse.Namespace) -> tuple[list[PairCase], dict[Triple, np.ndarray]]:
+    """The cases of `--data` and the shipped recipe's MiniLM features of every distinct triple (cached)."""
+    cases = load_benchmark(args.data).cases
+    return cases, features_for(cases, "minilm", 256, Path(args.cache))
 
 
 def evaluate(held: list[PairCase], margin: np.ndarray) -> dict[str, Any]:
@@ -267,7 +285,7 @@ def summarise(name: str, runs: list[dict[str, Any]], seeds: list[int]) -> dict[s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
+    parser.add_argument("--data", default=DEV_DATA)
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--folds", type=int, default=5)

@@ -12,14 +12,13 @@ are not needed; the model's licence is research-only). Blocks: `answer` (the ans
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from rm_cv import LOC, all_triples, cached_features, evaluate, longer_margin, screen_folds, screen_row
+from rm_cv import LOC, all_triples, cached_features, evaluate, longer_margin, screen_folds, screen_parser, screen_row
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matrix
@@ -82,11 +81,9 @@ def run(cases: list[PairCase], X: np.ndarray, row_of: dict, emb: dict[str, np.nd
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = screen_parser(__doc__)
     parser.add_argument("blocks", nargs="+", help="KIND:SCALE, KIND in answer, pxa, qxa, both")
-    parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
     parser.add_argument("--max-length", type=int, default=512)
-    parser.add_argument("--cache", default="runs/rm-cv")
     args = parser.parse_args()
     cases = load_benchmark(args.data).cases
     triples = all_triples(cases)

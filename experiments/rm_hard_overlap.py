@@ -20,17 +20,16 @@ built when missing, 2.5-5 minutes).
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rm_cv import RECIPES, Recipe, features_for, fit_fold, longer_margin
+from rm_cv import RECIPES, Recipe, fit_fold, longer_margin, screen_inputs, screen_parser
 
-from tailorbench.datasets import load_benchmark
 from tailorbench.datasets.pairs import tier_overlap
 from tailorbench.schema import TIERS, PairCase
 
@@ -38,7 +37,7 @@ SHIPPED = "length+overlap+cosine+ngrams 1-3, l2 0.01"
 CLASSES = ("unique", "repeated", "contradicted")
 
 
-def table(held: list[PairCase], margins: np.ndarray, kind: dict[str, str]) -> dict[str, dict[str, list[int]]]:
+def table(held: list[PairCase], margins: np.ndarray, kind: Mapping[str, str]) -> dict[str, dict[str, list[int]]]:
     """tier -> class -> [cases, rm right, longer right, cases where the chosen answer is longer, rm right on
     those, cases where it is shorter, rm right on those] (a tie is wrong for both; equal lengths count in
     neither length group, as in the product's length-balanced accuracy)."""
@@ -78,16 +77,13 @@ def render(title: str, counts: dict[str, dict[str, list[int]]], seeds: int = 1) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
-    parser.add_argument("--cache", default="runs/rm-cv")
+    parser = screen_parser(__doc__)
     parser.add_argument("--out", default="runs/rm-cv/hard_overlap.json")
     parser.add_argument("--only", nargs="*", help="variant names to run (default: all)")
     args = parser.parse_args()
-    cases = load_benchmark(args.data).cases
+    cases, feats = screen_inputs(args)
     kind = dict(zip([c.id for c in cases], tier_overlap(cases), strict=True))
     assert len(kind) == len(cases), "case ids must be unique"
-    feats = features_for(cases, "minilm", 256, Path(args.cache))
     report: dict[str, Any] = {}
     lines: list[str] = []
     variants: dict[str, Recipe] = {f"flip_rule {rule}": replace(RECIPES[SHIPPED], flip_rule=rule)

@@ -14,15 +14,11 @@ with nothing refitted (5 user folds x seeds 0/1/2, as rm_cv.py):
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
 
 import numpy as np
-from rm_cv import RECIPES, FoldFit, evaluate, features_for, fit_fold, longer_margin
-
-from tailorbench.datasets import load_benchmark
+from rm_cv import RECIPES, FoldFit, evaluate, fit_fold, longer_margin, screen_inputs, screen_parser
 
 SHIPPED = RECIPES["length+overlap+cosine+ngrams 1-3, l2 0.01"]
 TIER_COLUMNS = ("easy", "medium", "hard", "all")
@@ -44,12 +40,9 @@ def fallback(fit: FoldFit, tau: float) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
-    parser.add_argument("--cache", default="runs/rm-cv")
+    parser = screen_parser(__doc__)
     args = parser.parse_args()
-    cases = load_benchmark(args.data).cases
-    feats = features_for(cases, "minilm", 256, Path(args.cache))
+    cases, feats = screen_inputs(args)
     fits = [fit_fold(cases, feats, SHIPPED, 5, fold, seed) for seed in (0, 1, 2) for fold in range(5)]
     print("| variant | easy | medium | hard | all |")
     print("|---|---|---|---|---|")

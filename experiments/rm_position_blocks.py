@@ -15,12 +15,11 @@ same as dividing its L2 by SCALE²); each block has its own vocabulary (1-3 gram
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 
 import numpy as np
 import torch
-from rm_cv import LOC, all_triples, cached_features, evaluate, longer_margin, screen_folds, screen_row
+from rm_cv import LOC, all_triples, cached_features, evaluate, longer_margin, screen_folds, screen_parser, screen_row
 
 from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matrix
@@ -70,10 +69,8 @@ def run(cases: list[PairCase], X: np.ndarray, row_of: dict, spec: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = screen_parser(__doc__)
     parser.add_argument("blocks", nargs="*", help="KIND:SIZE:SCALE[+KIND:SIZE:SCALE...]; none = the shipped recipe")
-    parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
-    parser.add_argument("--cache", default="runs/rm-cv")
     args = parser.parse_args()
     cases = load_benchmark(args.data).cases
     triples = all_triples(cases)

@@ -13,8 +13,7 @@ standardisation and fit. Hard-tier accuracy is also split by `tier_overlap`.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -22,15 +21,15 @@ from rm_cv import (
     RECIPES,
     answer_features,
     evaluate,
-    features_for,
     fold_data,
     longer_margin,
     paired_difference,
+    screen_inputs,
+    screen_parser,
     screen_row,
 )
 from rm_hard_overlap import CLASSES, add, table
 
-from tailorbench.datasets import load_benchmark
 from tailorbench.datasets.pairs import tier_overlap
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE
@@ -51,7 +50,7 @@ def question_block(vocab: NgramVocabulary, questions: list[str], len_diff: np.nd
                                    (len(questions), len(vocab.terms)), check_invariants=True).coalesce()
 
 
-def run(cases: list[PairCase], feats: dict, kind: dict[str, str], scale: float | None,
+def run(cases: list[PairCase], feats: dict, kind: Mapping[str, str], scale: float | None,
         right: dict[str, float] | None = None) -> tuple[str, str]:
     """One screen row; `right` (case id -> share of the 3 seeds on which the case is right) is filled if given."""
     cols = [DENSE_ALL.index(n) for n in SHIPPED.features if n != NGRAM_FEATURE]
@@ -96,17 +95,14 @@ def run(cases: list[PairCase], feats: dict, kind: dict[str, str], scale: float |
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
-    parser.add_argument("--cache", default="runs/rm-cv")
+    parser = screen_parser(__doc__)
     parser.add_argument("--scales", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--paired", action="store_true",
                         help="also each scale minus the shipped recipe per tier, case by case (seed-averaged "
                              "verdicts), with a 95%% CI from resampling users")
     args = parser.parse_args()
-    cases = load_benchmark(args.data).cases
+    cases, feats = screen_inputs(args)
     kind = dict(zip([c.id for c in cases], tier_overlap(cases), strict=True))
-    feats = features_for(cases, "minilm", 256, Path(args.cache))
     print("| screen | easy | medium | hard | all | balanced | hard folds ↑ / ↓ | min fold gap |")
     print("|---|---|---|---|---|---|---|---|")
     verdicts: dict[float | None, dict[str, float]] = {}

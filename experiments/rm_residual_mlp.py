@@ -14,9 +14,6 @@ only if, on seed-averaged cross-fitted verdicts (5 user folds x seeds 0/1/2), th
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
 import torch
 from rm_cv import (
@@ -24,17 +21,17 @@ from rm_cv import (
     RECIPES,
     answer_features,
     evaluate,
-    features_for,
     fold_data,
     longer_margin,
     paired_difference,
     recipe_config,
+    screen_inputs,
+    screen_parser,
     screen_row,
 )
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from tailorbench.datasets import load_benchmark
 from tailorbench.models.reward_hf import NGRAM_FEATURE
 from tailorbench.train.trainer import FeatureFit, fit_recipe
 
@@ -57,12 +54,9 @@ def residual(x_train: torch.Tensor, offset: torch.Tensor, pairs: list[tuple[int,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
-    parser.add_argument("--cache", default="runs/rm-cv")
+    parser = screen_parser(__doc__)
     args = parser.parse_args()
-    cases = load_benchmark(args.data).cases
-    feats = features_for(cases, "minilm", 256, Path(args.cache))
+    cases, feats = screen_inputs(args)
     cols = [DENSE.index(n) for n in SHIPPED.features if n != NGRAM_FEATURE]
     cfg = recipe_config(SHIPPED)
     right: dict[str, dict[str, float]] = {"shipped": {}, "residual": {}}

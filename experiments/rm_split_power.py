@@ -11,13 +11,9 @@ is one such draw), and as a fresh set of users like them (with replacement), for
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
-from rm_cv import RECIPES, features_for, fit_fold
+from rm_cv import RECIPES, fit_fold, screen_inputs, screen_parser
 
-from tailorbench.datasets import load_benchmark
 from tailorbench.schema import TIERS
 from tailorbench.train.cross_fit import SPLIT_DRAWS, split_power
 
@@ -25,13 +21,10 @@ SHIPPED = "length+overlap+cosine+ngrams 1-3, l2 0.01"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", default="../shared/data/personafeedback-general-dev")
-    parser.add_argument("--cache", default="runs/rm-cv")
+    parser = screen_parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="*", default=[17, 30, 43, 86, 150])
     args = parser.parse_args()
-    cases = load_benchmark(args.data).cases
-    feats = features_for(cases, "minilm", 256, Path(args.cache))
+    cases, feats = screen_inputs(args)
     position = {id(c): i for i, c in enumerate(cases)}
     odds: dict[tuple[str, int], list[dict[str, dict[str, float]]]] = {}
     for seed in (0, 1, 2):
