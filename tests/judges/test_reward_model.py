@@ -106,6 +106,23 @@ def test_pad_token_guard(tmp_path: Path) -> None:
     assert tokenizer.pad_token is not None and note is not None and "pad token" in note
 
 
+def test_missing_score_head_is_seeded_and_noted() -> None:
+    """A checkpoint without a trained head (the bare MiniLM) gets the same fresh head on every load, whatever
+    the global RNG holds, and says so; a loaded model leaves the caller's RNG where it was."""
+    import torch
+
+    torch.manual_seed(1)
+    first = HFRewardModel(minilm_path(), precision="fp32")
+    after_load = torch.rand(1)
+    torch.manual_seed(1)
+    torch.rand(1)
+    second = HFRewardModel(minilm_path(), precision="fp32")
+    assert np.allclose(first.score(TRIPLES[:2])[0], second.score(TRIPLES[:2])[0], atol=1e-6)
+    assert any("no trained score head" in note for note in first.describe()["notes"])
+    torch.manual_seed(1)
+    assert torch.equal(torch.rand(1), after_load)
+
+
 def test_spec_needs_a_model() -> None:
     with pytest.raises(ConfigError):
         make_judge("rm")

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import ConfigError
+from tailorbench.models.heap import trim_heap
 
 #: recommended when most of the text is Chinese (all-MiniLM-L6-v2 is English-only)
 MULTILINGUAL_ENCODERS = (
@@ -88,4 +89,5 @@ class HFEncoder:
                     pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
                 out[idx] = pooled.float().numpy()
+                trim_heap()
         return out, flags

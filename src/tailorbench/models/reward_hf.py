@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import ConfigError
+from tailorbench.models.heap import trim_heap
 from tailorbench.models.ngram_head import NgramHead
 
 #: sidecar file a `tailor train-rm` checkpoint carries: input format, truncation and extra head parameters
@@ -279,9 +280,18 @@ class HFRewardModel:
         self.fmt = fmt or read_format(path) or RewardFormat()
         if max_length is not None:
             self.fmt.max_length = max_length
+        missing: list[str] = []
+        loaded_here = model is None
         try:
             self.tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
-            self.model = model or AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+            if model is None:
+                # a checkpoint without a trained score head gets a fresh one: the same one on every run
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(0)
+                    model, info = AutoModelForSequenceClassification.from_pretrained(
+                        path, num_labels=1, output_loading_info=True)
+                missing = sorted(info.get("missing_keys", ()))
+            self.model = model
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load reward model {path!r}: {exc}") from exc
         if self.model.config.num_labels != 1:
@@ -290,7 +300,10 @@ class HFRewardModel:
         if limit and self.fmt.max_length > limit:
             self.fmt.max_length = int(limit)
         self.notes = [n for n in [ensure_pad_token(self.tokenizer, self.model)] if n]
-        if model is None:
+        if missing:
+            self.notes.append(f"no trained score head in the checkpoint ({', '.join(missing)}): initialised with "
+                              "seed 0, so its scores carry no preference until it is trained (tailor train-rm)")
+        if loaded_here:
             self.model.to(device).eval()
             self.head = fp32_head(self.model)
         self.precision = resolve_precision(precision, device)
@@ -330,6 +343,7 @@ class HFRewardModel:
                 idx = order[start : start + self.batch_size]
                 logits = self.forward(pad_batch([encoded[i] for i in idx], self.tokenizer.pad_token_id))
                 out[idx] = logits.cpu().numpy()
+                trim_heap()
         if self.fmt.length_weight is not None:
             out += self.fmt.length_weight * self.fmt.length_feature(answers)
         return out
@@ -351,6 +365,7 @@ class HFRewardModel:
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
                 pooled = torch.nn.functional.normalize(pooled, dim=-1).cpu().numpy()
                 self._embeddings.update(zip(chunk, pooled))
+                trim_heap()
         return np.stack([self._embeddings[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
     def raw_features(self, triples: Sequence[Triple], names: Sequence[str] | None = None) -> np.ndarray:
