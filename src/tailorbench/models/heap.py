@@ -13,6 +13,8 @@ import functools
 import os
 from collections.abc import Callable
 
+from tailorbench.errors import ConfigError
+
 #: batches between trims: a trim after every batch makes the next one fault in fresh pages (measured slower)
 TRIM_EVERY = 4
 
@@ -30,8 +32,12 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 @functools.cache
 def _every() -> int:
-    value = os.environ.get("TAILORBENCH_HEAP_TRIM_EVERY", "")
-    return int(value) if value.strip() else TRIM_EVERY
+    value = os.environ.get("TAILORBENCH_HEAP_TRIM_EVERY", "").strip()
+    if not value:
+        return TRIM_EVERY
+    if not value.isdigit():
+        raise ConfigError(f"TAILORBENCH_HEAP_TRIM_EVERY must be a whole number of batches (0 = off), got {value!r}")
+    return int(value)
 
 
 def trim_heap() -> None:
