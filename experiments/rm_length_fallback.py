@@ -26,8 +26,8 @@ TIER_COLUMNS = ("easy", "medium", "hard", "all")
 
 def row(label: str, fits: list[FoldFit], margin_of: Callable[[FoldFit], np.ndarray]) -> str:
     """Mean over the 15 folds of per-tier accuracy (%) of `margin_of(fit)`."""
-    acc = {t: np.mean([100 * evaluate(f.held, margin_of(f))[t]["accuracy"] for f in fits])
-           for t in TIER_COLUMNS}
+    results = [evaluate(f.held, margin_of(f)) for f in fits]
+    acc = {t: np.mean([100 * r[t]["accuracy"] for r in results]) for t in TIER_COLUMNS}
     return f"| {label} | " + " | ".join(f"{acc[t]:.1f}" for t in TIER_COLUMNS) + " |"
 
 

@@ -41,7 +41,8 @@ def _every() -> int:
 
 
 def trim_heap() -> None:
-    """Call after each batch: every `TRIM_EVERY` calls the C heap's free memory goes back to the system."""
+    """Call after each batch: every `TRIM_EVERY` calls (or `TAILORBENCH_HEAP_TRIM_EVERY`) the C heap's free
+    memory goes back to the system."""
     global _batches
     _batches += 1
     every, trim = _every(), _malloc_trim()
