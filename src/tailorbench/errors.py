@@ -29,3 +29,8 @@ class DataError(TailorError):
 
 class ConfigError(TailorError):
     """A bad option, spec or configuration, reported before any work starts."""
+
+
+class CredentialsError(ConfigError):
+    """A server refused the credentials (HTTP 401/403): every later call would fail the same way, so the run
+    stops at the first one; the message names the environment variable that holds the key."""

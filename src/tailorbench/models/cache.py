@@ -19,9 +19,9 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
 from tailorbench.errors import ConfigError
+from tailorbench.redact import public_url
 
 Policy = Literal["read-write", "read-only", "off"]
 POLICIES: tuple[str, ...] = ("read-write", "read-only", "off")
@@ -56,16 +56,6 @@ def check_policy(policy: str) -> Policy:
     if policy not in POLICIES:
         raise ConfigError(f"unknown cache policy {policy!r}; use one of {', '.join(POLICIES)}")
     return policy  # type: ignore[return-value]
-
-
-def public_url(url: str | None) -> str | None:
-    """A base URL without user:password, so credentials in a URL never reach the cache."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def call_key(

@@ -3,11 +3,19 @@
 Why: httpcore's connection pool scans every connection on every request (O(connections) per request, so
 O(n^2) per wave), which costs ~13-25 ms of CPU per call at 64-256 concurrent calls and caps throughput at a
 fraction of what the server can do. This transport keeps idle connections in a deque per origin (O(1) per
-request) and parses HTTP/1.1 responses with asyncio streams. The SDK keeps doing everything else (auth headers,
-error mapping to RateLimitError / APITimeoutError / APIConnectionError ...).
+request) and parses HTTP/1.1 responses with asyncio streams.
 
-Scope: plain HTTP/1.1 and HTTPS, Content-Length or chunked bodies, no proxies (when a proxy variable is set the
-backend falls back to the SDK's own transport), no streaming responses (bodies are read whole).
+Requests are the SDK's own: every request the SDK sends through this transport goes out with the headers
+the SDK (and httpx's auth flow) built, and the transport keeps each one's fixed part as a *template*
+(`template_for`), so the backend's hot path can send the next call to the same path with exactly those
+headers (auth, organization, project, default headers, user agent) without rebuilding them. Only the
+per-request headers the SDK varies itself (`x-stainless-retry-count`, `x-stainless-read-timeout`),
+`content-length`, `connection` and `accept-encoding` (the hot path asks for gzip/deflate and decodes them) are
+left out of a template. tests/models/test_conformance.py compares the bytes with the SDK's default client.
+
+Scope: plain HTTP/1.1 and HTTPS (TLS context from the SDK's httpx, so `SSL_CERT_FILE` / `SSL_CERT_DIR` are
+honoured as there), Content-Length or chunked bodies, no proxies (when a proxy variable is set the backend uses
+the SDK's own transport), no streaming responses (bodies are read whole).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import sys
+import zlib
 from collections import deque
 from types import ModuleType
 from typing import Any
@@ -26,6 +35,34 @@ def httpx_module() -> ModuleType:
 
     base = openai.DefaultAsyncHttpxClient.__mro__[1]
     return sys.modules[base.__module__.split(".")[0]]
+
+
+#: request headers a template leaves out: set per request by the SDK, by the transport, or by the hot path
+_PER_REQUEST = frozenset({
+    b"content-length", b"transfer-encoding", b"connection", b"accept-encoding", b"x-stainless-retry-count",
+    b"x-stainless-read-timeout",
+})
+#: what the hot path accepts (and decodes itself)
+ACCEPT_ENCODING = b"Accept-Encoding: gzip, deflate\r\n"
+
+Origin = tuple[str, str, int]
+
+
+def decode_body(headers: list[tuple[bytes, bytes]], content: bytes) -> bytes:
+    """The body with its gzip/deflate content coding removed (the hot path reads bytes, not httpx Responses)."""
+    for name, value in headers:
+        if name.lower() == b"content-encoding":
+            coding = value.strip().lower()
+            if coding in (b"gzip", b"x-gzip"):
+                return zlib.decompress(content, 16 + zlib.MAX_WBITS)
+            if coding == b"deflate":
+                try:
+                    return zlib.decompress(content)
+                except zlib.error:
+                    return zlib.decompress(content, -zlib.MAX_WBITS)
+            if coding not in (b"", b"identity"):
+                raise ValueError(f"unsupported content-encoding {coding.decode('latin-1')!r}")
+    return content
 
 
 class _Conn:
@@ -50,15 +87,21 @@ def make_transport(max_connections: int = 4096) -> Any:
         """O(1) keep-alive pool; every connection error surfaces to the caller (the backend retries and counts)."""
 
         def __init__(self) -> None:
-            self._idle: dict[tuple[str, str, int], deque[_Conn]] = {}
+            self._idle: dict[Origin, deque[_Conn]] = {}
             self._ssl: ssl.SSLContext | None = None
+            self._templates: dict[tuple[str, bytes], tuple[Origin, bytes]] = {}
             self.opened = 0
+
+        def template_for(self, method: str, raw_path: bytes) -> tuple[Origin, bytes] | None:
+            """(origin, request head) of the last request the SDK sent to `raw_path`, without the per-request
+            headers; None when none was sent, or when the SDK marked it as unique (an idempotency key)."""
+            return self._templates.get((method.upper(), raw_path))
 
         async def _connect(self, scheme: str, host: str, port: int, timeout: float | None) -> _Conn:
             ssl_ctx = None
             if scheme == "https":
                 if self._ssl is None:
-                    self._ssl = ssl.create_default_context()
+                    self._ssl = httpx.create_ssl_context()  # the SDK's own trust rules (SSL_CERT_FILE ...)
                 ssl_ctx = self._ssl
             try:
                 reader, writer = await asyncio.wait_for(
@@ -78,17 +121,31 @@ def make_transport(max_connections: int = 4096) -> Any:
             key = (scheme, url.host, port)
             timeouts = request.extensions.get("timeout", {})
             body = await request.aread()
-            head = [f"{request.method} {url.raw_path.decode('ascii')} HTTP/1.1\r\n".encode("ascii")]
+            line = f"{request.method} {url.raw_path.decode('ascii')} HTTP/1.1\r\n".encode("ascii")
+            head = [line]
+            template = [line]
             has_host = False
+            unique = False
             for name, value in request.headers.raw:
                 lower = name.lower()
                 if lower == b"host":
                     has_host = True
                 elif lower in (b"transfer-encoding", b"content-length", b"connection"):
                     continue
-                head.append(name + b": " + value + b"\r\n")
+                elif lower == b"idempotency-key":
+                    unique = True
+                header = name + b": " + value + b"\r\n"
+                head.append(header)
+                if lower not in _PER_REQUEST:
+                    template.append(header)
             if not has_host:
-                head.append(b"Host: " + url.netloc + b"\r\n")
+                head.insert(1, b"Host: " + url.netloc + b"\r\n")
+                template.insert(1, b"Host: " + url.netloc + b"\r\n")
+            route = (request.method.upper(), url.raw_path)
+            if unique:
+                self._templates.pop(route, None)
+            else:
+                self._templates[route] = (key, b"".join(template) + ACCEPT_ENCODING)
             status, reason, headers, content = await self.exchange(
                 key, b"".join(head), body, timeouts.get("connect"), timeouts.get("read"), request
             )
@@ -102,7 +159,7 @@ def make_transport(max_connections: int = 4096) -> Any:
 
         async def exchange(
             self,
-            key: tuple[str, str, int],
+            key: Origin,
             head: bytes,
             body: bytes,
             connect_timeout: float | None,

@@ -1,9 +1,13 @@
 """`openai:MODEL[@BASE_URL]`: any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, llama.cpp, Ollama).
 
-Built on the `openai` SDK (auth, error types), with its own retry loop (the SDK's is switched off) so every
-retry is counted, and a lean HTTP transport (see http_transport.py) so client CPU per call stays well under a
-millisecond at hundreds of concurrent calls. Responses are read as JSON without building pydantic objects,
-for the same reason.
+Built on the `openai` SDK (auth, headers, error types) with its default httpx client class, with its own retry
+loop (the SDK's is switched off) so every retry is counted. The default `lean` transport (http_transport.py)
+keeps client CPU per call well under a millisecond at hundreds of concurrent calls: the first call to a path
+goes through the SDK, and later calls reuse that request's headers byte for byte. Requests equal the SDK's
+(tests/models/test_conformance.py). Responses are read as JSON without building pydantic objects.
+
+Keys: from the environment variable `api_key_env` (default `OPENAI_API_KEY`), so two providers can be judged in
+one run and nothing secret is stored; a 401/403 stops the run with a CredentialsError naming the variable.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ import email.utils
 import json
 import os
 import random
+import re
 import time
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from tailorbench.errors import ConfigError
+from tailorbench.errors import ConfigError, CredentialsError
 from tailorbench.models.base import (
     CallFailure,
     CallStats,
@@ -32,8 +38,12 @@ from tailorbench.models.base import (
 from tailorbench.models.cache import CallCache, shared_cache
 from tailorbench.models.limiter import Limiter
 from tailorbench.models.pricing import PriceTable
+from tailorbench.redact import public_url, redact, register_secret, secret_query
 
-_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: statuses after which the raw path hands the call to the SDK (which follows redirects)
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 #: OpenAI returns at most 20 alternatives per position
 MAX_TOP_LOGPROBS = 20
 
@@ -42,6 +52,26 @@ def _truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on")
     return bool(value)
+
+
+def proxies_configured() -> bool:
+    """True when the environment asks for an HTTP(S) proxy (the variables httpx reads via urllib)."""
+    return any(k in ("http", "https", "all") for k in urllib.request.getproxies())
+
+
+def parse_headers(value: str | dict[str, Any] | None) -> dict[str, str]:
+    """`headers` option: a JSON object (or dict) of extra headers; a value `$VAR` is read from the environment
+    (so it can be stored and resumed without the secret)."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ConfigError(f"headers must be a JSON object, e.g. '{{\"X-Title\": \"tb\"}}': {exc}") from None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ConfigError("headers must be a JSON object of header names to string values")
+    return dict(value)
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -91,11 +121,22 @@ class OpenAICompatModel:
         cache_policy: str | None = None,
         seed: int | str = 0,
         api_key: str | None = None,
+        api_key_env: str = DEFAULT_KEY_ENV,
+        headers: str | dict[str, Any] | None = None,
         transport: str = "lean",
     ) -> None:
         self.model = model
-        self.base_url = base_url
-        self.spec = spec or (f"openai:{model}@{base_url}" if base_url else f"openai:{model}")
+        if not _ENV_NAME.match(str(api_key_env)):
+            raise ConfigError(f"api_key_env must be an environment variable name, got {api_key_env!r}")
+        self.api_key_env = str(api_key_env)
+        self._api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
+        register_secret(self._api_key)
+        self.base_url, self._default_query = _split_base_url(base_url)
+        #: the base URL as it may be shown and stored (no credentials)
+        self.public_base_url = public_url(base_url)
+        self.header_spec = parse_headers(headers)
+        self._headers = self._resolve_headers()
+        self.spec = redact(spec or (f"openai:{model}@{base_url}" if base_url else f"openai:{model}"))
         self.stats = CallStats()
         self.max_retries = int(max_retries)
         self.timeout = float(timeout)
@@ -105,28 +146,49 @@ class OpenAICompatModel:
         self.prices = PriceTable.load(prices)
         self.cache = cache if cache is not None else shared_cache(cache_path, cache_policy)
         self._rng = random.Random(int(seed))
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if transport not in ("lean", "httpx"):
             raise ConfigError(f"transport must be lean or httpx, got {transport!r}")
-        self.transport = "httpx" if any(os.environ.get(v) for v in _PROXY_VARS) else transport
+        self.requested_transport = transport
+        # behind a proxy the SDK's own transport carries every call (it reads the proxy variables)
+        self.transport = "httpx" if proxies_configured() else transport
         self.start_concurrency = int(concurrency)
         self._client: Any = None
         self._http: Any = None
         self._httpx: Any = None
         self._lean: Any = None
-        self._lean_key: tuple[str, str, int] = ("", "", 0)
-        self._lean_head = b""
+        self._chat_route: tuple[tuple[str, str, int], bytes] | None = None
+        self._chat_path: bytes | None = None
+        #: the first refused credential: every later call fails with it without being sent
+        self._refused: CredentialsError | None = None
 
     # -- plumbing -------------------------------------------------------------------------------------------
+
+    def _resolve_headers(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name, value in self.header_spec.items():
+            if value.startswith("$") and _ENV_NAME.match(value[1:]):
+                resolved = os.environ.get(value[1:])
+                if resolved is None:
+                    raise ConfigError(f"header {name!r} reads ${value[1:]}, which is not set")
+                value = resolved
+            register_secret(value)
+            out[name] = value
+        return out
+
+    def _key_source(self) -> str:
+        state = "set" if self._api_key else "not set"
+        return f"the key is read from ${self.api_key_env} ({state}; choose another with api_key_env=VAR)"
 
     def _check_key(self) -> None:
         if self.base_url is None and not self._api_key:
             raise ConfigError(
-                f"{self.spec}: OPENAI_API_KEY is not set (export it, or give a base URL: openai:MODEL@http://host/v1)"
+                f"{self.spec}: {self.api_key_env} is not set (export it, choose another variable with "
+                f"--judge-option api_key_env=VAR, or give a base URL: openai:MODEL@http://host/v1)"
             )
 
     def client(self) -> Any:
-        """The SDK client, built on first use (a fully cached run never opens a connection)."""
+        """The SDK client on the SDK's default httpx client class, built on first use (a fully cached run never
+        opens a connection)."""
         if self._client is None:
             import openai
 
@@ -136,35 +198,22 @@ class OpenAICompatModel:
             httpx = httpx_module()
             self._httpx = httpx
             if self.transport == "lean":
-                self._http = httpx.AsyncClient(transport=make_transport(), timeout=self.timeout)
+                self._http = openai.DefaultAsyncHttpxClient(transport=make_transport(), timeout=self.timeout)
+                self._lean = self._http._transport
             else:
                 size = self.limiter.maximum
                 limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-                self._http = httpx.AsyncClient(limits=limits, timeout=self.timeout)
+                self._http = openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout)
             self._client = openai.AsyncOpenAI(
                 api_key=self._api_key or "EMPTY",
                 base_url=self.base_url,
                 max_retries=0,
                 timeout=self.timeout,
+                default_headers=self._headers or None,
+                default_query=self._default_query or None,
                 http_client=self._http,
             )
-            if self.transport == "lean":
-                self._lean = self._http._transport
-                self._lean_key, self._lean_head = self._raw_request_head(self._client)
         return self._client
-
-    @staticmethod
-    def _raw_request_head(client: Any) -> tuple[tuple[str, str, int], bytes]:
-        """The fixed part of every chat request (the SDK's own auth and default headers), built once: the hot
-        path then costs one json.dumps and one socket write per call."""
-        base = client.base_url
-        port = base.port or (443 if base.scheme == "https" else 80)
-        path = base.raw_path.decode("ascii").split("?", 1)[0].rstrip("/") + "/chat/completions"
-        lines = [f"POST {path} HTTP/1.1", f"Host: {base.netloc.decode('ascii')}", "Content-Type: application/json"]
-        for name, value in client.default_headers.items():
-            if isinstance(value, str) and name.lower() not in ("content-type", "host", "content-length"):
-                lines.append(f"{name}: {value}")
-        return (base.scheme, base.host, port), ("\r\n".join(lines) + "\r\n").encode("utf-8")
 
     def _body(self, messages: Sequence[Message], params: GenParams) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
@@ -195,7 +244,7 @@ class OpenAICompatModel:
     def _key(self, messages: Sequence[Message], params: GenParams, kind: str) -> str:
         from tailorbench.models.cache import call_key
 
-        return call_key(self.backend, self.model, self.base_url, kind, list(messages), params.key_dict())
+        return call_key(self.backend, self.model, self.public_base_url, kind, list(messages), params.key_dict())
 
     def is_cached(self, messages: Sequence[Message], params: GenParams, kind: str = "chat") -> bool:
         return self.cache.contains(self._key(messages, params, kind))
@@ -253,7 +302,7 @@ class OpenAICompatModel:
         outcome = await self._send(self._body(messages, params))
         if isinstance(outcome, ChatResult):
             # stored the moment it arrives: a kill -9 after this line never repeats the call
-            self.cache.put(key, self.backend, self.model, self.base_url, kind, outcome.to_cache())
+            self.cache.put(key, self.backend, self.model, self.public_base_url, kind, outcome.to_cache())
             self.stats.add_usage(outcome)
         else:
             self.stats.failures += 1
@@ -272,13 +321,19 @@ class OpenAICompatModel:
             await self.limiter.acquire()
             self.stats.requests += 1
             try:
-                if self._lean is not None:
+                if self._refused is not None:
+                    raise self._refused
+                content = None
+                if self._chat_route is not None:
                     status, content, headers = await self._post_raw(body)
-                    if status != 200:
+                    if status in _REDIRECTS:
+                        content = None  # the SDK follows redirects; the raw path does not
+                    elif status != 200:
                         raise _status_error(status, content, headers)
-                else:
+                if content is None:
                     response = await client.post("/chat/completions", cast_to=response_cls, body=body, options=options)
                     content = response.content
+                    self._learn_route(response)
                 result = self._parse(json.loads(content))
             except openai.RateLimitError as exc:
                 kind, error = "rate_limit", f"429 rate limited: {_short(exc)}"
@@ -288,17 +343,24 @@ class OpenAICompatModel:
                 kind, error = "timeout", f"timed out after {self.timeout:g}s: {_short(exc)}"
             except openai.APIConnectionError as exc:
                 kind, error = "connection", f"connection error: {_short(exc.__cause__ or exc)}"
+            except CredentialsError:
+                self.limiter.release()
+                raise
             except openai.APIStatusError as exc:
                 status = exc.status_code
+                if status in (401, 403):
+                    self.limiter.release()
+                    self.stats.count_error("auth")
+                    raise self._refuse(status, exc) from None
                 retryable = status >= 500 or status in (408, 409)
                 kind = "server" if status >= 500 else ("timeout" if status == 408 else "client")
-                error = f"HTTP {status}: {_short(exc)}"
+                error = redact(f"HTTP {status}: {_short(exc)}")
                 if not retryable:
                     self.limiter.release()
                     self.stats.count_error(kind)
                     return CallFailure(error, kind, attempt + 1, time.perf_counter() - started)
             except (ValueError, KeyError, IndexError, TypeError) as exc:
-                kind, error = "bad_response", f"malformed response: {type(exc).__name__}: {exc}"
+                kind, error = "bad_response", f"malformed response: {type(exc).__name__}: {_short(exc)}"
             else:
                 self.limiter.release()
                 self.limiter.on_success()
@@ -307,6 +369,7 @@ class OpenAICompatModel:
                 return result
             self.limiter.release()
             self.stats.count_error(kind)
+            error = redact(error)
             if attempt >= self.max_retries:
                 return CallFailure(
                     f"{error} (gave up after {attempt + 1} attempts)", kind, attempt + 1, time.perf_counter() - started
@@ -318,20 +381,38 @@ class OpenAICompatModel:
             attempt += 1
             await asyncio.sleep(delay)
 
+    def _learn_route(self, response: Any) -> None:
+        """After a call the SDK sent over the lean transport, reuse its request head for the next calls."""
+        if self._lean is None or self._chat_route is not None or response.history:
+            return
+        self._chat_route = self._lean.template_for(response.request.method, response.request.url.raw_path)
+
     async def _post_raw(self, body: dict[str, Any]) -> tuple[int, bytes, Any]:
-        """POST on the lean transport; transport errors come back as the SDK's exception types."""
+        """POST with the SDK's own request head on the lean transport; transport errors come back as the SDK's
+        exception types."""
         import openai
 
+        from tailorbench.models.http_transport import decode_body
+
+        assert self._chat_route is not None
+        origin, head = self._chat_route
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         try:
-            status, _, headers, content = await self._lean.exchange(
-                self._lean_key, self._lean_head, payload, self.timeout, self.timeout
-            )
+            status, _, headers, content = await self._lean.exchange(origin, head, payload, self.timeout, self.timeout)
+            content = decode_body(headers, content)
         except self._httpx.TimeoutException as exc:
             raise openai.APITimeoutError(request=_dummy_request(self._httpx)) from exc
         except self._httpx.TransportError as exc:
             raise openai.APIConnectionError(message=str(exc), request=_dummy_request(self._httpx)) from exc
         return status, content, _Headers(headers)
+
+    def _refuse(self, status: int, exc: BaseException) -> CredentialsError:
+        where = self.public_base_url or "api.openai.com"
+        self._refused = CredentialsError(
+            redact(f"{self.spec}: {where} refused the credentials (HTTP {status}: {_short(exc)}); "
+                   f"{self._key_source()}")
+        )
+        return self._refused
 
     async def chat_many(self, requests: Sequence[ChatRequest]) -> list[ChatResult | CallFailure]:
         return list(await asyncio.gather(*(self._call(r.messages, r.params, "chat") for r in requests)))
@@ -366,20 +447,20 @@ class OpenAICompatModel:
         import openai
 
         client = self.client()
-        where = self.base_url or "api.openai.com"
+        where = self.public_base_url or "api.openai.com"
         try:
             response = await client.get(
                 "/models", cast_to=self._httpx.Response, options={"timeout": min(self.timeout, 30.0), "max_retries": 2}
             )
-        except openai.AuthenticationError as exc:
-            raise ConfigError(f"{self.spec}: the API key was rejected by {where}: {_short(exc)}") from None
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise self._refuse(exc.status_code, exc) from None
         except openai.NotFoundError:
             return  # some servers do not list models; the first call will tell
         except openai.APIConnectionError as exc:
-            raise ConfigError(f"{self.spec}: cannot reach {where}: {_short(exc.__cause__ or exc)}") from None
+            raise ConfigError(redact(f"{self.spec}: cannot reach {where}: {_short(exc.__cause__ or exc)}")) from None
         except openai.APIStatusError as exc:
             raise ConfigError(
-                f"{self.spec}: GET {where}/models failed with HTTP {exc.status_code}: {_short(exc)}"
+                redact(f"{self.spec}: GET {where}/models failed with HTTP {exc.status_code}: {_short(exc)}")
             ) from None
         try:
             served = [m["id"] for m in json.loads(response.content).get("data", [])]
@@ -398,7 +479,9 @@ class OpenAICompatModel:
         return {
             "backend": self.backend,
             "model": self.model,
-            "base_url": self.base_url,
+            "base_url": self.public_base_url,
+            "api_key_env": self.api_key_env,
+            "headers": sorted(self.header_spec),
             "transport": self.transport,
             "concurrency": {"start": self.start_concurrency,
                             "adaptive": self.limiter.adaptive, "final": int(self.limiter.limit),
@@ -409,6 +492,33 @@ class OpenAICompatModel:
             "cache": self.cache.describe(),
             "stats": self.stats.as_dict(),
         }
+
+
+def _split_base_url(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """(base URL without its query, the query as the SDK's default_query): the SDK appends paths to the base
+    URL, so a `?api-key=...` must travel as a query parameter of every request instead."""
+    if not url or "?" not in url:
+        if url:
+            _register_url_secrets(url)
+        return url, {}
+    from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+    _register_url_secrets(url)
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit(parts._replace(query="", fragment="")).rstrip("/"), query
+
+
+def _register_url_secrets(url: str) -> None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.password:
+        register_secret(parts.password)
+    if parts.username and parts.password is None:
+        register_secret(parts.username)  # a token given as the user part
+    for _, value in secret_query(url):
+        register_secret(value)
 
 
 class _Headers(dict[str, str]):

@@ -1,0 +1,153 @@
+"""A recording OpenAI-compatible server on loopback: stores every raw request it receives.
+
+The conformance tests compare what tailorbench sends with what the `openai` SDK's default client sends, byte
+source against byte source, so the server must see the requests exactly as they arrived: request line, header
+names and values in order, body bytes. It answers `GET .../models` and `POST .../chat/completions` with a
+fixed, valid chat completion (verdict `A`), over HTTP/1.1 keep-alive, optionally over TLS, optionally requiring
+`Authorization: Bearer KEY` (401 otherwise, as hosted providers answer), optionally gzip-compressing answers
+(as api.openai.com does). A request whose target is an absolute URL (a client using it as an HTTP proxy) is
+answered the same way and recorded with that target.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import ssl
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+COMPLETION = {
+    "id": "chatcmpl-rec",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "rec-model",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "A"}}],
+    "usage": {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8},
+}
+
+
+@dataclass(frozen=True)
+class RawRequest:
+    """One request as received."""
+
+    method: str
+    target: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    @property
+    def path(self) -> str:
+        """Path and query of the target (an absolute proxy target reduced to its path)."""
+        if self.target.startswith(("http://", "https://")):
+            parts = urlsplit(self.target)
+            return parts.path + (f"?{parts.query}" if parts.query else "")
+        return self.target
+
+    def header_set(self, ignore: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+        """Headers lower-cased by name, sorted, without the names in `ignore`."""
+        return sorted((k.lower(), v) for k, v in self.headers if k.lower() not in ignore)
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+@dataclass
+class RecordingServer:
+    """Start with `.start()`, stop with `.stop()` (or use as a context manager)."""
+
+    require_key: str | None = None
+    ssl_context: ssl.SSLContext | None = None
+    gzip_answers: bool = False
+    model: str = "rec-model"
+    requests: list[RawRequest] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.ssl_context is not None else "http"
+        host = "localhost" if self.ssl_context is not None else "127.0.0.1"
+        return f"{scheme}://{host}:{self.port}"
+
+    def chat_requests(self) -> list[RawRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.method == "POST" and r.path.split("?")[0].endswith("/completions")]
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
+    def start(self) -> RecordingServer:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _answer(self, status: int, payload: Any) -> None:
+                body = json.dumps(payload).encode()
+                headers = {"Content-Type": "application/json"}
+                accepts = self.headers.get("Accept-Encoding", "")
+                if owner.gzip_answers and "gzip" in accepts:
+                    body = gzip.compress(body)
+                    headers["Content-Encoding"] = "gzip"
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                request = RawRequest(self.command, self.path, list(self.headers.items()), body)
+                with owner._lock:
+                    owner.requests.append(request)
+                expected = f"Bearer {owner.require_key}"
+                if owner.require_key is not None and self.headers.get("Authorization") != expected:
+                    refusal = {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                               "code": "invalid_api_key"}
+                    self._answer(401, {"error": refusal})
+                    return
+                path = request.path.split("?")[0]
+                if self.command == "GET" and path.endswith("/models"):
+                    self._answer(200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]})
+                elif self.command == "POST" and path.endswith("/chat/completions"):
+                    self._answer(200, {**COMPLETION, "model": owner.model})
+                else:
+                    self._answer(404, {"error": {"message": f"no route {path}"}})
+
+            do_GET = _handle
+            do_POST = _handle
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        if self.ssl_context is not None:
+            server.socket = self.ssl_context.wrap_socket(server.socket, server_side=True)
+        self._server = server
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> RecordingServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
