@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.evaluate.runner import EvalConfig, load_config, run_eval, run_matrix
+from tailorbench.failures import FailureCheck
 from tailorbench.geneval.config import GenEvalConfig
 
 
@@ -23,10 +24,22 @@ def evaluate(config: EvalConfig, out: str | Path, judges: Sequence[str] | None =
     return run_matrix(config, judges, settings, out, progress=progress)
 
 
-def resume(run_dir: str | Path, progress: bool = False) -> Path:
-    """`tailor eval --resume RUN_DIR`: continue an interrupted run, keeping what was finished."""
+def resume(run_dir: str | Path, progress: bool = False, max_failed: float | None = None) -> Path:
+    """`tailor eval --resume RUN_DIR`: continue an interrupted run, keeping what was finished (`max_failed`:
+    replace the run's own threshold of failed verdicts)."""
     run_dir = Path(run_dir)
-    return run_eval(load_config(run_dir), run_dir, resume=True, progress=progress)
+    config = load_config(run_dir)
+    if max_failed is not None:
+        config.max_failed = max_failed
+    return run_eval(config, run_dir, resume=True, progress=progress)
+
+
+def run_failures(run_dir: str | Path, max_failed: float | None = None) -> FailureCheck:
+    """Whether a run's failed verdicts exceed `max_failed` (the run's own when None): `.exceeded` is what
+    makes `tailor eval` exit 3, `.message()` says why."""
+    from tailorbench.evaluate.results import check_run, load_results
+
+    return check_run(load_results(Path(run_dir)), max_failed, what=str(run_dir))
 
 
 def report(runs: Sequence[str | Path], out: str | Path) -> list[dict[str, Any]]:
@@ -44,11 +57,11 @@ def gen_eval(config: GenEvalConfig, out: str | Path, progress: bool = False) -> 
     return run_gen_eval(config, Path(out), progress=progress)
 
 
-def gen_eval_resume(run_dir: str | Path, progress: bool = False) -> Path:
+def gen_eval_resume(run_dir: str | Path, progress: bool = False, max_failed: float | None = None) -> Path:
     """`tailor gen-eval --resume RUN_DIR`: continue a killed gen-eval run; finished calls are not repeated."""
     from tailorbench.geneval.run import resume_gen_eval
 
-    return resume_gen_eval(Path(run_dir), progress=progress)
+    return resume_gen_eval(Path(run_dir), progress=progress, max_failed=max_failed)
 
 
 def compare(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:

@@ -149,4 +149,7 @@ class RunManifest(BaseModel):
     #: same label or with the labels swapped (`datasets.pairs.tier_overlap`; cases unique to their tier are left
     #: out); results.json splits each tier's accuracy by it
     tier_overlap: dict[str, str] = Field(default_factory=dict)
-    status: Literal["running", "finished", "interrupted"] = "running"
+    #: running (a process holds run.lock; when none does, the run was killed: reported `interrupted`), finished,
+    #: interrupted (Ctrl-C), stopped (an error ended it: `error` says which)
+    status: Literal["running", "finished", "interrupted", "stopped"] = "running"
+    error: str | None = None

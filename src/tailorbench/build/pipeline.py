@@ -27,6 +27,7 @@ from tailorbench.build.config import PROFILE_SECTIONS, RULES, BuildConfig, load_
 from tailorbench.build.schemas import answer_schema, profile_schema, questions_schema
 from tailorbench.build.structured import StageStats, call_json, load_template
 from tailorbench.errors import ConfigError
+from tailorbench.failures import FailureCheck, first_causes
 from tailorbench.files import write_json_atomic, write_jsonl_atomic
 from tailorbench.models.base import ChatModel, GenParams, make_chat_model
 from tailorbench.personas import render_persona, select_sections
@@ -34,6 +35,8 @@ from tailorbench.prompts import split_messages
 from tailorbench.schema import PairCase
 
 VARIANTS = {"A1": "full persona", "A2": "masked persona", "A3": "no persona"}
+#: stages whose items are model calls; the others count outcomes (identical answers ...), not failed calls
+CALL_STAGES = ("profile", "questions", "answers")
 
 
 def _hash(*parts: Any) -> str:
@@ -458,6 +461,26 @@ async def run_build_async(config: BuildConfig, until: str | None = None, log: Ca
     summary = BuildSummary(out, reports, ctx.model.describe() if ctx.model is not None else None)
     write_json_atomic(out / "summary.json", summary.as_dict())
     return summary
+
+
+def build_problems(summary: BuildSummary, max_failed: float = 0.0) -> list[str]:
+    """Why a build counts as failed (exit code 3 of `tailor build run`), each with its first causes: the first
+    stage that produced nothing (the later ones then produce nothing either), and every model stage that gave up
+    on more items than `max_failed` allows (on all of them, always). Empty when the build is sound."""
+    problems: list[str] = []
+    for stage in summary.stages:
+        causes = first_causes(f["errors"][-1] for f in stage.failures if f.get("errors"))
+        if not stage.stats.get("ok", stage.records):
+            why = f"; first causes: {' | '.join(causes)}" if causes else ""
+            problems.append(f"stage {stage.name} produced nothing ({stage.stats.get('items', 0)} items){why}")
+            break
+        if stage.name in CALL_STAGES:
+            check = FailureCheck(f"stage {stage.name}", int(stage.stats.get("gave_up", 0)),
+                                 int(stage.stats.get("items", 0)), max_failed, causes, unit="items",
+                                 outcome="given up after every retry")
+            if check.exceeded:
+                problems.append(check.message())
+    return problems
 
 
 def run_build(config: BuildConfig | str | Path, until: str | None = None,

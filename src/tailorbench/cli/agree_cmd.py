@@ -8,10 +8,7 @@ from typing import Any
 
 import typer
 
-
-def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(2)
+from tailorbench.cli.common import user_errors
 
 
 def _emit(obj: dict[str, Any], as_json: bool, out: Path | None) -> None:
@@ -38,14 +35,11 @@ def agree(
 ) -> None:
     """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs."""
     from tailorbench.agreement import AgreeOptions, agreement_report, read_ratings
-    from tailorbench.errors import TailorError
 
-    try:
+    with user_errors():
         ratings = read_ratings(files)
         orders = order.split(",") if order else None
         report = agreement_report(ratings, orders, AgreeOptions(resamples, seed, level, positive))
-    except TailorError as exc:
-        raise _fail(exc) from exc
     _emit(report, as_json, out)
     if not as_json:
         from rich.console import Console
@@ -77,14 +71,11 @@ def tiers(
     """Tier pairwise annotations by per-item agreement and write PairCase records."""
     from tailorbench.agreement.ratings import read_ratings
     from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
-    from tailorbench.errors import TailorError
 
-    try:
+    with user_errors():
         rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
         cases, summary = build_tiers(items, read_ratings([ratings_file]), rule, resamples, seed)
-    except TailorError as exc:
-        raise _fail(exc) from exc
-    write_cases(cases, out)
+        write_cases(cases, out)
     summary["out"] = str(out)
     if as_json:
         typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from tailorbench.cli.common import print_json, user_errors
+from tailorbench.failures import EXIT_FAILED
+
+if TYPE_CHECKING:
+    from tailorbench.build.pipeline import BuildSummary
 
 build_app = typer.Typer(help="Build a pairwise benchmark from user memory: profile -> questions -> answers -> "
                              "pairs -> export.", no_args_is_help=True)
@@ -17,18 +22,35 @@ def build_run(
     config: Path = typer.Argument(..., help="build config (YAML); see examples/build/config.yaml"),
     until: str | None = typer.Option(None, help="stop after this stage: profile, questions, answers, pairs, export"),
     out: Path | None = typer.Option(None, "--out", "-o", help="output directory (overrides `out` in the config)"),
+    max_failed: float | None = typer.Option(
+        None, "--max-failed", help="exit with code 3 when a model stage gave up on more than this share of its "
+                                   "items (0.05 = 5%); default 0: any; a stage that produced nothing always exits 3"),
     json_out: bool = typer.Option(False, "--json", help="print the build summary as JSON"),
 ) -> None:
-    """Run the pipeline; finished stages are reused, model calls come from the call cache when seen before."""
+    """Run the pipeline; finished stages are reused, model calls come from the call cache when seen before.
+
+    Exit code 3 when a stage produced nothing, or a model stage gave up on items (more than --max-failed)."""
     from tailorbench.build.config import load_build_config
-    from tailorbench.build.pipeline import run_build
+    from tailorbench.build.pipeline import build_problems, run_build
+    from tailorbench.failures import check_max_failed
 
     with user_errors():
+        limit = check_max_failed(max_failed)
         overrides = {"out": str(out.resolve())} if out is not None else None
         summary = run_build(load_build_config(config, overrides), until=until)
     if json_out:
         print_json(summary.as_dict())
-        return
+    else:
+        _print_summary(summary)
+    problems = build_problems(summary, limit)
+    for problem in problems:
+        typer.echo(f"error: {problem}", err=True)
+    if problems:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _print_summary(summary: BuildSummary) -> None:
+    """One line per stage and the model's counters, on stderr."""
     for stage in summary.stages:
         s = stage.stats
         typer.echo(f"{stage.name:9} {stage.status:6} records {stage.records:5}  attempts {s['attempts']:4}  "

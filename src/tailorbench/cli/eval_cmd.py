@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from tailorbench.cli.common import print_json, split_csv, user_errors
+from tailorbench.cli.common import MAX_FAILED_HELP, exit_if_failed, print_json, split_csv, user_errors
 
 
 def _parse_options(pairs: list[str] | None) -> dict[str, str]:
@@ -55,18 +55,27 @@ def eval_command(
     top_k: int | None = typer.Option(None, help="rag setting: memory items shown to the judge (default 5)"),
     memory: Path | None = typer.Option(
         None, help="rag setting: memory JSONL (user_id, id, text, ...); without it, persona facts are retrieved"),
+    max_failed: float | None = typer.Option(
+        None, "--max-failed", help=MAX_FAILED_HELP + " (with --resume: the run's own value unless given)"),
     progress: bool = typer.Option(True, help="progress bar on stderr"),
     json_out: bool = typer.Option(False, "--json", help="print the results (or a list of them) as JSON"),
 ) -> None:
-    """Evaluate judges on a pairwise personalization benchmark."""
+    """Evaluate judges on a pairwise personalization benchmark.
+
+    Each verdict is written as it lands; Ctrl-C finishes the calls in flight, writes their verdicts and prints
+    the resume command (a second Ctrl-C quits at once). Exit code 3 when failed verdicts exceed --max-failed.
+    """
     from tailorbench import api
     from tailorbench.errors import ConfigError
-    from tailorbench.evaluate.results import load_results
+    from tailorbench.evaluate.results import check_run, load_results
     from tailorbench.evaluate.runner import EvalConfig
+    from tailorbench.failures import check_max_failed
 
     with user_errors():
+        if max_failed is not None:
+            check_max_failed(max_failed)
         if resume is not None:
-            runs = [api.resume(resume, progress=progress)]
+            runs = [api.resume(resume, progress=progress, max_failed=max_failed)]
         else:
             if out is None:
                 raise ConfigError("--out is required (or --resume RUN_DIR)")
@@ -82,7 +91,7 @@ def eval_command(
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
                 skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,  # type: ignore[arg-type]
                 judge_options=_parse_options(judge_option), batch_size=batch_size,
-                setting_options=_rag_options(retriever, top_k, memory),
+                setting_options=_rag_options(retriever, top_k, memory), max_failed=check_max_failed(max_failed),
             )
             runs = api.evaluate(config, out, judges, settings, progress=progress)
         results = [load_results(r) for r in runs]
@@ -91,10 +100,13 @@ def eval_command(
         else:
             for run, res in zip(runs, results):
                 total = res["metrics"]["all"]
+                retries = res.get("failures", {}).get("retries", 0)
                 typer.echo(
                     f"{res['judge']} / {res['setting']}: accuracy {100 * (total['accuracy'] or 0):.1f}% "
                     f"on {total['n']} cases (invalid {total['invalid']}, abstained {total['abstained']}, "
-                    f"failed {total['failed']}) -> {run}", err=True)
+                    f"failed {total['failed']}, retries {retries}) -> {run}", err=True)
+        exit_if_failed(check_run(res, what=f"{res['judge']} / {res['setting']} ({run})")
+                       for run, res in zip(runs, results))
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from tailorbench.cli.common import print_json, split_csv, user_errors
+from tailorbench.cli.common import MAX_FAILED_HELP, exit_if_failed, print_json, split_csv, user_errors
 
 
 def _pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
@@ -50,6 +50,8 @@ def gen_eval_command(
     top_k: int | None = typer.Option(None, help="rag setting: memory items shown"),
     memory: Path | None = typer.Option(None, help="rag setting: memory JSONL"),
     resume: Path | None = typer.Option(None, help="continue an interrupted gen-eval run directory"),
+    max_failed: float | None = typer.Option(
+        None, "--max-failed", help=MAX_FAILED_HELP + "; counts failed generations and verdicts"),
     progress: bool = typer.Option(True, help="progress bars on stderr"),
     json_out: bool = typer.Option(False, "--json", help="print results.json on stdout"),
 ) -> None:
@@ -57,12 +59,15 @@ def gen_eval_command(
     from tailorbench import api
     from tailorbench.cli.eval_cmd import _rag_options
     from tailorbench.errors import ConfigError
+    from tailorbench.failures import check_max_failed
     from tailorbench.geneval import GenEvalConfig
-    from tailorbench.geneval.results import load_results
+    from tailorbench.geneval.results import check_run, load_results
 
     with user_errors():
+        if max_failed is not None:
+            check_max_failed(max_failed)
         if resume is not None:
-            run = api.gen_eval_resume(resume, progress=progress)
+            run = api.gen_eval_resume(resume, progress=progress, max_failed=max_failed)
         else:
             if out is None:
                 raise ConfigError("--out is required (or --resume RUN_DIR)")
@@ -78,17 +83,19 @@ def gen_eval_command(
                 judge_options=_pairs(judge_option, "--judge-option"),
                 setting_options=_rag_options(retriever, top_k, memory), batch_size=batch_size,
                 judge_run=str(judge_run) if judge_run else None, validate_cases=validate_cases,
+                max_failed=check_max_failed(max_failed),
             )
             run = api.gen_eval(config, out, progress=progress)
         results = load_results(run)
     if json_out:
         print_json(results)
-        return
-    total = results["metrics"]["all"]
-    rate = "–" if total["win_rate"] is None else f"{100 * total['win_rate']:.1f}%"
-    lc = "–" if total["lc_win_rate"] is None else f"{100 * total['lc_win_rate']:.1f}%"
-    typer.echo(f"{results['model']} vs {results['reference']} ({results['judge']}): win rate {rate}, "
-               f"length-controlled {lc} on {total['n']} cases -> {run}", err=True)
+    else:
+        total = results["metrics"]["all"]
+        rate = "–" if total["win_rate"] is None else f"{100 * total['win_rate']:.1f}%"
+        lc = "–" if total["lc_win_rate"] is None else f"{100 * total['lc_win_rate']:.1f}%"
+        typer.echo(f"{results['model']} vs {results['reference']} ({results['judge']}): win rate {rate}, "
+                   f"length-controlled {lc} on {total['n']} cases -> {run}", err=True)
+    exit_if_failed([check_run(results, what=f"gen-eval {results['model']} ({run})")])
 
 
 def register(app: typer.Typer) -> None:

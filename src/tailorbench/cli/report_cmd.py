@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from tailorbench.cli.common import print_json, user_errors
+from tailorbench.failures import EXIT_BAD_INPUT
 
 
 def report_command(
@@ -14,7 +15,8 @@ def report_command(
     out: Path = typer.Option(Path("."), "--out", "-o", help="where report.md and report.html go"),
     json_out: bool = typer.Option(False, "--json", help="print the merged results as JSON"),
 ) -> None:
-    """Merge run directories into one leaderboard (report.md, report.html)."""
+    """Merge run directories into one leaderboard (report.md, report.html). A run whose manifest says running
+    while no process holds its lock is shown as interrupted."""
     from tailorbench import api
 
     with user_errors():
@@ -41,8 +43,8 @@ def compare_command(
         print_json(result)
         return
     if result["difference"] is None:
-        typer.echo("no shared cases", err=True)
-        raise typer.Exit(1)
+        typer.echo(f"error: {run_a} and {run_b} share no judged case", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
     lo, hi = result["ci"]
     typer.echo(f"{result['a']} - {result['b']}: {100 * result['difference']:+.1f} points "
                f"[{100 * lo:+.1f}, {100 * hi:+.1f}] on {result['n']} shared cases, p≈{result['p_two_sided']:.3f}")

@@ -7,12 +7,14 @@ arguments in order. Every verb is a thin layer over `tailorbench.stages.api`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from tailorbench.cli.common import print_json, user_errors
+from tailorbench.cli.common import MAX_FAILED_HELP, exit_if_failed, print_json, user_errors
+from tailorbench.failures import FailureCheck, check_max_failed
 
 stages_app = typer.Typer(
     help="Three-stage human-centered evaluation: extraction (stage 1), relevance (stage 2), incorporation (stage 3).",
@@ -93,6 +95,30 @@ def _options(values: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def call_counts(info: Mapping[str, Any]) -> tuple[int, int]:
+    """(failed, calls) of a stage verb's accounting: `failed`/`calls` at the top (judge-relevance, extract,
+    categorise, judge-ab), under `generations` (generate), `refine_calls` (verify: ok/invalid/failed), or one
+    accounting per step under `calls` (example)."""
+    calls = info.get("calls")
+    if isinstance(calls, Mapping):
+        steps = [call_counts(step) for step in calls.values() if isinstance(step, Mapping)]
+        return sum(f for f, _ in steps), sum(n for _, n in steps)
+    if isinstance(info.get("generations"), Mapping):
+        return call_counts(info["generations"])
+    refine = info.get("refine_calls")
+    if isinstance(refine, Mapping):
+        return int(refine.get("failed", 0)), sum(int(v) for v in refine.values())
+    if isinstance(calls, int) and "failed" in info:
+        return int(info["failed"]), calls
+    return 0, 0
+
+
+def _exit_if_failed(verb: str, info: Mapping[str, Any], max_failed: float | None) -> None:
+    """Exit 3 when the verb's failed model calls exceed --max-failed (or all of its calls failed)."""
+    failed, calls = call_counts(info)
+    exit_if_failed([FailureCheck(f"stages {verb}", failed, calls, check_max_failed(max_failed), unit="model calls")])
+
+
 def _emit(info: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(info)
@@ -154,6 +180,7 @@ def generate(
     personalized_template: Path | None = typer.Option(None, "--personalized-template",
                                                       help="Own Jinja template (personalized)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
 ) -> None:
     """Stage 3: generic + personalized answers given gold, predicted or no attributes -> A/B-rating tasks.
@@ -165,11 +192,13 @@ def generate(
     from tailorbench.stages import api
 
     with user_errors():
+        check_max_failed(max_failed)
         f = parse_multi(list(ctx.args), ("human", "export", "predicted"))
         info = api.generate(items, model, out, condition or None, f["human"], f["export"],
                             f["predicted"], predictor, name, temperature, max_tokens, seed, generic_template,
                             personalized_template, _options(model_option))
     _emit(info, as_json)
+    _exit_if_failed("generate", info, max_failed)
 
 
 @stages_app.command("judge-relevance")
@@ -179,14 +208,17 @@ def judge_relevance(
     out: Path = typer.Option(..., "--out", help="Votes JSONL to write (Re-Centering model shape)."),
     name: str | None = typer.Option(None, "--name", help="Rater name in the votes (default: the spec)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
 ) -> None:
     """Stage 2 LLM votes: one YES/NO question per attribute; unparseable answers are counted as invalid."""
     from tailorbench.stages import api
 
     with user_errors():
+        check_max_failed(max_failed)
         info = api.judge_relevance(items, model, out, name, _options(model_option))
     _emit(info, as_json)
+    _exit_if_failed("judge-relevance", info, max_failed)
 
 
 def _show(stage: str, report: dict[str, Any], as_json: bool, out: Path | None) -> None:
@@ -252,14 +284,17 @@ def extract(
     out: Path = typer.Option(..., "--out", help="Stage-1 item file to write."),
     name: str | None = typer.Option(None, "--name", help="Extractor name (default: the spec)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
 ) -> None:
     """Stage 1: extract attributes with evidence turns; unparseable outputs are counted as invalid."""
     from tailorbench.stages import api
 
     with user_errors():
+        check_max_failed(max_failed)
         info = api.extract(conversations, model, out, name, _options(model_option))
     _emit(info, as_json)
+    _exit_if_failed("extract", info, max_failed)
 
 
 @stages_app.command("export-tasks")
@@ -283,15 +318,18 @@ def categorise(
     model: str = typer.Option(..., "--model", help="Categoriser model spec."),
     out: Path = typer.Option(..., "--out", help="Taxonomy JSONL to write."),
     name: str | None = typer.Option(None, "--name", help="Categoriser name (default: the spec)."),
+    max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
 ) -> None:
     """Stage 1: an LLM's error category for each attribute the human majority rejected (--human FILE...)."""
     from tailorbench.stages import api
 
     with user_errors():
+        check_max_failed(max_failed)
         f = parse_multi(list(ctx.args), ("human",))
         info = api.categorise(items, f["human"], model, out, name)
     _emit(info, as_json)
+    _exit_if_failed("categorise", info, max_failed)
 
 
 @stages_app.command("judge-ab")
@@ -301,14 +339,17 @@ def judge_ab(
     out: Path = typer.Option(..., "--out", help="Long-format ratings to write (group model, label -2..2)."),
     name: str | None = typer.Option(None, "--name", help="Judge name (default: the spec)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
 ) -> None:
     """Stage 3: an LLM judge rates personalized vs generic per attribute (1..5); invalid answers are counted."""
     from tailorbench.stages import api
 
     with user_errors():
+        check_max_failed(max_failed)
         info = api.judge_ab(tasks, model, out, name, _options(model_option))
     _emit(info, as_json)
+    _exit_if_failed("judge-ab", info, max_failed)
 
 
 @stages_app.command("example")
@@ -319,17 +360,20 @@ def example(
     seed: int = typer.Option(0, "--seed", help="Seed of bootstraps and the baseline's user split."),
     interventions: bool = typer.Option(True, "--interventions/--no-interventions",
                                        help="Also train and judge the verifier and the relevance classifier."),
+    max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
 ) -> None:
     """Run all three stages on the bundled example study (its labels are invented: figures are illustrative)."""
     from tailorbench.stages import api
 
     with user_errors():
+        check_max_failed(max_failed)
         result = api.run_example(out, model, resamples, seed, interventions=interventions)
     if as_json:
         print_json(result)
-        return
-    typer.echo((out / "summary.md").read_text(encoding="utf-8"))
+    else:
+        typer.echo((out / "summary.md").read_text(encoding="utf-8"))
+    _exit_if_failed("example", result, max_failed)
 
 
 @stages_app.command("summary")
@@ -378,14 +422,17 @@ def verify(
     template: Path | None = typer.Option(None, "--template", help="Own Jinja template for the refine prompt."),
     encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the verifier's)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
+    max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
 ) -> None:
     """Stage-1 verify-and-refine: drop attributes the verifier rejects, or re-ask the extractor (--model)."""
     from tailorbench.stages import api
 
     with user_errors():
+        check_max_failed(max_failed)
         info = api.verify(items, verifier, out, model, rounds, name, template, _options(model_option), encoder)
     _emit(info, as_json)
+    _exit_if_failed("verify", info, max_failed)
 
 
 @stages_app.command("train-relevance", context_settings=_MULTI)

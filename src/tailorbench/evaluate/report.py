@@ -73,9 +73,10 @@ def _accounting_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
         total = r["metrics"]["all"]
         usage = r.get("usage", {})
         cost = usage.get("cost_usd")
+        failures = r.get("failures", {})
         rows.append([
-            r["judge"], r["setting"], str(total["n"]), str(r["verdicts"]["total"]),
-            str(total["invalid"]), str(total["abstained"]), str(total["failed"]),
+            r["judge"], r["setting"], str(r.get("status", "–")), str(total["n"]), str(r["verdicts"]["total"]),
+            str(total["invalid"]), str(total["abstained"]), str(total["failed"]), str(failures.get("retries", 0)),
             str(r["verdicts"].get("truncated", 0)), str(r.get("skipped_rows", 0)),
             pct(total["strict_accuracy"]), pct(total["consistency"]),
             f"{usage.get('prompt_tokens', 0)}/{usage.get('completion_tokens', 0)}",
@@ -104,8 +105,35 @@ _OVERLAP_NOTE = ("Some rows are also in another tier of the data: with the same 
                  "rows). Accuracy by kind; `tailor data check` counts them.")
 _LENGTH_HEADER = ["judge", "setting", "split", "acc. chosen longer", "acc. chosen shorter", "equal length",
                   "length-balanced"]
-_ACCOUNT_HEADER = ["judge", "setting", "cases", "verdicts", "invalid", "abstained", "failed", "truncated",
-                   "skipped rows", "strict acc.", "position consistency", "tokens in/out", "cost USD"]
+_ACCOUNT_HEADER = ["judge", "setting", "status", "cases", "verdicts", "invalid", "abstained", "failed", "retries",
+                   "truncated", "skipped rows", "strict acc.", "position consistency", "tokens in/out", "cost USD"]
+_FAILURE_HEADER = ["judge", "setting", "failed verdicts", "allowed (--max-failed)", "run failed", "by kind",
+                   "call errors (all attempts)", "first errors"]
+_FAILURE_NOTE = ("A failed verdict is a call that never returned a usable answer (after every retry); such a run "
+                 "exits with code 3 when their share exceeds `--max-failed`, and always when every verdict failed. "
+                 "Invalid and abstained verdicts are the judge's answers: counted above, never here.")
+
+
+def _counts(counts: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "–"
+
+
+def _failure_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """One row per run with failed verdicts or failed attempts (retried or not)."""
+    rows = []
+    for r in runs:
+        f = r.get("failures") or {}
+        if not f.get("failed") and not f.get("call_errors"):
+            continue
+        share = f.get("share")
+        rows.append([
+            r["judge"], r["setting"], f"{f.get('failed', 0)} of {f.get('verdicts', 0)}"
+            + ("" if share is None else f" ({pct(share)}%)"),
+            f"{pct(f.get('max_failed', 0.0))}%", "yes (exit 3)" if f.get("exceeded") else "no",
+            _counts(f.get("by_kind", {})), _counts(f.get("call_errors", {})),
+            " | ".join(f.get("first_errors", [])) or "–",
+        ])
+    return rows
 
 
 def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
@@ -129,6 +157,9 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
         "",
         md_table(_ACCOUNT_HEADER, _accounting_rows(runs)),
     ]
+    failures = _failure_rows(runs)
+    if failures:
+        parts += ["", "## Failed calls", "", _FAILURE_NOTE, "", md_table(_FAILURE_HEADER, failures)]
     overlap = _overlap_rows(runs)
     if overlap:
         parts += ["", "## Rows shared across tiers", "", _OVERLAP_NOTE, "", md_table(_OVERLAP_HEADER, overlap)]
@@ -195,6 +226,7 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
     warnings = "".join(f"<li><code>{html.escape(r['judge'])}</code>: {html.escape(w)}</li>"
                        for r in runs for w in r.get("warnings", []))
     overlap = _overlap_rows(runs)
+    failures = _failure_rows(runs)
     return html_page(
         title,
         f"<h1>{html.escape(title)}</h1>"
@@ -202,6 +234,8 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
         f"{_svg_chart(runs)}{html_table(_header(), leaderboard_rows(runs))}"
         f"<h2>Length-controlled view</h2>{html_table(_LENGTH_HEADER, _length_rows(runs))}"
         f"<h2>Accounting</h2>{html_table(_ACCOUNT_HEADER, _accounting_rows(runs))}"
+        + (f"<h2>Failed calls</h2><p>{html.escape(_FAILURE_NOTE)}</p>{html_table(_FAILURE_HEADER, failures)}"
+           if failures else "")
         + (f"<h2>Rows shared across tiers</h2><p>{html.escape(_OVERLAP_NOTE)}</p>{html_table(_OVERLAP_HEADER, overlap)}"
            if overlap else "")
         + (f"<h2>Warnings</h2><ul>{warnings}</ul>" if warnings else ""),

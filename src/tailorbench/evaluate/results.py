@@ -4,16 +4,23 @@ every reported number can be recomputed from it alone (`tailor report RUN` does 
 from __future__ import annotations
 
 import json
+import re
+import shlex
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from tailorbench.errors import DataError
+from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.metrics import compute_metrics
+from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_or_compute, write_json_atomic
 
 RESULTS = "results.json"
+_KIND = re.compile(r"[a-z_]+")
 
 
 def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
@@ -57,6 +64,10 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     expected = manifest.get("n_cases", 0)
     seen = len({r["case_id"] for r in predictions})
     stats = manifest.get("data_stats", {})
+    status = run_state(run_dir, manifest.get("status"))
+    warnings = list(config.get("warnings", []))
+    if status != "finished":
+        warnings.append(_unfinished_warning(run_dir, status, manifest.get("error"), seen, expected))
     return {
         "judge": manifest["judge"],
         "setting": manifest["setting"],
@@ -65,13 +76,63 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         "orders": manifest.get("orders"),
         "ci_unit": config.get("ci_unit", "case"),
         "n_boot": int(config.get("n_boot", 1000)),
-        "status": manifest.get("status"),
+        "status": status,
+        "error": manifest.get("error"),
         "cases_planned": expected,
         "cases_judged": seen,
         "skipped_rows": stats.get("skipped_rows", 0),
-        "warnings": config.get("warnings", []),
+        "warnings": warnings,
+        "failures": failure_summary(predictions, config),
         **body,
     }
+
+
+def _unfinished_warning(run_dir: Path, status: str, error: str | None, seen: int, expected: int) -> str:
+    how = {"running": "in progress", "stopped": f"stopped by an error ({error})"}.get(status, status)
+    return (f"run {how}: {seen} of {expected} cases judged; continue it with "
+            f"`tailor eval --resume {shlex.quote(str(run_dir))}`")
+
+
+def error_kind(error: str | None) -> str:
+    """The kind a failed verdict's error starts with (`server: HTTP 500 ...` -> `server`), else `other`."""
+    head = (error or "").split(":", 1)[0].strip()
+    return head if _KIND.fullmatch(head) else "other"
+
+
+def failure_summary(predictions: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Any]:
+    """Failed verdicts (calls that never returned a usable answer) by kind with the first errors, the model's
+    requests, retries and errors per kind (`call_stats`: every process of the run), and whether the failures
+    exceed the run's `max_failed`. `invalid` and `abstain` verdicts are the judge's doing: not counted here."""
+    failed = [r for r in predictions if r.get("status") == "failed"]
+    description = config.get("judge_description") or {}
+    model = description.get("model") if isinstance(description, dict) else None
+    stats = config.get("call_stats") or (model.get("stats") if isinstance(model, dict) else None) or {}
+    check = FailureCheck("run", len(failed), len(predictions), check_max_failed(config.get("max_failed", 0.0)),
+                         first_causes(r.get("error") for r in failed))
+    return {
+        "failed": check.failed,
+        "verdicts": check.total,
+        "share": check.share,
+        "max_failed": check.max_failed,
+        "exceeded": check.exceeded,
+        "by_kind": dict(sorted(Counter(error_kind(r.get("error")) for r in failed).items())),
+        "first_errors": check.causes,
+        "requests": stats.get("requests"),
+        "retries": int(stats.get("retries") or 0),
+        "call_errors": dict(sorted((stats.get("errors") or {}).items())),
+    }
+
+
+def check_run(results: Mapping[str, Any], max_failed: float | None = None, what: str | None = None) -> FailureCheck:
+    """The exit-code-3 rule for one run's results: more failed verdicts than `max_failed` (the run's own
+    `max_failed` when None), or all of them. The Python twin of the CLI's decision."""
+    block = results.get("failures") or {}
+    total = results.get("metrics", {}).get("all", {})
+    failed = int(block.get("failed", total.get("failed", 0)))
+    verdicts = int(block.get("verdicts", results.get("verdicts", {}).get("total", 0)))
+    limit = check_max_failed(block.get("max_failed", 0.0) if max_failed is None else max_failed)
+    name = what or f"{results.get('judge')} / {results.get('setting')}"
+    return FailureCheck(name, failed, verdicts, limit, list(block.get("first_errors", [])))
 
 
 def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -85,5 +146,8 @@ def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None)
 
 
 def load_results(run_dir: Path) -> dict[str, Any]:
-    """results.json of a run, recomputed from predictions when it is missing (e.g. an interrupted run)."""
-    return load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))
+    """results.json of a run, recomputed from predictions when it is missing (e.g. an interrupted run); the
+    status is read live (a `running` run whose lock no process holds is `interrupted`)."""
+    results = load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))
+    results["status"] = run_state(run_dir, results.get("status"))
+    return results

@@ -11,26 +11,37 @@ import gc
 import hashlib
 import json
 import random
+import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 import orjson
 
 from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
+from tailorbench.evaluate.interrupt import stop_on_sigint
+from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
+from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
-from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge
+from tailorbench.judges.base import JudgeOptions, PairJudge, StreamingJudge, make_judge
 from tailorbench.personas import cjk_share, persona_attributes
+from tailorbench.redact import redact, redact_obj
 from tailorbench.schema import JudgeInput, Order, PairCase, RunManifest, Verdict
 
 PREDICTIONS = "predictions.jsonl"
 MANIFEST = "manifest.json"
+RESULTS = "results.json"
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C after writing every finished verdict; the message holds the resume command.
+    A KeyboardInterrupt, so callers that stop on Ctrl-C stop here too (the CLI exits 130)."""
 
 
 @dataclass
@@ -53,6 +64,9 @@ class EvalConfig:
     judge_options: dict[str, Any] = field(default_factory=dict)
     setting_options: dict[str, Any] = field(default_factory=dict)
     batch_size: int | None = None
+    #: the run fails (exit code 3) when more than this share of its verdicts failed (calls that never returned
+    #: a usable answer); not a property of the predictions, kept here so `--resume` applies the same rule
+    max_failed: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -65,9 +79,10 @@ class Task:
 
 
 def slug(text: str) -> str:
-    """Directory-safe name of a judge spec: `:`, `/`, `@` and spaces become `_`."""
-    out = text
-    for char in ":/@ ":
+    """Directory-safe name of a judge spec without its credentials: `:`, `/`, `@`, `?`, `&`, `=` and spaces
+    become `_`."""
+    out = redact(text)
+    for char in ":/@ ?&=":
         out = out.replace(char, "_")
     return out
 
@@ -214,13 +229,13 @@ def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], j
     return RunManifest(
         tailorbench_version=__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        judge=config.judge,
+        judge=redact(config.judge),
         setting=config.setting,
         data=config.data,
         dataset_fingerprint=benchmark.fingerprint(),
         seed=config.seed,
         orders=config.orders,
-        config={**asdict(config), "judge_description": judge.describe()},
+        config={**redact_obj(asdict(config)), "judge_description": redact_obj(judge.describe())},
         versions=_versions(),
         data_stats=stats,
         n_cases=len(cases),
@@ -272,38 +287,87 @@ class Progress:
 
 
 async def _judge_all(
-    judge: PairJudge, tasks: list[Task], out: Path, progress: Progress, max_inflight: int = 4
+    judge: PairJudge, tasks: list[Task], out: Path, progress: Progress, stop: asyncio.Event | None = None,
+    max_inflight: int = 4,
 ) -> list[dict[str, Any]]:
-    """Feed the judge batch by batch, keeping a few batches in flight; write each batch as it lands.
-    Returns the prediction rows written."""
+    """Judge every task and append its prediction line the moment its verdict lands (a streaming judge) or its
+    batch lands (any other judge). Once `stop` is set nothing new starts; what is in flight is finished and
+    written. An exception from the judge ends the run, after every finished verdict is written. Returns the
+    rows written."""
+    stop = stop or asyncio.Event()
+    with out.open("ab") as handle:
+        if isinstance(judge, StreamingJudge):
+            return await _judge_streamed(judge, tasks, handle, progress, stop)
+        return await _judge_batched(judge, tasks, handle, progress, stop, max_inflight)
+
+
+async def _judge_streamed(
+    judge: PairJudge, tasks: list[Task], handle: IO[bytes], progress: Progress, stop: asyncio.Event
+) -> list[dict[str, Any]]:
+    """One write (and flush, so a kill -9 keeps it) per verdict: a resume repeats only the calls in flight."""
+    assert isinstance(judge, StreamingJudge)
+    written: list[dict[str, Any]] = []
+    spec = judge.spec
+    stream = judge.judge_stream([t.input for t in tasks], stop)
+    try:
+        async for position, verdict in stream:
+            row = to_prediction(tasks[position], verdict, spec)
+            handle.write(orjson.dumps(row) + b"\n")
+            handle.flush()
+            written.append(row)
+            progress.advance(1)
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    return written
+
+
+async def _judge_batched(
+    judge: PairJudge, tasks: list[Task], handle: IO[bytes], progress: Progress, stop: asyncio.Event,
+    max_inflight: int,
+) -> list[dict[str, Any]]:
+    """A few batches in flight; each is written as it lands (the unit a local model works in)."""
     written: list[dict[str, Any]] = []
     size = max(1, judge.batch_size)
-    batches = [tasks[i : i + size] for i in range(0, len(tasks), size)]
-    with out.open("ab") as handle:
+    queue = (tasks[i : i + size] for i in range(0, len(tasks), size))
 
-        async def one(batch: list[Task]) -> tuple[list[Task], list[Verdict]]:
-            return batch, await judge.judge([t.input for t in batch])
+    async def one(batch: list[Task]) -> tuple[list[Task], list[Verdict]]:
+        return batch, await judge.judge([t.input for t in batch])
 
-        pending: set[asyncio.Task[tuple[list[Task], list[Verdict]]]] = set()
-        queue = iter(batches)
-        for batch in queue:
-            pending.add(asyncio.ensure_future(one(batch)))
-            if len(pending) >= max_inflight:
-                break
+    pending: set[asyncio.Future[tuple[list[Task], list[Verdict]]]] = set()
+    for batch in queue:
+        pending.add(asyncio.ensure_future(one(batch)))
+        if len(pending) >= max_inflight:
+            break
+    error: BaseException | None = None
+    try:
         while pending:
             finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for fut in finished:
+                if fut.exception() is not None:
+                    error = error or fut.exception()
+                    continue
                 batch, verdicts = fut.result()
                 if len(verdicts) != len(batch):
-                    raise RuntimeError(f"judge {judge.spec} returned {len(verdicts)} verdicts for {len(batch)}")
+                    error = error or RuntimeError(
+                        f"judge {judge.spec} returned {len(verdicts)} verdicts for {len(batch)}")
+                    continue
                 rows = [to_prediction(t, v, judge.spec) for t, v in zip(batch, verdicts)]
                 handle.write(b"".join(orjson.dumps(row) + b"\n" for row in rows))
                 written.extend(rows)
                 handle.flush()
                 progress.advance(len(batch))
-                nxt = next(queue, None)
+                nxt = None if stop.is_set() or error is not None else next(queue, None)
                 if nxt is not None:
                     pending.add(asyncio.ensure_future(one(nxt)))
+            if error is not None:
+                raise error
+    finally:
+        for fut in pending:
+            fut.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
     return written
 
 
@@ -316,7 +380,13 @@ def run_eval(
     benchmark: Benchmark | None = None,
     judge: PairJudge | None = None,
 ) -> Path:
-    """Run one judge in one setting into `out` and write results.json, report.md, report.html."""
+    """Run one judge in one setting into `out` and write results.json, report.md, report.html.
+
+    Holds `out/run.lock` while it works (a second process on the same directory gets RunInProgressError).
+    Ctrl-C: the calls in flight finish, every finished verdict is written, the manifest says `interrupted`,
+    and RunInterrupted (a KeyboardInterrupt) carries the resume command. An exception from the judge (e.g.
+    rejected credentials) marks the manifest `stopped` with the error, after every finished verdict is
+    written, and propagates."""
     # The run allocates many long-lived, acyclic records (cases, inputs, prediction rows); the cyclic
     # collector would rescan them again and again (a third of the runner's time on 50k cases). Paused here.
     was_enabled = gc.isenabled()
@@ -336,54 +406,148 @@ async def _run(
     benchmark: Benchmark | None,
     judge: PairJudge | None,
 ) -> Path:
-    from tailorbench.evaluate.results import finalize_run
-
     options = SettingOptions(config.persona_sections, config.setting_options)
     get_setting(config.setting)  # fail on an unknown setting before loading anything
+    check_max_failed(config.max_failed)
     benchmark = benchmark or load_benchmark(config.data, skip_invalid=config.skip_invalid)
     cases = select_cases(config, benchmark)
     if not cases:
         raise ConfigError("no cases left after the filters")
+    out.mkdir(parents=True, exist_ok=True)
+    with RunLock(out):
+        return await _run_locked(config, out, resume, show_progress, benchmark, cases, options, judge)
+
+
+async def _run_locked(
+    config: EvalConfig,
+    out: Path,
+    resume: bool,
+    show_progress: bool,
+    benchmark: Benchmark,
+    cases: list[PairCase],
+    options: SettingOptions,
+    judge: PairJudge | None,
+) -> Path:
+    """The run itself, with this process holding the directory's lock."""
+    from tailorbench.evaluate.results import finalize_run
+
     predictions = out / PREDICTIONS
     if not resume and predictions.exists() and predictions.stat().st_size:
         raise ConfigError(f"{out} already holds predictions: use --resume {out} or another --out")
-    out.mkdir(parents=True, exist_ok=True)
+    before = _previous_manifest(out) if resume else {}
     done = read_done(predictions) if resume else set()
     tasks = [t for t in plan(cases, config.setting, config.orders, config.seed, options)
              if (t.case.id, t.order) not in done]
+    if resume:
+        _say_resumed(out, before, len(done), len(tasks))
     judge = judge or make_judge(
         config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options)
     )
     manifest = _manifest(config, benchmark, cases, judge)
     manifest.config["resumed_with_done"] = len(done)
     write_json_atomic(out / MANIFEST, manifest.model_dump())
+    if tasks:
+        (out / RESULTS).unlink(missing_ok=True)  # an earlier process's results no longer match the predictions
     per_case = len(tasks) / max(1, len({t.case.id for t in tasks}))
-    bar = Progress(len(tasks), f"{config.judge} / {config.setting}", show_progress and bool(tasks), "cases", per_case)
+    bar = Progress(len(tasks), f"{redact(config.judge)} / {config.setting}", show_progress and bool(tasks), "cases", per_case)
+    stop = asyncio.Event()
     written: list[dict[str, Any]] = []
+    ended: tuple[str, str | None] | None = None
     try:
-        if tasks:
-            await judge.prepare([t.input for t in tasks])
-            written = await _judge_all(judge, tasks, predictions, bar)
+        with stop_on_sigint(stop):
+            if tasks:
+                await judge.prepare([t.input for t in tasks])
+                if not stop.is_set():
+                    written = await _judge_all(judge, tasks, predictions, bar, stop)
     except (KeyboardInterrupt, asyncio.CancelledError):
-        manifest.status = "interrupted"
-        write_json_atomic(out / MANIFEST, manifest.model_dump())
+        ended = ("interrupted", None)
+        raise
+    except Exception as exc:
+        ended = ("stopped", f"{type(exc).__name__}: {exc}")
         raise
     finally:
         bar.close()
-        manifest.config["judge_description"] = judge.describe()
+        _record_judge(manifest, judge, before)
         await judge.aclose()
+        if ended is not None:
+            manifest.status, manifest.error = ended  # type: ignore[assignment]
+            write_json_atomic(out / MANIFEST, manifest.model_dump())
     for warning in judge.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    manifest.status = "finished"
     manifest.config["warnings"] = list(judge.warnings)
+    if len(written) < len(tasks):  # only a stop leaves tasks unjudged
+        manifest.status = "interrupted"
+        write_json_atomic(out / MANIFEST, manifest.model_dump())
+        raise RunInterrupted(_announce_interrupted(out, len(done) + len(written), len(done) + len(tasks)))
+    manifest.status = "finished"
     write_json_atomic(out / MANIFEST, manifest.model_dump())
     finalize_run(out, None if done else written)
     return out
 
 
+def _previous_manifest(out: Path) -> dict[str, Any]:
+    """The manifest an earlier process left (empty when there is none)."""
+    path = out / MANIFEST
+    if not path.exists():
+        return {}
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def _say_resumed(out: Path, before: dict[str, Any], done: int, todo: int) -> None:
+    """Tell how the earlier process ended (this process holds the lock now, so `running` means it was
+    killed) before continuing."""
+    status = before.get("status")
+    how = {"running": "was interrupted (its process ended without finishing: killed or crashed)",
+           "interrupted": "was interrupted", "stopped": f"was stopped by an error ({before.get('error')})",
+           "finished": "is finished"}.get(str(status), f"has status {status!r}")
+    print(f"resume: {out} {how}; {done} verdicts on disk, {todo} to judge", file=sys.stderr)
+
+
+def _record_judge(manifest: RunManifest, judge: PairJudge, before: dict[str, Any]) -> None:
+    """The judge's final description, and its model's call counters added to those of earlier processes of
+    this run (`call_stats`: requests, retries, errors by kind ...), so a resumed run reports all of them."""
+    description = judge.describe()
+    manifest.config["judge_description"] = description
+    model = description.get("model")
+    stats = model.get("stats") if isinstance(model, dict) else None
+    earlier = before.get("config", {}).get("call_stats")
+    if isinstance(stats, dict):
+        manifest.config["call_stats"] = add_counts(earlier, stats) if isinstance(earlier, dict) else dict(stats)
+    elif isinstance(earlier, dict):
+        manifest.config["call_stats"] = earlier
+
+
+def add_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Counters of two processes: numbers summed, nested dicts merged the same way, anything else from `b`."""
+    out = dict(a)
+    for key, value in b.items():
+        old = out.get(key)
+        if isinstance(value, dict) and isinstance(old, dict):
+            out[key] = add_counts(old, value)
+        elif isinstance(value, int | float) and isinstance(old, int | float) and not isinstance(value, bool):
+            out[key] = old + value
+        else:
+            out[key] = value if value is not None else old
+    return out
+
+
+def _announce_interrupted(out: Path, have: int, total: int) -> str:
+    """Print what is on disk and the exact command that continues the run; returns that command."""
+    command = f"tailor eval --resume {shlex.quote(str(out))}"
+    print(f"interrupted: {have} of {total} verdicts are in {out / PREDICTIONS}; resume with:\n  {command}",
+          file=sys.stderr)
+    return command
+
+
 def load_config(run_dir: Path) -> EvalConfig:
     """The EvalConfig a run was started with (for --resume)."""
-    manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    path = run_dir / MANIFEST
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} is not a run directory: {MANIFEST} is missing")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("kind", "pairwise") != "pairwise":
+        raise ConfigError(f"{run_dir} is a {manifest['kind']} run: resume it with `tailor {manifest['kind']} --resume`")
     known = EvalConfig.__dataclass_fields__
     return EvalConfig(**{k: v for k, v in manifest["config"].items() if k in known})
 

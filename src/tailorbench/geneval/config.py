@@ -43,3 +43,5 @@ class GenEvalConfig:
     judge_run: str | None = None
     #: cases of the on-the-spot validation (seeded sample of the benchmark); 0 = no validation
     validate_cases: int = 50
+    #: the run fails (exit code 3) when more than this share of its calls (generations and verdicts) failed
+    max_failed: float = 0.0

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import DataError
+from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.metrics import _seed_for, bootstrap_ci
+from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_or_compute, write_json_atomic
 from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
 from tailorbench.geneval.lcwr import length_controlled_win_rate
@@ -182,19 +184,48 @@ def compute_results(run_dir: Path) -> dict[str, Any]:
     if len(records) < planned:
         warnings.append(f"only {len(records)} of {planned} sampled cases have a generated answer (unfinished run)")
     warnings += [f"judge validation: {w}" for w in validation.get("warnings", [])]
+    status = run_state(run_dir, manifest.get("status"))
+    if status != "finished":
+        warnings.append(f"run {'in progress' if status == 'running' else status}: continue it with "
+                        f"`tailor gen-eval --resume {run_dir}`")
+    failures = failure_summary(generations, verdicts, config.get("max_failed", 0.0))
+    if failures["exceeded"]:
+        warnings.append(f"failed calls: {failures['failed']} of {failures['calls']} (more than --max-failed "
+                        f"{100 * failures['max_failed']:g}%): the run exits with code 3")
     usage = {"generation": _usage(generations), "judge": _usage(verdicts)}
     return {
         "kind": "gen-eval",
         "model": manifest["model"], "reference": manifest["reference"], "judge": manifest["judge"],
         "setting": manifest["setting"], "judge_setting": manifest.get("judge_setting", "persona"),
         "data": manifest.get("data"), "dataset_fingerprint": manifest.get("dataset_fingerprint"),
-        "status": manifest.get("status"), "seed": seed, "n_boot": n_boot,
+        "status": status, "seed": seed, "n_boot": n_boot, "failures": failures,
         "cases_planned": planned, "cases_generated": len(records),
         "cases_per_split_tier": manifest.get("cases_per_split_tier", {}),
         "metrics": metrics, "judge_validation": validation, "warnings": warnings, "usage": usage,
         "calls": {"generations": len(generations), "generations_cached": sum(1 for r in generations if r.get("cached")),
                   "verdicts": len(verdicts), "verdicts_cached": sum(1 for r in verdicts if r.get("cached"))},
     }
+
+
+def failure_summary(generations: list[dict[str, Any]], verdicts: list[dict[str, Any]], max_failed: float
+                    ) -> dict[str, Any]:
+    """Calls that never returned a usable answer: failed generations (the benchmark's `chosen` references are
+    no calls) and failed verdicts, the first errors, and whether they exceed `max_failed` (exit code 3)."""
+    calls = [r for r in generations if r.get("source") != "chosen"] + verdicts
+    failed = [r for r in calls if r.get("status") == "failed"]
+    check = FailureCheck("gen-eval", len(failed), len(calls), check_max_failed(max_failed),
+                         first_causes(r.get("error") for r in failed), unit="calls")
+    return {"failed": check.failed, "calls": check.total, "share": check.share, "max_failed": check.max_failed,
+            "exceeded": check.exceeded, "failed_generations": sum(1 for r in failed if "role" in r),
+            "failed_verdicts": sum(1 for r in failed if "role" not in r), "first_errors": check.causes}
+
+
+def check_run(results: dict[str, Any], max_failed: float | None = None, what: str | None = None) -> FailureCheck:
+    """The exit-code-3 rule for a gen-eval run (the twin of `evaluate.results.check_run`)."""
+    block = results.get("failures") or {}
+    limit = check_max_failed(block.get("max_failed", 0.0) if max_failed is None else max_failed)
+    return FailureCheck(what or f"gen-eval {results.get('model')}", int(block.get("failed", 0)),
+                        int(block.get("calls", 0)), limit, list(block.get("first_errors", [])), unit="calls")
 
 
 def _usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -215,5 +246,7 @@ def finalize(run_dir: Path) -> dict[str, Any]:
 
 
 def load_results(run_dir: Path) -> dict[str, Any]:
-    """results.json of a gen-eval run, recomputed when missing (an interrupted run)."""
-    return load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))
+    """results.json of a gen-eval run, recomputed when missing (an interrupted run); status read live."""
+    results = load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))
+    results["status"] = run_state(run_dir, results.get("status"))
+    return results

@@ -18,8 +18,10 @@ import orjson
 from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
+from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.runner import Progress, _versions, read_done
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
+from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
 from tailorbench.geneval.config import CHOSEN, GenEvalConfig
 from tailorbench.geneval.generate import (
@@ -99,6 +101,7 @@ def _check(config: GenEvalConfig) -> None:
         raise ConfigError("--model is required: the model under test, e.g. openai:MODEL@http://host/v1")
     get_setting(config.setting)
     get_setting(config.judge_setting)
+    check_max_failed(config.max_failed)
 
 
 def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, progress: bool = True) -> Path:
@@ -110,31 +113,40 @@ def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, prog
     cases = select_cases(config, benchmark)
     if not cases:
         raise ConfigError("no cases left after the filters")
-    if not resume and (out / GENERATIONS).exists() and (out / GENERATIONS).stat().st_size:
-        raise ConfigError(f"{out} already holds generations: use --resume {out} or another --out")
     out.mkdir(parents=True, exist_ok=True)
-    manifest = _manifest(config, benchmark, cases)
-    write_json_atomic(out / MANIFEST, manifest)
-    notes: list[str] = []
-    try:
-        notes += asyncio.run(_generate_and_judge(config, cases, out, progress))
-        validation = validate_judge(config, out, progress=progress)
-        write_json_atomic(out / VALIDATION, validation)
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        manifest["status"] = "interrupted"
+    with RunLock(out):  # one process per run directory (see evaluate/lock.py)
+        if not resume and (out / GENERATIONS).exists() and (out / GENERATIONS).stat().st_size:
+            raise ConfigError(f"{out} already holds generations: use --resume {out} or another --out")
+        manifest = _manifest(config, benchmark, cases)
         write_json_atomic(out / MANIFEST, manifest)
-        raise
-    manifest["status"] = "finished"
-    manifest["warnings"] = notes
-    write_json_atomic(out / MANIFEST, manifest)
-    results = finalize(out)
+        notes: list[str] = []
+        try:
+            notes += asyncio.run(_generate_and_judge(config, cases, out, progress))
+            validation = validate_judge(config, out, progress=progress)
+            write_json_atomic(out / VALIDATION, validation)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            manifest["status"] = "interrupted"
+            write_json_atomic(out / MANIFEST, manifest)
+            raise
+        except Exception as exc:  # e.g. rejected credentials: what is written stays, the manifest says why
+            manifest["status"], manifest["error"] = "stopped", f"{type(exc).__name__}: {exc}"
+            write_json_atomic(out / MANIFEST, manifest)
+            raise
+        manifest["status"] = "finished"
+        manifest["warnings"] = notes
+        write_json_atomic(out / MANIFEST, manifest)
+        results = finalize(out)
     for warning in results["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     return out
 
 
-def resume_gen_eval(run_dir: Path, progress: bool = True) -> Path:
-    return run_gen_eval(load_config(run_dir), run_dir, resume=True, progress=progress)
+def resume_gen_eval(run_dir: Path, progress: bool = True, max_failed: float | None = None) -> Path:
+    """Continue a gen-eval run (`max_failed`: replace the run's own threshold of failed calls)."""
+    config = load_config(run_dir)
+    if max_failed is not None:
+        config.max_failed = max_failed
+    return run_gen_eval(config, run_dir, resume=True, progress=progress)
 
 
 async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out: Path, progress: bool) -> list[str]:

@@ -7,11 +7,13 @@ with a factory decorated by `@register_judge("name")`; users address it as `name
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from tailorbench.errors import ConfigError
+from tailorbench.redact import redact
 from tailorbench.schema import JudgeInput, Verdict
 
 
@@ -40,6 +42,18 @@ class PairJudge(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """Configuration to record in the run manifest."""
+        ...
+
+
+@runtime_checkable
+class StreamingJudge(Protocol):
+    """Optional: a judge that hands each verdict over the moment it lands (API judges), so the runner writes it
+    at once and a kill loses only the calls in flight. Judges without it are fed batch by batch (`judge`)."""
+
+    def judge_stream(self, inputs: Sequence[JudgeInput], stop: asyncio.Event) -> AsyncIterator[tuple[int, Verdict]]:
+        """Yield `(position in inputs, verdict)` as each verdict lands. Once `stop` is set, start no new call,
+        let the started ones finish (yielding their verdicts), and return: later inputs get no verdict.
+        Failures are `failed` verdicts; an exception (e.g. rejected credentials) ends the stream and the run."""
         ...
 
 
@@ -100,7 +114,7 @@ def make_judge(spec: str, options: JudgeOptions | None = None) -> PairJudge:
     if name not in _REGISTRY:
         raise ConfigError(f"unknown judge {spec!r}; known: {', '.join(known_judges())}")
     judge = _REGISTRY[name](arg, options or JudgeOptions())
-    judge.spec = spec
+    judge.spec = redact(spec)  # what predictions and manifests record: no credentials
     if options and options.batch_size:
         judge.batch_size = options.batch_size
     return judge

@@ -12,8 +12,9 @@ log-probabilities of the labels instead (exact on local HF models; top-20 altern
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,8 @@ LABELS: tuple[Choice, Choice] = ("A", "B")
 JUDGE_KEYS = {"template", "verdict", "temperature", "max_tokens", "top_p", "seed", "reasoning", "reasoning_effort"}
 MODEL_KEYS = {
     "concurrency", "adaptive", "max_concurrency", "max_retries", "timeout", "backoff_base", "backoff_max",
-    "prices", "cache_path", "cache_policy", "transport", "batch_size", "device", "dtype", "max_length",
+    "prices", "cache_path", "cache_policy", "transport", "batch_size", "device", "dtype", "max_length", "api_key_env",
+    "headers",
 }
 
 _STRIP = " \t\r\n*_`'\"“”‘’.,;:!?。，；：！？()[]{}<>（）【】「」《》"
@@ -150,6 +152,41 @@ class LLMJudge(JudgeBase):
             return list(await asyncio.gather(*(self._by_logprobs(item) for item in inputs)))
         return list(await asyncio.gather(*(self._by_text(item) for item in inputs)))
 
+    async def judge_stream(self, inputs: Sequence[JudgeInput], stop: asyncio.Event
+                           ) -> AsyncIterator[tuple[int, Verdict]]:
+        """Verdicts as they land (`judges.base.StreamingJudge`). Calls start only while fewer than the model's
+        window are running, so after `stop` only the calls really in flight finish."""
+        call = self._by_logprobs if self.verdict_mode == "logprobs" else self._by_text
+        landed: asyncio.Queue[tuple[int, asyncio.Future[Verdict]]] = asyncio.Queue()
+        live: set[asyncio.Future[Verdict]] = set()
+        following = 0
+        try:
+            while True:
+                window = dispatch_window(self.model)
+                while following < len(inputs) and not stop.is_set() and (window is None or len(live) < window):
+                    started: asyncio.Future[Verdict] = asyncio.ensure_future(call(inputs[following]))
+                    live.add(started)
+                    started.add_done_callback(functools.partial(_landed, landed, following))
+                    following += 1
+                if not live:
+                    return
+                position, fut = await landed.get()
+                live.discard(fut)
+                if fut.exception() is None:
+                    yield position, fut.result()
+                    continue
+                for other in live:  # an exception ends the stream: abandon the running calls ...
+                    other.cancel()
+                live.clear()
+                while not landed.empty():  # ... but hand over the verdicts that already landed
+                    position, done = landed.get_nowait()
+                    if not done.cancelled() and done.exception() is None:
+                        yield position, done.result()
+                fut.result()  # raises
+        finally:
+            for fut in live:  # the consumer stopped reading (its own error): abandon the calls still running
+                fut.cancel()
+
     async def _by_text(self, item: JudgeInput) -> Verdict:
         outcome = await self.model.chat(self.messages(item), self.params)
         if isinstance(outcome, CallFailure):
@@ -216,6 +253,19 @@ class LLMJudge(JudgeBase):
             "params": self.params.key_dict(),
             "parse": dict(self.parse_counts),
         }
+
+
+def _landed(queue: asyncio.Queue[tuple[int, asyncio.Future[Verdict]]], position: int,
+            fut: asyncio.Future[Verdict]) -> None:
+    queue.put_nowait((position, fut))
+
+
+def dispatch_window(model: ChatModel) -> int | None:
+    """How many calls may run at once: a remote model's current concurrency limit (what its limiter lets
+    through, so nothing waits in a queue that a stop would have to drain), or None for a model without one (a
+    local model batches whatever arrives: the whole batch in progress is in flight)."""
+    limit = getattr(getattr(model, "limiter", None), "limit", None)
+    return max(1, int(limit)) if isinstance(limit, int | float) else None
 
 
 @register_judge("llm")

@@ -1,0 +1,88 @@
+"""The lock of a run directory: a process that writes a run holds `run.lock` (`flock`) for as long as it lives.
+
+Why: a manifest says `running` both while a process works and after that process was killed (kill -9, a
+crash, a lost machine). The kernel drops an flock with its process, so "running and the lock is free" means
+interrupted, and a second process can never append to predictions another one is writing. The file stays in
+the directory (removing a lock file races with the next taker); it holds the pid of the last holder.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+
+from tailorbench.errors import ConfigError
+
+LOCK = "run.lock"
+
+
+class RunInProgressError(ConfigError):
+    """Another live process holds the run directory's lock (exit code 2)."""
+
+
+def _holder(path: Path) -> str:
+    try:
+        pid = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return "another process"
+    return f"process {pid}" if pid.isdigit() else "another process"
+
+
+class RunLock:
+    """An exclusive, non-blocking flock on `<run_dir>/run.lock`, held until `release` (or process exit)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / LOCK
+        self._fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        """Take the lock or raise RunInProgressError naming the holder; records this process's pid."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunInProgressError(
+                f"{self.path.parent}: run is in progress ({_holder(self.path)} holds {self.path}); "
+                "wait for it to finish or stop it first") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()
+
+
+def is_locked(run_dir: Path) -> bool:
+    """True while a live process (this one included) holds the run directory's lock."""
+    path = Path(run_dir) / LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the probe's own shared lock
+    return False
+
+
+def run_state(run_dir: Path, status: str | None) -> str:
+    """The status to report: a manifest saying `running` whose lock no process holds was interrupted."""
+    if status == "running" and not is_locked(run_dir):
+        return "interrupted"
+    return status or "unknown"
