@@ -1,5 +1,6 @@
 """Atomic writes: every file tailorbench writes goes to a temporary sibling first and is renamed into place,
-so an interrupted or failed run never leaves half a file where a good one was."""
+so an interrupted or failed run never leaves half a file where a good one was. Every text written here has
+the process's registered secrets masked (`redact.py`), a last guard behind redaction at the sources."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from tailorbench.redact import redact_registered
+
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(redact_registered(text), encoding="utf-8")
     tmp.replace(path)
     return path
 
@@ -41,7 +44,8 @@ def write_jsonl_atomic(path: str | Path, rows: Iterable[dict[str, Any] | str]) -
     count = 0
     with tmp.open("w", encoding="utf-8") as handle:
         for row in rows:
-            handle.write((row if isinstance(row, str) else json.dumps(row, ensure_ascii=False)) + "\n")
+            line = row if isinstance(row, str) else json.dumps(row, ensure_ascii=False)
+            handle.write(redact_registered(line) + "\n")
             count += 1
     tmp.replace(path)
     return count

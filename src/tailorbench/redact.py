@@ -13,6 +13,7 @@ name, predictions, manifest, results, reports, stderr or the call cache. Two mec
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from typing import Any
@@ -24,8 +25,11 @@ SECRET_QUERY_KEYS = frozenset({
     "key", "apikey", "api_key", "token", "access_token", "auth", "authorization", "password", "pass", "secret",
     "client_secret", "sig", "signature", "x_api_key", "subscription_key", "code",
 })
-#: secrets shorter than this are not registered (replacing "a" everywhere would destroy text, not protect it)
-MIN_SECRET_LENGTH = 4
+#: secrets shorter than this are not registered: masking a short word in every file written would damage data
+#: (real API keys are 20-200 characters); short header values are still masked where options are stored
+MIN_SECRET_LENGTH = 8
+#: placeholders local servers are given instead of a key
+PLACEHOLDERS = frozenset({"EMPTY", "empty", "none", "None", "dummy", "sk-no-key-required", "no-key", "not-needed"})
 
 _URL = re.compile(r"""https?://[^\s"'<>\\`]+""", re.IGNORECASE)
 _SECRETS: set[str] = set()
@@ -40,7 +44,7 @@ def _secret_key(name: str) -> bool:
 def register_secret(value: str | None) -> None:
     """Remember a secret value (and its URL-encoded form) so `redact` masks it wherever it appears."""
     global _PATTERN
-    if not value or len(value) < MIN_SECRET_LENGTH:
+    if not value or len(value) < MIN_SECRET_LENGTH or value in PLACEHOLDERS:
         return
     forms = {value, quote(value, safe=""), unquote(value)}
     with _LOCK:
@@ -111,6 +115,23 @@ def redact_obj(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact_obj(v) for v in value]
     return value
+
+
+def public_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Judge or model options as they may be stored: every string redacted, and each literal value of a
+    `headers` option masked (a `$VAR` reference is kept, so a resumed run reads the header again)."""
+    out = redact_obj(dict(options))
+    headers = options.get("headers")
+    if headers:
+        parsed = headers
+        if isinstance(headers, str):
+            try:
+                parsed = json.loads(headers)
+            except ValueError:
+                return {**out, "headers": MASK}
+        if isinstance(parsed, dict):
+            out["headers"] = {k: v if isinstance(v, str) and v.startswith("$") else MASK for k, v in parsed.items()}
+    return out
 
 
 def is_redacted(text: str) -> bool:

@@ -117,7 +117,9 @@ class RecordingServer:
                     owner.requests.append(request)
                 expected = f"Bearer {owner.require_key}"
                 if owner.require_key is not None and self.headers.get("Authorization") != expected:
-                    refusal = {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                    # echoes what it got, as some providers do: the client must redact it
+                    sent = self.headers.get("Authorization", "")
+                    refusal = {"message": f"Incorrect API key provided: {sent}", "type": "invalid_request_error",
                                "code": "invalid_api_key"}
                     self._answer(401, {"error": refusal})
                     return

@@ -38,7 +38,7 @@ from tailorbench.models.base import (
 from tailorbench.models.cache import CallCache, shared_cache
 from tailorbench.models.limiter import Limiter
 from tailorbench.models.pricing import PriceTable
-from tailorbench.redact import public_url, redact, register_secret, secret_query
+from tailorbench.redact import MASK, public_url, redact, register_secret, secret_query
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -131,6 +131,7 @@ class OpenAICompatModel:
         self.api_key_env = str(api_key_env)
         self._api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
         register_secret(self._api_key)
+        _refuse_masked(base_url, headers)
         self.base_url, self._default_query = _split_base_url(base_url)
         #: the base URL as it may be shown and stored (no credentials)
         self.public_base_url = public_url(base_url)
@@ -492,6 +493,20 @@ class OpenAICompatModel:
             "cache": self.cache.describe(),
             "stats": self.stats.as_dict(),
         }
+
+
+def _refuse_masked(base_url: str | None, headers: str | dict[str, Any] | None) -> None:
+    """A spec read back from a run directory has its credentials masked: say how to give them again."""
+    if base_url and MASK in base_url:
+        raise ConfigError(
+            f"the base URL {base_url} holds a masked credential: credentials are never stored in a run directory. "
+            "Start the run with the key in an environment variable (--judge-option api_key_env=VAR), not in the URL"
+        )
+    if headers and MASK in json.dumps(headers):
+        raise ConfigError(
+            "a header was given as a literal value, which is never stored in a run directory: give it as "
+            '$VAR (--judge-option \'headers={"Name": "$VAR"}\') to resume'
+        )
 
 
 def _split_base_url(url: str | None) -> tuple[str | None, dict[str, str]]:
