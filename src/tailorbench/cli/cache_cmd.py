@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 
 from tailorbench.cli.common import print_json, user_errors
+from tailorbench.failures import EXIT_BAD_INPUT
 
 cache_app = typer.Typer(help="The model call cache (SQLite): stats and clear.", no_args_is_help=True)
 
 _PATH_HELP = "cache file (default: $TAILORBENCH_CALL_CACHE or ~/.cache/tailorbench/calls.sqlite)"
+
+
+@contextmanager
+def _cache_errors(path: Path | None) -> Iterator[None]:
+    """A cache file SQLite cannot open (a directory, no permission, not a database) is bad input: exit 2."""
+    with user_errors():
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            typer.echo(f"error: cannot use the call cache {path or '(default path)'}: {exc}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
 @cache_app.command("stats")
@@ -21,7 +36,7 @@ def stats_command(
     """Entries and size, per backend / model / base URL."""
     from tailorbench import api
 
-    with user_errors():
+    with _cache_errors(path):
         stats = api.cache_stats(path)
     if json_out:
         print_json(stats)
@@ -45,11 +60,20 @@ def clear_command(
     """Delete cached calls (all of them, one model's, or old ones)."""
     from tailorbench import api
 
-    if not yes:
-        typer.confirm("delete the cached calls?", abort=True)
-    with user_errors():
+    if not yes and not _confirmed("delete the cached calls?"):
+        typer.echo("nothing removed", err=True)
+        return
+    with _cache_errors(path):
         removed = api.cache_clear(path, model=model, older_than_days=older_than_days)
     typer.echo(f"removed {removed} entries", err=True)
+
+
+def _confirmed(question: str) -> bool:
+    """The user's yes; no answer at all (stdin closed) is a no, not an error."""
+    try:
+        return bool(typer.confirm(question, default=False))
+    except typer.Abort:
+        return False
 
 
 def register(app: typer.Typer) -> None:

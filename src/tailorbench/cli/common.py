@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import typer
 
 from tailorbench.errors import TailorError
-from tailorbench.redact import redact
 from tailorbench.failures import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, FailureCheck
+from tailorbench.redact import redact
 
 T = TypeVar("T")
 

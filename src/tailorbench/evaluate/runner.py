@@ -507,7 +507,7 @@ def _say_resumed(out: Path, before: dict[str, Any], done: int, todo: int) -> Non
 def _record_judge(manifest: RunManifest, judge: PairJudge, before: dict[str, Any]) -> None:
     """The judge's final description, and its model's call counters added to those of earlier processes of
     this run (`call_stats`: requests, retries, errors by kind ...), so a resumed run reports all of them."""
-    description = judge.describe()
+    description = redact_obj(judge.describe())
     manifest.config["judge_description"] = description
     model = description.get("model")
     stats = model.get("stats") if isinstance(model, dict) else None
