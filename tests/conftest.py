@@ -7,6 +7,7 @@ server must never pass by being skipped.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -108,22 +109,23 @@ class LlamaServer:
         return "\n".join(lines[-n:])
 
 
-def _get_json(url: str, timeout: float = 2.0) -> dict[str, object]:
-    with urllib.request.urlopen(url, timeout=timeout) as resp:
+def _get_json(url: str, timeout: float = 2.0, headers: dict[str, str] | None = None) -> dict[str, object]:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=timeout) as resp:
         return dict(json.loads(resp.read()))
 
 
-@pytest.fixture(scope="session")
-def llama_server(
-    tiny_gguf: Path, test_assets: ModuleType, tmp_path_factory: pytest.TempPathFactory
+@contextlib.contextmanager
+def _llama_server(
+    tiny_gguf: Path, test_assets: ModuleType, log_dir: Path, api_key: str | None = None
 ) -> Iterator[LlamaServer]:
-    """``python -m llama_cpp.server`` on 127.0.0.1 serving the tiny GGUF, with a counting proxy in front."""
+    """``python -m llama_cpp.server`` on 127.0.0.1 serving the tiny GGUF, with a counting proxy in front;
+    with ``api_key`` the server refuses (401) every request without ``Authorization: Bearer <api_key>``."""
     if not test_assets.server_importable():
         pytest.fail(
             f"llama_cpp.server ({test_assets.LLAMA_CPP_VERSION}) is not installed: {HOW_TO_BUILD}", pytrace=False
         )
     port = free_port()
-    log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
+    log_path = log_dir / "server.log"
     cmd = [
         sys.executable,
         "-m",
@@ -145,6 +147,9 @@ def llama_server(
         "--seed",
         "0",
     ]
+    if api_key is not None:
+        cmd += ["--api_key", api_key]
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key is not None else {}
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -157,7 +162,7 @@ def llama_server(
             if proc.poll() is not None:
                 break
             try:
-                models = _get_json(f"{direct}/v1/models")
+                models = _get_json(f"{direct}/v1/models", headers=headers)
                 break
             except (urllib.error.URLError, OSError, ValueError):
                 time.sleep(0.1)
@@ -185,6 +190,28 @@ def llama_server(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def llama_server(
+    tiny_gguf: Path, test_assets: ModuleType, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LlamaServer]:
+    """The real llama.cpp server (no key) behind a counting proxy."""
+    with _llama_server(tiny_gguf, test_assets, tmp_path_factory.mktemp("llama_server")) as server:
+        yield server
+
+
+#: the key `llama_server_keyed` requires
+LLAMA_KEY = "sk-tailorbench-llama-0123456789"
+
+
+@pytest.fixture(scope="session")
+def llama_server_keyed(
+    tiny_gguf: Path, test_assets: ModuleType, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LlamaServer]:
+    """The real llama.cpp server started with ``--api_key LLAMA_KEY``, as hosted providers check keys."""
+    with _llama_server(tiny_gguf, test_assets, tmp_path_factory.mktemp("llama_keyed"), api_key=LLAMA_KEY) as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)
