@@ -31,7 +31,7 @@ from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
 from tailorbench.judges.base import JudgeOptions, PairJudge, StreamingJudge, make_judge
 from tailorbench.personas import cjk_share, persona_attributes
-from tailorbench.redact import redact, redact_obj
+from tailorbench.redact import public_options, redact, redact_obj
 from tailorbench.schema import JudgeInput, Order, PairCase, RunManifest, Verdict
 
 PREDICTIONS = "predictions.jsonl"
@@ -79,10 +79,10 @@ class Task:
 
 
 def slug(text: str) -> str:
-    """Directory-safe name of a judge spec without its credentials: `:`, `/`, `@`, `?`, `&`, `=` and spaces
-    become `_`."""
+    """Directory-safe name of a judge spec without its credentials: `:`, `/`, `@`, `?`, `&`, `=`, `*`, `[`,
+    `]`, `,` and spaces become `_`."""
     out = redact(text)
-    for char in ":/@ ?&=":
+    for char in ":/@ ?&=*[],":
         out = out.replace(char, "_")
     return out
 
@@ -235,7 +235,8 @@ def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], j
         dataset_fingerprint=benchmark.fingerprint(),
         seed=config.seed,
         orders=config.orders,
-        config={**redact_obj(asdict(config)), "judge_description": redact_obj(judge.describe())},
+        config={**redact_obj(asdict(config)), "judge_options": public_options(config.judge_options),
+                "judge_description": redact_obj(judge.describe())},
         versions=_versions(),
         data_stats=stats,
         n_cases=len(cases),
@@ -449,7 +450,8 @@ async def _run_locked(
     if tasks:
         (out / RESULTS).unlink(missing_ok=True)  # an earlier process's results no longer match the predictions
     per_case = len(tasks) / max(1, len({t.case.id for t in tasks}))
-    bar = Progress(len(tasks), f"{redact(config.judge)} / {config.setting}", show_progress and bool(tasks), "cases", per_case)
+    label = f"{redact(config.judge)} / {config.setting}"
+    bar = Progress(len(tasks), label, show_progress and bool(tasks), "cases", per_case)
     stop = asyncio.Event()
     written: list[dict[str, Any]] = []
     ended: tuple[str, str | None] | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from tailorbench.errors import ConfigError
@@ -100,6 +100,22 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     return name.strip().lower(), (arg.strip() or None) if sep else None
 
 
+def split_spec_options(spec: str) -> tuple[str, dict[str, str]]:
+    """`SPEC[key=value,key2=value2]` -> (SPEC, options of this judge alone), so judges of one run can differ,
+    e.g. two providers with their own `api_key_env`. A spec without a trailing `[...]` has none."""
+    text = spec.strip()
+    if not text.endswith("]") or "[" not in text:
+        return text, {}
+    base, _, inner = text[:-1].rpartition("[")
+    options: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in inner.split(","))):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"judge {spec!r}: options in [...] are KEY=VALUE separated by commas, got {pair!r}")
+        options[key.strip()] = value.strip()
+    return base.strip(), options
+
+
 def known_judges() -> list[str]:
     return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
 
@@ -108,7 +124,10 @@ def make_judge(spec: str, options: JudgeOptions | None = None) -> PairJudge:
     """Build a judge from its spec string; unknown names fail before any work starts."""
     import importlib
 
-    name, arg = parse_spec(spec)
+    bare, own = split_spec_options(spec)
+    if own:
+        options = replace(options or JudgeOptions(), extra={**(options.extra if options else {}), **own})
+    name, arg = parse_spec(bare)
     if name not in _REGISTRY and name in _BUILTIN_MODULES:
         importlib.import_module(_BUILTIN_MODULES[name])
     if name not in _REGISTRY:
