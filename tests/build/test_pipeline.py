@@ -117,7 +117,10 @@ def test_failures_are_counted(tmp_path: Path, llama_server: LlamaServer, call_ca
                    templates={"profile": str(template)}, generation={"max_tokens": 24})
     llama_server.reset()
     result = CliRunner().invoke(app, ["build", "run", str(path), "--json"])
-    assert result.exit_code == 0, result.output
+    # a stage that produced nothing fails the build (exit 3), with its first causes; the summary is still printed
+    assert result.exit_code == 3, result.output
+    assert "error: stage profile produced nothing (2 items); first causes: " in result.stderr
+    assert "not valid JSON" in result.stderr and "(x2)" in result.stderr
     stages = {s["name"]: s for s in json.loads(result.stdout)["stages"]}
     profile = stages["profile"]
     assert (profile["items"], profile["ok"], profile["gave_up"]) == (2, 0, 2)

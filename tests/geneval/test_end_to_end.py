@@ -31,9 +31,9 @@ def _spec(server: LlamaServer) -> str:
     return f"openai:{server.model}@{server.base_url}"
 
 
-def _gen_eval(args: list[str]) -> dict[str, Any]:
+def _gen_eval(args: list[str], exit_code: int = 0) -> dict[str, Any]:
     out = CliRunner().invoke(app, ["gen-eval", "--data", "demo", "--no-progress", "--json", "--n-boot", "200", *args])
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == exit_code, out.output
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
@@ -178,9 +178,14 @@ def test_failed_generations_and_invalid_verdicts_are_counted(
     upstream = llama_server.direct_base_url.removesuffix("/v1")
     with fault_proxy(upstream, FaultPlan(share=1.0, kinds=("500",))) as proxy:
         failing = f"openai:{llama_server.model}@{proxy.url}/v1"
+        # every generation of the model under test failed: the work failed, exit 3 (results still written)
         result = _gen_eval(["--model", failing, "--judge", "longer", "--per-tier", "1", "--validate-cases", "2",
                             "--model-option", "max_retries=1", "--model-option", "backoff_base=0.01",
-                            "--out", str(tmp_path / "fail")])
+                            "--max-failed", "1", "--out", str(tmp_path / "fail")], exit_code=3)
+    failures = result["failures"]
+    assert (failures["failed"], failures["calls"], failures["failed_generations"], failures["exceeded"]) == (
+        6, 6, 6, True)
+    assert "HTTP 500" in failures["first_errors"][0] and any("exits with code 3" in w for w in result["warnings"])
     total = result["metrics"]["all"]
     assert (total["n_cases"], total["gen_failed"], total["n"], total["win_rate"]) == (6, 6, 0, None)
     assert any("6 generation(s) of the model under test failed" in w for w in result["warnings"])

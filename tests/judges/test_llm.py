@@ -25,9 +25,9 @@ pytestmark = pytest.mark.server
 TAILOR = str(Path(sys.executable).parent / "tailor")
 
 
-def _eval(args: list[str]) -> dict[str, object]:
+def _eval(args: list[str], exit_code: int = 0) -> dict[str, object]:
     out = CliRunner().invoke(app, ["eval", "--data", "demo", "--no-progress", "--json", *args])
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == exit_code, out.output
     result: dict[str, object] = json.loads(out.stdout)
     return result
 
@@ -82,7 +82,7 @@ def test_unparseable_and_failed_are_counted(llama_server: LlamaServer, call_cach
     with fault_proxy(upstream, FaultPlan(share=1.0, kinds=("500",))) as proxy:
         result = _eval(["--judge", f"llm:openai:{llama_server.model}@{proxy.url}/v1", "--limit", "2",
                         "--setting", "none", "--judge-option", "max_retries=1", "--judge-option", "backoff_base=0.01",
-                        "--out", str(tmp_path / "fail")])
+                        "--out", str(tmp_path / "fail")], exit_code=3)  # every verdict failed: exit 3
     rows = _rows(tmp_path / "fail")
     assert {r["status"] for r in rows} == {"failed"}
     assert all("HTTP 500" in str(r["error"]) for r in rows)
