@@ -31,7 +31,7 @@ def test_two_providers_two_keys_one_run(tmp_path: Path, call_cache: Path) -> Non
             chat = server.chat_requests()
             assert len(chat) == 4
             assert all(("authorization", f"Bearer {key}") in r.header_set() for r in chat)
-        runs = sorted(p for p in (tmp_path / "runs").iterdir() if p.is_dir())
+        runs = sorted((p for p in (tmp_path / "runs").iterdir() if p.is_dir()), key=lambda p: "TB_KEY_A" not in p.name)
         assert len(runs) == 2
         manifests = [json.loads((r / "manifest.json").read_text()) for r in runs]
         described = {m["config"]["judge_description"]["model"]["api_key_env"] for m in manifests}
