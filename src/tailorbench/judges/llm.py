@@ -261,11 +261,14 @@ def _landed(queue: asyncio.Queue[tuple[int, asyncio.Future[Verdict]]], position:
 
 
 def dispatch_window(model: ChatModel) -> int | None:
-    """How many calls may run at once: a remote model's current concurrency limit (what its limiter lets
-    through, so nothing waits in a queue that a stop would have to drain), or None for a model without one (a
-    local model batches whatever arrives: the whole batch in progress is in flight)."""
+    """How many calls may run at once, so that nothing waits in a queue a stop would have to drain: a remote
+    model's current concurrency limit (what its limiter lets through; it grows and shrinks as the run goes), a
+    local model's batch size (its batch in progress), else None (no limit)."""
     limit = getattr(getattr(model, "limiter", None), "limit", None)
-    return max(1, int(limit)) if isinstance(limit, int | float) else None
+    if isinstance(limit, int | float):
+        return max(1, int(limit))
+    size = getattr(model, "batch_size", None)
+    return max(1, size) if isinstance(size, int) else None
 
 
 @register_judge("llm")
