@@ -111,3 +111,16 @@ def test_ctrl_c_in_any_verb_is_130(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(api, "check_data", interrupted)
     assert runner.invoke(app, ["data", "check", "demo"]).exit_code == 130
+
+
+def test_resume_of_a_broken_or_foreign_run_directory_is_exit_2(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{not json", encoding="utf-8")
+    result = runner.invoke(app, ["eval", "--resume", str(broken)])
+    assert result.exit_code == 2 and "manifest.json:1: malformed JSON" in result.stderr
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    (gen / "manifest.json").write_text('{"kind": "gen-eval", "config": {}}', encoding="utf-8")
+    result = runner.invoke(app, ["eval", "--resume", str(gen)])
+    assert result.exit_code == 2 and "tailor gen-eval --resume" in result.stderr

@@ -23,7 +23,7 @@ import orjson
 
 from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
-from tailorbench.errors import ConfigError
+from tailorbench.errors import ConfigError, DataError
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
@@ -439,7 +439,7 @@ async def _run_locked(
     done = read_done(predictions) if resume else set()
     tasks = [t for t in plan(cases, config.setting, config.orders, config.seed, options)
              if (t.case.id, t.order) not in done]
-    if resume:
+    if before:
         _say_resumed(out, before, len(done), len(tasks))
     judge = judge or make_judge(
         config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options)
@@ -492,7 +492,14 @@ def _previous_manifest(out: Path) -> dict[str, Any]:
     path = out / MANIFEST
     if not path.exists():
         return {}
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return _read_manifest(path)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(path, exc.lineno, None, f"malformed JSON: {exc.msg}") from None
     return data
 
 
@@ -547,7 +554,7 @@ def load_config(run_dir: Path) -> EvalConfig:
     path = run_dir / MANIFEST
     if not path.is_file():
         raise ConfigError(f"{run_dir} is not a run directory: {MANIFEST} is missing")
-    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest = _read_manifest(path)
     if manifest.get("kind", "pairwise") != "pairwise":
         raise ConfigError(f"{run_dir} is a {manifest['kind']} run: resume it with `tailor {manifest['kind']} --resume`")
     known = EvalConfig.__dataclass_fields__
