@@ -38,6 +38,7 @@ from tailorbench.geneval.sampling import stratified_sample
 from tailorbench.geneval.validation import VALIDATION, validate_judge
 from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge
 from tailorbench.models.base import GenParams, make_chat_model
+from tailorbench.redact import public_options, redact, redact_obj
 from tailorbench.schema import ORDERS, JudgeInput, Order, PairCase, Verdict
 
 KIND = "gen-eval"
@@ -67,15 +68,16 @@ def _manifest(config: GenEvalConfig, benchmark: Benchmark, cases: list[PairCase]
         "kind": KIND,
         "tailorbench_version": __version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "model": config.model,
-        "reference": config.reference,
-        "judge": config.judge,
+        "model": redact(config.model),
+        "reference": redact(config.reference),
+        "judge": redact(config.judge),
         "setting": config.setting,
         "judge_setting": config.judge_setting,
         "data": config.data,
         "dataset_fingerprint": benchmark.fingerprint(),
         "seed": config.seed,
-        "config": asdict(config),
+        "config": {**redact_obj(asdict(config)), "model_options": public_options(config.model_options),
+                   "judge_options": public_options(config.judge_options)},
         "versions": _versions(),
         "data_stats": benchmark.stats(),
         "n_cases": len(cases),
