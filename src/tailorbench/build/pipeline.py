@@ -32,6 +32,7 @@ from tailorbench.files import write_json_atomic, write_jsonl_atomic
 from tailorbench.models.base import ChatModel, GenParams, make_chat_model
 from tailorbench.personas import render_persona, select_sections
 from tailorbench.prompts import split_messages
+from tailorbench.redact import redact
 from tailorbench.schema import PairCase
 
 VARIANTS = {"A1": "full persona", "A2": "masked persona", "A3": "no persona"}
@@ -341,7 +342,7 @@ def export(config: BuildConfig, stats: StageStats, profiles: list[dict[str, Any]
             meta={"pair_rule": p["rule"], "expected_difficulty": p["expected_difficulty"],
                   "tier_source": "expected_difficulty (not annotated)", "chosen_variant": p["chosen_variant"],
                   "rejected_variant": p["rejected_variant"], "question_id": p["question_id"], "scene": p["scene"],
-                  "masked": p["masked"], "build": config.name, "model": config.model},
+                  "masked": p["masked"], "build": config.name, "model": redact(config.model)},
         )
         for p in pairs
     ]
