@@ -42,7 +42,10 @@ JUDGE_ZH = [
         ),
     }
 ]
-LOGPROB_TOL = 2e-3
+#: llama.cpp's f32 kernels sum in an order that depends on the CPU features its wheel was built for: the same
+#: model gave differences up to 1.9e-3 on one build and 2.7e-3 on another (2026-12-01), against HF's float64
+#: log-softmax of float32 logits
+LOGPROB_TOL = 5e-3
 
 
 @pytest.fixture(scope="module")
