@@ -205,12 +205,31 @@ def parse_model_spec(spec: str) -> ModelSpec:
         model, url = model.strip(), url.strip()
         if not model:
             raise ConfigError(f"bad model spec {spec!r}: the model name is empty")
-        if at and not re.match(r"^https?://[^\s/]+", url):
-            raise ConfigError(f"bad model spec {spec!r}: the part after @ must be an http(s):// base URL")
+        if at:
+            _check_base_url(spec, url)
         return ModelSpec("openai", model, url.rstrip("/") if at else None)
     if backend == "hf":
         return ModelSpec("hf", rest)
     raise ConfigError(f"unknown model backend {backend!r} in {spec!r}; known: openai, hf")
+
+
+def _check_base_url(spec: str, url: str) -> None:
+    """An http(s) URL with a host and, if any, a numeric port: a typo is a ConfigError, not a traceback."""
+    from urllib.parse import urlsplit
+
+    from tailorbench.redact import redact
+
+    shown = redact(spec)
+    if not re.match(r"^https?://[^\s/]+", url):
+        raise ConfigError(f"bad model spec {shown!r}: the part after @ must be an http(s):// base URL")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"bad model spec {shown!r}: {exc} (the port must be a number from 0 to 65535)") from None
+    if not parts.hostname:
+        raise ConfigError(f"bad model spec {shown!r}: the base URL has no host")
+    del port
 
 
 def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatModel:

@@ -28,6 +28,7 @@ from tailorbench.models.base import (
     strip_think,
 )
 from tailorbench.models.cache import CallCache, call_key, shared_cache
+from tailorbench.options import as_int
 
 
 @dataclass
@@ -63,9 +64,9 @@ class HFChatModel:
         self.spec = spec or f"hf:{model}"
         self.device = device
         self.dtype = dtype
-        self.batch_size = int(batch_size)
-        self.max_length = int(max_length) if max_length else None
-        self.seed = int(seed)
+        self.batch_size = as_int("batch_size", batch_size, minimum=1)
+        self.max_length = as_int("max_length", max_length, minimum=1) if max_length else None
+        self.seed = as_int("seed", seed)
         self.stats = CallStats()
         self.cache = cache if cache is not None else shared_cache(cache_path, cache_policy)
         self._lm: Any = None

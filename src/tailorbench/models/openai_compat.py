@@ -38,6 +38,7 @@ from tailorbench.models.base import (
 from tailorbench.models.cache import CallCache, shared_cache
 from tailorbench.models.limiter import Limiter
 from tailorbench.models.pricing import PriceTable
+from tailorbench.options import as_bool, as_choice, as_float, as_int
 from tailorbench.redact import MASK, public_url, redact, register_secret, secret_query
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -46,12 +47,6 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 #: OpenAI returns at most 20 alternatives per position
 MAX_TOP_LOGPROBS = 20
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
 
 
 def proxies_configured() -> bool:
@@ -139,20 +134,21 @@ class OpenAICompatModel:
         self._headers = self._resolve_headers()
         self.spec = redact(spec or (f"openai:{model}@{base_url}" if base_url else f"openai:{model}"))
         self.stats = CallStats()
-        self.max_retries = int(max_retries)
-        self.timeout = float(timeout)
-        self.backoff_base = float(backoff_base)
-        self.backoff_max = float(backoff_max)
-        self.limiter = Limiter(int(concurrency), adaptive=_truthy(adaptive), maximum=int(max_concurrency))
+        self.max_retries = as_int("max_retries", max_retries, minimum=0)
+        self.timeout = as_float("timeout", timeout, minimum=0.0, exclusive_minimum=True)
+        self.backoff_base = as_float("backoff_base", backoff_base, minimum=0.0)
+        self.backoff_max = as_float("backoff_max", backoff_max, minimum=0.0)
+        start = as_int("concurrency", concurrency, minimum=1)
+        self.limiter = Limiter(start, adaptive=as_bool("adaptive", adaptive),
+                               maximum=as_int("max_concurrency", max_concurrency, minimum=1))
         self.prices = PriceTable.load(prices)
         self.cache = cache if cache is not None else shared_cache(cache_path, cache_policy)
-        self._rng = random.Random(int(seed))
-        if transport not in ("lean", "httpx"):
-            raise ConfigError(f"transport must be lean or httpx, got {transport!r}")
+        self._rng = random.Random(as_int("seed", seed))
+        transport = as_choice("transport", transport, ("lean", "httpx"))
         self.requested_transport = transport
         # behind a proxy the SDK's own transport carries every call (it reads the proxy variables)
         self.transport = "httpx" if proxies_configured() else transport
-        self.start_concurrency = int(concurrency)
+        self.start_concurrency = start
         self._client: Any = None
         self._http: Any = None
         self._httpx: Any = None

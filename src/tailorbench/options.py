@@ -1,0 +1,92 @@
+"""Typed reading of `KEY=VALUE` options (judge options, backend options, config fields).
+
+Why: options arrive as strings from the command line and as numbers from the Python API; `int("abc")` deep in
+a backend is a traceback, and `concurrency=0` or `max_retries=-1` silently accepted is worse. Every reader here
+gives one ConfigError naming the option, what it must be, and what it got, before any work starts.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tailorbench.errors import ConfigError
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def _fail(name: str, what: str, value: Any) -> ConfigError:
+    return ConfigError(f"option {name} must be {what}, got {value!r}")
+
+
+def as_int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer (a string of digits or a whole float such as 1e3), within [minimum, maximum]."""
+    if isinstance(value, bool):
+        raise _fail(name, "an integer", value)
+    try:
+        if isinstance(value, str):
+            text = value.strip()
+            number = int(text) if text.lstrip("+-").isdigit() else float(text)
+        else:
+            number = value
+        if isinstance(number, float):
+            if not number.is_integer():
+                raise ValueError(value)
+            number = int(number)
+        if not isinstance(number, int):
+            raise ValueError(value)
+    except (TypeError, ValueError, OverflowError):
+        raise _fail(name, _range("an integer", minimum, maximum), value) from None
+    if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+        raise _fail(name, _range("an integer", minimum, maximum), value)
+    return number
+
+
+def as_float(name: str, value: Any, minimum: float | None = None, maximum: float | None = None,
+             exclusive_minimum: bool = False) -> float:
+    """A finite number within [minimum, maximum] (`(minimum, ...` with exclusive_minimum)."""
+    if isinstance(value, bool):
+        raise _fail(name, "a number", value)
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise _fail(name, _range("a number", minimum, maximum, exclusive_minimum), value) from None
+    if not math.isfinite(number):
+        raise _fail(name, _range("a finite number", minimum, maximum, exclusive_minimum), value)
+    low_ok = minimum is None or (number > minimum if exclusive_minimum else number >= minimum)
+    if not low_ok or (maximum is not None and number > maximum):
+        raise _fail(name, _range("a number", minimum, maximum, exclusive_minimum), value)
+    return number
+
+
+def as_bool(name: str, value: Any) -> bool:
+    """true/false, yes/no, on/off, 1/0 (any case), or a Python bool."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    raise _fail(name, "true or false", value)
+
+
+def as_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    text = str(value).strip()
+    if text not in choices:
+        raise _fail(name, "one of " + ", ".join(choices), value)
+    return text
+
+
+def _range(what: str, minimum: float | None, maximum: float | None, exclusive_minimum: bool = False) -> str:
+    if minimum is not None and maximum is not None:
+        return f"{what} from {minimum:g} to {maximum:g}"
+    if minimum is not None:
+        return f"{what} {'>' if exclusive_minimum else '>='} {minimum:g}"
+    if maximum is not None:
+        return f"{what} <= {maximum:g}"
+    return what
