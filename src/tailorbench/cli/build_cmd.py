@@ -22,6 +22,8 @@ def build_run(
     config: Path = typer.Argument(..., help="build config (YAML); see examples/build/config.yaml"),
     until: str | None = typer.Option(None, help="stop after this stage: profile, questions, answers, pairs, export"),
     out: Path | None = typer.Option(None, "--out", "-o", help="output directory (overrides `out` in the config)"),
+    model: str | None = typer.Option(None, "--model", "-m", help="model spec (overrides `model` in the config), "
+                                                                 "e.g. openai:local@http://127.0.0.1:8080/v1"),
     max_failed: float | None = typer.Option(
         None, "--max-failed", help="exit with code 3 when a model stage gave up on more than this share of its "
                                    "items (0.05 = 5%); default 0: any; a stage that produced nothing always exits 3"),
@@ -36,8 +38,12 @@ def build_run(
 
     with user_errors():
         limit = check_max_failed(max_failed)
-        overrides = {"out": str(out.resolve())} if out is not None else None
-        summary = run_build(load_build_config(config, overrides), until=until)
+        overrides: dict[str, str] = {}
+        if out is not None:
+            overrides["out"] = str(out.resolve())
+        if model is not None:
+            overrides["model"] = model
+        summary = run_build(load_build_config(config, overrides or None), until=until)
     if json_out:
         print_json(summary.as_dict())
     else:
