@@ -45,9 +45,25 @@ def run_failures(run_dir: str | Path, max_failed: float | None = None) -> Failur
 def report(runs: Sequence[str | Path], out: str | Path) -> list[dict[str, Any]]:
     """`tailor report RUN...`: a merged leaderboard (report.md, report.html) at `out`; gen-eval run
     directories (manifest kind `gen-eval`) are put side by side by the gen-eval report instead."""
+    from tailorbench.errors import ConfigError
     from tailorbench.evaluate.report import write_merged_report
+    from tailorbench.evaluate.results import read_manifest
+    from tailorbench.options import check_writable
 
-    return write_merged_report([Path(r) for r in runs], Path(out))
+    if not runs:
+        raise ConfigError("report needs at least one run directory")
+    dirs = [Path(r) for r in runs]
+    for run in dirs:
+        if not run.is_dir():
+            what = "no such directory" if not run.exists() else "a file, not a run directory"
+            raise ConfigError(f"{run}: {what} (pass run directories, e.g. runs/x, not the files in them)")
+        if not (run / "manifest.json").is_file():
+            inner = sorted(p.parent.name for p in run.glob("*/manifest.json"))
+            hint = f"; it holds runs: {', '.join(inner[:5])}" if inner else ""
+            raise ConfigError(f"{run} is not a run directory: manifest.json is missing{hint}")
+        read_manifest(run)  # a corrupt manifest is a DataError naming it
+    check_writable("--out", out, directory=True)
+    return write_merged_report(dirs, Path(out))
 
 
 def gen_eval(config: GenEvalConfig, out: str | Path, progress: bool = False) -> Path:

@@ -64,6 +64,35 @@ def _merge(target: dict[str, Any], key: str, value: Any) -> None:
         target[f"{key}_{suffix}"] = value
 
 
+#: deepest nesting a profile may have (sections, keys, lists): real profiles use 3; deeper is a broken file
+MAX_DEPTH = 32
+
+
+def persona_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """Nesting depth of a profile (a flat mapping is 1), counted without recursion and stopping past `limit`,
+    so a file nested 100,000 levels deep is an error message, never a RecursionError."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+def check_persona_depth(profile: Any, path: Any, line: int | None, field: str = "persona") -> None:
+    """A DataError naming file, line and field when a profile is nested deeper than MAX_DEPTH."""
+    if persona_depth(profile) > MAX_DEPTH:
+        from tailorbench.errors import DataError
+
+        raise DataError(path, line, field, f"nested more than {MAX_DEPTH} levels deep: not a persona profile")
+
+
 def normalise_persona(profile: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """Return (normalised profile, number of keys renamed). Values are never altered."""
     renamed = 0

@@ -9,12 +9,21 @@ from typing import Any
 import typer
 
 from tailorbench.cli.common import user_errors
+from tailorbench.errors import ConfigError, DataError
 
 
 def _emit(obj: dict[str, Any], as_json: bool, out: Path | None) -> None:
     text = json.dumps(obj, ensure_ascii=False, indent=2)
     if out is not None:
-        out.write_text(text + "\n", encoding="utf-8")
+        from tailorbench.files import write_text_atomic
+
+        with user_errors():
+            try:
+                write_text_atomic(out, text + "\n")
+            except OSError as exc:
+                from tailorbench.errors import ConfigError
+
+                raise ConfigError(f"--out {out} cannot be written: {exc.strerror or exc}") from None
     if as_json:
         typer.echo(text)
 
@@ -35,8 +44,15 @@ def agree(
 ) -> None:
     """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs."""
     from tailorbench.agreement import AgreeOptions, agreement_report, read_ratings
+    from tailorbench.options import as_float, as_int, check_writable
 
     with user_errors():
+        as_int("--resamples", resamples, minimum=1)
+        as_float("--level", level, minimum=0.0, maximum=1.0, exclusive_minimum=True)
+        if level >= 1.0:
+            raise ConfigError(f"option --level must be a number below 1, got {level!r}")
+        if out is not None:
+            check_writable("--out", out)
         ratings = read_ratings(files)
         orders = order.split(",") if order else None
         report = agreement_report(ratings, orders, AgreeOptions(resamples, seed, level, positive))
@@ -71,10 +87,16 @@ def tiers(
     """Tier pairwise annotations by per-item agreement and write PairCase records."""
     from tailorbench.agreement.ratings import read_ratings
     from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
+    from tailorbench.options import as_int, check_writable
 
     with user_errors():
         rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
+        as_int("--resamples", resamples, minimum=1)
+        check_writable("--out", out)
         cases, summary = build_tiers(items, read_ratings([ratings_file]), rule, resamples, seed)
+        if not cases:
+            raise DataError(ratings_file, None, None, "no item has a tier (skipped: " + (", ".join(
+                f"{n} {why}" for why, n in summary["skipped_items"].items()) or "none") + f"); {out} not written")
         write_cases(cases, out)
     summary["out"] = str(out)
     if as_json:

@@ -119,7 +119,8 @@ def load_benchmark(data: str | Path, skip_invalid: bool = False) -> Benchmark:
         return Benchmark(spec, layout, cases, invalid, files=[path])
     personas = pf.load_hub_personas(path, invalid) if layout == "hub" else pf.load_mirror_personas(path, invalid)
     files = list(pf.hub_case_files(path) if layout == "hub" else pf.mirror_case_files(path))
-    cases = list(_chain(pf.read_pf_rows(f, s, t, personas, invalid) for f, s, t in files))
+    seen: dict[str, str] = {}  # case ids of every file: one id twice is an error naming both places
+    cases = list(_chain(pf.read_pf_rows(f, s, t, personas, invalid, seen) for f, s, t in files))
     if not cases and not invalid.rows:
         raise DataError(path, None, None, "no case files found")
     unused = sorted(set(personas.by_key) - personas.used)

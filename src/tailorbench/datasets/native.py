@@ -13,14 +13,16 @@ from pydantic import ValidationError
 from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl
 from tailorbench.errors import DataError
 from tailorbench.files import write_jsonl_atomic
-from tailorbench.personas import normalise_persona
+from tailorbench.personas import check_persona_depth, normalise_persona
 from tailorbench.schema import PairCase
 
 _REQUIRED = ("split", "tier", "user_id", "question", "chosen", "rejected")
 
 
 def looks_native(first_row: dict[str, Any]) -> bool:
-    return {"split", "tier", "rejected"} <= first_row.keys()
+    """A native row carries `split` or `tier` (PersonaFeedback tier files carry neither): the reader then names
+    whichever required field a row lacks, the first row included."""
+    return "split" in first_row or "tier" in first_row
 
 
 def read_native(path: Path, invalid: InvalidRows) -> Iterator[PairCase]:
@@ -31,7 +33,7 @@ def read_native(path: Path, invalid: InvalidRows) -> Iterator[PairCase]:
         try:
             case = _row_to_case(row, path, line, personas)
             if case.id in seen:
-                raise DataError(path, line, "id", f"duplicate id {case.id!r} (first on line {seen[case.id]})")
+                raise DataError(path, line, "id", f"duplicate id {case.id!r} (first at {path}:{seen[case.id]})")
             seen[case.id] = line
             yield case
         except DataError as error:
@@ -58,12 +60,21 @@ def _row_to_case(row: dict[str, Any], path: Path, line: int, personas: _PersonaC
     for key in _REQUIRED:
         if key not in row or row[key] is None:
             raise DataError(path, line, key, "missing required field")
-    row["user_id"] = str(row["user_id"])  # the row is ours (fresh from the parser): edit in place
+    user = row["user_id"]
+    if type(user) is not str:
+        if isinstance(user, bool) or not isinstance(user, int):
+            raise DataError(path, line, "user_id", f"expected text or an integer, got {type(user).__name__}")
+        row["user_id"] = user = str(user)  # the row is ours (fresh from the parser): edit in place
+    if not user.strip():
+        raise DataError(path, line, "user_id", "must not be empty")
     if row.get("id") in (None, ""):
         row["id"] = f"{row['split']}/{row['tier']}/{path.stem}:{line}"
-    persona = row.get("persona") or {}
-    if not isinstance(persona, dict):
-        raise DataError(path, line, "persona", "expected a JSON object")
+    persona = row.get("persona")
+    if persona is None:
+        persona = {}
+    elif not isinstance(persona, dict):
+        raise DataError(path, line, "persona", f"expected a JSON object, got {type(persona).__name__}")
+    check_persona_depth(persona, path, line)
     row["persona"] = personas.normalised(row["user_id"], persona)
     try:
         case = PairCase.model_validate(row)

@@ -25,7 +25,7 @@ from tailorbench.datasets.rows import (
     require_text,
 )
 from tailorbench.errors import DataError
-from tailorbench.personas import normalise_persona
+from tailorbench.personas import check_persona_depth, normalise_persona
 from tailorbench.schema import PairCase, Split, Tier
 
 _MIRROR_FILE = re.compile(r"^(general|specific|spedific)_(easy|mid|medium|hard)\.jsonl$", re.IGNORECASE)
@@ -40,8 +40,19 @@ class PersonaIndex:
         self.renamed_keys = 0
         self.used: set[str] = set()
         self.files: list[Path] = []
+        #: name key -> `file:line` where it was read
+        self.where: dict[str, str] = {}
 
-    def add(self, key: str, profile: dict[str, Any], line: int | None = None) -> None:
+    def add(self, key: str, profile: dict[str, Any], line: int | None = None, file: Path | None = None) -> None:
+        """Add a profile under its name key (and its line, hub); `file` (with `line`) is where it was read, for
+        the errors: a profile nested too deeply, or a name key given twice."""
+        where = file if file is not None else Path("persona")
+        check_persona_depth(profile, where, line)
+        if key in self.by_key and file is not None:
+            first = self.where.get(key)
+            raise DataError(where, line, "user_id", f"duplicate persona id {key!r}"
+                            + (f" (first at {first})" if first else ""))
+        self.where[key] = f"{where}:{line}" if line is not None else str(where)
         normalised, renamed = normalise_persona(profile)
         self.renamed_keys += renamed
         self.by_key[key] = normalised
@@ -87,7 +98,10 @@ def load_hub_personas(path: Path, invalid: InvalidRows) -> PersonaIndex:
     index.files.append(file)
     for line, row in read_jsonl(file, invalid):
         key, profile = _unwrap_hub_persona(row, line)
-        index.add(key, profile, line=line)
+        try:
+            index.add(key, profile, line=line, file=file)
+        except DataError as error:
+            invalid.handle(error)
     return index
 
 
@@ -105,10 +119,16 @@ def load_mirror_personas(path: Path, invalid: InvalidRows) -> PersonaIndex:
         except json.JSONDecodeError as exc:
             invalid.handle(DataError(file, exc.lineno, None, f"malformed JSON: {exc.msg}"))
             continue
+        except RecursionError:
+            invalid.handle(DataError(file, 1, "persona", "nested too deeply to be a persona profile"))
+            continue
         if not isinstance(profile, dict):
             invalid.handle(DataError(file, 1, None, "a persona file must hold a JSON object"))
             continue
-        index.add(file.stem, profile)
+        try:
+            index.add(file.stem, profile, line=None, file=file)
+        except DataError as error:
+            invalid.handle(error)
     return index
 
 
@@ -133,13 +153,21 @@ def mirror_case_files(path: Path) -> Iterator[tuple[Path, Split, Tier]]:
 
 
 def read_pf_rows(
-    file: Path, split: Split, tier: Tier, personas: PersonaIndex, invalid: InvalidRows
+    file: Path, split: Split, tier: Tier, personas: PersonaIndex, invalid: InvalidRows,
+    seen: dict[str, str] | None = None,
 ) -> Iterator[PairCase]:
-    """PairCases of one tier file. `reject` and `rejected` are both accepted."""
+    """PairCases of one tier file. `reject` and `rejected` are both accepted. `seen` (case id -> `file:line`,
+    shared by every file of a benchmark) refuses an id given twice, naming both places."""
     id_prefix = f"{split}/{tier}/{file.stem}:"
+    seen = {} if seen is None else seen
     for line, row in read_jsonl(file, invalid):
         try:
-            yield _row_to_case(row, file, line, split, tier, personas, id_prefix)
+            case = _row_to_case(row, file, line, split, tier, personas, id_prefix)
+            first = seen.get(case.id)
+            if first is not None:
+                raise DataError(file, line, "id", f"duplicate id {case.id!r} (first at {first})")
+            seen[case.id] = f"{file}:{line}"
+            yield case
         except DataError as error:
             invalid.handle(error)
 

@@ -42,8 +42,32 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "manifest.json"
     if not path.exists():
         raise DataError(path, None, None, "not a run directory: manifest.json is missing")
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
+        raise DataError(path, line, None, f"not a readable run manifest: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
+        raise DataError(path, None, None, "not a run manifest (expected an object with a config object)")
+    for key in ("judge", "setting"):
+        if not isinstance(data.get(key), str):
+            raise DataError(path, None, key, "missing or not text: not a run manifest")
     return data
+
+
+def predictions_digest(run_dir: Path) -> str | None:
+    """sha256 of predictions.jsonl as it is on disk (None when there is none): results.json records it, and a
+    results.json whose digest differs was computed from other predictions (the stale-results check)."""
+    import hashlib
+
+    path = run_dir / "predictions.jsonl"
+    if not path.is_file():
+        return None
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -83,6 +107,7 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         "skipped_rows": stats.get("skipped_rows", 0),
         "warnings": warnings,
         "failures": failure_summary(predictions, config),
+        "predictions_sha256": predictions_digest(run_dir),
         **body,
     }
 
@@ -148,6 +173,11 @@ def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None)
 def load_results(run_dir: Path) -> dict[str, Any]:
     """results.json of a run, recomputed from predictions when it is missing (e.g. an interrupted run); the
     status is read live (a `running` run whose lock no process holds is `interrupted`)."""
-    results = load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))
+    try:
+        results = load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        results = {}  # an unreadable results.json is recomputed below, like a stale one
+    if not isinstance(results, dict) or results.get("predictions_sha256") != predictions_digest(run_dir):
+        results = compute_results(run_dir)  # stale (or from before the digest): never trusted over predictions
     results["status"] = run_state(run_dir, results.get("status"))
     return results

@@ -29,7 +29,8 @@ from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
-from tailorbench.judges.base import JudgeOptions, PairJudge, StreamingJudge, make_judge
+from tailorbench.judges.base import JudgeOptions, PairJudge, StreamingJudge, make_judge, split_spec_options
+from tailorbench.options import check_writable
 from tailorbench.personas import cjk_share, persona_attributes
 from tailorbench.redact import public_options, redact, redact_obj
 from tailorbench.schema import JudgeInput, Order, PairCase, RunManifest, Verdict
@@ -187,13 +188,22 @@ def read_done(path: Path) -> set[tuple[str, str]]:
         return done
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
-    if end != len(data):
+    for number, line in enumerate(data[:end].split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise DataError(path, number, None, f"malformed JSON: {exc.msg} (the run is left as it is)") from None
+        if not isinstance(row, dict):
+            raise DataError(path, number, None, "expected a JSON object (a prediction)")
+        for key in ("case_id", "order"):
+            if not isinstance(row.get(key), str):
+                raise DataError(path, number, key, "missing or not text: not a prediction line")
+        done.add((row["case_id"], row["order"]))
+    if end != len(data):  # only once every whole line is known good
         with path.open("r+b") as handle:
             handle.truncate(end)
-    for line in data[:end].splitlines():
-        if line.strip():
-            row = orjson.loads(line)
-            done.add((row["case_id"], row["order"]))
     return done
 
 
@@ -407,14 +417,18 @@ async def _run(
     benchmark: Benchmark | None,
     judge: PairJudge | None,
 ) -> Path:
+    config = validate_config(config)  # every option checked before anything is loaded or judged
+    check_writable("--out", out, directory=True)
     options = SettingOptions(config.persona_sections, config.setting_options)
-    get_setting(config.setting)  # fail on an unknown setting before loading anything
-    check_max_failed(config.max_failed)
     benchmark = benchmark or load_benchmark(config.data, skip_invalid=config.skip_invalid)
     cases = select_cases(config, benchmark)
     if not cases:
         raise ConfigError("no cases left after the filters")
-    out.mkdir(parents=True, exist_ok=True)
+    check_sections(config.persona_sections, cases)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {out} cannot be created: {exc.strerror or exc}") from None
     with RunLock(out):
         return await _run_locked(config, out, resume, show_progress, benchmark, cases, options, judge)
 
@@ -550,15 +564,98 @@ def _announce_interrupted(out: Path, have: int, total: int) -> str:
 
 
 def load_config(run_dir: Path) -> EvalConfig:
-    """The EvalConfig a run was started with (for --resume)."""
+    """The EvalConfig a run was started with (for --resume); a directory that is not one run (missing, a
+    parent of several runs, a manifest that is not a run's) is a clear error before anything is touched."""
+    if not run_dir.exists():
+        raise ConfigError(f"{run_dir}: no such run directory")
+    if not run_dir.is_dir():
+        raise ConfigError(f"{run_dir} is not a run directory (it is a file)")
     path = run_dir / MANIFEST
     if not path.is_file():
+        inner = sorted(p.parent.name for p in run_dir.glob(f"*/{MANIFEST}"))
+        if inner:
+            shown = ", ".join(inner[:5]) + (f" and {len(inner) - 5} more" if len(inner) > 5 else "")
+            raise ConfigError(
+                f"{run_dir} holds {len(inner)} runs ({shown}), not one: resume each, e.g. "
+                f"tailor eval --resume {shlex.quote(str(run_dir / inner[0]))}")
         raise ConfigError(f"{run_dir} is not a run directory: {MANIFEST} is missing")
     manifest = _read_manifest(path)
-    if manifest.get("kind", "pairwise") != "pairwise":
-        raise ConfigError(f"{run_dir} is a {manifest['kind']} run: resume it with `tailor {manifest['kind']} --resume`")
+    if not isinstance(manifest, dict):
+        raise DataError(path, None, None, "expected a JSON object (a run manifest)")
+    kind = manifest.get("kind", "pairwise")
+    if kind != "pairwise":
+        raise ConfigError(f"{run_dir} is a {kind} run: resume it with `tailor {kind} --resume`")
+    stored = manifest.get("config")
+    if not isinstance(stored, dict):
+        raise DataError(path, None, "config", "missing or not an object: not a run manifest")
     known = EvalConfig.__dataclass_fields__
-    return EvalConfig(**{k: v for k, v in manifest["config"].items() if k in known})
+    try:
+        return validate_config(EvalConfig(**{k: v for k, v in stored.items() if k in known}))
+    except ConfigError as exc:
+        raise DataError(path, None, "config", str(exc)) from None
+
+
+def absolute_data(data: str) -> str:
+    """The data spec a manifest records: a path made absolute (so `--resume` works from any directory); the
+    names `demo` and `personafeedback` kept as they are."""
+    from tailorbench.datasets.loader import DEMO, PERSONAFEEDBACK
+
+    if data in (DEMO, PERSONAFEEDBACK):
+        return data
+    path = Path(data).expanduser()
+    return str(path.resolve()) if path.exists() else data
+
+
+def validate_config(config: EvalConfig) -> EvalConfig:
+    """Every option of a run checked (typed, in range) before any work: a ConfigError naming the option. Returns
+    a copy with typed values and the data path made absolute."""
+    from dataclasses import replace
+
+    from tailorbench.options import as_bool, as_choice, as_int
+
+    if not isinstance(config.data, str) or not config.data.strip():
+        raise ConfigError(f"--data must be demo, personafeedback or a path, got {config.data!r}")
+    get_setting(str(config.setting))  # an unknown setting fails here, naming the known ones
+    for name, values in (("--split", config.splits), ("--tier", config.tiers),
+                         ("--persona-sections", config.persona_sections)):
+        if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
+            raise ConfigError(f"{name} must be a list of names, got {values!r}")
+    for name, value in (("--judge-option", config.judge_options), ("setting options", config.setting_options)):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{name} must be KEY=VALUE pairs, got {value!r}")
+    top_k = config.setting_options.get("top_k")
+    typed = replace(
+        config,
+        data=absolute_data(config.data),
+        orders=as_choice("--orders", config.orders, ("both", "random")),  # type: ignore[arg-type]
+        ci_unit=as_choice("--ci-unit", config.ci_unit, ("case", "user")),  # type: ignore[arg-type]
+        seed=as_int("--seed", config.seed),
+        n_boot=as_int("--n-boot", config.n_boot, minimum=1),
+        limit=None if config.limit is None else as_int("--limit", config.limit, minimum=1),
+        batch_size=None if config.batch_size is None else as_int("--batch-size", config.batch_size, minimum=1),
+        skip_invalid=as_bool("--skip-invalid", config.skip_invalid),
+        max_failed=check_max_failed(config.max_failed),
+    )
+    if top_k is not None:
+        typed.setting_options = {**config.setting_options, "top_k": as_int("--top-k", top_k, minimum=1)}
+    return typed
+
+
+def check_sections(sections: Sequence[str] | None, cases: Sequence[PairCase]) -> None:
+    """`--persona-sections` must name sections the data has: a typo would hand every judge an empty persona."""
+    if not sections:
+        return
+    from tailorbench.personas import canonical_key
+
+    present: dict[str, None] = {}
+    for case in cases:
+        for key in case.persona:
+            present.setdefault(key, None)
+    missing = [s for s in sections if s.strip() and canonical_key(s.strip()) not in present]
+    if missing or not any(s.strip() for s in sections):
+        known = ", ".join(present) or "none (the cases carry no persona)"
+        raise ConfigError(f"--persona-sections: unknown section(s) {', '.join(missing) or repr(sections)}; "
+                          f"the personas of this data have: {known}")
 
 
 def run_matrix(
@@ -567,6 +664,10 @@ def run_matrix(
     """One run directory per judge x setting (`<judge slug>__<setting>`), then a merged report at `out`."""
     from tailorbench.evaluate.report import write_merged_report
 
+    base = validate_config(base)
+    check_writable("--out", out, directory=True)
+    for judge in judges:
+        split_spec_options(judge)  # a malformed SPEC[...] fails before the first run starts
     benchmark = load_benchmark(base.data, skip_invalid=base.skip_invalid)
     runs: list[Path] = []
     for judge in judges:

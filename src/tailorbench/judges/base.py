@@ -116,6 +116,25 @@ def split_spec_options(spec: str) -> tuple[str, dict[str, str]]:
     return base.strip(), options
 
 
+def check_options(judge: str, extra: dict[str, Any], known: Sequence[str] | set[str]) -> dict[str, Any]:
+    """The one check every judge applies to its `--judge-option`s: an unknown key is a ConfigError naming the
+    known ones (a judge that takes none says so); `batch_size`, common to every judge, must be an integer >= 1.
+    Returns the options (typed reading of each value is the judge's, with `tailorbench.options`)."""
+    from tailorbench.options import as_int
+
+    allowed = set(known) | {"batch_size"}
+    unknown = sorted(set(extra) - allowed)
+    if unknown:
+        others = sorted(allowed - {"batch_size"})
+        takes = f"known: {', '.join(sorted(allowed))}" if others else "it takes only batch_size"
+        raise ConfigError(
+            f"unknown {judge} judge option(s) {', '.join(unknown)}; {takes} (options for one judge of several: "
+            "SPEC[KEY=VALUE,...])")
+    if "batch_size" in extra:
+        as_int("batch_size", extra["batch_size"], minimum=1)
+    return extra
+
+
 def known_judges() -> list[str]:
     return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
 
@@ -132,9 +151,18 @@ def make_judge(spec: str, options: JudgeOptions | None = None) -> PairJudge:
         importlib.import_module(_BUILTIN_MODULES[name])
     if name not in _REGISTRY:
         raise ConfigError(f"unknown judge {spec!r}; known: {', '.join(known_judges())}")
-    judge = _REGISTRY[name](arg, options or JudgeOptions())
+    options = options or JudgeOptions()
+    if options.batch_size is not None:
+        from tailorbench.options import as_int
+
+        options = replace(options, batch_size=as_int("--batch-size", options.batch_size, minimum=1))
+    judge = _REGISTRY[name](arg, options)
     judge.spec = redact(spec)  # what predictions and manifests record: no credentials
-    if options and options.batch_size:
+    if "batch_size" in options.extra:  # `--judge-option batch_size=N` means the same for every judge
+        from tailorbench.options import as_int
+
+        judge.batch_size = as_int("batch_size", options.extra["batch_size"], minimum=1)
+    if options.batch_size:
         judge.batch_size = options.batch_size
     return judge
 

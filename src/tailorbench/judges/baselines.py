@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
+from tailorbench.errors import ConfigError
+from tailorbench.judges.base import JudgeBase, JudgeOptions, check_options, register_judge
+from tailorbench.options import as_int
 from tailorbench.schema import Choice, JudgeInput, Verdict
 
 # shared, never mutated: the baselines allocate nothing per verdict
@@ -60,19 +62,30 @@ class RandomJudge(JudgeBase):
 
 @register_judge("longer")
 def _longer(arg: str | None, options: JudgeOptions) -> LengthJudge:
+    _no_arg("longer", arg, options)
     return LengthJudge(prefer_longer=True)
 
 
 @register_judge("shorter")
 def _shorter(arg: str | None, options: JudgeOptions) -> LengthJudge:
+    _no_arg("shorter", arg, options)
     return LengthJudge(prefer_longer=False)
 
 
 @register_judge("first")
 def _first(arg: str | None, options: JudgeOptions) -> FirstJudge:
+    _no_arg("first", arg, options)
     return FirstJudge()
 
 
 @register_judge("random")
 def _random(arg: str | None, options: JudgeOptions) -> RandomJudge:
-    return RandomJudge(seed=int(arg) if arg else options.seed)
+    check_options("random", options.extra, ())
+    return RandomJudge(seed=as_int("random:SEED", arg) if arg else options.seed)
+
+
+def _no_arg(name: str, arg: str | None, options: JudgeOptions) -> None:
+    """Baselines take no argument and no option but batch_size: anything else is an error, not ignored."""
+    if arg:
+        raise ConfigError(f"judge {name} takes no argument, got {name}:{arg}")
+    check_options(name, options.extra, ())

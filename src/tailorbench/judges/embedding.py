@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
+from tailorbench.judges.base import JudgeBase, JudgeOptions, check_options, register_judge
 from tailorbench.models.encoder_hf import MULTILINGUAL_ENCODERS, HFEncoder
+from tailorbench.options import as_int
 from tailorbench.personas import cjk_share
 from tailorbench.schema import JudgeInput, Verdict
 
@@ -52,4 +53,5 @@ class EmbeddingJudge(JudgeBase):
 
 @register_judge("embedding")
 def _embedding(arg: str | None, options: JudgeOptions) -> EmbeddingJudge:
-    return EmbeddingJudge(arg, max_length=int(options.extra.get("max_length", 256)))
+    extra = check_options("embedding", options.extra, ("max_length",))
+    return EmbeddingJudge(arg, max_length=as_int("max_length", extra.get("max_length", 256), minimum=8))

@@ -22,6 +22,7 @@ from typing import Any
 from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
 from tailorbench.models.base import CallFailure, ChatModel, ChatResult, GenParams, Message, make_chat_model
+from tailorbench.options import as_bool, as_float, as_int
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.schema import Choice, JudgeInput, Usage, Verdict, VerdictStatus
 
@@ -72,10 +73,6 @@ def parse_verdict(text: str) -> tuple[Choice | None, str]:
     return None, "invalid"
 
 
-def _bool(value: Any) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on") if isinstance(value, str) else bool(value)
-
-
 class LLMJudge(JudgeBase):
     """Both orders come from the runner; this judge renders one prompt per input and reads one verdict."""
 
@@ -106,19 +103,17 @@ class LLMJudge(JudgeBase):
             for language, name in DEFAULT_TEMPLATES.items():
                 self.templates[language] = compile_template(TEMPLATES_DIR / name, "judge template")[0]
                 self.template_paths[language] = TEMPLATES_DIR / name
-        try:
-            temperature = float(options.get("temperature", 0.0))
-            max_tokens = int(options.get("max_tokens", 16 if not _bool(options.get("reasoning", False)) else 4096))
-            top_p = float(options["top_p"]) if "top_p" in options else None
-            seed = int(options["seed"]) if "seed" in options else None
-        except ValueError as exc:
-            raise ConfigError(f"llm judge option: {exc}") from exc
+        reasoning = as_bool("reasoning", options.get("reasoning", False))
+        temperature = as_float("temperature", options.get("temperature", 0.0), minimum=0.0)
+        max_tokens = as_int("max_tokens", options.get("max_tokens", 4096 if reasoning else 16), minimum=1)
+        top_p = as_float("top_p", options["top_p"], minimum=0.0, maximum=1.0) if "top_p" in options else None
+        seed = as_int("seed", options["seed"]) if "seed" in options else None
         self.params = GenParams(
             temperature=temperature,
             max_tokens=max_tokens,
             top_p=top_p,
             seed=seed,
-            reasoning=_bool(options.get("reasoning", False)),
+            reasoning=reasoning,
             reasoning_effort=options.get("reasoning_effort") or None,
         )
         self.parse_counts = {"strict": 0, "fallback": 0, "invalid": 0, "failed": 0, "abstain": 0}
@@ -276,11 +271,12 @@ def _llm(arg: str | None, options: JudgeOptions) -> LLMJudge:
     if not arg:
         raise ConfigError("llm judge needs a model: llm:openai:MODEL, llm:openai:MODEL@URL or llm:hf:PATH")
     extra = dict(options.extra)
+    batch_size = as_int("batch_size", extra["batch_size"], minimum=1) if "batch_size" in extra else None
     model_options = {k: v for k, v in extra.items() if k in MODEL_KEYS and k != "batch_size"}
     if "seed" not in model_options:
         model_options["seed"] = options.seed  # seeds the retry jitter, not the generation
     model = make_chat_model(arg, model_options)
     judge = LLMJudge(model, extra)
-    if "batch_size" in extra:
-        judge.batch_size = int(extra["batch_size"])
+    if batch_size is not None:
+        judge.batch_size = batch_size
     return judge

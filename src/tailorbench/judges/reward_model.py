@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tailorbench.errors import ConfigError
-from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
+from tailorbench.judges.base import JudgeBase, JudgeOptions, check_options, register_judge
 from tailorbench.models.reward_hf import HFRewardModel, Triple
+from tailorbench.options import as_choice, as_int
 from tailorbench.schema import JudgeInput, Verdict
 
 
@@ -62,13 +63,13 @@ class RewardModelJudge(JudgeBase):
 def _rm(arg: str | None, options: JudgeOptions) -> RewardModelJudge:
     if not arg:
         raise ConfigError("rm needs a model: rm:PATH_OR_HUB_ID (a checkpoint directory or a hub id)")
-    extra = options.extra
+    extra = check_options("rm", options.extra, ("max_length", "precision", "rm_batch_size", "device"))
     max_length = extra.get("max_length")
     scorer = HFRewardModel(
         arg,
-        max_length=int(max_length) if max_length else None,
-        precision=str(extra.get("precision", "auto")),
-        batch_size=int(extra.get("rm_batch_size", 32)),
+        max_length=as_int("max_length", max_length, minimum=8) if max_length not in (None, "") else None,
+        precision=as_choice("precision", extra.get("precision", "auto"), ("auto", "bf16", "fp32")),
+        batch_size=as_int("rm_batch_size", extra.get("rm_batch_size", 32), minimum=1),
         device=str(extra.get("device", "cpu")),
     )
     return RewardModelJudge(scorer)

@@ -182,7 +182,44 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     unknown = sorted(set(values) - known)
     if unknown:
         raise ConfigError(f"unknown config field(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    where = f"{path}: " if path is not None else ""
+    typed = {name: _coerce(name, value, _FIELD_TYPES[name], where) for name, value in values.items()}
     try:
-        return RMTrainConfig(**values)
+        return RMTrainConfig(**typed)
     except TypeError as exc:
         raise ConfigError(str(exc)) from exc
+
+
+#: the declared type of every field, as written (`float`, `int | None`, `list[str]` ...)
+_FIELD_TYPES: dict[str, str] = {f.name: str(f.type) for f in fields(RMTrainConfig)}
+
+
+def _coerce(name: str, value: Any, declared: str, where: str = "") -> Any:
+    """A field's value as its declared type: YAML 1.1 reads `5e-5` as a string, flags arrive as strings; a
+    value of the wrong type is a ConfigError naming the field (never a TypeError deep in training)."""
+    from tailorbench.options import as_bool, as_float, as_int
+
+    kind = declared.replace(" ", "")
+    if kind.endswith("|None"):
+        if value is None:
+            return None
+        kind = kind[: -len("|None")]
+    try:
+        if kind == "float":
+            return as_float(name, value)
+        if kind == "int":
+            return as_int(name, value)
+        if kind == "bool":
+            return as_bool(name, value)
+        if kind == "str":
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise ConfigError(f"option {name} must be text, got {value!r}")
+            return str(value)
+        if kind.startswith("list[") and kind.endswith("]"):
+            if not isinstance(value, list):
+                raise ConfigError(f"option {name} must be a list, got {value!r}")
+            inner = kind[len("list["):-1]
+            return [_coerce(f"{name}[{k}]", item, inner) for k, item in enumerate(value)]
+    except ConfigError as exc:
+        raise ConfigError(f"{where}{exc}") from None
+    return value
