@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,8 @@ class CaseScores:
     consistent: np.ndarray  # both_ok and the same answer picked twice
     length_sign: np.ndarray  # +1 chosen longer, -1 shorter, 0 equal
     statuses: np.ndarray  # per case: counts of STATUS_COLUMNS
+    #: len(chosen) / len(rejected) in characters
+    length_ratio: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def case_scores(predictions: Sequence[Mapping[str, Any]]) -> CaseScores:
@@ -75,6 +77,7 @@ def case_scores(predictions: Sequence[Mapping[str, Any]]) -> CaseScores:
         consistent=both_ok & ((right == 0) | (right == 2)),
         length_sign=np.sign(len_c - len_r).astype(np.int8),
         statuses=statuses.astype(np.int64),
+        length_ratio=len_c / np.maximum(len_r, 1),
     )
 
 
@@ -135,6 +138,25 @@ def length_view(cs: CaseScores, mask: np.ndarray) -> dict[str, Any]:
         "equal_length": int((mask & (cs.length_sign == 0)).sum()),
         "balanced_accuracy": balanced,
     }
+
+
+#: bins of len(chosen) / len(rejected) for `length_ratio_view`: (label, lower bound inclusive, upper exclusive)
+LENGTH_RATIO_BINS: tuple[tuple[str, float, float], ...] = (
+    ("< 0.5", 0.0, 0.5), ("0.5-0.8", 0.5, 0.8), ("0.8-1.25", 0.8, 1.25), ("1.25-2", 1.25, 2.0),
+    (">= 2", 2.0, float("inf")),
+)
+
+
+def length_ratio_view(cs: CaseScores) -> list[dict[str, Any]]:
+    """Accuracy by the length ratio len(chosen) / len(rejected), in LENGTH_RATIO_BINS (empty bins included with
+    n 0): a judge that only reads length is near 0 on the left and near 1 on the right."""
+    ratio = cs.length_ratio if len(cs.length_ratio) == len(cs.ids) else np.ones(len(cs.ids))
+    out = []
+    for label, lo, hi in LENGTH_RATIO_BINS:
+        m = (ratio >= lo) & (ratio < hi)
+        out.append({"bin": label, "lo": lo, "hi": None if hi == float("inf") else hi, "n": int(m.sum()),
+                    "accuracy": _mean(cs.score[m])})
+    return out
 
 
 def overlap_view(cs: CaseScores, mask: np.ndarray, kinds: np.ndarray) -> dict[str, Any]:
@@ -254,6 +276,7 @@ def compute_metrics(
         "metrics": metrics,
         "users": user_breakdown(cs),
         "attributes": attribute_breakdown(cs, user_attributes or {}),
+        "by_length_ratio": length_ratio_view(cs),
         "verdicts": {
             "total": len(predictions),
             "cached": sum(1 for r in predictions if r.get("cached")),

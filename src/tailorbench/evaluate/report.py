@@ -4,7 +4,9 @@ self-contained report.html (same tables plus a per-tier bar chart with CI whiske
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,21 +46,41 @@ def _fmt(cell: dict[str, Any] | None, with_ci: bool = True) -> str:
     return text
 
 
+#: rank of a row's training class in the leaderboard: honest rows first, in-training ones last
+_CLASS_RANK = {None: 0, "unseen": 0, "persona-seen": 1, "in-training": 2}
+
+
+def _views(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], str, str | None]]:
+    """(metrics source, setting label, training class) per leaderboard row. A run of a judge that was trained on
+    part of the data becomes one row per class (`persona | in-training`, `persona | unseen` ...): the inflated
+    figure never shares a row with the honest one."""
+    out: list[tuple[dict[str, Any], str, str | None]] = []
+    for r in runs:
+        rows = (r.get("training_overlap") or {}).get("rows") or {}
+        if not rows:
+            out.append((r, r["setting"], None))
+            continue
+        for kind, metrics in rows.items():
+            out.append(({**r, "metrics": metrics}, f"{r['setting']} | {kind}", kind))
+    return out
+
+
 def leaderboard_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
-    ordered = sorted(runs, key=lambda r: -(r["metrics"]["all"]["accuracy"] or 0.0))
-    return [[r["judge"], r["setting"], *(_fmt(_cell(r, s, t)) for s, t in _COLUMNS)] for r in ordered]
+    ordered = sorted(_views(runs), key=lambda v: (_CLASS_RANK.get(v[2], 0), -(v[0]["metrics"]["all"]["accuracy"]
+                                                                            or 0.0)))
+    return [[r["judge"], setting, *(_fmt(_cell(r, s, t)) for s, t in _COLUMNS)] for r, setting, _ in ordered]
 
 
 def _length_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
     rows = []
-    for r in runs:
+    for r, setting, _ in _views(runs):
         for split in (*SPLITS, "all"):
             cell = _cell(r, split, "all")
             if not cell:
                 continue
             view = cell["length"]
             rows.append([
-                r["judge"], r["setting"], split,
+                r["judge"], setting, split,
                 f"{pct(view['chosen_longer']['accuracy'])} (n={view['chosen_longer']['n']})",
                 f"{pct(view['chosen_shorter']['accuracy'])} (n={view['chosen_shorter']['n']})",
                 str(view["equal_length"]),
@@ -136,53 +158,320 @@ def _failure_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
+_METRICS_DOC = "docs/metrics.md"
+_LEADERBOARD_NOTES = [
+    "*Specific / General easy, medium, hard*: accuracy in % on that split × tier, with its 95% CI; a case scores "
+    "the mean over its judged orders of 1 if the verdict picks the human-preferred answer, else 0.",
+    "*avg*: the split's cases pooled (weighted by case count); *total*: every case. "
+    f"Definitions: [{_METRICS_DOC}]({_METRICS_DOC}#scoring-rule).",
+]
+_TRAINING_ROW_NOTE = (
+    "*| in-training*: cases whose (question, chosen, rejected) was one of the judge's training pairs, so its figure "
+    "measures memory, not judgment; *| persona-seen*: only the persona was in training; *| unseen*: neither. Only "
+    f"the unseen row says how the judge does on new data ([{_METRICS_DOC}]({_METRICS_DOC}#training-overlap)).")
+_LENGTH_NOTES = [
+    "*acc. chosen longer / shorter*: accuracy on the cases where the human-preferred answer is the longer / the "
+    "shorter one (characters), with their count; *equal length*: cases in neither group.",
+    "*length-balanced*: the mean of those two accuracies (the `longer` baseline scores 50 by construction). "
+    f"Definitions: [{_METRICS_DOC}]({_METRICS_DOC}#length-controlled-view).",
+]
+_ACCOUNT_NOTES = [
+    "*cases*: cases judged; *verdicts*: one per case and answer order; *invalid*: answers that could not be "
+    "parsed; *abstained*: the judge declined (e.g. equal scores); *failed*: calls that never returned an answer; "
+    "*retries*: calls repeated after an error; *truncated*: verdicts whose input was cut to the model's limit; "
+    "*skipped rows*: data rows left out with `--skip-invalid`.",
+    "*strict acc.*: share of cases right in every judged order; *position consistency*: among cases with two "
+    "valid verdicts, the share where the same answer was picked in both orders (a judge that always says A "
+    "scores 0). "
+    f"Definitions: [{_METRICS_DOC}]({_METRICS_DOC}#scoring-rule).",
+]
+_RATIO_NOTES = [
+    "*ratio*: len(chosen) / len(rejected), the length of the human-preferred answer over the other's, in "
+    "characters; each cell is the accuracy of the cases in that bin (their count in brackets). A judge that "
+    "reads only length sits near 0 on the left and near 100 on the right. "
+    f"Definitions: [{_METRICS_DOC}]({_METRICS_DOC}#length-controlled-view).",
+]
+_EXAMPLE_NOTES = [
+    "*order*: AB shows the human-preferred answer as A, BA shows it as B; *picked*: the position the judge chose "
+    "(– for an abstention, invalid or failed verdict); *output*: the judge's raw output, or its scores. Verdicts "
+    "picked by a seeded hash of case and order, the same on every recomputation.",
+]
+_DATA_NOTE = (
+    "*fingerprint*: sha256 of the source files (of the cases for data built in memory): equal fingerprints, same "
+    "data; *labels*: human-labelled (annotators' majority), illustrative (set by construction: for trying the "
+    "toolkit, not for conclusions) or not stated.")
+_TRAINING_HEADER = ["judge", "setting", "training data", "training pairs", "training personas", "in-training cases",
+                    "persona-seen cases", "unseen cases"]
+_DATA_HEADER = ["data", "layout", "rows", "fingerprint", "labels", "runs"]
+_EXAMPLE_HEADER = ["judge", "setting", "verdict", "case", "split/tier", "order", "picked", "chars chosen/rejected",
+                   "output"]
+
+
+@dataclass
+class Section:
+    """One part of a report, rendered the same way in Markdown and HTML: paragraphs, a table, notes under it."""
+
+    title: str
+    before: list[str] = field(default_factory=list)
+    header: list[str] | None = None
+    rows: list[list[str]] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+    #: HTML only (a chart), placed before the table
+    figure: str = ""
+    level: int = 2
+
+
+def _datasets(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(provenance, runs) per distinct dataset fingerprint, in run order."""
+    groups: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    for r in runs:
+        info = r.get("dataset") or {"name": r.get("data"), "fingerprint": r.get("dataset_fingerprint"),
+                                    "labels": "not stated", "labels_note": "results.json predates provenance"}
+        key = str(info.get("fingerprint"))
+        groups.setdefault(key, (info, []))[1].append(r)
+    return list(groups.values())
+
+
+def different_data_warning(runs: Sequence[dict[str, Any]]) -> str | None:
+    groups = _datasets(runs)
+    if len(groups) < 2:
+        return None
+    names = "; ".join(f"{info.get('name')} ({str(info.get('fingerprint'))[:12]}: {len(rs)} run(s))"
+                      for info, rs in groups)
+    return (f"these runs used different data ({len(groups)} dataset fingerprints: {names}): their figures are not "
+            "comparable with each other")
+
+
+def _data_section(runs: Sequence[dict[str, Any]]) -> Section:
+    rows, notes = [], []
+    for info, members in _datasets(runs):
+        rows.append([str(info.get("name")), str(info.get("layout") or "–"), str(info.get("rows") or "–"),
+                     str(info.get("fingerprint") or "–"), str(info.get("labels")),
+                     str(len(members)) if len(runs) > 1 else "1"])
+        if info.get("labels_note"):
+            notes.append(f"{info.get('name')}: {info.get('labels_note')}.")
+    warning = different_data_warning(runs)
+    before = [f"**Warning**: {warning}."] if warning else []
+    return Section("Data", before, _DATA_HEADER, rows, [*notes, _DATA_NOTE])
+
+
+def baseline_sentences(runs: Sequence[dict[str, Any]]) -> list[str]:
+    """What the length baselines and a coin flip score on each run's own data (the judged cases of the run with
+    the most cases per dataset): the figures every judge must beat."""
+    out = []
+    for info, members in _datasets(runs):
+        run = max(members, key=lambda r: r["metrics"]["all"]["n"])
+        total = run["metrics"]["all"]
+        n = total["n"]
+        if not n:
+            continue
+        longer, shorter = total["length"]["chosen_longer"]["n"], total["length"]["chosen_shorter"]["n"]
+        per_split = ", ".join(
+            f"{split.capitalize()} {pct(cell['length']['chosen_longer']['n'] / cell['n'])}%"
+            for split in SPLITS if (cell := _cell(run, split, "all")) and cell["n"])
+        out.append(
+            f"Baselines on this data ({info.get('name')}, {n} judged cases): picking the longer answer scores "
+            f"{pct(longer / n)}% ({per_split}), picking the shorter {pct(shorter / n)}%, a coin flip 50% in "
+            f"expectation (the chosen answer is the longer one in {longer} cases, the shorter in {shorter}, "
+            f"equal in {n - longer - shorter}). A judge must beat these to mean anything.")
+    return out
+
+
+def _training_section(runs: Sequence[dict[str, Any]]) -> Section | None:
+    rows = []
+    for r in runs:
+        block = r.get("training_overlap")
+        if not block:
+            continue
+        counts = block.get("counts") or {}
+        rows.append([r["judge"], r["setting"], str(block.get("source") or "–"),
+                     str(block.get("training_pairs", "–")), str(block.get("training_personas", "–")),
+                     str(counts.get("in-training", "–")) + (f" ({block['swapped']} with labels swapped)"
+                                                           if block.get("swapped") else ""),
+                     str(counts.get("persona-seen", "–")), str(counts.get("unseen", "–"))])
+    if not rows:
+        return None
+    return Section("Training data of the judges",
+                   ["Judges that declare their training data (content hashes of each training persona and pair) are "
+                    "checked against every case of the run before it starts; overlapping cases get their own rows "
+                    "above."], _TRAINING_HEADER, rows, [_TRAINING_ROW_NOTE])
+
+
+def _ratio_rows(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    bins = next((r["by_length_ratio"] for r in runs if r.get("by_length_ratio")), None)
+    if not bins:
+        return [], []
+    header = ["judge", "setting", *(f"ratio {b['bin']}" for b in bins)]
+    rows = []
+    for r in runs:
+        cells = r.get("by_length_ratio") or []
+        rows.append([r["judge"], r["setting"], *(f"{pct(c['accuracy'])} (n={c['n']})" for c in cells)])
+    return header, rows
+
+
+def _svg_ratio_chart(runs: Sequence[dict[str, Any]]) -> str:
+    """Accuracy by length-ratio bin, one line per run (points sized by nothing: counts are in the table)."""
+    series = [(k, r) for k, r in enumerate(runs) if r.get("by_length_ratio")]
+    if not series:
+        return ""
+    bins = [b["bin"] for b in series[0][1]["by_length_ratio"]]
+    top, height, left, step = 20, 180, 40, 90
+    width = left + step * len(bins) + 20
+    legend = top + height + 34
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{legend + 16 * len(series)}" '
+           'role="img"><title>accuracy by length ratio</title>']
+    out.append(svg_percent_grid(left, width - 10, top, height))
+    for k, label in enumerate(bins):
+        out.append(f'<text x="{left + step * k + step / 2}" y="{top + height + 16}" font-size="11" '
+                   f'text-anchor="middle">{html.escape(label)}</text>')
+    for index, run in series:
+        points = [(left + step * k + step / 2, top + height * (1 - c["accuracy"]), c)
+                  for k, c in enumerate(run["by_length_ratio"]) if c["accuracy"] is not None]
+        if len(points) > 1:
+            path = " ".join(f"{'M' if j == 0 else 'L'}{x:.1f},{y:.1f}" for j, (x, y, _) in enumerate(points))
+            out.append(f'<path d="{path}" fill="none" stroke="{colour(index)}" stroke-width="2"/>')
+        for x, y, c in points:
+            tip = html.escape(f"{run['judge']} / {run['setting']} {c['bin']}: {pct(c['accuracy'])} (n={c['n']})")
+            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colour(index)}"><title>{tip}</title>'
+                       "</circle>")
+    for row, (index, run) in enumerate(series):
+        y = legend + 16 * row
+        out.append(f'<rect x="{left}" y="{y - 9}" width="10" height="10" fill="{colour(index)}"/>'
+                   f'<text x="{left + 14}" y="{y}" font-size="11">'
+                   f'{html.escape(run["judge"] + " / " + run["setting"])[:60]}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _output_text(example: dict[str, Any]) -> str:
+    if example.get("raw"):
+        return " ".join(str(example["raw"]).split())[:200]
+    if example.get("error"):
+        return f"error: {' '.join(str(example['error']).split())[:180]}"
+    scores = example.get("scores")
+    if scores:
+        return "scores " + ", ".join(f"{k} {v:.4g}" for k, v in scores.items())
+    return "–"
+
+
+def _example_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for r in runs:
+        for kind, examples in (r.get("examples") or {}).items():
+            for e in examples:
+                status = e.get("status") or "ok"
+                verdict = kind if status == "ok" else f"{kind} ({status})"
+                rows.append([r["judge"], r["setting"], verdict, str(e["case_id"]), f"{e.get('split')}/{e.get('tier')}",
+                             str(e.get("order")), str(e.get("choice") or "–"),
+                             f"{e.get('len_chosen')}/{e.get('len_rejected')}", _output_text(e)])
+    return rows
+
+
+def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
+    """Every section of a pairwise report, in order; Markdown and HTML render the same list."""
     first = runs[0]
-    parts = [
-        f"# {title}",
-        "",
-        f"Accuracy in % with 95% percentile-bootstrap CI ({first.get('n_boot', 1000)} resamples, unit: "
-        f"{first.get('ci_unit', 'case')}); a case scores the mean over its judged orders; abstained, invalid and "
-        "failed verdicts score 0. Averages are weighted by case counts.",
-        "",
-        md_table(_header(), leaderboard_rows(runs)),
-        "",
-        "## Length-controlled view",
-        "",
-        "Picking the longer answer wins 72-77% on PersonaFeedback General: compare with the `longer` baseline.",
-        "",
-        md_table(_LENGTH_HEADER, _length_rows(runs)),
-        "",
-        "## Accounting",
-        "",
-        md_table(_ACCOUNT_HEADER, _accounting_rows(runs)),
+    leaderboard_after = list(_LEADERBOARD_NOTES)
+    if any((r.get("training_overlap") or {}).get("rows") for r in runs):
+        leaderboard_after.append(_TRAINING_ROW_NOTE)
+    sections = [
+        _data_section(runs),
+        Section("Leaderboard", [
+            f"Accuracy in % with 95% percentile-bootstrap CI ({first.get('n_boot', 1000)} resamples, unit: "
+            f"{first.get('ci_unit', 'case')}); a case scores the mean over its judged orders; abstained, invalid "
+            "and failed verdicts score 0. Averages are weighted by case counts."],
+            _header(), leaderboard_rows(runs), leaderboard_after, figure=_svg_chart(runs)),
     ]
+    training = _training_section(runs)
+    if training:
+        sections.append(training)
+    sections.append(Section("Length-controlled view", baseline_sentences(runs), _LENGTH_HEADER, _length_rows(runs),
+                            _LENGTH_NOTES))
+    ratio_header, ratio_rows = _ratio_rows(runs)
+    if ratio_rows:
+        sections.append(Section("Accuracy by length ratio", [], ratio_header, ratio_rows, _RATIO_NOTES,
+                                figure=_svg_ratio_chart(runs), level=3))
+    sections.append(Section("Accounting", [], _ACCOUNT_HEADER, _accounting_rows(runs), _ACCOUNT_NOTES))
     failures = _failure_rows(runs)
     if failures:
-        parts += ["", "## Failed calls", "", _FAILURE_NOTE, "", md_table(_FAILURE_HEADER, failures)]
+        sections.append(Section("Failed calls", [_FAILURE_NOTE], _FAILURE_HEADER, failures))
     overlap = _overlap_rows(runs)
     if overlap:
-        parts += ["", "## Rows shared across tiers", "", _OVERLAP_NOTE, "", md_table(_OVERLAP_HEADER, overlap)]
-    warnings = [(r["judge"], w) for r in runs for w in r.get("warnings", [])]
+        sections.append(Section("Rows shared across tiers", [_OVERLAP_NOTE], _OVERLAP_HEADER, overlap))
+    examples = _example_rows(runs)
+    if examples:
+        sections.append(Section("Example verdicts", [], _EXAMPLE_HEADER, examples, _EXAMPLE_NOTES))
+    warnings = [f"`{r['judge']}`: {w}" for r in runs for w in r.get("warnings", [])]
+    differ = different_data_warning(runs)
+    if differ:
+        warnings.insert(0, differ)
     if warnings:
-        parts += ["", "## Warnings", "", *(f"- `{j}`: {w}" for j, w in warnings)]
+        sections.append(Section("Warnings", [f"- {w}" for w in warnings]))
     if len(runs) == 1:
-        parts += _single_run_details(first)
+        sections += _single_run_details(first)
+    return sections
+
+
+def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
+    parts = [f"# {title}"]
+    for section in report_sections(runs):
+        parts += ["", f"{'#' * section.level} {section.title}"]
+        bullets = [p for p in section.before if p.startswith("- ")]
+        paragraphs = [p for p in section.before if not p.startswith("- ")]
+        for paragraph in paragraphs:
+            parts += ["", paragraph]
+        if bullets:
+            parts += ["", *bullets]
+        if section.header is not None:
+            parts += ["", md_table(section.header, section.rows)]
+        for note in section.after:
+            parts += ["", note]
     return "\n".join(parts) + "\n"
 
 
-def _single_run_details(r: dict[str, Any]) -> list[str]:
+_CODE = re.compile(r"`([^`]+)`")
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+_EMPH = re.compile(r"(\*\*|\*)([^*]+)\1")
+
+
+def inline_html(text: str) -> str:
+    """The little Markdown the notes use (`code`, *emphasis*, **strong**, [links](url)) as HTML."""
+    out = html.escape(text, quote=False)
+    out = _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", out)
+    out = _LINK.sub(lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>', out)
+    return _EMPH.sub(lambda m: f"<{'strong' if m.group(1) == '**' else 'em'}>{m.group(2)}"
+                               f"</{'strong' if m.group(1) == '**' else 'em'}>", out)
+
+
+def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    for section in report_sections(runs):
+        tag = f"h{section.level}"
+        body.append(f"<{tag}>{html.escape(section.title)}</{tag}>")
+        bullets = [p[2:] for p in section.before if p.startswith("- ")]
+        body += [f"<p>{inline_html(p)}</p>" for p in section.before if not p.startswith("- ")]
+        if bullets:
+            body.append("<ul>" + "".join(f"<li>{inline_html(b)}</li>" for b in bullets) + "</ul>")
+        body.append(section.figure)
+        if section.header is not None:
+            body.append(html_table(section.header, section.rows))
+        body += [f"<p class='note'>{inline_html(note)}</p>" for note in section.after]
+    return html_page(title, "".join(body), ".note{font-size:12px;color:#555;max-width:60em}")
+
+
+def _single_run_details(r: dict[str, Any]) -> list[Section]:
     users = r.get("users", {})
-    out = ["", "## Users", "", f"{users.get('n_users', 0)} users; per-user accuracy quantiles: "
-           + ", ".join(f"{k} {pct(v)}" for k, v in users.get("quantiles", {}).items())]
+    sections = [Section("Users", [f"{users.get('n_users', 0)} users; per-user accuracy quantiles: "
+                                  + ", ".join(f"{k} {pct(v)}" for k, v in users.get("quantiles", {}).items())])]
     hardest = users.get("hardest", [])
     if hardest:
-        out += ["", md_table(["hardest users", "cases", "accuracy"],
-                              [[h["user_id"], str(h["n"]), pct(h["accuracy"])] for h in hardest])]
+        sections[0].header = ["hardest users", "cases", "accuracy"]
+        sections[0].rows = [[h["user_id"], str(h["n"]), pct(h["accuracy"])] for h in hardest]
+        sections[0].after = [f"*hardest users*: the lowest per-user accuracies among users with at least "
+                             f"{users.get('min_cases_for_hardest', 3)} cases."]
     for attr, values in r.get("attributes", {}).items():
         rows = [[v, str(s["n"]), pct(s["accuracy"])] for v, s in list(values.items())[:12]]
-        out += ["", f"### By {attr}", "", md_table([attr, "cases", "accuracy"], rows)]
-    return out
+        sections.append(Section(f"By {attr}", [], [attr, "cases", "accuracy"], rows, level=3))
+    return sections
 
 
 def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
@@ -220,26 +509,6 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
                    f'{html.escape(run["judge"] + " / " + run["setting"])[:28]}</text>')
     out.append("</svg>")
     return "".join(out)
-
-
-def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
-    warnings = "".join(f"<li><code>{html.escape(r['judge'])}</code>: {html.escape(w)}</li>"
-                       for r in runs for w in r.get("warnings", []))
-    overlap = _overlap_rows(runs)
-    failures = _failure_rows(runs)
-    return html_page(
-        title,
-        f"<h1>{html.escape(title)}</h1>"
-        "<p>Accuracy in % with 95% percentile-bootstrap CI; whiskers in the chart show the CI.</p>"
-        f"{_svg_chart(runs)}{html_table(_header(), leaderboard_rows(runs))}"
-        f"<h2>Length-controlled view</h2>{html_table(_LENGTH_HEADER, _length_rows(runs))}"
-        f"<h2>Accounting</h2>{html_table(_ACCOUNT_HEADER, _accounting_rows(runs))}"
-        + (f"<h2>Failed calls</h2><p>{html.escape(_FAILURE_NOTE)}</p>{html_table(_FAILURE_HEADER, failures)}"
-           if failures else "")
-        + (f"<h2>Rows shared across tiers</h2><p>{html.escape(_OVERLAP_NOTE)}</p>{html_table(_OVERLAP_HEADER, overlap)}"
-           if overlap else "")
-        + (f"<h2>Warnings</h2><ul>{warnings}</ul>" if warnings else ""),
-    )
 
 
 def write_run_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | None = None) -> None:

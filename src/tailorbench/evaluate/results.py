@@ -92,6 +92,9 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     warnings = list(config.get("warnings", []))
     if status != "finished":
         warnings.append(_unfinished_warning(run_dir, status, manifest.get("error"), seen, expected))
+    training = training_rows(predictions, manifest)
+    if training and training.get("line"):
+        warnings.insert(0, training["line"])
     return {
         "judge": manifest["judge"],
         "setting": manifest["setting"],
@@ -108,8 +111,72 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         "warnings": warnings,
         "failures": failure_summary(predictions, config),
         "predictions_sha256": predictions_digest(run_dir),
+        "dataset": dataset_provenance(manifest),
+        "training_overlap": training,
+        "examples": verdict_examples(predictions, int(manifest.get("seed", 0))),
         **body,
     }
+
+
+def dataset_provenance(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """What data a run is about: name, layout, fingerprint, and whether its labels are human judgments (the
+    PersonaFeedback layouts), illustrative (the bundled demo: labels set by construction) or not stated."""
+    stats = manifest.get("data_stats") or {}
+    data, layout = str(manifest.get("data")), str(stats.get("layout") or "")
+    if data == "demo":
+        labels, note = "illustrative", "the bundled demo: invented personas, labels set by construction, not by people"
+    elif layout in ("hub", "mirror"):
+        labels, note = "human-labelled", "PersonaFeedback layout: labels are the majority vote of human annotators"
+    else:
+        labels, note = "not stated", "native JSONL: the file does not say who set the labels"
+    return {"name": data, "layout": layout or None, "fingerprint": manifest.get("dataset_fingerprint"),
+            "rows": stats.get("rows"), "labels": labels, "labels_note": note}
+
+
+def training_rows(predictions: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """For a judge that declared its training data (manifest `training_overlap`): the counts and each class's
+    metrics (in-training, persona-seen, unseen), so reports show them as separate rows."""
+    from tailorbench.train.content import CLASSES, describe_overlap
+
+    config = manifest.get("config", {})
+    block = config.get("training_overlap")
+    if not isinstance(block, dict):
+        return None
+    classes: Mapping[str, str] = block.get("cases") or {}
+    out: dict[str, Any] = {k: v for k, v in block.items() if k != "cases"}
+    out["line"] = describe_overlap(block, str(manifest.get("judge")))
+    if not classes:
+        return out
+    rows: dict[str, Any] = {}
+    for kind in CLASSES:
+        subset = [r for r in predictions if classes.get(r["case_id"], "unseen") == kind]
+        if subset:
+            rows[kind] = compute_metrics(subset, ci_unit=config.get("ci_unit", "case"),
+                                         n_boot=int(config.get("n_boot", 1000)),
+                                         seed=int(manifest.get("seed", 0)))["metrics"]
+    out["rows"] = rows
+    return out
+
+
+def verdict_examples(predictions: Sequence[Mapping[str, Any]], seed: int, k: int = 3,
+                     raw_chars: int = 400) -> dict[str, list[dict[str, Any]]]:
+    """A few right and a few wrong verdicts with the judge's raw output (or scores), picked by a seeded hash of
+    (case id, order) so they are spread over the data and the same on every recomputation."""
+    import hashlib
+    import heapq
+
+    def rank(row: Mapping[str, Any]) -> bytes:
+        return hashlib.blake2b(f"{seed}\x1f{row['case_id']}\x1f{row['order']}".encode(), digest_size=8).digest()
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, wanted in (("right", True), ("wrong", False)):
+        picked = heapq.nsmallest(k, (r for r in predictions if bool(r.get("correct")) is wanted), key=rank)
+        out[name] = [{"case_id": r["case_id"], "split": r.get("split"), "tier": r.get("tier"), "order": r["order"],
+                      "choice": r.get("choice"), "status": r.get("status"), "scores": r.get("scores"),
+                      "raw": None if r.get("raw") is None else str(r["raw"])[:raw_chars],
+                      "error": r.get("error"), "len_chosen": r.get("len_chosen"),
+                      "len_rejected": r.get("len_rejected")} for r in picked]
+    return out
 
 
 def _unfinished_warning(run_dir: Path, status: str, error: str | None, seen: int, expected: int) -> str:

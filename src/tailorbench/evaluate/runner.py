@@ -460,6 +460,7 @@ async def _run_locked(
     )
     manifest = _manifest(config, benchmark, cases, judge)
     manifest.config["resumed_with_done"] = len(done)
+    _check_training_overlap(judge, cases, manifest)
     write_json_atomic(out / MANIFEST, manifest.model_dump())
     if tasks:
         (out / RESULTS).unlink(missing_ok=True)  # an earlier process's results no longer match the predictions
@@ -469,10 +470,14 @@ async def _run_locked(
     stop = asyncio.Event()
     written: list[dict[str, Any]] = []
     ended: tuple[str, str | None] | None = None
+    early = 0
     try:
         with stop_on_sigint(stop):
             if tasks:
                 await judge.prepare([t.input for t in tasks])
+                for warning in judge.warnings:  # what prepare learnt (language, truncation): before the work
+                    print(f"warning: {warning}", file=sys.stderr)
+                early = len(judge.warnings)
                 if not stop.is_set():
                     written = await _judge_all(judge, tasks, predictions, bar, stop)
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -488,7 +493,7 @@ async def _run_locked(
         if ended is not None:
             manifest.status, manifest.error = ended  # type: ignore[assignment]
             write_json_atomic(out / MANIFEST, manifest.model_dump())
-    for warning in judge.warnings:
+    for warning in judge.warnings[early:]:
         print(f"warning: {warning}", file=sys.stderr)
     manifest.config["warnings"] = list(judge.warnings)
     if len(written) < len(tasks):  # only a stop leaves tasks unjudged
@@ -499,6 +504,22 @@ async def _run_locked(
     write_json_atomic(out / MANIFEST, manifest.model_dump())
     finalize_run(out, None if done else written)
     return out
+
+
+def _check_training_overlap(judge: PairJudge, cases: Sequence[PairCase], manifest: RunManifest) -> None:
+    """A judge that declares its training data (`train.content.judge_content`): classify every planned case as
+    in-training / persona-seen / unseen, record it in the manifest (`training_overlap`; results.json reports each
+    class as its own row) and say so before any work."""
+    from tailorbench.train.content import describe_overlap, judge_content, overlap
+
+    content = judge_content(judge)
+    if content is None:
+        return
+    block = overlap(content, cases)
+    manifest.config["training_overlap"] = block
+    line = describe_overlap(block, redact(judge.spec))
+    if line:
+        print(f"warning: {line}", file=sys.stderr)
 
 
 def _previous_manifest(out: Path) -> dict[str, Any]:

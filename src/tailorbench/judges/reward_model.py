@@ -9,6 +9,7 @@ answers across pairs), in length-sorted batches; `judge` only looks scores up.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from tailorbench.errors import ConfigError
@@ -16,15 +17,18 @@ from tailorbench.judges.base import JudgeBase, JudgeOptions, check_options, regi
 from tailorbench.models.reward_hf import HFRewardModel, Triple
 from tailorbench.options import as_choice, as_int
 from tailorbench.schema import JudgeInput, Verdict
+from tailorbench.train.content import TrainingContent, read_dir
 
 
 class RewardModelJudge(JudgeBase):
     batch_size = 1024
 
-    def __init__(self, scorer: HFRewardModel) -> None:
+    def __init__(self, scorer: HFRewardModel, training: TrainingContent | None = None) -> None:
         super().__init__()
         self.scorer = scorer
         self._scores: dict[Triple, tuple[float, bool]] = {}
+        #: what the model was fitted on (a `tailor train-rm` checkpoint's training_content.json), if known
+        self.training = training if training is not None else _checkpoint_content(scorer.path)
 
     @staticmethod
     def triples(item: JudgeInput) -> tuple[Triple, Triple]:
@@ -41,6 +45,17 @@ class RewardModelJudge(JudgeBase):
     async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
         self._score_missing(inputs)
         self.warnings.extend(self.scorer.notes)
+        scored = len(self._scores)
+        cut = sum(flag for _, flag in self._scores.values())
+        if scored and cut == scored:
+            self.warnings.append(
+                f"every one of the {scored} scored inputs was truncated to max_length "
+                f"{self.scorer.fmt.max_length} tokens: the model sees only the start of each answer; raise "
+                "max_length (--judge-option max_length=N) if the model allows")
+
+    def training_content(self) -> TrainingContent | None:
+        """The hashes of the model's training data (the runner reports overlapping cases separately)."""
+        return self.training
 
     async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
         self._score_missing(inputs)
@@ -56,7 +71,14 @@ class RewardModelJudge(JudgeBase):
         return out
 
     def describe(self) -> dict[str, Any]:
-        return {"spec": self.spec, **self.scorer.describe(), "unique_inputs_scored": len(self._scores)}
+        out = {"spec": self.spec, **self.scorer.describe(), "unique_inputs_scored": len(self._scores)}
+        if self.training is not None:
+            out["training_data"] = self.training.summary()
+        return out
+
+
+def _checkpoint_content(path: str) -> TrainingContent | None:
+    return read_dir(path) if Path(path).is_dir() else None
 
 
 @register_judge("rm")

@@ -27,6 +27,7 @@ from tailorbench.datasets import Benchmark
 from tailorbench.errors import ConfigError
 from tailorbench.schema import PairCase
 from tailorbench.train.config import MINILM, RMTrainConfig
+from tailorbench.train.content import CONTENT_FILE, TrainingContent
 from tailorbench.train.data import (
     check_disjoint,
     clean_pairs,
@@ -183,17 +184,40 @@ def tier_table(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluate_cases(cases: list[PairCase], judge: Any, spec: str, cfg: RMTrainConfig, out: Path,
-                   label: str) -> dict[str, Any]:
+                   label: str, benchmark: Benchmark | None = None) -> dict[str, Any]:
     """Per split x tier metrics of a judge on held-out cases, via the evaluation runner (same metrics,
-    same run directory layout as `tailor eval`)."""
+    same run directory layout as `tailor eval`). With `benchmark` (the held-out file, `label` its path) the run
+    is exactly what `tailor eval --data LABEL` repeats."""
     from tailorbench.evaluate.results import load_results
     from tailorbench.evaluate.runner import EvalConfig, run_eval
 
     config = EvalConfig(data=label, judge=spec, setting=cfg.setting, seed=cfg.seed, n_boot=cfg.n_boot)
     if judge is not None:
         judge.spec = spec
-    run_eval(config, out, progress=False, benchmark=Benchmark(label, "memory", cases), judge=judge)
+    run_eval(config, out, progress=False, benchmark=benchmark or Benchmark(label, "memory", cases), judge=judge)
     return tier_table(load_results(out))
+
+
+#: the held-out cases of a checkpoint, as native PairCase JSONL (`tailor eval --data` reads it)
+HELDOUT = "heldout.jsonl"
+
+
+def heldout_benchmark(cases: list[PairCase], out: Path) -> tuple[Path, Benchmark]:
+    """Write the held-out cases to OUT/eval/heldout.jsonl and load them back as `tailor eval` will."""
+    from tailorbench.datasets import load_benchmark, write_native
+
+    path = out / "eval" / HELDOUT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_native(cases, path)
+    return path, load_benchmark(str(path))
+
+
+def reproduce_command(cfg: RMTrainConfig, out: Path, data: Path) -> str:
+    """The `tailor eval` command that repeats the held-out evaluation of a checkpoint."""
+    import shlex
+
+    return (f"tailor eval --data {shlex.quote(str(data))} --judge {shlex.quote(f'rm:{out}')} --setting "
+            f"{cfg.setting} --seed {cfg.seed} --n-boot {cfg.n_boot} --out {shlex.quote(str(out / 'eval' / 'rerun'))}")
 
 
 def prepare_data(cfg: RMTrainConfig) -> tuple[list[PairCase], list[PairCase], dict[str, Any]]:
@@ -334,6 +358,11 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     cfg.save(out / "train_config.yaml")
 
     train, eval_cases, data_stats = prepare_data(cfg)
+    # what the model is fitted on, as content hashes: `rm:OUT` reports cases of any data that overlaps them
+    training = TrainingContent.of_cases(train, str(out / CONTENT_FILE), setting=cfg.setting, data=cfg.data,
+                                        trained_by="tailor train-rm")
+    training.write(out)
+    heldout: tuple[Path, Benchmark] | None = heldout_benchmark(eval_cases, out) if eval_cases else None
     path = resolve_model(cfg.model)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
@@ -399,7 +428,9 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     log.write({"event": "start", "config": cfg.to_dict(), "data": data_stats, "truncation": truncation,
                "model_path": path, "precision": scorer.precision, "notes": notes, "feature_fit": feature_fit,
                "frozen_parameters": frozen})
-    longer = evaluate_cases(eval_cases, None, "longer", cfg, out / "eval" / "longer", "held-out users") \
+    held_label = str(heldout[0]) if heldout else "held-out users"
+    held_bench = heldout[1] if heldout else None
+    longer = evaluate_cases(eval_cases, None, "longer", cfg, out / "eval" / "longer", held_label, held_bench) \
         if eval_cases and cfg.eval_each_epoch else None
     if longer:
         log.write({"event": "eval", "epoch": 0, "judge": "longer", "tiers": longer})
@@ -461,8 +492,8 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
             fmt.feature_weights = feat_w.detach().tolist()
         if eval_cases and cfg.eval_each_epoch:
             model.eval()
-            tiers = evaluate_cases(eval_cases, RewardModelJudge(scorer), f"rm:{out}", cfg,
-                                   out / "eval" / f"epoch-{epoch}", "held-out users")
+            tiers = evaluate_cases(eval_cases, RewardModelJudge(scorer, training), f"rm:{out}", cfg,
+                                   out / "eval" / f"epoch-{epoch}", held_label, held_bench)
             evals.append({"epoch": epoch, "tiers": tiers})
             log.write({"event": "eval", "epoch": epoch, "judge": "rm", "tiers": tiers})
             bar.note(f"epoch {epoch}: " + ", ".join(
@@ -495,7 +526,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     if scorer.ngrams is not None:
         scorer.ngrams.save(out)
     write_format(out, fmt, {"trained_by": "tailor train-rm", "setting": cfg.setting, "head": head})
-    summary = {
+    summary: dict[str, Any] = {
         "out": str(out), "model": cfg.model, "steps": step, "pairs_seen": seen_pairs,
         "train_seconds": train_time, "pairs_per_s": seen_pairs / max(train_time, 1e-9),
         "step_seconds_median": float(np.median(step_seconds)) if step_seconds else None,
@@ -504,6 +535,15 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         "data": data_stats, "truncation": truncation, "format": asdict(fmt), "longer": longer,
         "evals": evals, "notes": notes, "feature_fit": feature_fit, "cross_fit": cross,
     }
+    if heldout is not None:
+        where = out / "eval" / f"epoch-{evals[-1]['epoch']}" if evals else None
+        summary["heldout"] = {"data": str(heldout[0]), "cases": len(eval_cases),
+                              "eval_dir": None if where is None else str(where),
+                              "command": reproduce_command(cfg, out, heldout[0])}
+        print(("held-out evaluation (users not trained on): " + (f"{where}/report.md" if where else "not run "
+               "(eval_each_epoch is off)") + f"; reproduce it with:\n  {summary['heldout']['command']}"),
+              file=sys.stderr)
+    summary["training_content"] = training.summary()
     log.write({"event": "end", **{k: summary[k] for k in ("steps", "pairs_per_s", "wall_seconds")}})
     log.close()
     (out / SUMMARY).write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
