@@ -124,7 +124,8 @@ _OVERLAP_HEADER = ["judge", "setting", "tier", "rows unique to the tier", "repea
                    "contradicted by another tier"]
 _OVERLAP_NOTE = ("Some rows are also in another tier of the data: with the same label (repeated) or with the labels "
                  "swapped (contradicted: a judge that gives the pair one order is right on exactly one of its two "
-                 "rows). Accuracy by kind; `tailor data check` counts them.")
+                 "rows). Accuracy by kind; `tailor data check` counts them. Definitions: "
+                 "[docs/metrics.md](docs/metrics.md#breakdowns).")
 _LENGTH_HEADER = ["judge", "setting", "split", "acc. chosen longer", "acc. chosen shorter", "equal length",
                   "length-balanced"]
 _ACCOUNT_HEADER = ["judge", "setting", "status", "cases", "verdicts", "invalid", "abstained", "failed", "retries",
@@ -133,7 +134,8 @@ _FAILURE_HEADER = ["judge", "setting", "failed verdicts", "allowed (--max-failed
                    "call errors (all attempts)", "first errors"]
 _FAILURE_NOTE = ("A failed verdict is a call that never returned a usable answer (after every retry); such a run "
                  "exits with code 3 when their share exceeds `--max-failed`, and always when every verdict failed. "
-                 "Invalid and abstained verdicts are the judge's answers: counted above, never here.")
+                 "Invalid and abstained verdicts are the judge's answers: counted above, never here. Definitions: "
+                 "[docs/cli.md](docs/cli.md#--max-failed-how-many-failed-calls-a-run-may-have).")
 
 
 def _counts(counts: dict[str, Any]) -> str:
