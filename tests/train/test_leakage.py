@@ -191,3 +191,15 @@ def test_any_judge_that_declares_training_data_is_checked_before_the_work(
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "stopped"
     assert manifest["config"]["training_overlap"]["counts"]["in-training"] == 10
+
+
+def test_declared_training_content_that_cannot_be_read_is_a_clear_error(tmp_path: Path) -> None:
+    from tailorbench.errors import DataError
+
+    with pytest.raises(DataError, match="cannot be read"):
+        run_eval(EvalConfig(judge="declaring", n_boot=20), tmp_path / "run", progress=False,
+                 judge=_DeclaringJudge(tmp_path / "missing"))
+    (tmp_path / CONTENT_FILE).write_text("{not json")
+    with pytest.raises(DataError, match=f"{CONTENT_FILE}:1: malformed training content"):
+        run_eval(EvalConfig(judge="declaring", n_boot=20), tmp_path / "run2", progress=False,
+                 judge=_DeclaringJudge(tmp_path))

@@ -109,8 +109,12 @@ class TrainingContent:
     def read(cls, path: Path) -> TrainingContent:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataError(path, exc.lineno, None, f"malformed JSON: {exc.msg}") from None
+        except OSError as exc:
+            raise DataError(path, None, None, f"training content declared by the judge cannot be read: "
+                            f"{exc.strerror or exc}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
+            raise DataError(path, line, None, f"malformed training content: {exc}") from None
         if not isinstance(data, dict):
             raise DataError(path, 1, None, "expected a JSON object")
         for key in ("personas", "pairs"):
