@@ -203,3 +203,25 @@ def test_declared_training_content_that_cannot_be_read_is_a_clear_error(tmp_path
     with pytest.raises(DataError, match=f"{CONTENT_FILE}:1: malformed training content"):
         run_eval(EvalConfig(judge="declaring", n_boot=20), tmp_path / "run2", progress=False,
                  judge=_DeclaringJudge(tmp_path))
+
+
+def test_a_checkpoint_older_than_training_content_gets_it_rebuilt_from_its_config(
+    trained: tuple[Path, dict, str], tmp_path: Path
+) -> None:
+    import shutil
+
+    from tailorbench.judges.base import JudgeOptions, make_judge
+
+    out, _, _ = trained
+    old = tmp_path / "old"
+    shutil.copytree(out, old, ignore=shutil.ignore_patterns("eval", CONTENT_FILE))
+    judge: Any = make_judge(f"rm:{old}", JudgeOptions(extra={"precision": "fp32"}))
+    original = TrainingContent.read(out / CONTENT_FILE)
+    assert judge.training.pairs == original.pairs and judge.training.personas == original.personas
+    assert "rebuilt" in judge.describe()["training_data"]["content"] and not judge.warnings
+    # its data gone: said, not hidden
+    config = (old / "train_config.yaml").read_text()
+    (old / "train_config.yaml").write_text(config.replace(str(out.parent / "pairs.jsonl"), str(tmp_path / "gone")))
+    judge = make_judge(f"rm:{old}", JudgeOptions(extra={"precision": "fp32"}))
+    assert judge.training_content() is None  # type: ignore[attr-defined]
+    assert any("cannot be rebuilt" in w and "overlap with this data is not checked" in w for w in judge.warnings)

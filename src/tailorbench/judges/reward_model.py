@@ -14,10 +14,10 @@ from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeBase, JudgeOptions, check_options, register_judge
-from tailorbench.models.reward_hf import HFRewardModel, Triple
+from tailorbench.models.reward_hf import HFRewardModel, Triple, read_sidecar
 from tailorbench.options import as_choice, as_int
 from tailorbench.schema import JudgeInput, Verdict
-from tailorbench.train.content import TrainingContent, read_dir
+from tailorbench.train.content import TrainingContent, read_dir, reconstruct
 
 
 class RewardModelJudge(JudgeBase):
@@ -28,7 +28,11 @@ class RewardModelJudge(JudgeBase):
         self.scorer = scorer
         self._scores: dict[Triple, tuple[float, bool]] = {}
         #: what the model was fitted on (a `tailor train-rm` checkpoint's training_content.json), if known
-        self.training = training if training is not None else _checkpoint_content(scorer.path)
+        self.training = training
+        if training is None:
+            self.training, note = _checkpoint_content(scorer.path)
+            if note:
+                self.warnings.append(note)
 
     @staticmethod
     def triples(item: JudgeInput) -> tuple[Triple, Triple]:
@@ -77,8 +81,18 @@ class RewardModelJudge(JudgeBase):
         return out
 
 
-def _checkpoint_content(path: str) -> TrainingContent | None:
-    return read_dir(path) if Path(path).is_dir() else None
+def _checkpoint_content(path: str) -> tuple[TrainingContent | None, str | None]:
+    """A checkpoint's training content; for a `tailor train-rm` checkpoint older than training_content.json,
+    rebuilt from its train_config.yaml (or a note saying why it cannot be)."""
+    if not Path(path).is_dir():
+        return None, None
+    content = read_dir(path)
+    if content is not None:
+        return content, None
+    sidecar = read_sidecar(path)
+    if sidecar.get("trained_by") != "tailor train-rm":
+        return None, None
+    return reconstruct(path)
 
 
 @register_judge("rm")

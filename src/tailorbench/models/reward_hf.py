@@ -90,6 +90,18 @@ def read_format(path: str | Path) -> RewardFormat | None:
     return RewardFormat(**{k: v for k, v in data.get("format", {}).items() if k in known})
 
 
+def read_sidecar(path: str | Path) -> dict[str, Any]:
+    """The whole sidecar of a trained checkpoint (format, `trained_by`, setting ...), or {}."""
+    sidecar = Path(path) / SIDECAR
+    if not sidecar.is_file():
+        return {}
+    try:
+        data = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def write_format(path: str | Path, fmt: RewardFormat, extra: dict[str, Any] | None = None) -> None:
     payload = {"format": asdict(fmt), **(extra or {})}
     (Path(path) / SIDECAR).write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

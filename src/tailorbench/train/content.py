@@ -132,6 +132,27 @@ def read_dir(directory: str | Path) -> TrainingContent | None:
     return TrainingContent.read(path) if path.is_file() else None
 
 
+def reconstruct(directory: str | Path) -> tuple[TrainingContent | None, str | None]:
+    """For a `tailor train-rm` checkpoint written before training_content.json existed: its training pairs
+    rebuilt from its train_config.yaml (the same loading, split and cleaning, all seeded). Returns (content,
+    None), or (None, why not) when the config or its data cannot be read."""
+    from tailorbench.errors import TailorError
+    from tailorbench.train.config import load_config
+    from tailorbench.train.trainer import prepare_data
+
+    config = Path(directory) / "train_config.yaml"
+    if not config.is_file():
+        return None, f"{directory} has no {CONTENT_FILE} and no train_config.yaml: its training data is unknown"
+    try:
+        cfg = load_config(config)
+        train, _, _ = prepare_data(cfg)
+    except (TailorError, OSError, ValueError) as exc:
+        return None, (f"{directory} predates {CONTENT_FILE} and its training data ({config}) cannot be rebuilt "
+                      f"({exc}): overlap with this data is not checked")
+    return TrainingContent.of_cases(train, f"{config} (rebuilt: the checkpoint predates {CONTENT_FILE})",
+                                    setting=cfg.setting, data=cfg.data, trained_by="tailor train-rm"), None
+
+
 def judge_content(judge: Any) -> TrainingContent | None:
     """The training data a judge declares: its `training_content()`, else the file its description names."""
     method = getattr(judge, "training_content", None)
