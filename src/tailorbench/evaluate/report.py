@@ -202,6 +202,11 @@ _DATA_NOTE = (
     "*fingerprint*: sha256 of the source files (of the cases for data built in memory): equal fingerprints, same "
     "data; *labels*: human-labelled (annotators' majority), illustrative (set by construction: for trying the "
     "toolkit, not for conclusions) or not stated.")
+_TRAINING_NOTE = (
+    "*training pairs / personas*: distinct (question, chosen, rejected) and personas the judge was fitted on "
+    "(sha256 of their normalised text); *in-training cases*: cases of this run whose pair, in either label "
+    "order, is one of them (a pair repeated across tiers counts once per row); *persona-seen cases*: only the "
+    f"persona is; *unseen cases*: neither ([{_METRICS_DOC}]({_METRICS_DOC}#training-overlap)).")
 _TRAINING_HEADER = ["judge", "setting", "training data", "training pairs", "training personas", "in-training cases",
                     "persona-seen cases", "unseen cases"]
 _DATA_HEADER = ["data", "layout", "rows", "fingerprint", "labels", "runs"]
@@ -296,7 +301,7 @@ def _training_section(runs: Sequence[dict[str, Any]]) -> Section | None:
     return Section("Training data of the judges",
                    ["Judges that declare their training data (content hashes of each training persona and pair) are "
                     "checked against every case of the run before it starts; overlapping cases get their own rows "
-                    "above."], _TRAINING_HEADER, rows, [_TRAINING_ROW_NOTE])
+                    "above."], _TRAINING_HEADER, rows, [_TRAINING_NOTE])
 
 
 def _ratio_rows(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
