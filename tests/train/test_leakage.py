@@ -149,6 +149,8 @@ def test_evaluating_on_overlapping_data_reports_the_classes_as_separate_rows(
             score.setdefault(p["case_id"], []).append(p["correct"])
         assert metrics["all"]["accuracy"] == pytest.approx(sum(sum(v) / len(v) for v in score.values()) / len(score))
     assert results["warnings"][0].startswith(f"rm:{out} was trained on part of this data")
+    examples = [e for kind in ("right", "wrong") for e in results["examples"][kind]]
+    assert examples and all(e["training"] == expected[e["case_id"]] for e in examples)
     assert compute_results(run) == results
 
     report = (run / "report.md").read_text()

@@ -368,6 +368,8 @@ def _example_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
             for e in examples:
                 status = e.get("status") or "ok"
                 verdict = kind if status == "ok" else f"{kind} ({status})"
+                if e.get("training") and e["training"] != "unseen":
+                    verdict += f", {e['training']}"
                 rows.append([r["judge"], r["setting"], verdict, str(e["case_id"]), f"{e.get('split')}/{e.get('tier')}",
                              str(e.get("order")), str(e.get("choice") or "–"),
                              f"{e.get('len_chosen')}/{e.get('len_rejected')}", _output_text(e)])

@@ -113,7 +113,8 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         "predictions_sha256": predictions_digest(run_dir),
         "dataset": dataset_provenance(manifest),
         "training_overlap": training,
-        "examples": verdict_examples(predictions, int(manifest.get("seed", 0))),
+        "examples": verdict_examples(predictions, int(manifest.get("seed", 0)),
+                                     classes=(config.get("training_overlap") or {}).get("cases")),
         **body,
     }
 
@@ -159,9 +160,11 @@ def training_rows(predictions: Sequence[Mapping[str, Any]], manifest: Mapping[st
 
 
 def verdict_examples(predictions: Sequence[Mapping[str, Any]], seed: int, k: int = 3,
-                     raw_chars: int = 400) -> dict[str, list[dict[str, Any]]]:
+                     raw_chars: int = 400, classes: Mapping[str, str] | None = None
+                     ) -> dict[str, list[dict[str, Any]]]:
     """A few right and a few wrong verdicts with the judge's raw output (or scores), picked by a seeded hash of
-    (case id, order) so they are spread over the data and the same on every recomputation."""
+    (case id, order) so they are spread over the data and the same on every recomputation. With `classes`
+    (a judge's training overlap) each example says whether its case was in training."""
     import hashlib
     import heapq
 
@@ -175,7 +178,9 @@ def verdict_examples(predictions: Sequence[Mapping[str, Any]], seed: int, k: int
                       "choice": r.get("choice"), "status": r.get("status"), "scores": r.get("scores"),
                       "raw": None if r.get("raw") is None else str(r["raw"])[:raw_chars],
                       "error": r.get("error"), "len_chosen": r.get("len_chosen"),
-                      "len_rejected": r.get("len_rejected")} for r in picked]
+                      "len_rejected": r.get("len_rejected"),
+                      **({"training": classes.get(r["case_id"], "unseen")} if classes is not None else {})}
+                     for r in picked]
     return out
 
 
