@@ -7,7 +7,7 @@ import html
 
 STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
          "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f4f4f4}"
-         ".warn{color:#a40}")
+         ".warn{color:#a40}tr.warn td{background:#fdf0e6}")
 
 
 def pct(value: float | None) -> str:
@@ -21,9 +21,13 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def html_table(header: list[str], rows: list[list[str]]) -> str:
+def html_table(header: list[str], rows: list[list[str]], row_classes: list[str] | None = None) -> str:
+    """A table; `row_classes` gives each row a CSS class (e.g. `warn`), '' for none."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    classes = row_classes or [""] * len(rows)
+    body = "".join((f"<tr class='{html.escape(k)}'>" if k else "<tr>")
+                   + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                   for row, k in zip(rows, classes, strict=True))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 

@@ -159,6 +159,8 @@ def test_evaluating_on_overlapping_data_reports_the_classes_as_separate_rows(
     assert "## Training data of the judges" in report and "| 19 (1 with labels swapped) | 1 | 12 |" in report
     html = (run / "report.html").read_text()
     assert "persona | in-training" in html and "persona | unseen" in html and "Training data of the judges" in html
+    assert re.search(r"<tr class='warn'><td>[^<]+</td><td>persona \| in-training</td>", html)  # marked
+    assert not re.search(r"<tr class='warn'><td>[^<]+</td><td>persona \| unseen</td>", html)
 
 
 class _DeclaringJudge(JudgeBase):

@@ -226,6 +226,8 @@ class Section:
     #: HTML only (a chart), placed before the table
     figure: str = ""
     level: int = 2
+    #: HTML only: a CSS class per row ('' for none), e.g. `warn` on in-training rows
+    row_classes: list[str] | None = None
 
 
 def _datasets(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
@@ -382,13 +384,15 @@ def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
     leaderboard_after = list(_LEADERBOARD_NOTES)
     if any((r.get("training_overlap") or {}).get("rows") for r in runs):
         leaderboard_after.append(_TRAINING_ROW_NOTE)
+    board = leaderboard_rows(runs)
     sections = [
         _data_section(runs),
         Section("Leaderboard", [
             f"Accuracy in % with 95% percentile-bootstrap CI ({first.get('n_boot', 1000)} resamples, unit: "
             f"{first.get('ci_unit', 'case')}); a case scores the mean over its judged orders; abstained, invalid "
             "and failed verdicts score 0. Averages are weighted by case counts."],
-            _header(), leaderboard_rows(runs), leaderboard_after, figure=_svg_chart(runs)),
+            _header(), board, leaderboard_after, figure=_svg_chart(runs),
+            row_classes=["warn" if row[1].endswith("| in-training") else "" for row in board]),
     ]
     training = _training_section(runs)
     if training:
@@ -462,7 +466,7 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
             body.append("<ul>" + "".join(f"<li>{inline_html(b)}</li>" for b in bullets) + "</ul>")
         body.append(section.figure)
         if section.header is not None:
-            body.append(html_table(section.header, section.rows))
+            body.append(html_table(section.header, section.rows, section.row_classes))
         body += [f"<p class='note'>{inline_html(note)}</p>" for note in section.after]
     return html_page(title, "".join(body), ".note{font-size:12px;color:#555;max-width:60em}")
 
