@@ -161,6 +161,8 @@ def test_evaluating_on_overlapping_data_reports_the_classes_as_separate_rows(
     assert "persona | in-training" in html and "persona | unseen" in html and "Training data of the judges" in html
     assert re.search(r"<tr class='warn'><td>[^<]+</td><td>persona \| in-training</td>", html)  # marked
     assert not re.search(r"<tr class='warn'><td>[^<]+</td><td>persona \| unseen</td>", html)
+    bars = re.findall(r"<rect [^>]*><title>([^<]+)</title>", html)  # the chart: one series per row, none mixed
+    assert bars and all(re.search(r"persona \| (unseen|persona-seen|in-training) ", t) for t in bars)
 
 
 class _DeclaringJudge(JudgeBase):

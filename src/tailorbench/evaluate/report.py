@@ -487,8 +487,15 @@ def _single_run_details(r: dict[str, Any]) -> list[Section]:
     return sections
 
 
+def _short(label: str, size: int = 28) -> str:
+    """A legend label of at most `size` characters keeping both ends (the judge, and the row's class)."""
+    return label if len(label) <= size else label[: size // 2 - 1] + "…" + label[-(size - size // 2):]
+
+
 def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
-    """Grouped bars per split x tier, one colour per run, whiskers at the CI bounds."""
+    """Grouped bars per split x tier, one colour per leaderboard row (a run, or one training class of a run),
+    whiskers at the CI bounds."""
+    runs = [{**r, "setting": setting} for r, setting, _ in _views(runs)]
     cells = [(s, t) for s in SPLITS for t in TIERS if any(_cell(r, s, t) for r in runs)]
     width_per, bar, height, top, left = 40 + 18 * len(runs), 14, 220, 20, 40
     width = left + width_per * max(1, len(cells)) + 20
@@ -519,7 +526,7 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
         x = left + (ri % legend_cols) * 180
         out.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{colour(ri)}"/>'
                    f'<text x="{x + 14}" y="{y + 9}" font-size="11">'
-                   f'{html.escape(run["judge"] + " / " + run["setting"])[:28]}</text>')
+                   f'{html.escape(_short(run["judge"] + " / " + run["setting"]))}</text>')
     out.append("</svg>")
     return "".join(out)
 
