@@ -55,8 +55,10 @@ def _merge(target: dict[str, Any], key: str, value: Any) -> None:
     if key not in target:
         target[key] = value
     elif isinstance(target[key], dict) and isinstance(value, dict):
+        merged = dict(target[key])  # a copy: the caller's nested mappings are never altered
         for sub_key, sub_value in value.items():
-            _merge(target[key], sub_key, sub_value)
+            _merge(merged, sub_key, sub_value)
+        target[key] = merged
     else:
         suffix = 2
         while f"{key}_{suffix}" in target:

@@ -32,9 +32,15 @@ def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
         for number, line in enumerate(handle, start=1):
             if line.strip():
                 try:
-                    rows.append(orjson.loads(line))
+                    row = orjson.loads(line)
                 except orjson.JSONDecodeError as exc:
                     raise DataError(path, number, None, f"malformed JSON: {exc.msg}") from None
+                if not isinstance(row, dict):
+                    raise DataError(path, number, None, "expected a JSON object (a prediction)")
+                for key in ("case_id", "order"):
+                    if not isinstance(row.get(key), str):
+                        raise DataError(path, number, key, "missing or not text: not a prediction line")
+                rows.append(row)
     return rows
 
 

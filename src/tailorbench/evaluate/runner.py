@@ -535,6 +535,8 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataError(path, exc.lineno, None, f"malformed JSON: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(path, None, None, f"not valid UTF-8 (byte {exc.start}): not a run manifest") from None
     return data
 
 
@@ -632,7 +634,7 @@ def validate_config(config: EvalConfig) -> EvalConfig:
     a copy with typed values and the data path made absolute."""
     from dataclasses import replace
 
-    from tailorbench.options import as_bool, as_choice, as_int
+    from tailorbench.options import as_bool, as_choice, as_float, as_int
 
     if not isinstance(config.data, str) or not config.data.strip():
         raise ConfigError(f"--data must be demo, personafeedback or a path, got {config.data!r}")
@@ -655,7 +657,7 @@ def validate_config(config: EvalConfig) -> EvalConfig:
         limit=None if config.limit is None else as_int("--limit", config.limit, minimum=1),
         batch_size=None if config.batch_size is None else as_int("--batch-size", config.batch_size, minimum=1),
         skip_invalid=as_bool("--skip-invalid", config.skip_invalid),
-        max_failed=check_max_failed(config.max_failed),
+        max_failed=check_max_failed(as_float("--max-failed", config.max_failed, minimum=0.0, maximum=1.0)),
     )
     if top_k is not None:
         typed.setting_options = {**config.setting_options, "top_k": as_int("--top-k", top_k, minimum=1)}
