@@ -152,6 +152,8 @@ def test_evaluating_on_overlapping_data_reports_the_classes_as_separate_rows(
     examples = [e for kind in ("right", "wrong") for e in results["examples"][kind]]
     assert examples and all(e["training"] == expected[e["case_id"]] for e in examples)
     assert compute_results(run) == results
+    ratio = results["training_overlap"]["by_length_ratio"]
+    assert {k: sum(b["n"] for b in v) for k, v in ratio.items()} == {"unseen": 12, "persona-seen": 1, "in-training": 19}
 
     report = (run / "report.md").read_text()
     board = [line for line in report.splitlines() if line.startswith(f"| rm:{out} | persona")][:3]
@@ -161,6 +163,7 @@ def test_evaluating_on_overlapping_data_reports_the_classes_as_separate_rows(
     assert "persona | in-training" in html and "persona | unseen" in html and "Training data of the judges" in html
     assert re.search(r"<tr class='warn'><td>[^<]+</td><td>persona \| in-training</td>", html)  # marked
     assert not re.search(r"<tr class='warn'><td>[^<]+</td><td>persona \| unseen</td>", html)
+    assert "persona \\| in-training | " in report.split("### Accuracy by length ratio")[1].split("##")[0]
     bars = re.findall(r"<rect [^>]*><title>([^<]+)</title>", html)  # the chart: one series per row, none mixed
     assert bars and all(re.search(r"persona \| (unseen|persona-seen|in-training) ", t) for t in bars)
 

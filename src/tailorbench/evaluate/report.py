@@ -60,8 +60,10 @@ def _views(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
         if not rows:
             out.append((r, r["setting"], None))
             continue
+        ratios = (r.get("training_overlap") or {}).get("by_length_ratio") or {}
         for kind, metrics in rows.items():
-            out.append(({**r, "metrics": metrics}, f"{r['setting']} | {kind}", kind))
+            out.append(({**r, "metrics": metrics, "by_length_ratio": ratios.get(kind, [])},
+                        f"{r['setting']} | {kind}", kind))
     return out
 
 
@@ -307,6 +309,7 @@ def _training_section(runs: Sequence[dict[str, Any]]) -> Section | None:
 
 
 def _ratio_rows(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    runs = [{**r, "setting": setting} for r, setting, _ in _views(runs)]
     bins = next((r["by_length_ratio"] for r in runs if r.get("by_length_ratio")), None)
     if not bins:
         return [], []
@@ -319,7 +322,8 @@ def _ratio_rows(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[st
 
 
 def _svg_ratio_chart(runs: Sequence[dict[str, Any]]) -> str:
-    """Accuracy by length-ratio bin, one line per run (points sized by nothing: counts are in the table)."""
+    """Accuracy by length-ratio bin, one line per leaderboard row (counts are in the table)."""
+    runs = [{**r, "setting": setting} for r, setting, _ in _views(runs)]
     series = [(k, r) for k, r in enumerate(runs) if r.get("by_length_ratio")]
     if not series:
         return ""
@@ -347,7 +351,7 @@ def _svg_ratio_chart(runs: Sequence[dict[str, Any]]) -> str:
         y = legend + 16 * row
         out.append(f'<rect x="{left}" y="{y - 9}" width="10" height="10" fill="{colour(index)}"/>'
                    f'<text x="{left + 14}" y="{y}" font-size="11">'
-                   f'{html.escape(run["judge"] + " / " + run["setting"])[:60]}</text>')
+                   f'{html.escape(_short(run["judge"] + " / " + run["setting"], 60))}</text>')
     out.append("</svg>")
     return "".join(out)
 

@@ -155,13 +155,15 @@ def training_rows(predictions: Sequence[Mapping[str, Any]], manifest: Mapping[st
     if not classes:
         return out
     rows: dict[str, Any] = {}
+    ratios: dict[str, Any] = {}
     for kind in CLASSES:
         subset = [r for r in predictions if classes.get(r["case_id"], "unseen") == kind]
         if subset:
-            rows[kind] = compute_metrics(subset, ci_unit=config.get("ci_unit", "case"),
-                                         n_boot=int(config.get("n_boot", 1000)),
-                                         seed=int(manifest.get("seed", 0)))["metrics"]
+            body = compute_metrics(subset, ci_unit=config.get("ci_unit", "case"),
+                                   n_boot=int(config.get("n_boot", 1000)), seed=int(manifest.get("seed", 0)))
+            rows[kind], ratios[kind] = body["metrics"], body["by_length_ratio"]
     out["rows"] = rows
+    out["by_length_ratio"] = ratios
     return out
 
 
