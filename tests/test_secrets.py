@@ -68,8 +68,9 @@ def test_no_secret_reaches_any_file_or_stderr(tmp_path: Path, call_cache: Path, 
         base = f"http://tbuser:{SECRETS['password']}@127.0.0.1:{server.port}/v1?api-key={SECRETS['query']}"
         headers = json.dumps({"X-Api-Key": SECRETS["header"], "X-Other": "$TB_HDR"})
         out = tmp_path / "runs"
-        result = _tailor("eval", "--data", "demo", "--limit", "3", "--setting", "none",
-                         "--judge", f"llm:openai:rec-model@{base}", "--judge", "longer",
+        # two settings: a matrix run, so run directory names are made from the spec too
+        result = _tailor("eval", "--data", "demo", "--limit", "3", "--setting", "none", "--setting", "persona",
+                         "--judge", f"llm:openai:rec-model@{base}",
                          "--judge-option", f"headers={headers}", "--judge-option", "api_key_env=TB_KEY",
                          "--judge-option", "max_retries=0", "--no-progress", "--out", str(out), env=env)
         outputs = [result.stdout, result.stderr]
@@ -81,7 +82,7 @@ def test_no_secret_reaches_any_file_or_stderr(tmp_path: Path, call_cache: Path, 
             assert all((("x-api-key", SECRETS["header"]) in r.header_set()) for r in chat)
             assert all((("x-other", SECRETS["header_env"]) in r.header_set()) for r in chat)
             runs = [p for p in out.iterdir() if p.is_dir()]
-            assert len(runs) == 2
+            assert len(runs) == 2 and all("openai" in r.name for r in runs)
             for sub in (["report", *map(str, runs), "--out", str(tmp_path / "board")],
                         ["eval", "--resume", str(next(r for r in runs if "openai" in r.name)), "--no-progress"]):
                 again = _tailor(*sub, env=env)
