@@ -268,6 +268,11 @@ def test_report_never_trusts_a_stale_results_json(tmp_path: Path) -> None:
     assert load_results(run)["metrics"]["all"]["accuracy"] == 0.0
 
 
+def test_compare_checks_n_boot_first(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    _bad("compare", str(run), str(run), "--n-boot", "0", says=("--n-boot",))
+
+
 @pytest.mark.parametrize("what", ["file", "missing", "parent", "corrupt"])
 def test_report_refuses_what_is_not_a_run(tmp_path: Path, what: str) -> None:
     run = _run(tmp_path, "runs/x")

@@ -36,8 +36,10 @@ def compare_command(
 ) -> None:
     """Paired bootstrap of the accuracy difference A - B on the cases both runs judged."""
     from tailorbench import api
+    from tailorbench.options import as_int
 
     with user_errors():
+        as_int("--n-boot", n_boot, minimum=1)
         result = api.compare(run_a, run_b, n_boot=n_boot, seed=seed)
     if json_out:
         print_json(result)
