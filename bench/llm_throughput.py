@@ -39,6 +39,7 @@ import json
 import os
 import resource
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
@@ -425,6 +426,7 @@ def main() -> None:
                         choices=[*DEFAULT_HARNESSES, "tailorbench-gather"])
     args = parser.parse_args()
     DELAY = args.delay
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated bench still stops its server
     fds = raise_fd_limit()
     key = "sk-bench-" + secrets.token_urlsafe(24)
     os.environ[KEY_ENV] = key  # tailorbench reads it through api_key_env, Inspect through its provider
