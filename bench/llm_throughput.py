@@ -53,6 +53,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from latency_server import raise_fd_limit
+
 HERE = Path(__file__).resolve().parent
 KEY_ENV = "BENCH_API_KEY"
 DELAY = 0.25
@@ -67,19 +70,6 @@ def fail(message: str) -> None:
     FAILURES.append(message)
     banner = "!" * 100
     print(f"{banner}\nBENCH FAILED: {message}\n{banner}", file=sys.stderr, flush=True)
-
-
-def raise_fd_limit() -> int:
-    """Soft RLIMIT_NOFILE up to the hard limit: 1,024 concurrent connections need more than 1,024 descriptors."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
-    if target > soft:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-        except (ValueError, OSError):
-            return soft
-        return target
-    return soft
 
 
 def loadavg() -> list[float]:

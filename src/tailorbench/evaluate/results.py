@@ -23,25 +23,27 @@ RESULTS = "results.json"
 _KIND = re.compile(r"[a-z_]+")
 
 
+def prediction_line(path: Path, number: int, line: bytes, note: str = "") -> dict[str, Any]:
+    """One line of predictions.jsonl as a prediction, or a DataError naming file, line and field (`note` is
+    added to a JSON error, e.g. that the run is left as it is)."""
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise DataError(path, number, None, f"malformed JSON: {exc.msg}{note}") from None
+    if not isinstance(row, dict):
+        raise DataError(path, number, None, "expected a JSON object (a prediction)")
+    for key in ("case_id", "order"):
+        if not isinstance(row.get(key), str):
+            raise DataError(path, number, key, "missing or not text: not a prediction line")
+    return row
+
+
 def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "predictions.jsonl"
     if not path.exists():
         raise DataError(path, None, None, "not a run directory: predictions.jsonl is missing")
-    rows = []
     with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                try:
-                    row = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise DataError(path, number, None, f"malformed JSON: {exc.msg}") from None
-                if not isinstance(row, dict):
-                    raise DataError(path, number, None, "expected a JSON object (a prediction)")
-                for key in ("case_id", "order"):
-                    if not isinstance(row.get(key), str):
-                        raise DataError(path, number, key, "missing or not text: not a prediction line")
-                rows.append(row)
-    return rows
+        return [prediction_line(path, number, line) for number, line in enumerate(handle, start=1) if line.strip()]
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.lock import RunLock
+from tailorbench.evaluate.results import prediction_line
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
@@ -191,15 +192,7 @@ def read_done(path: Path) -> set[tuple[str, str]]:
     for number, line in enumerate(data[:end].split(b"\n"), start=1):
         if not line.strip():
             continue
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise DataError(path, number, None, f"malformed JSON: {exc.msg} (the run is left as it is)") from None
-        if not isinstance(row, dict):
-            raise DataError(path, number, None, "expected a JSON object (a prediction)")
-        for key in ("case_id", "order"):
-            if not isinstance(row.get(key), str):
-                raise DataError(path, number, key, "missing or not text: not a prediction line")
+        row = prediction_line(path, number, line, " (the run is left as it is)")
         done.add((row["case_id"], row["order"]))
     if end != len(data):  # only once every whole line is known good
         with path.open("r+b") as handle:
