@@ -56,10 +56,6 @@ def register_secret(value: str | None) -> None:
         _PATTERN = re.compile("|".join(re.escape(s) for s in ordered))
 
 
-def has_secrets() -> bool:
-    return _PATTERN is not None
-
-
 def secret_query(url: str) -> list[tuple[str, str]]:
     """The credential-like (name, value) pairs of a URL's query string."""
     return [(k, v) for k, v in parse_qsl(urlsplit(url).query, keep_blank_values=True) if _secret_key(k)]
@@ -132,8 +128,3 @@ def public_options(options: dict[str, Any]) -> dict[str, Any]:
         if isinstance(parsed, dict):
             out["headers"] = {k: v if isinstance(v, str) and v.startswith("$") else MASK for k, v in parsed.items()}
     return out
-
-
-def is_redacted(text: str) -> bool:
-    """True when a stored text had a credential masked (a resume cannot rebuild it)."""
-    return MASK in text

@@ -224,12 +224,11 @@ def _check_base_url(spec: str, url: str) -> None:
         raise ConfigError(f"bad model spec {shown!r}: the part after @ must be an http(s):// base URL")
     try:
         parts = urlsplit(url)
-        port = parts.port
+        parts.port  # noqa: B018  (reading it validates it)
     except ValueError as exc:
         raise ConfigError(f"bad model spec {shown!r}: {exc} (the port must be a number from 0 to 65535)") from None
     if not parts.hostname:
         raise ConfigError(f"bad model spec {shown!r}: the base URL has no host")
-    del port
 
 
 def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatModel:
