@@ -44,19 +44,22 @@ def as_int(name: str, value: Any, minimum: int | None = None, maximum: int | Non
 
 
 def as_float(name: str, value: Any, minimum: float | None = None, maximum: float | None = None,
-             exclusive_minimum: bool = False) -> float:
-    """A finite number within [minimum, maximum] (`(minimum, ...` with exclusive_minimum)."""
+             exclusive_minimum: bool = False, exclusive_maximum: bool = False) -> float:
+    """A finite number within [minimum, maximum] (`(minimum, ...` with exclusive_minimum, `..., maximum)` with
+    exclusive_maximum)."""
+    what = _range("a number", minimum, maximum, exclusive_minimum, exclusive_maximum)
     if isinstance(value, bool):
-        raise _fail(name, "a number", value)
+        raise _fail(name, what, value)
     try:
         number = float(value.strip() if isinstance(value, str) else value)
     except (TypeError, ValueError):
-        raise _fail(name, _range("a number", minimum, maximum, exclusive_minimum), value) from None
+        raise _fail(name, what, value) from None
     if not math.isfinite(number):
-        raise _fail(name, _range("a finite number", minimum, maximum, exclusive_minimum), value)
+        raise _fail(name, _range("a finite number", minimum, maximum, exclusive_minimum, exclusive_maximum), value)
     low_ok = minimum is None or (number > minimum if exclusive_minimum else number >= minimum)
-    if not low_ok or (maximum is not None and number > maximum):
-        raise _fail(name, _range("a number", minimum, maximum, exclusive_minimum), value)
+    high_ok = maximum is None or (number < maximum if exclusive_maximum else number <= maximum)
+    if not low_ok or not high_ok:
+        raise _fail(name, what, value)
     return number
 
 
@@ -82,13 +85,17 @@ def as_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     return text
 
 
-def _range(what: str, minimum: float | None, maximum: float | None, exclusive_minimum: bool = False) -> str:
+def _range(what: str, minimum: float | None, maximum: float | None, exclusive_minimum: bool = False,
+           exclusive_maximum: bool = False) -> str:
     if minimum is not None and maximum is not None:
+        if exclusive_minimum or exclusive_maximum:
+            low, high = (">" if exclusive_minimum else ">="), ("<" if exclusive_maximum else "<=")
+            return f"{what} {low} {minimum:g} and {high} {maximum:g}"
         return f"{what} from {minimum:g} to {maximum:g}"
     if minimum is not None:
         return f"{what} {'>' if exclusive_minimum else '>='} {minimum:g}"
     if maximum is not None:
-        return f"{what} <= {maximum:g}"
+        return f"{what} {'<' if exclusive_maximum else '<='} {maximum:g}"
     return what
 
 

@@ -297,3 +297,159 @@ def test_train_config_accepts_scientific_notation_and_names_bad_fields(tmp_path:
     _bad("train-rm", "--config", str(bad), says=(str(bad), "epochs"))
     bad.write_text("data: demo\nout: runs/rm\nfeatures: length\n")
     _bad("train-rm", "--config", str(bad), says=("features", "list"))
+
+
+# --- every verb: numeric and choice options, config fields, KEY=VALUE options and --out, before any work ----
+
+_SERVER = "openai:m@http://127.0.0.1:9/v1"  # nothing listens there: a call would fail, not hang
+_GEN_EVAL = ["gen-eval", "--model", _SERVER, "--data", "demo", "--no-progress", "--out", "{out}"]
+
+
+def _verb_cases() -> list[tuple[list[str], str]]:
+    """(arguments with {out} / {tmp} placeholders, text the error must contain): each a different check."""
+    items, model = ["--items", "{tmp}/items.jsonl"], ["--model", _SERVER]
+    cases: list[tuple[list[str], str]] = [
+        # gen-eval
+        ([*_GEN_EVAL, "--per-tier", "0"], "--per-tier"),
+        ([*_GEN_EVAL, "--n-boot", "0"], "--n-boot"),
+        ([*_GEN_EVAL, "--temperature", "-1"], "--temperature"),
+        ([*_GEN_EVAL, "--temperature", "nan"], "--temperature"),
+        ([*_GEN_EVAL, "--max-tokens", "0"], "--max-tokens"),
+        ([*_GEN_EVAL, "--batch-size", "0"], "--batch-size"),
+        ([*_GEN_EVAL, "--validate-cases", "-1"], "--validate-cases"),
+        ([*_GEN_EVAL, "--setting", "rag", "--top-k", "0"], "--top-k"),
+        ([*_GEN_EVAL, "--max-failed", "1.5"], "--max-failed"),
+        ([*_GEN_EVAL, "--model-option", "concurrency=0"], "concurrency"),
+        ([*_GEN_EVAL, "--model-option", "timeout=abc"], "timeout"),
+        ([*_GEN_EVAL, "--model-option", "max_retries=-1"], "max_retries"),
+        ([*_GEN_EVAL, "--reference", _SERVER, "--model-option", "color=red"], "color"),
+        ([*_GEN_EVAL, "--judge-option", "batch_size=0"], "batch_size"),
+        ([*_GEN_EVAL, "--judge", "llm:" + _SERVER, "--judge-option", "max_tokens=-1"], "max_tokens"),
+        # stages
+        (["stages", "relevance", "--min-shared", "0", "--out", "{out}"], "--min-shared"),
+        (["stages", "relevance", "--resamples", "0", "--out", "{out}"], "--resamples"),
+        (["stages", "relevance", "--report", "{out}", "--resamples", "-2"], "--resamples"),
+        (["stages", "baseline", *items, "--out", "{out}", "--val-fraction", "1"], "--val-fraction"),
+        (["stages", "baseline", *items, "--out", "{out}", "--val-fraction", "nan"], "--val-fraction"),
+        (["stages", "baseline", *items, "--out", "{out}", "--method", "tfidf"], "--method"),
+        (["stages", "generate", *items, *model, "--out", "{out}", "--temperature", "-0.5"], "--temperature"),
+        (["stages", "generate", *items, *model, "--out", "{out}", "--max-tokens", "0"], "--max-tokens"),
+        (["stages", "generate", *items, *model, "--out", "{out}", "--condition", "golden"], "--condition"),
+        (["stages", "generate", *items, *model, "--out", "{out}", "--model-option", "concurrency=0"],
+         "concurrency"),
+        (["stages", "judge-relevance", *items, *model, "--out", "{out}", "--model-option", "max_retries=-1"],
+         "max_retries"),
+        (["stages", "extraction", *items, "--resamples", "0", "--out", "{out}"], "--resamples"),
+        (["stages", "incorporation", "--tasks", "{tmp}/t.jsonl", "--resamples", "-1", "--out", "{out}"],
+         "--resamples"),
+        (["stages", "extract", "--conversations", "{tmp}/c.jsonl", *model, "--out", "{out}", "--model-option",
+          "timeout=0"], "timeout"),
+        (["stages", "judge-ab", "--tasks", "{tmp}/t.jsonl", *model, "--out", "{out}", "--model-option",
+          "concurrency=abc"], "concurrency"),
+        (["stages", "example", "--out", "{out}", "--resamples", "0"], "--resamples"),
+        (["stages", "train-verifier", *items, "--out", "{out}", "--test-fraction", "0"], "--test-fraction"),
+        (["stages", "train-verifier", *items, "--out", "{out}", "--l2", "0"], "--l2"),
+        (["stages", "train-verifier", *items, "--out", "{out}", "--threshold", "1.5"], "--threshold"),
+        (["stages", "train-relevance", *items, "--out", "{out}", "--l2", "nan"], "--l2"),
+        (["stages", "train-relevance", *items, "--out", "{out}", "--test-fraction", "1.2"], "--test-fraction"),
+        (["stages", "train-relevance", *items, "--out", "{out}", "--resamples", "0"], "--resamples"),
+        (["stages", "verify", *items, "--verifier", "{tmp}/v.npz", "--out", "{out}", "--rounds", "-1"], "--rounds"),
+        # annotate (checked before the database is opened, so not even annotate.sqlite is created)
+        (["annotate", "project", "create", "p", "--task", "pairwise", "--n", "0", "--dir", "{out}"], "--n"),
+        (["annotate", "project", "create", "p", "--task", "pairwise", "--gold-every", "0", "--dir", "{out}"],
+         "--gold-every"),
+        (["annotate", "project", "create", "p", "--task", "ranking", "--dir", "{out}"], "--task"),
+        (["annotate", "import", "p", "{tmp}/items.jsonl", "--format", "xml", "--dir", "{out}"], "--format"),
+        (["annotate", "release", "p", "--older-than-hours", "-1", "--dir", "{out}"], "--older-than-hours"),
+        (["annotate", "release", "p", "--older-than-hours", "nan", "--dir", "{out}"], "--older-than-hours"),
+        (["annotate", "serve", "--port", "0", "--dir", "{out}"], "--port"),
+        (["annotate", "export", "p", "--out", "{out}", "--easy", "1.5", "--dir", "{tmp}/db"], "--easy"),
+        (["annotate", "export", "p", "--out", "{out}", "--medium", "nan", "--dir", "{tmp}/db"], "--medium"),
+        (["annotate", "export", "p", "--out", "{out}", "--medium", "0.9", "--dir", "{tmp}/db"], "medium <= easy"),
+        (["annotate", "export", "p", "--out", "{out}", "--min-ratings", "1", "--dir", "{tmp}/db"], "--min-ratings"),
+        # agree, tiers
+        (["agree", "{tmp}/ratings.jsonl", "--level", "1", "--out", "{out}"], "--level"),
+        (["tiers", "{tmp}/ratings.jsonl", *items, "--easy", "nan", "--out", "{out}"], "--easy"),
+    ]
+    return cases
+
+
+@pytest.mark.parametrize(("args", "says"), _verb_cases(), ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_every_verb_checks_its_options_before_any_work(tmp_path: Path, args: list[str], says: str) -> None:
+    out = tmp_path / "out"
+    filled = [a.replace("{out}", str(out)).replace("{tmp}", str(tmp_path)) for a in args]
+    err = _bad(*filled, says=(says,))
+    assert err.count("\n") == 1, err  # one line
+    assert not out.exists(), sorted(p.name for p in out.rglob("*"))  # nothing written, not even the directory
+    assert not (tmp_path / "db").exists()
+
+
+@pytest.mark.parametrize("verb", [
+    [*_GEN_EVAL],
+    ["stages", "relevance", "--out", "{out}/r.json"],
+    ["stages", "generate", "--items", "{tmp}/i.jsonl", "--model", _SERVER, "--out", "{out}/gen"],
+    ["stages", "export-tasks", "--items", "{tmp}/i.jsonl", "--out", "{out}/tasks.jsonl"],
+    ["stages", "classify-relevance", "--items", "{tmp}/i.jsonl", "--classifier", "{tmp}/c.npz", "--out",
+     "{out}/v.jsonl"],
+    ["stages", "train-verifier", "--items", "{tmp}/i.jsonl", "--out", "{out}/verifier"],
+    ["annotate", "export", "p", "--out", "{out}/export", "--dir", "{tmp}/db"],
+])
+def test_every_verb_refuses_an_out_that_cannot_be_written(tmp_path: Path, verb: list[str]) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("keep me\n")
+    out = blocker / "sub"
+    filled = [a.replace("{out}", str(out)).replace("{tmp}", str(tmp_path)) for a in verb]
+    _bad(*filled, says=("--out", str(out)))
+    assert blocker.read_text() == "keep me\n"
+    assert not (tmp_path / "db").exists()
+
+
+def _build_config(tmp_path: Path, out: Path, **changes: str) -> Path:
+    """A build config (the small example's shape) with some lines replaced: `generation="{...}"`."""
+    lines = {"name": "t", "model": _SERVER, "model_options": "{max_retries: 1}", "memory":
+             str(Path(__file__).parents[2] / "examples" / "build" / "memory.jsonl"), "out": str(out),
+             "generation": "{temperature: 0.0, max_tokens: 400}", **changes}
+    path = tmp_path / "build.yaml"
+    path.write_text("".join(f"{k}: {v}\n" for k, v in lines.items()))
+    return path
+
+
+@pytest.mark.parametrize(("changes", "says"), [
+    ({"generation": "{temperature: -1}"}, "generation.temperature"),
+    ({"generation": "{temperature: .nan}"}, "generation.temperature"),
+    ({"generation": "{temperature: abc}"}, "generation.temperature"),
+    ({"generation": "{max_tokens: 0}"}, "generation.max_tokens"),
+    ({"profile": "{max_tokens: 0}"}, "profile.max_tokens"),
+    ({"answers": "{max_tokens: -5}"}, "answers.max_tokens"),
+    ({"questions": "{per_user: 0}"}, "questions.per_user"),
+    ({"retries": "11"}, "retries"),
+    ({"model_options": "{concurrency: 0}"}, "concurrency"),
+    ({"model_options": "{timeout: soon}"}, "timeout"),
+    ({"model_options": "{colour: red}"}, "colour"),
+])
+def test_build_checks_its_config_before_any_work(tmp_path: Path, changes: dict[str, str], says: str) -> None:
+    out = tmp_path / "build-out"
+    config = _build_config(tmp_path, out, **changes)
+    _bad("build", "run", str(config), says=(says,))
+    assert not out.exists()
+
+
+def test_build_refuses_an_out_that_cannot_be_written(tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("keep me\n")
+    config = _build_config(tmp_path, blocker / "sub")
+    _bad("build", "run", str(config), says=("out", str(blocker / "sub")))
+    _bad("build", "run", str(_build_config(tmp_path, tmp_path / "x")), "--out", str(blocker / "sub"),
+         says=(str(blocker / "sub"),))
+    assert blocker.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize(("field", "says"), [("n_boot: 0", "n_boot"), ("log_every: -1", "log_every"),
+                                             ("max_steps: -3", "max_steps"), ("weight_decay: -0.1", "weight_decay"),
+                                             ("learning_rate: .nan", "learning_rate")])
+def test_train_config_ranges(tmp_path: Path, field: str, says: str) -> None:
+    config = tmp_path / "rm.yaml"
+    out = tmp_path / "rm"
+    config.write_text(f"data: demo\nout: {out}\n{field}\n")
+    _bad("train-rm", "--config", str(config), says=(says,))
+    assert not out.exists()

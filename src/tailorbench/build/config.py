@@ -22,12 +22,13 @@ PROFILE_SECTIONS: tuple[str, ...] = ("Demographics", "Personality", "Preference"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    #: unknown keys are errors, and so are NaN and infinities in number fields (ranges: each Field)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class GenerationConfig(_Strict):
-    temperature: float = 0.0
-    max_tokens: int = 1024
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(1024, ge=1)
     seed: int | None = 0
 
 
@@ -38,7 +39,7 @@ class ProfileConfig(_Strict):
     key_chars: int = Field(40, ge=4)
     value_chars: int = Field(120, ge=4)
     max_evidence: int = Field(4, ge=1)
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(None, ge=1)
 
 
 class QuestionsConfig(_Strict):
@@ -48,7 +49,7 @@ class QuestionsConfig(_Strict):
     general_pool: list[str] = Field(default_factory=list)
     general_pool_file: Path | None = None
     general_per_user: int = Field(0, ge=0)
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(None, ge=1)
 
     @field_validator("scenes")
     @classmethod
@@ -68,7 +69,7 @@ class MaskConfig(_Strict):
 class AnswersConfig(_Strict):
     answer_chars: int = Field(600, ge=10)
     mask: MaskConfig = Field(default_factory=lambda: MaskConfig(share=0.5))
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(None, ge=1)
 
 
 class PairsConfig(_Strict):

@@ -30,6 +30,7 @@ from tailorbench.errors import ConfigError
 from tailorbench.failures import FailureCheck, first_causes
 from tailorbench.files import write_json_atomic, write_jsonl_atomic
 from tailorbench.models.base import ChatModel, GenParams, make_chat_model
+from tailorbench.options import check_writable
 from tailorbench.personas import render_persona, select_sections
 from tailorbench.prompts import split_messages
 from tailorbench.redact import redact
@@ -422,6 +423,9 @@ async def run_build_async(config: BuildConfig, until: str | None = None, log: Ca
     say = log or (lambda msg: print(msg, file=sys.stderr))
     ctx = BuildContext(config, model)
     out = config.out
+    check_writable("out", out, directory=True)  # before any work, like every option below
+    if model is None:
+        make_chat_model(config.model, config.model_options)  # backend options typed and in range (opens nothing)
     (out / "stages").mkdir(parents=True, exist_ok=True)
     fps = stage_fingerprints(ctx)
     data: dict[str, list[dict[str, Any]]] = {}

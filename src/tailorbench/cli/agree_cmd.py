@@ -48,7 +48,7 @@ def agree(
 
     with user_errors():
         as_int("--resamples", resamples, minimum=1)
-        as_float("--level", level, minimum=0.0, maximum=1.0, exclusive_minimum=True)
+        as_float("--level", level, minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True)
         if level >= 1.0:
             raise ConfigError(f"option --level must be a number below 1, got {level!r}")
         if out is not None:
@@ -87,9 +87,11 @@ def tiers(
     """Tier pairwise annotations by per-item agreement and write PairCase records."""
     from tailorbench.agreement.ratings import read_ratings
     from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
-    from tailorbench.options import as_int, check_writable
+    from tailorbench.options import as_float, as_int, check_writable
 
     with user_errors():
+        as_float("--easy", easy, minimum=0.0, maximum=1.0)
+        as_float("--medium", medium, minimum=0.0, maximum=1.0)
         rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
         as_int("--resamples", resamples, minimum=1)
         check_writable("--out", out)

@@ -46,6 +46,9 @@ def serve(
     from tailorbench.annotate.web import create_app
 
     with user_errors():
+        from tailorbench.options import as_int
+
+        as_int("--port", port, minimum=1, maximum=65535)
         app = create_app(_db(directory, db), secure_cookies=True if secure_cookies else None)
     uvicorn.run(app, host=host, port=port, proxy_headers=proxy_headers, log_level="warning", access_log=False)
 
@@ -63,7 +66,13 @@ def project_create(
     """Create a project."""
     from tailorbench.annotate import service
 
-    with user_errors():
+    with user_errors():  # options checked before the database is opened (or created)
+        from tailorbench.annotate.tasks import TASK_TYPES
+        from tailorbench.options import as_choice, as_int
+
+        as_choice("--task", task, TASK_TYPES)
+        as_int("--n", n, minimum=1)
+        as_int("--gold-every", gold_every, minimum=1)
         text = Path(instructions[1:]).read_text(encoding="utf-8") if instructions.startswith("@") else instructions
         pid = service.create_project(_db(directory, db), name, task, n, text, gold_every)
     print_json({"project": name, "id": pid, "task_type": task, "n_per_item": n})
@@ -91,6 +100,10 @@ def import_(
     from tailorbench.annotate import service
 
     with user_errors():
+        from tailorbench.annotate.importer import FORMATS
+        from tailorbench.options import as_choice
+
+        as_choice("--format", fmt, FORMATS)
         print_json(service.import_items(_db(directory, db), project, file, fmt))
 
 
@@ -173,6 +186,9 @@ def release(
     from tailorbench.annotate import service
 
     with user_errors():
+        from tailorbench.options import as_float
+
+        as_float("--older-than-hours", older_than_hours, minimum=0.0)
         n = service.release_stale(_db(directory, db), project, older_than_hours * 3600)
     print_json({"project": project, "released": n})
 
@@ -192,7 +208,15 @@ def export(
     """Export labels in the long rating format (and, for pairwise, a tiered benchmark)."""
     from tailorbench.annotate import service
 
-    with user_errors():
+    with user_errors():  # options and --out checked before the database is opened
+        from tailorbench.agreement.tiers import TierRule
+        from tailorbench.options import as_float, as_int, check_writable
+
+        as_float("--easy", easy, minimum=0.0, maximum=1.0)
+        as_float("--medium", medium, minimum=0.0, maximum=1.0)
+        TierRule(easy=easy, medium=medium,
+                 min_ratings=3 if min_ratings is None else as_int("--min-ratings", min_ratings, minimum=2))
+        check_writable("--out", out, directory=True)
         print_json(service.export(_db(directory, db), project, out, include_gold, min_ratings, easy, medium))
 
 

@@ -71,6 +71,10 @@ def relevance(
     from tailorbench.stages import api
 
     with user_errors():
+        from tailorbench.options import as_int
+
+        as_int("--min-shared", min_shared, minimum=1)
+        _check(out=out, report_dir=report_dir, resamples=resamples)
         files = parse_multi(list(ctx.args), ("human", "model", "export"))
         report = api.relevance(files["human"], files["model"], min_shared=min_shared, n_resamples=resamples,
                                seed=seed, report_dir=report_dir, export=files["export"], items=items)
@@ -83,7 +87,9 @@ def relevance(
     typer.echo(relevance_markdown(report))
 
 
-def _options(values: list[str] | None) -> dict[str, Any]:
+def _options(values: list[str] | None, model: str | None = None) -> dict[str, Any]:
+    """`--model-option KEY=VALUE` pairs; with `model`, checked by building that model (typed and in range, an
+    unknown key named) before any work: building opens nothing, the first call does."""
     from tailorbench.errors import ConfigError
 
     out: dict[str, Any] = {}
@@ -92,7 +98,41 @@ def _options(values: list[str] | None) -> dict[str, Any]:
         if not eq or not key.strip():
             raise ConfigError(f"--model-option must be KEY=VALUE, got {v!r}")
         out[key.strip()] = value
+    if model is not None:
+        from tailorbench.models.base import make_chat_model
+
+        make_chat_model(model, out)
     return out
+
+
+def _check(*, out: Path | None = None, out_dir: Path | None = None, report_dir: Path | None = None,
+           resamples: int | None = None, fraction: tuple[str, float] | None = None, l2: float | None = None,
+           threshold: float | None = None) -> None:
+    """The numeric options and output paths of a stage verb, checked before anything is read or computed (one
+    ConfigError naming the option, exit 2)."""
+    from tailorbench.options import as_float, as_int, check_writable
+
+    if resamples is not None:
+        as_int("--resamples", resamples, minimum=1)
+    if fraction is not None:
+        as_float(fraction[0], fraction[1], minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True)
+    if l2 is not None:
+        as_float("--l2", l2, minimum=0.0, exclusive_minimum=True)
+    if threshold is not None:
+        as_float("--threshold", threshold, minimum=0.0, maximum=1.0)
+    if out is not None:
+        check_writable("--out", out)
+    if out_dir is not None:
+        check_writable("--out", out_dir, directory=True)
+    if report_dir is not None:
+        check_writable("--report", report_dir, directory=True)
+
+
+def _gen_options(temperature: float, max_tokens: int) -> None:
+    from tailorbench.options import as_float, as_int
+
+    as_float("--temperature", temperature, minimum=0.0)
+    as_int("--max-tokens", max_tokens, minimum=1)
 
 
 def call_counts(info: Mapping[str, Any]) -> tuple[int, int]:
@@ -143,6 +183,10 @@ def baseline(
     from tailorbench.stages import api
 
     with user_errors():
+        from tailorbench.options import as_choice
+
+        as_choice("--method", method, ("bm25", "embedding"))
+        _check(out=out, fraction=("--val-fraction", val_fraction))
         files = parse_multi(list(ctx.args), ("human",))
         info = api.baseline(items, files["human"], method, out, val_fraction, seed, encoder)
     _emit(info, as_json)
@@ -159,6 +203,7 @@ def export_relevance(
     from tailorbench.stages import api
 
     with user_errors():
+        _check(out=out)
         info = api.export_relevance(items, out)
     _emit(info, as_json)
 
@@ -193,10 +238,17 @@ def generate(
 
     with user_errors():
         check_max_failed(max_failed)
+        from tailorbench.options import as_choice
+
+        for value in condition or []:
+            as_choice("--condition", value, ("gold", "predicted", "none"))
+        _gen_options(temperature, max_tokens)
+        _check(out_dir=out)
+        options = _options(model_option, model)
         f = parse_multi(list(ctx.args), ("human", "export", "predicted"))
         info = api.generate(items, model, out, condition or None, f["human"], f["export"],
                             f["predicted"], predictor, name, temperature, max_tokens, seed, generic_template,
-                            personalized_template, _options(model_option))
+                            personalized_template, options)
     _emit(info, as_json)
     _exit_if_failed("generate", info, max_failed)
 
@@ -216,7 +268,8 @@ def judge_relevance(
 
     with user_errors():
         check_max_failed(max_failed)
-        info = api.judge_relevance(items, model, out, name, _options(model_option))
+        _check(out=out)
+        info = api.judge_relevance(items, model, out, name, _options(model_option, model))
     _emit(info, as_json)
     _exit_if_failed("judge-relevance", info, max_failed)
 
@@ -249,6 +302,7 @@ def extraction(
     from tailorbench.stages import api
 
     with user_errors():
+        _check(out=out, report_dir=report_dir, resamples=resamples)
         f = parse_multi(list(ctx.args), ("human", "export", "taxonomy"))
         report = api.extraction(items, f["human"], f["export"], f["taxonomy"], resamples, seed, report_dir)
     _show("extraction", report, as_json, out)
@@ -272,6 +326,7 @@ def incorporation(
     from tailorbench.stages import api
 
     with user_errors():
+        _check(out=out, report_dir=report_dir, resamples=resamples)
         f = parse_multi(list(ctx.args), ("ratings", "scores"))
         report = api.incorporation(tasks, f["ratings"], f["scores"], resamples, seed, report_dir)
     _show("incorporation", report, as_json, out)
@@ -292,7 +347,8 @@ def extract(
 
     with user_errors():
         check_max_failed(max_failed)
-        info = api.extract(conversations, model, out, name, _options(model_option))
+        _check(out=out)
+        info = api.extract(conversations, model, out, name, _options(model_option, model))
     _emit(info, as_json)
     _exit_if_failed("extract", info, max_failed)
 
@@ -307,6 +363,7 @@ def export_tasks(
     from tailorbench.stages import api
 
     with user_errors():
+        _check(out=out)
         info = api.export_tasks(items, out)
     _emit(info, as_json)
 
@@ -326,6 +383,8 @@ def categorise(
 
     with user_errors():
         check_max_failed(max_failed)
+        _check(out=out)
+        _options(None, model)
         f = parse_multi(list(ctx.args), ("human",))
         info = api.categorise(items, f["human"], model, out, name)
     _emit(info, as_json)
@@ -347,7 +406,8 @@ def judge_ab(
 
     with user_errors():
         check_max_failed(max_failed)
-        info = api.judge_ab(tasks, model, out, name, _options(model_option))
+        _check(out=out)
+        info = api.judge_ab(tasks, model, out, name, _options(model_option, model))
     _emit(info, as_json)
     _exit_if_failed("judge-ab", info, max_failed)
 
@@ -368,6 +428,9 @@ def example(
 
     with user_errors():
         check_max_failed(max_failed)
+        _check(out_dir=out, resamples=resamples)
+        if model is not None:
+            _options(None, model)
         result = api.run_example(out, model, resamples, seed, interventions=interventions)
     if as_json:
         print_json(result)
@@ -405,6 +468,8 @@ def train_verifier(
     from tailorbench.stages import api
 
     with user_errors():
+        _check(out_dir=out, resamples=resamples, fraction=("--test-fraction", test_fraction), l2=l2,
+               threshold=threshold)
         f = parse_multi(list(ctx.args), ("human", "export"))
         report = api.train_verifier(items, out, f["human"], f["export"], test_fraction, seed, l2, threshold,
                                     resamples, encoder)
@@ -430,7 +495,12 @@ def verify(
 
     with user_errors():
         check_max_failed(max_failed)
-        info = api.verify(items, verifier, out, model, rounds, name, template, _options(model_option), encoder)
+        from tailorbench.options import as_int
+
+        as_int("--rounds", rounds, minimum=0)
+        _check(out=out)
+        options = _options(model_option, model)
+        info = api.verify(items, verifier, out, model, rounds, name, template, options, encoder)
     _emit(info, as_json)
     _exit_if_failed("verify", info, max_failed)
 
@@ -453,6 +523,8 @@ def train_relevance(
     from tailorbench.stages import api
 
     with user_errors():
+        _check(out_dir=out, resamples=resamples, fraction=("--test-fraction", test_fraction), l2=l2,
+               threshold=threshold)
         f = parse_multi(list(ctx.args), ("human", "export", "model"))
         report = api.train_relevance(items, out, f["human"], f["export"], f["model"], test_fraction, seed, l2,
                                      threshold, resamples, encoder)
@@ -472,6 +544,7 @@ def classify_relevance(
     from tailorbench.stages import api
 
     with user_errors():
+        _check(out=out)
         info = api.classify_relevance(items, classifier, out, name, encoder)
     _emit(info, as_json)
 

@@ -36,8 +36,9 @@ from tailorbench.geneval.generate import (
 )
 from tailorbench.geneval.sampling import stratified_sample
 from tailorbench.geneval.validation import VALIDATION, validate_judge
-from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge
+from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge, pre_work_warnings
 from tailorbench.models.base import GenParams, make_chat_model
+from tailorbench.options import as_float, as_int, check_writable
 from tailorbench.redact import public_options, redact, redact_obj
 from tailorbench.schema import ORDERS, JudgeInput, Order, PairCase, Verdict
 
@@ -98,19 +99,46 @@ def _gen_params(config: GenEvalConfig) -> GenParams:
     return GenParams(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed)
 
 
-def _check(config: GenEvalConfig) -> None:
+def _check(config: GenEvalConfig, out: Path) -> None:
+    """Every option typed and in range, and `out` writable, before any data is loaded or a call made (a
+    ConfigError naming the option); the models' backend options are checked by building the models (nothing
+    is loaded or connected until a call)."""
     if not config.model:
         raise ConfigError("--model is required: the model under test, e.g. openai:MODEL@http://host/v1")
     get_setting(config.setting)
     get_setting(config.judge_setting)
-    check_max_failed(config.max_failed)
+    check_max_failed(as_float("--max-failed", config.max_failed, minimum=0.0, maximum=1.0))
+    as_int("--seed", config.seed)
+    if config.per_tier is not None:
+        as_int("--per-tier", config.per_tier, minimum=1)
+    as_int("--n-boot", config.n_boot, minimum=1)
+    as_float("--temperature", config.temperature, minimum=0.0)
+    as_int("--max-tokens", config.max_tokens, minimum=1)
+    if config.batch_size is not None:
+        as_int("--batch-size", config.batch_size, minimum=1)
+    as_int("--validate-cases", config.validate_cases, minimum=0)
+    if config.setting_options.get("top_k") is not None:
+        as_int("--top-k", config.setting_options["top_k"], minimum=1)
+    check_writable("--out", out, directory=True)
+    for spec in (config.model, *([] if config.reference == CHOSEN else [config.reference])):
+        make_chat_model(spec, {"seed": config.seed, **config.model_options})
 
 
 def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, progress: bool = True) -> Path:
     """Run every step into `out` (or continue it with `resume`) and write results and reports."""
+    _check(config, out)
+    # built first, so a bad judge option is an error before any generation; closed after its verdicts
+    judge = make_judge(
+        config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options))
+    try:
+        return _run_checked(config, out, resume, progress, judge)
+    finally:
+        asyncio.run(judge.aclose())
+
+
+def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool, judge: PairJudge) -> Path:
     from tailorbench.geneval.results import finalize
 
-    _check(config)
     benchmark = load_benchmark(config.data, skip_invalid=config.skip_invalid)
     cases = select_cases(config, benchmark)
     if not cases:
@@ -123,7 +151,7 @@ def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, prog
         write_json_atomic(out / MANIFEST, manifest)
         notes: list[str] = []
         try:
-            notes += asyncio.run(_generate_and_judge(config, cases, out, progress))
+            notes += asyncio.run(_generate_and_judge(config, cases, out, progress, judge))
             validation = validate_judge(config, out, progress=progress)
             write_json_atomic(out / VALIDATION, validation)
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -151,7 +179,8 @@ def resume_gen_eval(run_dir: Path, progress: bool = True, max_failed: float | No
     return run_gen_eval(config, run_dir, resume=True, progress=progress)
 
 
-async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out: Path, progress: bool) -> list[str]:
+async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out: Path, progress: bool,
+                              judge: PairJudge) -> list[str]:
     options = SettingOptions(config.persona_sections, config.setting_options)
     phrases = PhraseCache()
     path = out / GENERATIONS
@@ -179,7 +208,7 @@ async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out:
         finally:
             bar.close()
             await model.aclose()
-    notes += await _judge(config, cases, out, options, progress)
+    notes += await _judge(config, cases, out, options, progress, judge)
     return notes
 
 
@@ -227,7 +256,8 @@ def verdict_row(case: PairCase, order: Order, item: JudgeInput, verdict: Verdict
 
 
 async def _judge(
-    config: GenEvalConfig, cases: list[PairCase], out: Path, options: SettingOptions, progress: bool
+    config: GenEvalConfig, cases: list[PairCase], out: Path, options: SettingOptions, progress: bool,
+    judge: PairJudge,
 ) -> list[str]:
     path = out / VERDICTS
     done = read_done(path)
@@ -236,12 +266,15 @@ async def _judge(
              if (t[0].id, t[1]) not in done]
     if not tasks:
         return []
-    judge: PairJudge = make_judge(
-        config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options))
     bar = Progress(len(tasks), f"judge: {config.judge}", progress)
     size = max(1, judge.batch_size)
     try:
-        await judge.prepare([t[2] for t in tasks])
+        inputs = [t[2] for t in tasks]
+        early = pre_work_warnings(judge, inputs)  # known before any verdict (truncation, language): said first
+        judge.warnings.extend(early)
+        for warning in judge.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        await judge.prepare(inputs)
         with path.open("ab") as handle:
             for start in range(0, len(tasks), size):
                 chunk = tasks[start : start + size]

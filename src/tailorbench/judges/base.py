@@ -176,6 +176,24 @@ class JudgeBase:
     def __init__(self) -> None:
         self.warnings: list[str] = []
 
+    def check_inputs(self, inputs: Sequence[JudgeInput]) -> list[str]:
+        """Warnings that can be known before any work (inputs cut or refused at the model's token limit, a
+        model in the wrong language): cheap and synchronous, called with every input of the run before
+        `prepare`. The default serves judges that render chat messages (`messages(item)`) for a model that
+        counts prompt tokens (`prompt_tokens(list of messages)` and a `max_length`, as `hf:` models do); a
+        judge or model without them has no known limit and gets no warning."""
+        render = getattr(self, "messages", None)
+        model = getattr(self, "model", None)
+        count = getattr(model, "prompt_tokens", None)
+        limit = getattr(model, "max_length", None)
+        if not inputs or not callable(render) or not callable(count) or not isinstance(limit, int) or limit < 1:
+            return []
+        lengths = count([render(item) for item in inputs])
+        over = sum(1 for n in lengths if n > limit)
+        line = truncation_warning(over, len(lengths), "prompts", limit, effect="will fail (the model is not "
+                                  "given a cut prompt)", every="every verdict will fail")
+        return [line] if line else []
+
     async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
         return None
 
@@ -184,3 +202,23 @@ class JudgeBase:
 
     def describe(self) -> dict[str, Any]:
         return {"spec": self.spec}
+
+
+def pre_work_warnings(judge: PairJudge, inputs: Sequence[JudgeInput]) -> list[str]:
+    """`judge.check_inputs(inputs)` where the judge has it (every JudgeBase does), else none. The runners call
+    it before `prepare`, print what it says and record it with the judge's other warnings."""
+    check = getattr(judge, "check_inputs", None)
+    return [w for w in check(inputs) if w] if callable(check) else []
+
+
+def truncation_warning(cut: int, total: int, what: str, limit: int, *, effect: str = "will be truncated",
+                       every: str = "the model sees only the start of each") -> str | None:
+    """The one wording of "inputs over the token limit": None when none is; counts and share when some are;
+    a stronger line when every one is."""
+    if cut <= 0 or total <= 0:
+        return None
+    remedy = "raise with --judge-option max_length=N if the model allows"
+    if cut >= total:
+        return (f"every one of the {total} {what} exceeds max_length {limit} tokens and {effect}: {every}; "
+                f"{remedy}")
+    return f"{cut} of {total} {what} ({100 * cut / total:.1f}%) exceed max_length {limit} tokens and {effect}; {remedy}"
