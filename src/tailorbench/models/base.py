@@ -40,6 +40,14 @@ class GenParams:
     extra: tuple[tuple[str, Any], ...] = ()
 
     def key_dict(self) -> dict[str, Any]:
+        """Every field as JSON-able values: a fresh dict, built once per instance (asked once per call)."""
+        cached = self.__dict__.get("_key_dict_memo")
+        if cached is None:
+            cached = self._key_dict()
+            object.__setattr__(self, "_key_dict_memo", cached)  # not a field: equality and replace() ignore it
+        return dict(cached)
+
+    def _key_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["stop"] = list(self.stop) if self.stop else None
         out["extra"] = sorted([k, v] for k, v in self.extra)

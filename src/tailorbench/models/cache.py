@@ -2,8 +2,12 @@
 
 Why: re-running a finished eval, resuming a killed one, or re-judging with another metric must not pay for the
 same calls twice. A call's key is a hash of backend, model, base URL (without credentials), the messages and
-every generation parameter, so a changed parameter is a new call. Responses are written the moment they
-arrive (a kill -9 loses at most the calls in flight). API keys are never part of a key or a stored value.
+every generation parameter, so a changed parameter is a new call. API keys are never part of a key or a
+stored value.
+
+Writes are grouped: a put is written, with every other put of the same event-loop turn, in one transaction
+scheduled right after that turn (before any prediction line of those calls can be written), so a kill -9 still
+loses at most the calls in flight; a put outside an event loop is written at once.
 
 Policies: `read-write` (default), `read-only` (use what is stored, store nothing), `off`.
 Location: `$TAILORBENCH_CALL_CACHE` or `~/.cache/tailorbench/calls.sqlite`; policy: `$TAILORBENCH_CACHE_POLICY`.
@@ -11,14 +15,19 @@ Location: `$TAILORBENCH_CALL_CACHE` or `~/.cache/tailorbench/calls.sqlite`; poli
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import hashlib
 import json
 import os
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Literal
+
+import orjson
 
 from tailorbench.errors import ConfigError
 from tailorbench.redact import public_url
@@ -41,6 +50,10 @@ CREATE TABLE IF NOT EXISTS calls (
 """
 
 
+_INSERT = ("INSERT OR REPLACE INTO calls (key, backend, model, base_url, kind, response, created) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?)")
+
+
 def default_cache_path() -> Path:
     env = os.environ.get("TAILORBENCH_CALL_CACHE")
     if env:
@@ -61,13 +74,50 @@ def check_policy(policy: str) -> Policy:
 def call_key(
     backend: str, model: str, base_url: str | None, kind: str, messages: Any, params: dict[str, Any]
 ) -> str:
-    payload = json.dumps(
-        [KEY_VERSION, backend, model, public_url(base_url), kind, messages, params],
-        ensure_ascii=False,
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    """sha256 of `[KEY_VERSION, backend, model, base URL, kind, messages, params]` as compact, key-sorted JSON
+    (`reference_call_key`). The messages, the long part, are encoded by orjson, whose output for lists of
+    string-keyed dicts of strings is byte-identical to the standard library's (tests/models/test_cache_key.py
+    proves it over generated text); anything else goes through the standard encoder."""
+    head = _head(backend, model, public_url(base_url), kind)
+    try:
+        if not _plain_messages(messages):
+            raise TypeError
+        encoded = orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        encoded = _dumps(messages).encode("utf-8")
+    tail = _dumps(params).encode("utf-8")
+    return hashlib.sha256(head + encoded + b"," + tail + b"]").hexdigest()
+
+
+def reference_call_key(
+    backend: str, model: str, base_url: str | None, kind: str, messages: Any, params: dict[str, Any]
+) -> str:
+    """The definition of a call key with the standard library alone (what `call_key` must equal)."""
+    payload = _dumps([KEY_VERSION, backend, model, public_url(base_url), kind, messages, params])
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+_HEADS: dict[tuple[str, str, str | None, str], bytes] = {}
+
+
+def _head(backend: str, model: str, base_url: str | None, kind: str) -> bytes:
+    """`[version,backend,model,base_url,kind,` as the standard encoder writes it (memoised: it rarely varies)."""
+    key = (backend, model, base_url, kind)
+    head = _HEADS.get(key)
+    if head is None:
+        head = _HEADS[key] = (_dumps([KEY_VERSION, backend, model, base_url, kind])[:-1] + ",").encode("utf-8")
+    return head
+
+
+def _plain_messages(messages: Any) -> bool:
+    """A list of dicts with string keys and string values: the shape both encoders write identically."""
+    return isinstance(messages, list) and all(
+        type(m) is dict and all(type(k) is str and type(v) is str for k, v in m.items()) for m in messages
+    )
 
 
 class CallCache:
@@ -79,10 +129,14 @@ class CallCache:
         self.hits = 0
         self.misses = 0
         self.writes = 0
+        self.transactions = 0
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        #: puts of the current event-loop turn, by key, written together by `flush`
+        self._pending: dict[str, tuple[str, str, str, str | None, str, str, float]] = {}
         if self.policy != "off":
             self._db = self._open()
+            _LIVE.add(self)
 
     def _open(self) -> sqlite3.Connection:
         if self.policy == "read-only" and not self.path.exists():
@@ -111,18 +165,25 @@ class CallCache:
     def get(self, key: str) -> dict[str, Any] | None:
         if self._db is None:
             return None
-        with self._lock:
-            row = self._db.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            self.misses += 1
-            return None
+        pending = self._pending.get(key)
+        if pending is not None:
+            text = pending[5]
+        else:
+            with self._lock:
+                row = self._db.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                self.misses += 1
+                return None
+            text = row[0]
         self.hits += 1
-        value: dict[str, Any] = json.loads(row[0])
+        value: dict[str, Any] = orjson.loads(text)
         return value
 
     def contains(self, key: str) -> bool:
         if self._db is None:
             return False
+        if key in self._pending:
+            return True
         with self._lock:
             return self._db.execute("SELECT 1 FROM calls WHERE key = ?", (key,)).fetchone() is not None
 
@@ -131,24 +192,59 @@ class CallCache:
     ) -> None:
         if self._db is None or self.policy != "read-write":
             return
-        value = json.dumps(response, ensure_ascii=False, separators=(",", ":"))
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO calls (key, backend, model, base_url, kind, response, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, backend, model, public_url(base_url), kind, value, time.time()),
-            )
+        value = orjson.dumps(response).decode("utf-8")
+        first = not self._pending
+        self._pending[key] = (key, backend, model, public_url(base_url), kind, value, time.time())
         self.writes += 1
+        if not first:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()  # no event loop: nothing to group with
+        else:
+            loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write the pending puts in one transaction."""
+        if not self._pending or self._db is None:
+            self._pending.clear()
+            return
+        rows = list(self._pending.values())
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(_INSERT, rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        self.transactions += 1
+        for row in rows:
+            if self._pending.get(row[0]) is row:
+                del self._pending[row[0]]
 
     def close(self) -> None:
         if self._db is not None:
+            self.flush()
             with self._lock:
                 self._db.close()
             self._db = None
 
     def describe(self) -> dict[str, Any]:
         return {"path": str(self.path), "policy": self.policy, "hits": self.hits, "misses": self.misses,
-                "writes": self.writes}
+                "writes": self.writes, "transactions": self.transactions}
+
+
+#: open caches, flushed at interpreter exit (a put made in the last event-loop turn of `asyncio.run`)
+_LIVE: weakref.WeakSet[CallCache] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all() -> None:
+    for cache in list(_LIVE):
+        if cache.enabled:
+            cache.flush()
 
 
 _OPEN: dict[tuple[str, str], CallCache] = {}

@@ -25,8 +25,9 @@ import ssl
 import sys
 import zlib
 from collections import deque
+from collections.abc import Coroutine
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 
 def httpx_module() -> ModuleType:
@@ -46,6 +47,18 @@ _PER_REQUEST = frozenset({
 ACCEPT_ENCODING = b"Accept-Encoding: gzip, deflate\r\n"
 
 Origin = tuple[str, str, int]
+_T = TypeVar("_T")
+
+
+async def _within(seconds: float | None, awaitable: Coroutine[Any, Any, _T]) -> _T:
+    """`asyncio.wait_for` without the task it creates per call before Python 3.12: `asyncio.timeout` (3.11+)
+    runs the coroutine in the caller's task. Raises `asyncio.TimeoutError` as wait_for does."""
+    if seconds is None:
+        return await awaitable
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)
 
 
 def decode_body(headers: list[tuple[bytes, bytes]], content: bytes) -> bytes:
@@ -179,8 +192,8 @@ def make_transport(max_connections: int = 4096) -> Any:
                 conn = await self._connect(key[0], key[1], key[2], connect_timeout)
             try:
                 conn.writer.write(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
-                status, reason, headers, content, keep = await asyncio.wait_for(
-                    self._read_response(conn.reader, head[: head.index(b" ")].decode()), read_timeout
+                status, reason, headers, content, keep = await _within(
+                    read_timeout, self._read_response(conn.reader, head[: head.index(b" ")].decode())
                 )
             except asyncio.TimeoutError as exc:
                 conn.close()

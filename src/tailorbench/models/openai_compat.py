@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import orjson
+
 from tailorbench.errors import ConfigError, CredentialsError
 from tailorbench.models.base import (
     CallFailure,
@@ -298,7 +300,7 @@ class OpenAICompatModel:
             return result
         outcome = await self._send(self._body(messages, params))
         if isinstance(outcome, ChatResult):
-            # stored the moment it arrives: a kill -9 after this line never repeats the call
+            # committed after this event-loop turn, before the verdict's prediction line can be written
             self.cache.put(key, self.backend, self.model, self.public_base_url, kind, outcome.to_cache())
             self.stats.add_usage(outcome)
         else:
@@ -331,7 +333,7 @@ class OpenAICompatModel:
                     response = await client.post("/chat/completions", cast_to=response_cls, body=body, options=options)
                     content = response.content
                     self._learn_route(response)
-                result = self._parse(json.loads(content))
+                result = self._parse(orjson.loads(content))
             except openai.RateLimitError as exc:
                 kind, error = "rate_limit", f"429 rate limited: {_short(exc)}"
                 retry_after = parse_retry_after(exc.response.headers)
@@ -393,7 +395,7 @@ class OpenAICompatModel:
 
         assert self._chat_route is not None
         origin, head = self._chat_route
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        payload = orjson.dumps(body)
         try:
             status, _, headers, content = await self._lean.exchange(origin, head, payload, self.timeout, self.timeout)
             content = decode_body(headers, content)

@@ -32,6 +32,7 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 class PriceTable:
     def __init__(self, prices: dict[str, tuple[float, float]] | None = None) -> None:
         self.prices = dict(DEFAULT_PRICES if prices is None else prices)
+        self._found: dict[str, tuple[float, float] | None] = {}
 
     @classmethod
     def load(cls, source: str | Path | dict[str, Any] | None = None) -> PriceTable:
@@ -60,13 +61,17 @@ class PriceTable:
             except (KeyError, IndexError, TypeError, ValueError) as exc:
                 raise ConfigError(f"price of {model!r}: expected [input, output] per 1M tokens, got {value!r}") from exc
             table.prices[str(model)] = pair
+        table._found.clear()
         return table
 
     def lookup(self, model: str) -> tuple[float, float] | None:
+        if model in self._found:
+            return self._found[model]
         if model in self.prices:
             return self.prices[model]
         best = max((k for k in self.prices if model.startswith(k + "-")), key=len, default=None)
-        return self.prices[best] if best else None
+        found = self._found[model] = self.prices[best] if best else None
+        return found
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
         price = self.lookup(model)
