@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from tailorbench.judges import make_judge
+from tailorbench.judges.base import JudgeOptions
+from tailorbench.judges.embedding import EmbeddingJudge
+from tailorbench.models.encoder_hf import HFEncoder
 from tailorbench.schema import JudgeInput
+from tests.helpers.truncation import COUNTED, long_cases
 
 
 @pytest.fixture(scope="module")
@@ -50,3 +54,38 @@ def test_truncation_is_flagged(judge) -> None:  # type: ignore[no-untyped-def]
     verdicts = asyncio.run(judge.judge([JudgeInput(case_id="t", setting="none", question="q", answer_a=long,
                                                    answer_b="short")]))
     assert verdicts[0].truncated
+
+
+# --- before the work: language and truncation (issue 19) ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def embedding() -> EmbeddingJudge:
+    judge = make_judge("embedding", JudgeOptions(extra={"max_length": 32}))
+    assert isinstance(judge, EmbeddingJudge)
+    return judge
+
+
+def test_embedding_counts_long_texts_before_encoding(embedding: EmbeddingJudge,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    inputs = [JudgeInput(c.id, "persona", c.question, c.chosen, c.rejected, context="Likes gardening.")
+              for c in long_cases()]
+    before = embedding.encoder.truncated
+    encode = HFEncoder.encode
+    monkeypatch.setattr(HFEncoder, "encode", lambda *a, **k: pytest.fail("encoded during the check"))
+    [line] = embedding.check_inputs(inputs)
+    monkeypatch.setattr(HFEncoder, "encode", encode)
+    cut, total, limit = map(int, COUNTED.search(line).groups())  # type: ignore[union-attr]
+    assert (cut, total, limit) == (3, 18, 32)  # 6 queries + 6 chosen + 6 rejected; 3 long answers
+    verdicts = asyncio.run(embedding.judge(inputs))
+    assert embedding.encoder.truncated - before == cut  # distinct texts the encoding cut
+    assert sum(v.truncated for v in verdicts) == 3
+
+
+def test_embedding_language_warning_and_no_truncation_warning(embedding: EmbeddingJudge) -> None:
+    inputs = [JudgeInput("z", "none", "我该如何练习英语听力？", "多听播客。", "多看新闻。")]
+    warnings = embedding.check_inputs(inputs)
+    assert len(warnings) == 1 and "multilingual" in warnings[0]  # short texts: no truncation line
+    judge = make_judge("embedding", JudgeOptions(extra={"max_length": 32}))
+    asyncio.run(judge.prepare(inputs))  # straight to prepare (no runner): the same warning, once
+    asyncio.run(judge.prepare(inputs))
+    assert judge.warnings == warnings

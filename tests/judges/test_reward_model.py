@@ -14,10 +14,12 @@ from tailorbench.errors import ConfigError
 from tailorbench.evaluate.results import load_results
 from tailorbench.evaluate.runner import EvalConfig, run_eval
 from tailorbench.judges import make_judge
+from tailorbench.judges.base import JudgeOptions
 from tailorbench.judges.reward_model import RewardModelJudge
 from tailorbench.models.reward_hf import HFRewardModel, RewardEncoder, RewardFormat, ensure_pad_token
 from tailorbench.schema import JudgeInput
 from tests.helpers.rm_models import minilm_path, tiny_bert, toy_cases
+from tests.helpers.truncation import COUNTED, long_cases
 
 TRIPLES = [
     (None, "What hobby should I take up?", "Go birdwatching."),
@@ -138,3 +140,17 @@ def test_runner_end_to_end(tmp_path: Path) -> None:
     total = results["metrics"]["all"]
     assert total["n"] == 9 and total["invalid"] == 0 and total["failed"] == 0
     assert results["verdicts"]["total"] == 18
+
+
+# --- before the work: truncation counted by the scorer's own encoding (issue 19) ------------------------
+
+def test_rm_check_reuses_its_encodings_and_does_not_double_count(tmp_path: Path) -> None:
+    judge = make_judge(f"rm:{tiny_bert(tmp_path / 'm')}", JudgeOptions(extra={"precision": "fp32", "max_length": 48}))
+    assert isinstance(judge, RewardModelJudge)
+    inputs = [JudgeInput(c.id, "none", c.question, c.chosen, c.rejected) for c in long_cases()]
+    [line] = judge.check_inputs(inputs)
+    assert judge.scorer.encoder.truncated["inputs"] == 0  # checking counts nothing ...
+    asyncio.run(judge.prepare(inputs))
+    cut = int(COUNTED.search(line).group(1))  # type: ignore[union-attr]
+    assert judge.scorer.encoder.truncated["inputs"] == cut  # ... scoring counts each input once
+    assert judge.warnings.count(line) == 1

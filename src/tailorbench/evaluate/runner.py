@@ -30,7 +30,14 @@ from tailorbench.evaluate.results import prediction_line
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
-from tailorbench.judges.base import JudgeOptions, PairJudge, StreamingJudge, make_judge, split_spec_options
+from tailorbench.judges.base import (
+    JudgeOptions,
+    PairJudge,
+    StreamingJudge,
+    make_judge,
+    pre_work_warnings,
+    split_spec_options,
+)
 from tailorbench.options import check_writable
 from tailorbench.personas import cjk_share, persona_attributes
 from tailorbench.redact import public_options, redact, redact_obj
@@ -467,8 +474,14 @@ async def _run_locked(
     try:
         with stop_on_sigint(stop):
             if tasks:
-                await judge.prepare([t.input for t in tasks])
-                for warning in judge.warnings:  # what prepare learnt (language, truncation): before the work
+                inputs = [t.input for t in tasks]
+                # what can be known before any work (truncation at the model's limit, language): said first
+                judge.warnings.extend(w for w in pre_work_warnings(judge, inputs) if w not in judge.warnings)
+                for warning in judge.warnings:
+                    print(f"warning: {warning}", file=sys.stderr)
+                early = len(judge.warnings)
+                await judge.prepare(inputs)
+                for warning in judge.warnings[early:]:  # what prepare learnt: still before the verdicts
                     print(f"warning: {warning}", file=sys.stderr)
                 early = len(judge.warnings)
                 if not stop.is_set():

@@ -3,7 +3,8 @@ for each answer; the higher score wins and equal scores abstain. Checkpoints wri
 load the same way (their sidecar restores the input format, truncation and any extra head terms).
 
 Every triple of the run is scored once in `prepare` (the runner judges both orders, and the real data reuses
-answers across pairs), in length-sorted batches; `judge` only looks scores up.
+answers across pairs), in length-sorted batches; `judge` only looks scores up. Before that, `check_inputs`
+encodes the triples (the encodings are reused by the scoring) and says how many will be truncated.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.errors import ConfigError
-from tailorbench.judges.base import JudgeBase, JudgeOptions, check_options, register_judge
+from tailorbench.judges.base import JudgeBase, JudgeOptions, check_options, register_judge, truncation_warning
 from tailorbench.models.reward_hf import HFRewardModel, Triple, read_sidecar
 from tailorbench.options import as_choice, as_int
 from tailorbench.schema import JudgeInput, Verdict
@@ -33,29 +34,38 @@ class RewardModelJudge(JudgeBase):
             self.training, note = _checkpoint_content(scorer.path)
             if note:
                 self.warnings.append(note)
+        self.warnings.extend(scorer.notes)  # known once the model is loaded (pad token, untrained head)
 
     @staticmethod
     def triples(item: JudgeInput) -> tuple[Triple, Triple]:
         return (item.context, item.question, item.answer_a), (item.context, item.question, item.answer_b)
 
+    def _missing(self, inputs: Sequence[JudgeInput]) -> list[Triple]:
+        return list(dict.fromkeys(t for item in inputs for t in self.triples(item) if t not in self._scores))
+
     def _score_missing(self, inputs: Sequence[JudgeInput]) -> None:
-        todo = list(dict.fromkeys(t for item in inputs for t in self.triples(item) if t not in self._scores))
+        todo = self._missing(inputs)
         if not todo:
             return
         scores, flags = self.scorer.score(todo)
         for triple, score, flag in zip(todo, scores.tolist(), flags.tolist()):
             self._scores[triple] = (score, flag)
 
+    def check_inputs(self, inputs: Sequence[JudgeInput]) -> list[str]:
+        """How many of the unique (context, question, answer) triples still to score will be truncated at
+        max_length: the scorer's own encoding, so the count is the one scoring reports."""
+        todo = self._missing(inputs)
+        if not todo:
+            return []
+        cut = int(self.scorer.check_truncation(todo).sum())
+        line = truncation_warning(cut, len(todo), "scored inputs",
+                                  self.scorer.fmt.max_length, every="the model sees only the start of each answer")
+        return [line] if line else []
+
     async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
+        # what the runner's pre-work check said (it is cached), for callers that go straight to prepare
+        self.warnings.extend(w for w in self.check_inputs(inputs) if w not in self.warnings)
         self._score_missing(inputs)
-        self.warnings.extend(self.scorer.notes)
-        scored = len(self._scores)
-        cut = sum(flag for _, flag in self._scores.values())
-        if scored and cut == scored:
-            self.warnings.append(
-                f"every one of the {scored} scored inputs was truncated to max_length "
-                f"{self.scorer.fmt.max_length} tokens: the model sees only the start of each answer; raise "
-                "max_length (--judge-option max_length=N) if the model allows")
 
     def training_content(self) -> TrainingContent | None:
         """The hashes of the model's training data (the runner reports overlapping cases separately)."""

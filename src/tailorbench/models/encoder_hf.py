@@ -55,7 +55,9 @@ class HFEncoder:
         self.path = path or default_encoder_path()
         self.max_length = max_length
         self.batch_size = batch_size
-        self.truncated = 0
+        #: texts (each counted once) longer than max_length tokens, and every text's verdict on that so far
+        self._cut_texts: set[str] = set()
+        self._too_long: dict[str, bool] = {}
         self.pooling = _pooling_mode(self.path)
         self._torch = torch
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
@@ -63,6 +65,21 @@ class HFEncoder:
 
     def describe(self) -> dict[str, Any]:
         return {"encoder": self.path, "pooling": self.pooling, "max_length": self.max_length}
+
+    @property
+    def truncated(self) -> int:
+        """Distinct texts encoded so far that were cut at max_length."""
+        return len(self._cut_texts)
+
+    def check(self, texts: Sequence[str]) -> np.ndarray:
+        """Whether each text is longer than max_length tokens (so `encode` will cut it), before any encoding;
+        remembered, so `encode` does not tokenize it again for the count."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._too_long]
+        for start in range(0, len(todo), 1024):
+            chunk = todo[start : start + 1024]
+            full = self.tokenizer(chunk, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+            self._too_long.update((text, len(ids) > self.max_length) for text, ids in zip(chunk, full))
+        return np.fromiter((self._too_long[t] for t in texts), dtype=bool, count=len(texts))
 
     def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(L2-normalised vectors, truncated flags), one row per text, in input order."""
@@ -74,10 +91,9 @@ class HFEncoder:
             for start in range(0, len(order), self.batch_size):
                 idx = order[start : start + self.batch_size]
                 batch = [texts[i] for i in idx]
-                full = self.tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-                cut = [len(ids) > self.max_length for ids in full]
+                cut = self.check(batch)
                 flags[idx] = cut
-                self.truncated += sum(cut)
+                self._cut_texts.update(text for text, c in zip(batch, cut) if c)
                 enc = self.tokenizer(
                     batch, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
                 )

@@ -171,6 +171,8 @@ class RewardEncoder:
         self._offsets: dict[str, list[int]] = {}
         self.overhead = self._measure_overhead()
         self.truncated = {"context": 0, "question": 0, "answer": 0, "overflow": 0, "inputs": 0}
+        #: encodings made by `check`, handed to the next `encode` of the same triple (no second tokenization)
+        self._checked: dict[Triple, tuple[dict[str, Any], tuple[str, ...]]] = {}
         if fmt.max_length <= self.overhead + 8:
             raise ConfigError(f"max_length {fmt.max_length} leaves no room for text (format uses {self.overhead})")
 
@@ -220,29 +222,48 @@ class RewardEncoder:
         c_keep = min(n_context, rest - a_keep)
         return c_keep, q_keep, a_keep
 
+    def _encode_one(self, triple: Triple) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """Model input of one triple under the policy, and what was cut (`context`, `question`, `answer`,
+        `overflow`; empty when nothing was)."""
+        context, question, answer = triple
+        context = context or ""
+        nc, nq, na = len(self._ends(context)), len(self._ends(question)), len(self._ends(answer))
+        kc, kq, ka = self.budget(nc, nq, na)
+        parts = [name for name, n, keep in (("context", nc, kc), ("question", nq, kq), ("answer", na, ka))
+                 if keep < n]
+        c_text, q_text, a_text = self._cut(context, kc), self._cut(question, kq), self._cut(answer, ka)
+        first = f"{c_text}\n\n{q_text}" if c_text else q_text
+        enc = self._encode_texts(first, a_text)
+        if len(enc["input_ids"]) > self.fmt.max_length:  # re-tokenizing at a cut can add a token
+            parts.append("overflow")
+            enc = {key: value[: self.fmt.max_length] for key, value in enc.items()}
+        return enc, tuple(parts)
+
+    def check(self, triples: Sequence[Triple]) -> np.ndarray:
+        """Whether each triple will be truncated, known before any scoring and without counting it: the
+        encodings are kept for the next `encode` of the same triples, which counts them (so a pre-work check
+        costs no second tokenization and says exactly what scoring will count)."""
+        self._warm([t for c, q, a in triples for t in (c or "", q, a)])
+        flags = np.zeros(len(triples), dtype=bool)
+        for k, triple in enumerate(triples):
+            hit = self._checked.get(triple)
+            if hit is None:
+                hit = self._checked[triple] = self._encode_one(triple)
+            flags[k] = bool(hit[1])
+        return flags
+
     def encode(self, triples: Sequence[Triple]) -> tuple[list[dict[str, Any]], np.ndarray]:
         """Model inputs (input_ids, attention_mask, token_type_ids where used) and a truncated flag per triple."""
-        self._warm([t for c, q, a in triples for t in (c or "", q, a)])
+        self._warm([t for triple in triples if triple not in self._checked for t in (triple[0] or "", *triple[1:])])
         out: list[dict[str, Any]] = []
         flags = np.zeros(len(triples), dtype=bool)
-        for k, (context, question, answer) in enumerate(triples):
-            context = context or ""
-            nc, nq, na = len(self._ends(context)), len(self._ends(question)), len(self._ends(answer))
-            kc, kq, ka = self.budget(nc, nq, na)
-            cut = False
-            for name, n, keep in (("context", nc, kc), ("question", nq, kq), ("answer", na, ka)):
-                if keep < n:
-                    self.truncated[name] += 1
-                    cut = True
-            c_text, q_text, a_text = self._cut(context, kc), self._cut(question, kq), self._cut(answer, ka)
-            first = f"{c_text}\n\n{q_text}" if c_text else q_text
-            enc = self._encode_texts(first, a_text)
-            if len(enc["input_ids"]) > self.fmt.max_length:  # re-tokenizing at a cut can add a token
-                self.truncated["overflow"] += 1
-                cut = True
-                enc = {key: value[: self.fmt.max_length] for key, value in enc.items()}
-            self.truncated["inputs"] += cut
-            flags[k] = cut
+        for k, triple in enumerate(triples):
+            hit = self._checked.pop(triple, None)
+            enc, parts = hit if hit is not None else self._encode_one(triple)
+            for name in parts:
+                self.truncated[name] += 1
+            self.truncated["inputs"] += bool(parts)
+            flags[k] = bool(parts)
             out.append(enc)
         return out, flags
 
@@ -421,6 +442,13 @@ class HFRewardModel:
             return np.zeros(len(triples))
         z = (self.raw_features(triples) - np.array(fmt.feature_mean)) / np.maximum(np.array(fmt.feature_std), 1e-6)
         return z @ np.array(fmt.feature_weights, dtype=np.float64)
+
+    def check_truncation(self, triples: Sequence[Triple]) -> np.ndarray:
+        """Whether `score` will count each triple as truncated, before any scoring (RewardEncoder.check); a
+        format without the encoder score truncates nothing."""
+        if not self.fmt.encoder_score:
+            return np.zeros(len(triples), dtype=bool)
+        return self.encoder.check(triples)
 
     def score(self, triples: Sequence[Triple], dedup: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(scores, truncated flags) per triple; identical triples are encoded and scored once. A format without
