@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tailorbench.errors import ConfigError
-from tailorbench.models.base import make_chat_model
+from tailorbench.models.backends import make_chat_model
 from tailorbench.options import as_bool, as_choice, as_float, as_int
 
 

@@ -13,7 +13,7 @@ import pytest
 from tailorbench.evaluate.runner import EvalConfig, run_eval
 from tailorbench.judges.base import JudgeOptions, StreamingJudge, make_judge
 from tailorbench.judges.llm import LLMJudge, dispatch_window
-from tailorbench.models.base import make_chat_model
+from tailorbench.models.backends import make_chat_model
 from tailorbench.schema import JudgeInput
 from tests.conftest import LlamaServer
 from tests.helpers.counting_proxy import CountingProxy

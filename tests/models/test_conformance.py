@@ -20,7 +20,8 @@ import openai
 import pytest
 
 from tailorbench.errors import CredentialsError
-from tailorbench.models.base import ChatRequest, ChatResult, GenParams, make_chat_model
+from tailorbench.models.backends import make_chat_model
+from tailorbench.models.base import ChatRequest, ChatResult, GenParams
 from tailorbench.models.openai_compat import OpenAICompatModel
 from tests.helpers.recording_server import RawRequest, RecordingServer
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tailorbench.models.base import ChatResult, GenParams, make_chat_model
+from tailorbench.models.backends import make_chat_model
+from tailorbench.models.base import ChatResult, GenParams
 from tests.conftest import LlamaServer
 
 pytestmark = pytest.mark.server

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tailorbench.errors import CredentialsError
-from tailorbench.models.base import ChatRequest, GenParams, make_chat_model
+from tailorbench.models.backends import make_chat_model
+from tailorbench.models.base import ChatRequest, GenParams
 from tests.conftest import LLAMA_KEY, LlamaServer
 
 pytestmark = pytest.mark.server

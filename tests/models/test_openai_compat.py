@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tailorbench.errors import ConfigError
-from tailorbench.models.base import CallFailure, ChatRequest, ChatResult, GenParams, make_chat_model
+from tailorbench.models.backends import make_chat_model
+from tailorbench.models.base import CallFailure, ChatRequest, ChatResult, GenParams
 from tests.conftest import LlamaServer, free_port
 from tests.helpers.fault_proxy import FaultPlan, fault_proxy
 

@@ -8,7 +8,8 @@ import pytest
 
 from tailorbench.errors import ConfigError
 from tailorbench.judges.llm import parse_verdict
-from tailorbench.models.base import GenParams, make_chat_model, parse_model_spec, strip_think
+from tailorbench.models.backends import make_chat_model, parse_model_spec
+from tailorbench.models.base import GenParams, strip_think
 from tailorbench.models.limiter import Limiter
 from tailorbench.models.openai_compat import parse_retry_after
 from tailorbench.models.pricing import PriceTable

@@ -29,7 +29,8 @@ from tailorbench.build.structured import StageStats, call_json, load_template
 from tailorbench.errors import ConfigError
 from tailorbench.failures import FailureCheck, first_causes
 from tailorbench.files import write_json_atomic, write_jsonl_atomic
-from tailorbench.models.base import ChatModel, GenParams, make_chat_model
+from tailorbench.models.backends import make_chat_model
+from tailorbench.models.base import ChatModel, GenParams
 from tailorbench.options import check_writable
 from tailorbench.personas import render_persona, select_sections
 from tailorbench.prompts import split_messages

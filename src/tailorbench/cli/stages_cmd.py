@@ -99,7 +99,7 @@ def _options(values: list[str] | None, model: str | None = None) -> dict[str, An
             raise ConfigError(f"--model-option must be KEY=VALUE, got {v!r}")
         out[key.strip()] = value
     if model is not None:
-        from tailorbench.models.base import make_chat_model
+        from tailorbench.models.backends import make_chat_model
 
         make_chat_model(model, out)
     return out

@@ -3,8 +3,9 @@
 `persona` renders the explicit profile (optionally only some sections: the field ablation), `none` gives
 nothing, `rag` gives the top-k memory items (or persona facts) retrieved for the question. Add a setting with
 `@register_setting` (a per-case function) or `@register_setting_factory` (built once per run from all cases,
-for settings that need an index); modules named in `_LAZY_SETTINGS` are imported on first use, so the CLI
-stays light.
+for settings that need an index). Settings live in the `SETTINGS` registry (tailorbench/registry.py): built-in
+modules are imported on first use, so the CLI stays light, and a plugin adds one by entry point in the group
+`tailorbench.settings` (naming a per-case function, or a module that registers with the decorators).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tailorbench.errors import ConfigError
 from tailorbench.personas import render_persona
+from tailorbench.registry import Registry
 from tailorbench.schema import PairCase
 
 
@@ -28,15 +29,22 @@ class SettingOptions:
 ContextBuilder = Callable[[PairCase, SettingOptions], "str | None"]
 #: (all cases of the run, options) -> ContextBuilder: for settings that build something once per run (an index)
 SettingFactory = Callable[[Sequence[PairCase], SettingOptions], ContextBuilder]
-_SETTINGS: dict[str, ContextBuilder] = {}
-_FACTORIES: dict[str, SettingFactory] = {}
-#: settings registered by modules imported on first use (their imports are heavy)
-_LAZY_SETTINGS: dict[str, str] = {"rag": "tailorbench.memory.rag_setting"}
+
+
+@dataclass(frozen=True)
+class SettingPart:
+    """A registered setting: a per-case builder, or a factory built once per run."""
+
+    builder: ContextBuilder | None = None
+    factory: SettingFactory | None = None
+
+
+SETTINGS: Registry[Any] = Registry("setting", "tailorbench.settings", lazy={"rag": "tailorbench.memory.rag_setting"})
 
 
 def register_setting(name: str) -> Callable[[ContextBuilder], ContextBuilder]:
     def wrap(builder: ContextBuilder) -> ContextBuilder:
-        _SETTINGS[name] = builder
+        SETTINGS.add(name, SettingPart(builder=builder))
         return builder
 
     return wrap
@@ -44,41 +52,39 @@ def register_setting(name: str) -> Callable[[ContextBuilder], ContextBuilder]:
 
 def register_setting_factory(name: str) -> Callable[[SettingFactory], SettingFactory]:
     def wrap(factory: SettingFactory) -> SettingFactory:
-        _FACTORIES[name] = factory
+        SETTINGS.add(name, SettingPart(factory=factory))
         return factory
 
     return wrap
 
 
-def _load(name: str) -> None:
-    if name not in _SETTINGS and name not in _FACTORIES and name in _LAZY_SETTINGS:
-        import importlib
-
-        importlib.import_module(_LAZY_SETTINGS[name])
+def _part(name: str) -> SettingPart:
+    """The registered part; a plugin's entry point may name a bare per-case function."""
+    part = SETTINGS.get(name)
+    return part if isinstance(part, SettingPart) else SettingPart(builder=part)
 
 
 def get_setting(name: str) -> ContextBuilder:
     """The per-case builder of a setting. For a factory setting this builds its state per call: use
     `prepare_setting` when all cases are known (the runner does)."""
-    _load(name)
-    if name in _SETTINGS:
-        return _SETTINGS[name]
-    if name in _FACTORIES:
-        factory = _FACTORIES[name]
-        return lambda case, options: factory([case], options)(case, options)
-    raise ConfigError(f"unknown setting {name!r}; known: {', '.join(known_settings())}")
+    part = _part(name)
+    if part.builder is not None:
+        return part.builder
+    factory = part.factory
+    assert factory is not None
+    return lambda case, options: factory([case], options)(case, options)
 
 
 def prepare_setting(name: str, cases: Sequence[PairCase], options: SettingOptions) -> ContextBuilder:
     """The builder for one run over `cases`: factory settings build their index here, once."""
-    _load(name)
-    if name in _FACTORIES:
-        return _FACTORIES[name](cases, options)
+    part = _part(name)
+    if part.factory is not None:
+        return part.factory(cases, options)
     return get_setting(name)
 
 
 def known_settings() -> list[str]:
-    return sorted({*_SETTINGS, *_FACTORIES, *_LAZY_SETTINGS})
+    return SETTINGS.names()
 
 
 @register_setting("persona")

@@ -14,6 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from tailorbench.errors import ConfigError
 from tailorbench.redact import redact
+from tailorbench.registry import Registry
 from tailorbench.schema import JudgeInput, Verdict
 
 
@@ -67,9 +68,8 @@ class JudgeOptions:
 
 
 JudgeFactory = Callable[[str | None, JudgeOptions], PairJudge]
-_REGISTRY: dict[str, JudgeFactory] = {}
-#: modules whose import registers the built-in judges (imported lazily: some pull in torch)
-_BUILTIN_MODULES: dict[str, str] = {
+#: judges by name; built-ins are imported on first use (some pull in torch), plugins come by entry point
+JUDGES: Registry[JudgeFactory] = Registry("judge", "tailorbench.judges", lazy={
     "random": "tailorbench.judges.baselines",
     "longer": "tailorbench.judges.baselines",
     "shorter": "tailorbench.judges.baselines",
@@ -77,22 +77,12 @@ _BUILTIN_MODULES: dict[str, str] = {
     "embedding": "tailorbench.judges.embedding",
     "llm": "tailorbench.judges.llm",
     "rm": "tailorbench.judges.reward_model",
-}
+})
 
 
 def register_judge(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
-    """Decorator: make a factory addressable as `name[:ARG]`."""
-
-    def wrap(factory: JudgeFactory) -> JudgeFactory:
-        _REGISTRY[name] = factory
-        return factory
-
-    return wrap
-
-
-def register_builtin(name: str, module: str) -> None:
-    """Declare where a judge lives without importing it (keeps `tailor --help` light)."""
-    _BUILTIN_MODULES[name] = module
+    """Decorator: make a factory addressable as `name[:ARG]` (`JUDGES.register`)."""
+    return JUDGES.register(name)
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -136,27 +126,24 @@ def check_options(judge: str, extra: dict[str, Any], known: Sequence[str] | set[
 
 
 def known_judges() -> list[str]:
-    return sorted(set(_REGISTRY) | set(_BUILTIN_MODULES))
+    return JUDGES.names()
 
 
 def make_judge(spec: str, options: JudgeOptions | None = None) -> PairJudge:
     """Build a judge from its spec string; unknown names fail before any work starts."""
-    import importlib
-
     bare, own = split_spec_options(spec)
     if own:
         options = replace(options or JudgeOptions(), extra={**(options.extra if options else {}), **own})
     name, arg = parse_spec(bare)
-    if name not in _REGISTRY and name in _BUILTIN_MODULES:
-        importlib.import_module(_BUILTIN_MODULES[name])
-    if name not in _REGISTRY:
+    if name not in JUDGES:
         raise ConfigError(f"unknown judge {spec!r}; known: {', '.join(known_judges())}")
+    factory = JUDGES.get(name)
     options = options or JudgeOptions()
     if options.batch_size is not None:
         from tailorbench.options import as_int
 
         options = replace(options, batch_size=as_int("--batch-size", options.batch_size, minimum=1))
-    judge = _REGISTRY[name](arg, options)
+    judge = factory(arg, options)
     judge.spec = redact(spec)  # what predictions and manifests record: no credentials
     if "batch_size" in options.extra:  # `--judge-option batch_size=N` means the same for every judge
         from tailorbench.options import as_int

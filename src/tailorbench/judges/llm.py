@@ -21,7 +21,8 @@ from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
-from tailorbench.models.base import CallFailure, ChatModel, ChatResult, GenParams, Message, make_chat_model
+from tailorbench.models.backends import backend_options, make_chat_model, parse_model_spec
+from tailorbench.models.base import CallFailure, ChatModel, ChatResult, GenParams, Message
 from tailorbench.options import as_bool, as_float, as_int
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.schema import Choice, JudgeInput, Usage, Verdict, VerdictStatus
@@ -32,11 +33,13 @@ LABELS: tuple[Choice, Choice] = ("A", "B")
 
 #: judge options (`--judge-option KEY=VALUE`) and what they go to
 JUDGE_KEYS = {"template", "verdict", "temperature", "max_tokens", "top_p", "seed", "reasoning", "reasoning_effort"}
-MODEL_KEYS = {
-    "concurrency", "adaptive", "max_concurrency", "max_retries", "timeout", "backoff_base", "backoff_max",
-    "prices", "cache_path", "cache_policy", "transport", "batch_size", "device", "dtype", "max_length", "api_key_env",
-    "headers",
-}
+#: backend arguments a user may not set through judge options: objects, and literal keys (which would be stored)
+_NOT_OPTIONS = frozenset({"cache", "api_key", "seed"})
+
+
+def model_keys(model: ChatModel) -> set[str]:
+    """The options a judge passes to its model: whatever its backend's class takes (models/backends.py)."""
+    return backend_options(type(model)) - _NOT_OPTIONS | {"batch_size"}
 
 _STRIP = " \t\r\n*_`'\"“”‘’.,;:!?。，；：！？()[]{}<>（）【】「」《》"
 _STRICT_LINE = re.compile(
@@ -81,10 +84,12 @@ class LLMJudge(JudgeBase):
     def __init__(self, model: ChatModel, options: dict[str, Any] | None = None) -> None:
         super().__init__()
         options = dict(options or {})
-        unknown = sorted(set(options) - JUDGE_KEYS - MODEL_KEYS)
+        known = JUDGE_KEYS | model_keys(model)
+        unknown = sorted(set(options) - known)
         if unknown:
             raise ConfigError(
-                f"unknown llm judge option(s) {', '.join(unknown)}; known: {', '.join(sorted(JUDGE_KEYS | MODEL_KEYS))}"
+                f"unknown llm judge option(s) {', '.join(unknown)} for the {model.backend} backend; "
+                f"known: {', '.join(sorted(known))}"
             )
         self.model = model
         self.verdict_mode = str(options.get("verdict", "text"))
@@ -272,7 +277,9 @@ def _llm(arg: str | None, options: JudgeOptions) -> LLMJudge:
         raise ConfigError("llm judge needs a model: llm:openai:MODEL, llm:openai:MODEL@URL or llm:hf:PATH")
     extra = dict(options.extra)
     batch_size = as_int("batch_size", extra["batch_size"], minimum=1) if "batch_size" in extra else None
-    model_options = {k: v for k, v in extra.items() if k in MODEL_KEYS and k != "batch_size"}
+    backend = parse_model_spec(arg).backend
+    allowed = backend_options(backend) - _NOT_OPTIONS  # the rest is the judge's (LLMJudge checks them all)
+    model_options = {k: v for k, v in extra.items() if k in allowed}
     if "seed" not in model_options:
         model_options["seed"] = options.seed  # seeds the retry jitter, not the generation
     model = make_chat_model(arg, model_options)

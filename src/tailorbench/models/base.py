@@ -1,8 +1,9 @@
 """The chat-model protocol every caller (judges, the construction pipeline, the three-stage evaluation) uses.
 
 One protocol, so caching, retries, rate limits and cost accounting exist once. Backends live one per file
-(`openai_compat.py`, `hf_local.py`) and are imported lazily by `make_chat_model`, so `tailor --help` never pays
-for torch. A failed call is a `CallFailure` value, not an exception: callers count it, they never lose it.
+(`openai_compat.py`, `hf_local.py`), registered in `models/backends.py` and imported on first use, so
+`tailor --help` never pays for torch. A failed call is a `CallFailure` value, not an exception: callers count
+it, they never lose it.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
-
-from tailorbench.errors import ConfigError
 
 Message = dict[str, str]
 
@@ -192,74 +191,3 @@ def strip_think(content: str) -> tuple[str, str | None]:
     blocks = _THINK.findall(content)
     reasoning = "\n".join(b[7:].removesuffix("</think>").strip() for b in blocks)
     return _THINK.sub("", content).strip(), reasoning or None
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    backend: str  # openai | hf
-    model: str
-    base_url: str | None = None
-
-
-def parse_model_spec(spec: str) -> ModelSpec:
-    """`openai:MODEL`, `openai:MODEL@http://host:port/v1`, `hf:PATH_OR_HUB_ID`; anything else is a ConfigError."""
-    backend, sep, rest = spec.strip().partition(":")
-    backend = backend.strip().lower()
-    rest = rest.strip()
-    if not sep or not rest:
-        raise ConfigError(f"bad model spec {spec!r}: expected openai:MODEL, openai:MODEL@URL or hf:PATH")
-    if backend == "openai":
-        model, at, url = rest.partition("@")
-        model, url = model.strip(), url.strip()
-        if not model:
-            raise ConfigError(f"bad model spec {spec!r}: the model name is empty")
-        if at:
-            _check_base_url(spec, url)
-        return ModelSpec("openai", model, url.rstrip("/") if at else None)
-    if backend == "hf":
-        return ModelSpec("hf", rest)
-    raise ConfigError(f"unknown model backend {backend!r} in {spec!r}; known: openai, hf")
-
-
-def _check_base_url(spec: str, url: str) -> None:
-    """An http(s) URL with a host and, if any, a numeric port: a typo is a ConfigError, not a traceback."""
-    from urllib.parse import urlsplit
-
-    from tailorbench.redact import redact
-
-    shown = redact(spec)
-    if not re.match(r"^https?://[^\s/]+", url):
-        raise ConfigError(f"bad model spec {shown!r}: the part after @ must be an http(s):// base URL")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  (reading it validates it)
-    except ValueError as exc:
-        raise ConfigError(f"bad model spec {shown!r}: {exc} (the port must be a number from 0 to 65535)") from None
-    if not parts.hostname:
-        raise ConfigError(f"bad model spec {shown!r}: the base URL has no host")
-
-
-def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatModel:
-    """Build a chat model from its spec; backend options (concurrency, cache, prices ...) come in `options`."""
-    import inspect
-
-    parsed = parse_model_spec(spec)
-    options = dict(options or {})
-    cls: Any
-    if parsed.backend == "openai":
-        from tailorbench.models.openai_compat import OpenAICompatModel
-
-        cls, kwargs = OpenAICompatModel, {"base_url": parsed.base_url}
-    else:
-        from tailorbench.models.hf_local import HFChatModel
-
-        cls, kwargs = HFChatModel, {}
-    accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "model", "spec", "base_url"}
-    unknown = sorted(set(options) - accepted)
-    if unknown:
-        raise ConfigError(
-            f"option(s) {', '.join(unknown)} do not apply to the {parsed.backend} backend; "
-            f"it takes: {', '.join(sorted(accepted))}"
-        )
-    model: ChatModel = cls(parsed.model, spec=spec, **kwargs, **options)
-    return model

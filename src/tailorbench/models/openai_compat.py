@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from tailorbench.errors import ConfigError, CredentialsError
+from tailorbench.models.backends import BACKENDS
 from tailorbench.models.base import (
     CallFailure,
     CallStats,
@@ -93,11 +94,23 @@ def parse_retry_after(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time())
 
 
+@BACKENDS.register("openai")
 class OpenAICompatModel:
     """An OpenAI-compatible chat model with cache, retries, adaptive concurrency and cost accounting."""
 
     backend = "openai"
     supports_logprobs = True
+
+    @staticmethod
+    def parse_arg(spec: str, arg: str) -> dict[str, Any]:
+        """`MODEL` or `MODEL@http(s)://host[:port]/v1` (the base URL checked here: a typo fails before any work)."""
+        model, at, url = arg.partition("@")
+        model, url = model.strip(), url.strip()
+        if not model:
+            raise ConfigError(f"bad model spec {redact(spec)!r}: the model name is empty")
+        if at:
+            _check_base_url(spec, url)
+        return {"model": model, "base_url": url.rstrip("/") if at else None}
 
     def __init__(
         self,
@@ -570,3 +583,21 @@ def _status_error(status: int, content: bytes, headers: _Headers) -> Exception:
 def _short(exc: BaseException, limit: int = 300) -> str:
     text = str(exc) or type(exc).__name__
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _check_base_url(spec: str, url: str) -> None:
+    """An http(s) URL with a host and, if any, a numeric port: a typo is a ConfigError, not a traceback."""
+    from urllib.parse import urlsplit
+
+    shown = redact(spec)
+    if not re.match(r"^https?://[^\s/]+", url):
+        raise ConfigError(f"bad model spec {shown!r}: the part after @ must be an http(s):// base URL")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (reading it validates it)
+    except ValueError as exc:
+        raise ConfigError(f"bad model spec {shown!r}: {exc} (the port must be a number from 0 to 65535)") from None
+    if not parts.hostname:
+        raise ConfigError(f"bad model spec {shown!r}: the base URL has no host")
+
+

@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, GenParams, Message, make_chat_model
+from tailorbench.models.backends import make_chat_model
+from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, GenParams, Message
 
 T = TypeVar("T")
 

@@ -1,0 +1,73 @@
+"""Model backends by name: `openai:MODEL[@URL]`, `hf:PATH`, or a plugin's (`tailorbench.backends` entry points).
+
+A backend is a class registered with `@BACKENDS.register("name")`. It is built as
+`cls(**cls.parse_arg(spec, arg), spec=spec, **options)`: `parse_arg` (optional; default `{"model": arg}`)
+reads what follows `name:`, and the keyword arguments of `__init__` are the options a user may give it
+(`--judge-option KEY=VALUE`, `model_options:` in configs), so nothing repeats them by hand. Built-in backends
+are imported on first use, so `tailor --help` never pays for torch.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from tailorbench.errors import ConfigError
+from tailorbench.models.base import ChatModel
+from tailorbench.registry import Registry
+
+BACKENDS: Registry[type[Any]] = Registry(
+    "model backend", "tailorbench.backends",
+    lazy={"openai": "tailorbench.models.openai_compat", "hf": "tailorbench.models.hf_local"},
+)
+#: arguments of a backend's __init__ that come from the spec, not from options
+_FROM_SPEC = frozenset({"self", "model", "spec", "base_url"})
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    backend: str
+    model: str
+    base_url: str | None = None
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    """`BACKEND:ARG` (e.g. `openai:MODEL@http://host:port/v1`, `hf:PATH_OR_HUB_ID`); anything else is a
+    ConfigError naming the known backends."""
+    name, sep, rest = spec.strip().partition(":")
+    name, rest = name.strip().lower(), rest.strip()
+    if not sep or not rest:
+        raise ConfigError(f"bad model spec {spec!r}: expected BACKEND:MODEL, e.g. openai:MODEL, openai:MODEL@URL "
+                          f"or hf:PATH (backends: {', '.join(BACKENDS.names())})")
+    if name not in BACKENDS:
+        raise ConfigError(f"unknown model backend {name!r} in {spec!r}; known: {', '.join(BACKENDS.names())}")
+    parsed = _arguments(BACKENDS.get(name), spec, rest)
+    return ModelSpec(name, str(parsed["model"]), parsed.get("base_url"))
+
+
+def _arguments(cls: type[Any], spec: str, rest: str) -> dict[str, Any]:
+    parse = getattr(cls, "parse_arg", None)
+    return dict(parse(spec, rest)) if parse is not None else {"model": rest}
+
+
+def backend_options(backend: str | type[Any]) -> set[str]:
+    """The options a backend takes (the keyword arguments of its class, less those the spec gives)."""
+    cls = BACKENDS.get(backend) if isinstance(backend, str) else backend
+    return set(inspect.signature(cls.__init__).parameters) - _FROM_SPEC
+
+
+def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatModel:
+    """Build a chat model from its spec; backend options (concurrency, cache, prices ...) come in `options`."""
+    name = parse_model_spec(spec).backend
+    cls = BACKENDS.get(name)
+    options = dict(options or {})
+    accepted = backend_options(name)
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise ConfigError(
+            f"option(s) {', '.join(unknown)} do not apply to the {name} backend; "
+            f"it takes: {', '.join(sorted(accepted))}"
+        )
+    model: ChatModel = cls(**_arguments(cls, spec, spec.strip().partition(":")[2].strip()), spec=spec, **options)
+    return model
