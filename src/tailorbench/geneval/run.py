@@ -37,7 +37,8 @@ from tailorbench.geneval.generate import (
 from tailorbench.geneval.sampling import stratified_sample
 from tailorbench.geneval.validation import VALIDATION, validate_judge
 from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge, pre_work_warnings
-from tailorbench.models.base import GenParams, make_chat_model
+from tailorbench.models.backends import make_chat_model
+from tailorbench.models.base import GenParams
 from tailorbench.options import as_float, as_int, check_writable
 from tailorbench.redact import public_options, redact, redact_obj
 from tailorbench.schema import ORDERS, JudgeInput, Order, PairCase, Verdict
