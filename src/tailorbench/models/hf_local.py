@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tailorbench.errors import ConfigError
-from tailorbench.models.backends import BACKENDS
 from tailorbench.models.base import (
     CallFailure,
     CallStats,
@@ -41,7 +40,6 @@ class _Pending:
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
-@BACKENDS.register("hf")
 class HFChatModel:
     """A transformers causal LM with a chat template; generation and label scoring in batches."""
 
@@ -80,17 +78,16 @@ class HFChatModel:
 
     # -- loading --------------------------------------------------------------------------------------------
 
-    def _load(self) -> None:
-        if self._lm is not None:
-            return
+    def _tokenizer(self) -> Any:
+        """The tokenizer alone (cheap; what `prompt_tokens` needs before the model is loaded)."""
+        if self._tok is not None:
+            return self._tok
         try:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoTokenizer
         except ImportError as exc:
             raise ConfigError("hf: models need the [local] extra: pip install 'tailorbench[local]'") from exc
         try:
             tok = AutoTokenizer.from_pretrained(self.model)
-            lm = AutoModelForCausalLM.from_pretrained(self.model, dtype=getattr(torch, self.dtype))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{self.spec}: cannot load the model: {exc}") from None
         if tok.chat_template is None:
@@ -98,8 +95,38 @@ class HFChatModel:
         tok.padding_side = "left"
         if tok.pad_token_id is None:
             tok.pad_token = tok.eos_token
+        self._tok = tok
+        return tok
+
+    def _load(self) -> None:
+        if self._lm is not None:
+            return
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM
+        except ImportError as exc:
+            raise ConfigError("hf: models need the [local] extra: pip install 'tailorbench[local]'") from exc
+        tok = self._tokenizer()
+        try:
+            lm = AutoModelForCausalLM.from_pretrained(self.model, dtype=getattr(torch, self.dtype))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{self.spec}: cannot load the model: {exc}") from None
         model: Any = lm
         self._torch, self._tok, self._lm = torch, tok, model.to(self.device).eval()
+
+    def _prompt(self, messages: Sequence[Message]) -> str:
+        text: str = self._tokenizer().apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+        return text
+
+    def prompt_tokens(self, prompts: Sequence[Sequence[Message]]) -> list[int]:
+        """Tokens of each prompt as the model will get it (chat template and generation prompt), without
+        loading the model: a run checks them against `max_length` before any call (judges.base.check_inputs)."""
+        tok = self._tokenizer()
+        texts = [self._prompt(m) for m in prompts]
+        out: list[int] = []
+        for start in range(0, len(texts), 1024):
+            out.extend(len(ids) for ids in tok(texts[start : start + 1024], add_special_tokens=False)["input_ids"])
+        return out
 
     async def preflight(self) -> None:
         await asyncio.to_thread(self._load)
@@ -169,10 +196,7 @@ class HFChatModel:
                     try:
                         async with self._lock:
                             self.stats.requests += 1
-                            if kind == "choice":
-                                results = await asyncio.to_thread(self._score, batch, choices)
-                            else:
-                                results = await asyncio.to_thread(self._generate, batch, params)
+                            results = await asyncio.to_thread(self._run_batch, kind, batch, params, choices)
                     except Exception as exc:  # a failed batch fails its calls, counted; the run goes on
                         failure = CallFailure(f"{type(exc).__name__}: {exc}", "local", 1, time.perf_counter() - began)
                         for item in batch:
@@ -187,9 +211,27 @@ class HFChatModel:
 
     # -- compute (worker thread) ----------------------------------------------------------------------------
 
+    def _run_batch(self, kind: str, batch: Sequence[_Pending], params: GenParams,
+                   choices: Sequence[str]) -> list[ChatResult | CallFailure]:
+        """One batch; a prompt longer than `max_length` fails alone (the others of its batch still run)."""
+        self._load()
+        results: list[ChatResult | CallFailure | None] = [None] * len(batch)
+        fits = list(range(len(batch)))
+        if self.max_length:
+            for i, n in enumerate(self.prompt_tokens([b.messages for b in batch])):
+                if n > self.max_length:
+                    results[i] = CallFailure(f"prompt of {n} tokens exceeds max_length {self.max_length}", "client")
+            fits = [i for i in fits if results[i] is None]
+        if fits:
+            ok = [batch[i] for i in fits]
+            ran = self._score(ok, choices) if kind == "choice" else self._generate(ok, params)
+            for i, result in zip(fits, ran):
+                results[i] = result
+        return [r for r in results if r is not None]
+
     def _encode(self, batch: Sequence[_Pending]) -> Any:
         self._load()
-        texts = [self._tok.apply_chat_template(b.messages, add_generation_prompt=True, tokenize=False) for b in batch]
+        texts = [self._prompt(b.messages) for b in batch]
         enc = self._tok(texts, padding=True, add_special_tokens=False, return_tensors="pt")
         if self.max_length and enc["input_ids"].shape[1] > self.max_length:
             raise ValueError(f"prompt of {enc['input_ids'].shape[1]} tokens exceeds max_length {self.max_length}")
