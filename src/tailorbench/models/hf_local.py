@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tailorbench.errors import ConfigError
+from tailorbench.models.backends import BACKENDS
 from tailorbench.models.base import (
     CallFailure,
     CallStats,
@@ -40,6 +41,7 @@ class _Pending:
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
+@BACKENDS.register("hf")
 class HFChatModel:
     """A transformers causal LM with a chat template; generation and label scoring in batches."""
 
