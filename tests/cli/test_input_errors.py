@@ -453,3 +453,10 @@ def test_train_config_ranges(tmp_path: Path, field: str, says: str) -> None:
     config.write_text(f"data: demo\nout: {out}\n{field}\n")
     _bad("train-rm", "--config", str(config), says=(says,))
     assert not out.exists()
+
+
+def test_train_rm_refuses_an_out_that_cannot_be_written(tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("keep me\n")
+    _bad("train-rm", "--data", "demo", "--out", str(blocker / "rm"), says=("out", str(blocker / "rm")))
+    assert blocker.read_text() == "keep me\n"

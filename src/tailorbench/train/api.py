@@ -18,4 +18,8 @@ def train_rm(config: RMTrainConfig | str | Path | None = None, progress: bool = 
         cfg = RMTrainConfig(**{**config.to_dict(), **{k: v for k, v in overrides.items() if v is not None}})
     else:
         cfg = load_config(config, overrides)
-    return train_reward_model(cfg.validate(), progress=progress)
+    from tailorbench.options import check_writable
+
+    cfg = cfg.validate()
+    check_writable("out", cfg.out, directory=True)  # before any data is read or a model loaded
+    return train_reward_model(cfg, progress=progress)
