@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -215,7 +214,8 @@ class FastPath:
             if done:
                 return Result(project_id, None)
             layout, payload = _json(layout), _json(payload)
-            value = tasks.parse_form(task, payload, layout, form)
+            kind = tasks.task_type(task)  # a dict lookup: no import and no query per request
+            value = kind.parse_form(payload, layout, form)
             try:
                 duration: int | None = int(form.get("elapsed_ms") or "")
             except ValueError:
@@ -232,7 +232,7 @@ class FastPath:
                     cur.execute(LITE_LABEL, params)
                     cur.execute(LITE_CLOSE, params)
                 return Result(project_id, None)
-            new_layout = {"swap": secrets.randbelow(2) == 1} if tasks.needs_swap(task) else {}
+            new_layout = kind.new_layout()
             params["layout"] = json.dumps(new_layout)
             gold_first = n_regular >= (n_gold + 1) * gold_every
             got = self._store_and_assign(cur, params, gold_first)

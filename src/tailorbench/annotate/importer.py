@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import orjson
 
-from tailorbench.annotate.tasks import ItemError, TaskType, item_from_row
+from tailorbench.annotate.tasks import TASK_TYPES, ItemError, TaskType, task_type
 from tailorbench.datasets.native import read_native
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
@@ -38,16 +38,9 @@ def _nonblank_lines(path: Path) -> list[int]:
 
 
 def detect_format(path: Path, task: TaskType) -> str:
-    """paircase (has tier + chosen), pipeline (chosen, no tier), else the task's own items format."""
-    if task != "pairwise":
-        return "items"
-    for line, row in read_jsonl(path, InvalidRows()):
-        if "answer_a" in row:
-            return "items"
-        if "chosen" in row:
-            return "paircase" if "tier" in row else "pipeline"
-        raise DataError(path, line, None, "cannot tell the format: no 'answer_a' (items) nor 'chosen' (PairCase)")
-    raise DataError(path, None, None, "file has no rows")
+    """The format `--format auto` picks: the task type decides (pairwise: paircase when rows have tier +
+    chosen, pipeline for chosen without tier, else items; every other built-in type: items)."""
+    return task.detect_format(path)
 
 
 def _pair_payload(case_id: str, split: str, user_id: str, persona: dict[str, Any], question: str, chosen: str,
@@ -82,13 +75,12 @@ def _read_paircase(path: Path) -> list[ParsedItem]:
     return out
 
 
-def _read_pipeline(path: Path) -> list[ParsedItem]:
+def _read_pipeline(path: Path, task: TaskType) -> list[ParsedItem]:
     out = []
     for line, row in read_jsonl(path, InvalidRows()):
         case_id = row.get("id") or f"{path.stem}:{line}"
         try:
-            _, payload, _ = item_from_row(
-                "pairwise",
+            _, payload, _ = task.item_from_row(
                 {**row, "id": case_id, "answer_a": row.get("chosen"), "answer_b": row.get("rejected")},
             )
         except ItemError as exc:
@@ -105,28 +97,34 @@ def _read_items(path: Path, task: TaskType) -> list[ParsedItem]:
     out = []
     for line, row in read_jsonl(path, InvalidRows()):
         try:
-            ext_id, payload, gold = item_from_row(task, row)
+            ext_id, payload, gold = task.item_from_row(row)
         except ItemError as exc:
             raise DataError(path, line, exc.field, exc.message) from None
         out.append(ParsedItem(ext_id, payload, gold, line))
     return out
 
 
-def read_import(path: str | Path, task: TaskType, fmt: str = "auto") -> tuple[str, list[ParsedItem]]:
-    """(format used, items) of a whole file; raises DataError on the first bad line or duplicate id."""
+def read_import(path: str | Path, task: TaskType | str, fmt: str = "auto") -> tuple[str, list[ParsedItem]]:
+    """(format used, items) of a whole file; raises DataError on the first bad line or duplicate id. The
+    paircase and pipeline readers build pairwise payloads; a task type accepts them by listing them in its
+    `import_formats`."""
     path = Path(path)
+    if isinstance(task, str):
+        task = task_type(task)
     if fmt not in FORMATS:
         raise DataError(path, None, None, f"unknown import format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise DataError(path, None, None, "no such file")
     if fmt == "auto":
         fmt = detect_format(path, task)
-    if fmt in ("paircase", "pipeline") and task != "pairwise":
-        raise DataError(path, None, None, f"{fmt} files import into pairwise projects only (this one is {task})")
+    if fmt not in task.import_formats:
+        takers = [name for name, cls in TASK_TYPES.load_all() if fmt in cls.import_formats]
+        raise DataError(path, None, None, f"{fmt} files import into {' or '.join(takers) or 'no'} projects only "
+                                          f"(this one is {task.name})")
     if fmt == "paircase":
         items = _read_paircase(path)
     elif fmt == "pipeline":
-        items = _read_pipeline(path)
+        items = _read_pipeline(path, task)
     else:
         items = _read_items(path, task)
     seen: dict[str, int] = {}

@@ -154,10 +154,7 @@ def _project(s: Session, name_or_id: str | int) -> Project:
 def create_project(db: Database, name: str, task_type: str, n_per_item: int = 3, instructions: str = "",
                    gold_every: int = 5) -> int:
     """A new project; returns its id."""
-    try:
-        task = tasks.check_task_type(task_type)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    task = tasks.check_task_type(task_type)  # ConfigError naming the registered types
     if not name.strip():
         raise ConfigError("project name must not be empty")
     if n_per_item < 1 or gold_every < 1:
@@ -185,7 +182,7 @@ def list_projects(db: Database, user_id: int | None = None) -> list[dict[str, An
 def import_items(db: Database, project: str | int, path: str | Path, fmt: str = "auto") -> dict[str, Any]:
     """Read and check the whole file, then insert every item in one transaction (all or nothing)."""
     with db.session() as s:
-        task = tasks.check_task_type(_project(s, project).task_type)
+        task = tasks.task_type(_project(s, project).task_type)
     used, items = read_import(path, task, fmt)
     with db.session() as s:
         p = s.get(Project, _project(s, project).id, with_for_update=True)
@@ -266,7 +263,7 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
         item = conn.execute(gold_q, ids).first()
     if item is None:
         return None
-    layout = {"swap": secrets.randbelow(2) == 1} if tasks.needs_swap(task) else {}
+    layout = tasks.task_type(task).new_layout()
     if locked and lazy_commit:
         conn.execute(hot.NO_SYNC_COMMIT)
     new_id = conn.execute(hot.NEW_ASSIGNMENT, {
@@ -333,7 +330,7 @@ def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]
     row = _assignment_row(s, user_id, assignment_id, lock=True)
     if row.done:
         return Submitted(row.project_id, True)
-    value = tasks.parse_form(row.task_type, row.payload, row.layout, form)
+    value = tasks.task_type(row.task_type).parse_form(row.payload, row.layout, form)
     try:
         duration: int | None = int(form.get("elapsed_ms") or "")
     except ValueError:
@@ -361,7 +358,7 @@ def _view(assignment_id: int, done: bool, project_row: Any, ext_id: str, payload
     p = project_row
     project = {"id": p.project_id, "name": p.name, "task_type": p.task_type, "instructions": p.instructions}
     return {"assignment": {"id": assignment_id, "done": done}, "project": project, "item_id": ext_id,
-            "done_count": done_count, "view": tasks.view(p.task_type, payload, layout)}
+            "done_count": done_count, "view": tasks.task_type(p.task_type).view(payload, layout)}
 
 
 # --- admin: progress, agreement, flags, export ------------------------------------------------------
@@ -392,6 +389,7 @@ def progress(db: Database, project: str | int) -> dict[str, Any]:
                 row["assigned"] += n
                 row["done"] += n if done else 0
         scores: dict[int, list[float]] = defaultdict(list)
+        task = tasks.task_type(p.task_type)
         for label, item in s.execute(select(Label, Item).join(Item, Item.id == Label.item_id)
                                      .where(Label.project_id == p.id)):
             row = per_user[label.user_id]
@@ -399,7 +397,7 @@ def progress(db: Database, project: str | int) -> dict[str, Any]:
             stamp = label.submitted_at.isoformat()
             row["last_submission"] = max(row["last_submission"] or stamp, stamp)
             if item.is_gold:
-                scores[label.user_id].append(tasks.gold_score(p.task_type, item.gold, label.value))
+                scores[label.user_id].append(task.gold_score(item.gold, label.value))
         for uid, vals in scores.items():
             per_user[uid]["gold_done"] = len(vals)
             per_user[uid]["gold_score"] = sum(vals) / len(vals)
@@ -427,8 +425,9 @@ def ratings(db: Database, project: str | int, include_gold: bool = False) -> Rat
         if not include_gold:
             q = q.where(Item.is_gold.is_(False))
         out = RatingSet(sources=[f"annotation project {p.name}"])
+        task = tasks.task_type(p.task_type)
         for ext_id, rater, value in s.execute(q):
-            for item, label in tasks.to_ratings(p.task_type, ext_id, value):
+            for item, label in task.to_ratings(ext_id, value):
                 out.ratings.append(Rating(item, rater, label, "human", out.sources[0], None))
         return out
 
@@ -438,13 +437,13 @@ def agreement_so_far(db: Database, project: str | int, resamples: int = 200) -> 
     from tailorbench.agreement.report import AgreeOptions, agreement_report
 
     with db.session() as s:
-        task = _project(s, project).task_type
+        task = tasks.task_type(_project(s, project).task_type)
     rs = ratings(db, project)
     per_item = Counter(r.item for r in rs.ratings)
     if len({r.rater for r in rs.ratings}) < 2 or not any(n >= 2 for n in per_item.values()):
         return {"available": False, "note": "agreement needs at least one item rated by two annotators"}
     try:
-        report = agreement_report(rs, tasks.AGREEMENT_ORDER[task], AgreeOptions(n_resamples=resamples))
+        report = agreement_report(rs, task.agreement_order, AgreeOptions(n_resamples=resamples))
     except TailorError as exc:
         return {"available": False, "note": str(exc)}
     return {"available": True, "n_ratings": len(rs.ratings), "report": report}
@@ -476,13 +475,14 @@ def raw_labels(db: Database, project: str | int) -> list[dict[str, Any]]:
     """Every label with what the long format cannot hold: shown order, notes, flags, timing, gold."""
     with db.session() as s:
         p = _project(s, project)
+        task = tasks.task_type(p.task_type)
         q = (select(Label, Item, User, Assignment).join(Item, Item.id == Label.item_id)
              .join(User, User.id == Label.user_id).join(Assignment, Assignment.id == Label.assignment_id)
              .where(Label.project_id == p.id).order_by(Label.id))
         out = []
         for label, item, user, a in s.execute(q):
             out.append({"item": item.ext_id, "rater": user.name, "task_type": p.task_type, "value": label.value,
-                        "shown_order": ("BA" if a.layout.get("swap") else "AB") if a.layout else None,
+                        "shown_order": task.shown_order(a.layout),
                         "gold": item.gold if item.is_gold else None, "flagged": label.flagged, "note": label.note,
                         "duration_ms": label.duration_ms, "submitted_at": label.submitted_at.isoformat()})
         return out
@@ -504,10 +504,8 @@ def _write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
 
 def export(db: Database, project: str | int, out_dir: str | Path, include_gold: bool = False,
            min_ratings: int | None = None, easy: float = 0.75, medium: float = 0.6) -> dict[str, Any]:
-    """Write ratings.jsonl / ratings.csv (long format), items.jsonl, labels.jsonl (raw) and, for pairwise
-    projects, benchmark.jsonl (PairCase with majority labels and agreement tiers) plus tiers.json."""
-    from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
-
+    """Write ratings.jsonl / ratings.csv (long format), items.jsonl, labels.jsonl (raw) and the task type's own
+    files (pairwise: benchmark.jsonl, PairCase with majority labels and agreement tiers, plus tiers.json)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rs = ratings(db, project, include_gold=include_gold)
@@ -520,14 +518,9 @@ def export(db: Database, project: str | int, out_dir: str | Path, include_gold: 
     summary: dict[str, Any] = {"out": str(out), "ratings": len(rs.ratings), "items": len(items)}
     with db.session() as s:
         p = _project(s, project)
-        task, n = p.task_type, p.n_per_item
-    if task == "pairwise":
-        rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings or max(2, min(3, n)))
-        cases, tiers = build_tiers(out / "items.jsonl", rs, rule, n_resamples=200)
-        write_cases(cases, out / "benchmark.jsonl")
-        (out / "tiers.json").write_text(json.dumps(tiers, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        files += ["benchmark.jsonl", "tiers.json"]
-        summary["benchmark_cases"] = len(cases)
+        task, n = tasks.task_type(p.task_type), p.n_per_item
+    summary.update(task.export_extra(out, rs, tasks.ExportOptions(n, min_ratings, easy, medium)))
+    files += task.export_files
     summary["files"] = files
     summary["exported_at"] = datetime.now(timezone.utc).isoformat()
     return summary

@@ -1,5 +1,16 @@
-"""The four task types: how an item is validated on import, how a submitted form becomes a canonical label, how a
-label becomes long-format ratings, and how a label is scored against a gold answer.
+"""Annotation task types: one class each, in the `TASK_TYPES` registry.
+
+A task type decides everything that differs between kinds of annotation work: how an imported item row is
+validated (`payload`, `check_gold`), which import formats it accepts, what its page shows (`template`, `view`),
+how answers are shown in a random order per assignment (`new_layout`), how a submitted form becomes a canonical
+label (`parse_form`), how a label becomes rows of the long rating format (`to_ratings`), how a label is scored
+against a gold answer (`gold_score`), the category order of its agreement statistics (`agreement_order`), and
+any extra export files (`export_extra`). The service, the importer, the submission path and the web pages call
+these methods and never look at a task type's name.
+
+The four built-in types (pairwise choice, attribute judgment, relevance, 5-point A/B rating) live in
+`annotate/builtin_tasks.py`; a plugin registers its own class with `@TASK_TYPES.register("name")` in a module
+named by an entry point in the group `tailorbench.task_types` (docs/annotation.md, "Adding a task type").
 
 Canonical means independent of what the annotator saw: answers are stored as A/B (pairwise) or
 personalized-vs-generic (A/B rating) even though each assignment shows them in its own recorded random order.
@@ -7,28 +18,21 @@ personalized-vs-generic (A/B rating) even though each assignment shows them in i
 
 from __future__ import annotations
 
+import secrets
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, Literal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tailorbench.agreement.ratings import Label
 from tailorbench.personas import render_persona
+from tailorbench.registry import Registry
 
-TaskType = Literal["pairwise", "attributes", "relevance", "ab_rating"]
-TASK_TYPES: tuple[TaskType, ...] = ("pairwise", "attributes", "relevance", "ab_rating")
-TASK_TITLES: dict[str, str] = {
-    "pairwise": "Pairwise choice",
-    "attributes": "Attribute judgment",
-    "relevance": "Attribute relevance",
-    "ab_rating": "A/B rating",
-}
+if TYPE_CHECKING:
+    from tailorbench.agreement.ratings import RatingSet
+
 JUDGMENTS = ("accepted", "uncertain", "rejected")
-#: category order for agreement statistics (weighted kappa, ordinal alpha); None = nominal or integers
-AGREEMENT_ORDER: dict[str, list[str] | None] = {
-    "pairwise": None,
-    "attributes": ["rejected", "uncertain", "accepted"],
-    "relevance": None,
-    "ab_rating": None,
-}
 SCALE = (
     (1, "much worse"),
     (2, "worse"),
@@ -53,16 +57,21 @@ class FormError(ValueError):
     """A submitted form is incomplete or invalid (HTTP 422 with the message)."""
 
 
-def check_task_type(name: str) -> TaskType:
-    if name not in TASK_TYPES:
-        raise ValueError(f"unknown task type {name!r}; choose one of {', '.join(TASK_TYPES)}")
-    return name
+@dataclass(frozen=True)
+class ExportOptions:
+    """What `tailor annotate export` passes on to a task type's extra export files (pairwise: the tiers)."""
+
+    n_per_item: int
+    min_ratings: int | None = None
+    easy: float = 0.75
+    medium: float = 0.6
 
 
-# --- import-time validation ------------------------------------------------------------------------
+# --- helpers for a task type's import schema and form ----------------------------------------------
 
 
-def _text(row: Mapping[str, Any], key: str, required: bool = True) -> str:
+def text_field(row: Mapping[str, Any], key: str, required: bool = True) -> str:
+    """`row[key]` as a non-empty string (absent and not required: "")."""
     value = row.get(key)
     if value is None and not required:
         return ""
@@ -71,7 +80,8 @@ def _text(row: Mapping[str, Any], key: str, required: bool = True) -> str:
     return value
 
 
-def _obj(row: Mapping[str, Any], key: str) -> dict[str, Any]:
+def object_field(row: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """`row[key]` as a JSON object (absent: {})."""
     value = row.get(key) or {}
     if not isinstance(value, dict):
         raise ItemError(key, "must be a JSON object")
@@ -110,187 +120,182 @@ def normalise_attributes(value: Any, field: str = "attributes") -> list[dict[str
     return out
 
 
-def _conversation(value: Any) -> list[dict[str, str]]:
-    if isinstance(value, str) and value.strip():
-        return [{"role": "", "content": value}]
-    if not isinstance(value, list) or not value:
-        raise ItemError("conversation", "must be a non-empty string or list of {role, content} turns")
-    turns = []
-    for i, turn in enumerate(value):
-        if isinstance(turn, str):
-            turns.append({"role": "", "content": turn})
-            continue
-        if not isinstance(turn, dict) or not isinstance(turn.get("content"), str):
-            raise ItemError(f"conversation[{i}]", "each turn must be a string or {role, content}")
-        turns.append({"role": str(turn.get("role", "")), "content": turn["content"]})
-    return turns
-
-
-def _check_gold(task: TaskType, gold: Any, payload: dict[str, Any]) -> Any:
-    """Gold answers use the canonical label form of their task (see docs/annotation.md)."""
-    if task == "pairwise":
-        if gold not in ("A", "B"):
-            raise ItemError("gold", "pairwise gold must be 'A' or 'B'")
-        return gold
-    if not isinstance(gold, dict) or not gold:
-        raise ItemError("gold", "must be an object {attribute id: expected label}")
-    keys = {a["key"] for a in payload["attributes"]}
-    for key, value in gold.items():
-        if key not in keys:
-            raise ItemError("gold", f"unknown attribute id {key!r}")
-        ok = (
-            (task == "attributes" and value in JUDGMENTS)
-            or (task == "relevance" and isinstance(value, bool))
-            or (task == "ab_rating" and isinstance(value, int) and not isinstance(value, bool) and -2 <= value <= 2)
-        )
-        if not ok:
-            raise ItemError("gold", f"bad gold label {value!r} for attribute {key!r}")
-    return gold
-
-
-def item_from_row(task: TaskType, row: Mapping[str, Any]) -> tuple[str, dict[str, Any], Any]:
-    """Validate one task-JSONL row -> (item id, payload, gold or None)."""
-    item_id = row.get("id")
-    if isinstance(item_id, int) and not isinstance(item_id, bool):
-        item_id = str(item_id)
-    if not isinstance(item_id, str) or not item_id.strip():
-        raise ItemError("id", "missing or not a non-empty string")
-    meta = _obj(row, "meta")
-    payload: dict[str, Any] = {"id": item_id, "meta": meta}
-    if task == "pairwise":
-        payload.update(
-            split=_text(row, "split"),
-            user_id=_text(row, "user_id"),
-            persona=_obj(row, "persona"),
-            question=_text(row, "question"),
-            answer_a=_text(row, "answer_a"),
-            answer_b=_text(row, "answer_b"),
-        )
-        if payload["split"] not in ("specific", "general"):
-            raise ItemError("split", "must be 'specific' or 'general'")
-    elif task == "attributes":
-        payload.update(
-            user_id=str(row.get("user_id", "")),
-            conversation=_conversation(row.get("conversation")),
-            attributes=normalise_attributes(row.get("attributes")),
-        )
-    elif task == "relevance":
-        payload.update(
-            user_id=str(row.get("user_id", "")),
-            prompt=_text(row, "prompt"),
-            attributes=normalise_attributes(row.get("attributes")),
-        )
-    else:
-        payload.update(
-            user_id=str(row.get("user_id", "")),
-            prompt=_text(row, "prompt"),
-            generic=_text(row, "generic"),
-            personalized=_text(row, "personalized"),
-            persona=_obj(row, "persona"),
-            attributes=normalise_attributes(row.get("attributes")),
-        )
-    gold = row.get("gold")
-    return item_id, payload, None if gold is None else _check_gold(task, gold, payload)
-
-
-# --- presentation and submitted forms ---------------------------------------------------------------
-
-
-def needs_swap(task: str) -> bool:
-    """Task types whose two answers are shown in a random order recorded per assignment."""
-    return task in ("pairwise", "ab_rating")
-
-
-def view(task: str, payload: dict[str, Any], layout: dict[str, Any]) -> dict[str, Any]:
-    """What the task page shows, answers already in the assignment's order (texts are escaped by Jinja)."""
-    swap = bool(layout.get("swap"))
-    out: dict[str, Any] = {"attributes": payload.get("attributes", [])}
-    persona = payload.get("persona") or {}
-    out["persona_text"] = render_persona(persona) if persona else ""
-    if task == "pairwise":
-        answers = [payload["answer_a"], payload["answer_b"]]
-        out.update(question=payload["question"], answers=answers[::-1] if swap else answers)
-    elif task == "attributes":
-        out.update(conversation=payload["conversation"])
-    elif task == "relevance":
-        out.update(prompt=payload["prompt"])
-    else:
-        answers = [payload["generic"], payload["personalized"]]
-        out.update(prompt=payload["prompt"], answers=answers[::-1] if swap else answers, scale=SCALE)
-    return out
-
-
-def _one(form: Mapping[str, str], key: str, allowed: tuple[str, ...], what: str) -> str:
+def one_of(form: Mapping[str, str], key: str, allowed: tuple[str, ...], what: str) -> str:
+    """The form field `key`, which must be one of `allowed` (FormError naming `what` otherwise)."""
     value = (form.get(key) or "").strip()
     if value not in allowed:
         raise FormError(f"{what}: choose one of {', '.join(allowed)}")
     return value
 
 
+# --- the task type --------------------------------------------------------------------------------------
+
+
+class TaskType(ABC):
+    """One kind of annotation work. Subclass it, set `name` and `title`, implement the abstract methods, ship a
+    template, and register the class: `@TASK_TYPES.register("name")`. Instances hold no state (one is made per
+    class and reused for every request)."""
+
+    #: the name projects store and users type (`--task NAME`)
+    name: ClassVar[str]
+    #: shown on pages ("Pairwise choice")
+    title: ClassVar[str]
+    #: the page's Jinja template; it extends `base.html`, includes `_task_head.html` and `_task_foot.html`
+    #: inside its `<form method="post" action="/a/{{ assignment.id }}">`, and finds the view as `v`
+    template: ClassVar[str] = ""
+    #: a folder holding `template` when it is not one of the package's own templates (plugins)
+    template_dir: ClassVar[Path | None] = None
+    #: import formats accepted besides `items` (the built-in readers of PairCase files are pairwise-only)
+    import_formats: ClassVar[tuple[str, ...]] = ("items",)
+    #: two answers shown in a random order recorded per assignment (`layout["swap"]`)
+    random_order: ClassVar[bool] = False
+    #: category order for agreement statistics (weighted kappa, ordinal alpha); None = nominal or integers
+    agreement_order: ClassVar[list[str] | None] = None
+    #: export files this type writes besides ratings, items and labels (see `export_extra`)
+    export_files: ClassVar[tuple[str, ...]] = ()
+
+    def page_template(self) -> str:
+        return self.template or f"task_{self.name}.html"
+
+    # -- import --------------------------------------------------------------------------------------
+
+    def item_from_row(self, row: Mapping[str, Any]) -> tuple[str, dict[str, Any], Any]:
+        """Validate one items-JSONL row -> (item id, payload, gold or None); ItemError names the field."""
+        item_id = row.get("id")
+        if isinstance(item_id, int) and not isinstance(item_id, bool):
+            item_id = str(item_id)
+        if not isinstance(item_id, str) or not item_id.strip():
+            raise ItemError("id", "missing or not a non-empty string")
+        payload: dict[str, Any] = {"id": item_id, "meta": object_field(row, "meta")}
+        payload.update(self.payload(row))
+        gold = row.get("gold")
+        return item_id, payload, None if gold is None else self.check_gold(gold, payload)
+
+    @abstractmethod
+    def payload(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """The item's own fields, checked (`id` and `meta` are the base's); raise ItemError(field, message)."""
+
+    def check_gold(self, gold: Any, payload: dict[str, Any]) -> Any:
+        """A gold answer in the canonical label form -> the stored gold; ItemError("gold", ...) when wrong."""
+        raise ItemError("gold", f"task type {self.name!r} has no gold answers")
+
+    def detect_format(self, path: Path) -> str:
+        """The import format of a file under `--format auto` (one of `import_formats`)."""
+        return "items"
+
+    # -- page and submission -------------------------------------------------------------------------
+
+    def new_layout(self) -> dict[str, Any]:
+        """The presentation drawn for a new assignment and stored with it (the answer order)."""
+        return {"swap": secrets.randbelow(2) == 1} if self.random_order else {}
+
+    def shown_order(self, layout: dict[str, Any]) -> str | None:
+        """The order the annotator saw, for `labels.jsonl` (`AB`/`BA`; None without a random order)."""
+        return ("BA" if layout.get("swap") else "AB") if layout else None
+
+    def view(self, payload: dict[str, Any], layout: dict[str, Any]) -> dict[str, Any]:
+        """What the page shows (`v` in the template), answers already in the assignment's order. Texts are
+        escaped by Jinja. The base gives `attributes` and `persona_text`; subclasses add their own."""
+        persona = payload.get("persona") or {}
+        return {"attributes": payload.get("attributes", []),
+                "persona_text": render_persona(persona) if persona else ""}
+
+    @abstractmethod
+    def parse_form(self, payload: dict[str, Any], layout: dict[str, Any],
+                   form: Mapping[str, str]) -> dict[str, Any]:
+        """A submitted form -> the canonical label value (JSON); FormError (422, nothing stored) when a field
+        is missing or wrong. `flag`, `note` and `elapsed_ms` are the service's, never the task type's."""
+
+    # -- export and scoring --------------------------------------------------------------------------
+
+    @abstractmethod
+    def to_ratings(self, ext_id: str, value: dict[str, Any]) -> list[tuple[str, Label]]:
+        """A canonical label -> (rating item, label) pairs of the long format (`docs/agreement.md`)."""
+
+    def gold_score(self, gold: Any, value: dict[str, Any]) -> float:
+        """Share of the gold answer matched; the base compares a single-rating label with the gold label."""
+        got = self.to_ratings("", value)
+        return float(len(got) == 1 and got[0][1] == gold)
+
+    def export_extra(self, out: Path, ratings: RatingSet, options: ExportOptions) -> dict[str, Any]:
+        """Write the files of `export_files` into `out` (after `items.jsonl` and `ratings.jsonl`); returns
+        what the export summary adds (pairwise: the benchmark and its tiers)."""
+        return {}
+
+
+class AttributeTask(TaskType):
+    """A task type with one label per attribute of an item: rating items `ID::ATTR`, gold `{attr: label}`."""
+
+    def check_gold(self, gold: Any, payload: dict[str, Any]) -> Any:
+        if not isinstance(gold, dict) or not gold:
+            raise ItemError("gold", "must be an object {attribute id: expected label}")
+        keys = {a["key"] for a in payload["attributes"]}
+        for key, value in gold.items():
+            if key not in keys:
+                raise ItemError("gold", f"unknown attribute id {key!r}")
+            if not self.gold_label_ok(value):
+                raise ItemError("gold", f"bad gold label {value!r} for attribute {key!r}")
+        return gold
+
+    @abstractmethod
+    def gold_label_ok(self, value: Any) -> bool:
+        """Whether `value` is a valid gold label of one attribute."""
+
+    def label_matches(self, label: Label | None, expected: Any) -> bool:
+        return label == expected
+
+    def gold_score(self, gold: Any, value: dict[str, Any]) -> float:
+        got = dict(self.to_ratings("", value))
+        hits = sum(self.label_matches(got.get(f"{ATTR_SEP}{key}"), expected) for key, expected in gold.items())
+        return hits / len(gold)
+
+
+#: name -> TaskType subclass; the built-ins are imported on first use, plugins come by entry point
+TASK_TYPES: Registry[type[TaskType]] = Registry(
+    "task type", "tailorbench.task_types",
+    lazy={name: "tailorbench.annotate.builtin_tasks" for name in ("pairwise", "attributes", "relevance", "ab_rating")},
+)
+_INSTANCES: dict[type[TaskType], TaskType] = {}
+
+
+def task_type(name: str) -> TaskType:
+    """The task type called `name` (one instance per class); ConfigError listing the registered ones if none."""
+    cls = TASK_TYPES.get(name)
+    inst = _INSTANCES.get(cls)
+    if inst is None:
+        inst = _INSTANCES[cls] = cls()
+    return inst
+
+
+def check_task_type(name: str) -> str:
+    """The stored form of a task type name (lower case); ConfigError for an unknown one."""
+    task_type(name)
+    return name.strip().lower()
+
+
+def task_title(name: str) -> str:
+    """For pages: the title of a task type, or its name when it is not installed (any more)."""
+    return task_type(name).title if name in TASK_TYPES else name
+
+
+# --- by name: the calls of code that holds a task type's name (stages, tests, scripts) --------------------
+
+
+def item_from_row(task: str, row: Mapping[str, Any]) -> tuple[str, dict[str, Any], Any]:
+    return task_type(task).item_from_row(row)
+
+
+def view(task: str, payload: dict[str, Any], layout: dict[str, Any]) -> dict[str, Any]:
+    return task_type(task).view(payload, layout)
+
+
 def parse_form(task: str, payload: dict[str, Any], layout: dict[str, Any], form: Mapping[str, str]) -> dict[str, Any]:
-    """A submitted form -> the canonical label value; every field is required except notes and confidence."""
-    swap = bool(layout.get("swap"))
-    attrs = payload.get("attributes", [])
-    if task == "pairwise":
-        shown = _one(form, "choice", ("1", "2"), "answer")
-        choice = ("A" if shown == "1" else "B") if not swap else ("B" if shown == "1" else "A")
-        conf = (form.get("confidence") or "").strip()
-        if conf not in ("", "1", "2", "3"):
-            raise FormError("confidence must be 1, 2 or 3")
-        return {"choice": choice, "confidence": int(conf) if conf else None}
-    if task == "attributes":
-        judged = {
-            a["key"]: {
-                "judgment": _one(form, f"j_{a['key']}", JUDGMENTS, f"attribute {a['text']!r}"),
-                "note": (form.get(f"n_{a['key']}") or "").strip(),
-            }
-            for a in attrs
-        }
-        return {"attributes": judged, "missing": (form.get("missing") or "").strip()}
-    if task == "relevance":
-        return {
-            "relevance": {
-                a["key"]: _one(form, f"r_{a['key']}", ("yes", "no"), f"attribute {a['text']!r}") == "yes"
-                for a in attrs
-            }
-        }
-    ratings: dict[str, int] = {}
-    for a in attrs:
-        score = int(_one(form, f"s_{a['key']}", ("1", "2", "3", "4", "5"), f"attribute {a['text']!r}")) - 3
-        # the scale rates answer 2 against answer 1; answer 2 is the personalized one unless swapped
-        ratings[a["key"]] = -score if swap else score
-    return {"ratings": ratings}
-
-
-# --- export and gold scoring ------------------------------------------------------------------------
+    return task_type(task).parse_form(payload, layout, form)
 
 
 def to_ratings(task: str, ext_id: str, value: dict[str, Any]) -> list[tuple[str, Label]]:
-    """A canonical label -> (rating item, label) pairs of the long format; attribute tasks give one per
-    attribute, named `ITEM::ATTRIBUTE`."""
-    if task == "pairwise":
-        return [(ext_id, value["choice"])]
-    if task == "attributes":
-        return [(f"{ext_id}{ATTR_SEP}{k}", v["judgment"]) for k, v in value["attributes"].items()]
-    if task == "relevance":
-        return [(f"{ext_id}{ATTR_SEP}{k}", bool(v)) for k, v in value["relevance"].items()]
-    return [(f"{ext_id}{ATTR_SEP}{k}", int(v)) for k, v in value["ratings"].items()]
-
-
-def _sign(x: int) -> int:
-    return (x > 0) - (x < 0)
+    return task_type(task).to_ratings(ext_id, value)
 
 
 def gold_score(task: str, gold: Any, value: dict[str, Any]) -> float:
-    """Share of the gold answer matched (A/B ratings: the direction, better / same / worse, must match)."""
-    if task == "pairwise":
-        return float(value["choice"] == gold)
-    got = dict(to_ratings(task, "", value))
-    hits = 0
-    for key, expected in gold.items():
-        label = got.get(f"{ATTR_SEP}{key}")
-        if task == "ab_rating" and isinstance(label, int) and not isinstance(label, bool):
-            hits += _sign(label) == _sign(int(expected))
-        else:
-            hits += label == expected
-    return hits / len(gold)
+    return task_type(task).gold_score(gold, value)

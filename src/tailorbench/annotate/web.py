@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
@@ -26,6 +26,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from jinja2 import BaseLoader, ChoiceLoader, Environment, TemplateNotFound
 from sqlalchemy.orm import Session
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
@@ -42,7 +43,33 @@ COOKIE = "tb_session"
 _PKG = resources.files("tailorbench.annotate")
 _CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
         "base-uri 'none'; frame-ancestors 'none'")
-EXPORT_FILES = ("ratings.jsonl", "ratings.csv", "items.jsonl", "labels.jsonl", "benchmark.jsonl", "tiers.json")
+#: the export files of every project; a task type adds its own (`TaskType.export_files`: pairwise's benchmark)
+EXPORT_FILES = ("ratings.jsonl", "ratings.csv", "items.jsonl", "labels.jsonl")
+
+
+def export_files(task: str) -> list[str]:
+    """The export downloads of a project of task type `task`."""
+    return [*EXPORT_FILES, *tasks.task_type(task).export_files]
+
+
+def known_export_files() -> set[str]:
+    """Every export file name some task type writes (a download of any other name is a 404 at once)."""
+    return {*EXPORT_FILES, *(f for _, cls in tasks.TASK_TYPES.load_all() for f in cls.export_files)}
+
+
+class TaskTemplates(BaseLoader):
+    """Finds a template in the `template_dir` of a task type loaded so far (after the package's own)."""
+
+    def get_source(self, environment: Environment, template: str) -> tuple[str, str | None, Callable[[], bool]]:
+        for _, cls in tasks.TASK_TYPES.loaded():
+            if cls.template_dir is not None:
+                path = Path(cls.template_dir) / template
+                if path.is_file():
+                    return path.read_text(encoding="utf-8"), str(path), lambda: True
+        raise TemplateNotFound(template)
+
+    def list_templates(self) -> list[str]:
+        return sorted({cls.page_template(cls()) for _, cls in tasks.TASK_TYPES.loaded() if cls.template_dir})
 
 
 class LoginLimiter:
@@ -168,7 +195,10 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
     # templates ship inside the package: compile each once, never stat the files again on every render
     # (auto_reload cost as much as the rendering itself in the profile)
     templates.env.auto_reload = False
-    templates.env.globals["task_titles"] = tasks.TASK_TITLES
+    # a task type's template is the package's own or one in the task type's `template_dir` (plugins)
+    assert templates.env.loader is not None
+    templates.env.loader = ChoiceLoader([templates.env.loader, TaskTemplates()])
+    templates.env.globals["task_title"] = tasks.task_title
     for name in templates.env.list_templates(extensions=["html"]):
         templates.env.get_template(name)  # compiled now, not by the first request of each page
     sessions = SessionCache(session_cache_s)
@@ -288,8 +318,8 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
         p = ctx["project"]
         # page_url: where a reload should go (app.js puts it in the address bar after a POST answered with
         # this page, so a reload is a GET of the current assignment and never a second POST)
-        return page(request, f"task_{p['task_type']}.html",
-                    {"me": ident, **ctx, "v": ctx["view"], "error": error, "judgments": tasks.JUDGMENTS,
+        return page(request, tasks.task_type(p["task_type"]).page_template(),
+                    {"me": ident, **ctx, "v": ctx["view"], "error": error,
                      "page_url": f"/a/{ctx['assignment']['id']}"}, status)
 
     def done_page(request: Request, ident: service.Identity, project_id: int, counts: dict[str, int]) -> HTMLResponse:
@@ -369,7 +399,7 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
         for p in projects:
             p["progress"] = service.progress(db, p["id"])
         return page(request, "admin_index.html", {"me": ident, "projects": projects,
-                                                  "task_types": tasks.TASK_TYPES})
+                                                  "task_types": tasks.TASK_TYPES.names()})
 
     @app.post("/admin/projects")
     async def admin_create_project(request: Request) -> Response:
@@ -397,7 +427,8 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
         users = [u for u in service.list_users(db) if u["role"] == "annotator"]
         return page(request, "admin_project.html", {
             "me": ident, "project_id": project_id, "prog": prog, "agreement": agreement,
-            "flagged": service.flagged(db, project_id), "users": users, "files": EXPORT_FILES,
+            "flagged": service.flagged(db, project_id), "users": users, "files": export_files(prog["task_type"]),
+            "formats": ["auto", *tasks.task_type(prog["task_type"]).import_formats],
             "message": request.query_params.get("msg", ""),
         })
 
@@ -443,18 +474,18 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
     def admin_export(request: Request, project_id: int, name: str) -> Response:
         with tx() as s:
             who(s, request, admin=True)
-        if name not in EXPORT_FILES:
+        if name not in known_export_files():
             raise Denied(404, "No such export file.")
         tmp = tempfile.mkdtemp(prefix="tb-export-")
         try:
-            service.export(db, project_id, tmp)
+            written = service.export(db, project_id, tmp)
         except service.NotFound:
             shutil.rmtree(tmp)
             raise Denied(404, "No such project.") from None
         path = Path(tmp) / name
-        if not path.exists():
+        if name not in written["files"] or not path.is_file():
             shutil.rmtree(tmp)
-            raise Denied(404, f"{name} exists for pairwise projects only.")
+            raise Denied(404, f"{name} is not written for this project's task type.")
         media = "text/csv" if name.endswith(".csv") else "application/json"
         return FileResponse(path, media_type=media, filename=name, background=BackgroundTask(shutil.rmtree, tmp))
 

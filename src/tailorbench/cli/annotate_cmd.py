@@ -56,7 +56,8 @@ def serve(
 @project_app.command("create")
 def project_create(
     name: str = typer.Argument(...),
-    task: str = typer.Option(..., "--task", help="pairwise | attributes | relevance | ab_rating"),
+    task: str = typer.Option(..., "--task", help="A task type: pairwise | attributes | relevance | ab_rating, "
+                             "or one a plugin registers (group tailorbench.task_types)."),
     n: int = typer.Option(3, "--n", help="Distinct annotators per item."),
     instructions: str = typer.Option("", "--instructions", help="Instructions text, or @FILE to read them."),
     gold_every: int = typer.Option(5, "--gold-every", help="One gold item after every K regular items."),
@@ -70,7 +71,7 @@ def project_create(
         from tailorbench.annotate.tasks import TASK_TYPES
         from tailorbench.options import as_choice, as_int
 
-        as_choice("--task", task, TASK_TYPES)
+        task = as_choice("--task", task.strip().lower(), tuple(TASK_TYPES.names()))
         as_int("--n", n, minimum=1)
         as_int("--gold-every", gold_every, minimum=1)
         text = Path(instructions[1:]).read_text(encoding="utf-8") if instructions.startswith("@") else instructions
