@@ -62,6 +62,10 @@ class Registry(Generic[T]):
             raise ConfigError(f"{self.kind} {key!r} is registered twice (pass replace=True to override it)")
         self._parts[key] = part
 
+    def remove(self, name: str) -> None:
+        """Forget a registered part (a test that registers its own part takes it out again afterwards)."""
+        self._parts.pop(name.strip().lower(), None)
+
     def declare(self, name: str, module: str) -> None:
         """A built-in part that `module` registers when imported (imported on first use)."""
         self._lazy[name.strip().lower()] = module
