@@ -35,7 +35,8 @@ from tailorbench.schema import TIERS, PairCase
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.cross_fit import tier_accuracy
 from tailorbench.train.data import clean_pairs, context_of, distinct_triples, split_by_user
-from tailorbench.train.trainer import fit_recipe, resolve_model
+from tailorbench.train.features import fit_recipe
+from tailorbench.train.trainer import resolve_model
 
 #: the real data the experiments run on (../shared/data/README.md)
 DEV_DATA = "../shared/data/personafeedback-general-dev"

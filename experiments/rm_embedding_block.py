@@ -25,7 +25,7 @@ from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matri
 from tailorbench.models.reward_hf import HFRewardModel, RewardFormat
 from tailorbench.schema import PairCase
 from tailorbench.train.data import context_of, distinct_triples
-from tailorbench.train.trainer import fit_feature_weights
+from tailorbench.train.features import fit_feature_weights
 
 
 def m3e_path() -> str:

@@ -25,7 +25,7 @@ from tailorbench.datasets import load_benchmark
 from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matrix
 from tailorbench.schema import PairCase
 from tailorbench.train.data import distinct_triples
-from tailorbench.train.trainer import fit_feature_weights
+from tailorbench.train.features import fit_feature_weights
 
 Part = Callable[[str], str]
 

@@ -34,7 +34,7 @@ from tailorbench.datasets.pairs import tier_overlap
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE
 from tailorbench.schema import TIERS, PairCase
-from tailorbench.train.trainer import fit_feature_weights
+from tailorbench.train.features import fit_feature_weights
 
 SHIPPED = RECIPES["length+overlap+cosine+ngrams 1-3, l2 0.01"]
 DENSE_ALL = [f for f in FEATURES if f != NGRAM_FEATURE]

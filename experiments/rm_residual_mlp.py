@@ -33,7 +33,7 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from tailorbench.models.reward_hf import NGRAM_FEATURE
-from tailorbench.train.trainer import FeatureFit, fit_recipe
+from tailorbench.train.features import FeatureFit, fit_recipe
 
 SHIPPED = RECIPES["length+overlap+cosine+ngrams 1-3, l2 0.01"]
 

@@ -34,7 +34,7 @@ from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_diffe
 from tailorbench.models.reward_hf import char_bigrams
 from tailorbench.schema import PairCase
 from tailorbench.train.data import distinct_triples
-from tailorbench.train.trainer import fit_feature_weights
+from tailorbench.train.features import fit_feature_weights
 
 _SPLIT = re.compile(r"[;；。，,、\n]")
 

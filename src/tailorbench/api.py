@@ -46,9 +46,9 @@ def report(runs: Sequence[str | Path], out: str | Path) -> list[dict[str, Any]]:
     """`tailor report RUN...`: a merged leaderboard (report.md, report.html) at `out`; gen-eval run
     directories (manifest kind `gen-eval`) are put side by side by the gen-eval report instead."""
     from tailorbench.errors import ConfigError
-    from tailorbench.evaluate.report import write_merged_report
     from tailorbench.evaluate.results import read_manifest
     from tailorbench.options import check_writable
+    from tailorbench.run_kinds import write_merged_report
 
     if not runs:
         raise ConfigError("report needs at least one run directory")

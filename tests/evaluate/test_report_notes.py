@@ -16,9 +16,9 @@ import pytest
 
 from tailorbench.datasets import load_benchmark, write_native
 from tailorbench.evaluate.metrics import LENGTH_RATIO_BINS, compute_metrics
-from tailorbench.evaluate.report import write_merged_report
 from tailorbench.evaluate.runner import EvalConfig, run_eval
 from tailorbench.judges.embedding import EmbeddingJudge
+from tailorbench.run_kinds import write_merged_report
 from tailorbench.schema import JudgeInput, Verdict
 from tests.evaluate import scripted  # noqa: F401  (registers the scripted judges)
 from tests.helpers.pf_data import make_hub

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, char_ngrams, pair_difference_matrix
-from tailorbench.train.trainer import fit_feature_weights
+from tailorbench.train.features import fit_feature_weights
 
 CORPUS = ["我喜欢园艺和  徒步", "Gardening\n\nand HIKING", "园艺很好，徒步也好", "hiking is fun", "我喜欢猫",
           "猫和狗", "Fun fun FUN", "徒步 hiking 园艺"]

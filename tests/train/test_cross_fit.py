@@ -13,7 +13,7 @@ import pytest
 from tailorbench.datasets import write_native
 from tailorbench.errors import ConfigError
 from tailorbench.schema import PairCase
-from tailorbench.train import trainer
+from tailorbench.train import features
 from tailorbench.train.api import train_rm
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.cross_fit import overlap_accuracy, split_power, tier_accuracy
@@ -102,13 +102,13 @@ def test_cross_fit_scores_every_user_out_of_fold(data: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     model = tiny_bert(tmp_path / "m")
     seen: list[set[str]] = []
-    fit = trainer.fit_features
+    fit = features.fit_features
 
     def spy(cfg: RMTrainConfig, scorer: Any, triples: Any, pairs: Any) -> Any:
         seen.append({t[0] for t in triples})  # the personas (one per user) this fit trained on
         return fit(cfg, scorer, triples, pairs)
 
-    monkeypatch.setattr(trainer, "fit_features", spy)
+    monkeypatch.setattr(features, "fit_features", spy)
     summary = _train(data, tmp_path / "with", model, cross_fit_folds=4)
     cross = summary["cross_fit"]
     assert cross["folds"] == 4 and cross["users"] == 8 and cross["cases"] == 48

@@ -10,8 +10,7 @@ import pytest
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.schema import PairCase, Tier
 from tailorbench.train.config import RMTrainConfig
-from tailorbench.train.data import check_disjoint, clean_pairs, load_cases, split_by_user, user_folds
-from tailorbench.train.trainer import prepare_data
+from tailorbench.train.data import check_disjoint, clean_pairs, load_cases, prepare_data, split_by_user, user_folds
 from tests.helpers.rm_models import toy_cases
 
 

@@ -18,7 +18,7 @@ from tailorbench.train import config as train_config
 from tailorbench.train.api import train_rm
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.data import context_of
-from tailorbench.train.trainer import fit_feature_weights
+from tailorbench.train.features import fit_feature_weights
 from tests.helpers.rm_models import tiny_bert, toy_cases
 
 

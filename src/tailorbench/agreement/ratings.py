@@ -10,47 +10,15 @@ from __future__ import annotations
 
 import csv
 import json
-from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tailorbench.agreement.records import DEFAULT_GROUP, Label, Rating, RatingSet
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 
-Label = str | int | bool
-
-#: group given to ratings that carry no "group" field
-DEFAULT_GROUP = "human"
 _FIELDS = ("item", "rater", "label", "group")
-
-
-@dataclass(frozen=True, slots=True)
-class Rating:
-    """One rater's label for one item, with where it came from (for error messages)."""
-
-    item: str
-    rater: str
-    label: Label
-    group: str = DEFAULT_GROUP
-    source: str = ""
-    line: int | None = None
-
-
-@dataclass
-class RatingSet:
-    """Ratings read from one or more sources, plus the count of every rating that was not usable."""
-
-    ratings: list[Rating] = field(default_factory=list)
-    sources: list[str] = field(default_factory=list)
-    #: reason -> number of ratings that were read but carry no label (missing ratings)
-    missing: Counter[str] = field(default_factory=Counter)
-
-    def extend(self, other: RatingSet) -> None:
-        self.ratings.extend(other.ratings)
-        self.sources.extend(other.sources)
-        self.missing.update(other.missing)
 
 
 def label_kind(label: Label) -> str:

@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from tailorbench.agreement.ratings import Rating, RatingSet
+from tailorbench.agreement.records import Rating, RatingSet
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 

@@ -1,5 +1,6 @@
 """Shared CLI plumbing: one error path (clear message, exit code 2), the exit-code-3 rule for failed work,
-and JSON output on stdout only. The exit codes are the table below (`tailor --help`, docs/cli.md)."""
+JSON output on stdout only, and the rag setting's options (shared by `eval` and `gen-eval`). The exit codes
+are the table below (`tailor --help`, docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -71,3 +73,15 @@ def split_csv(values: list[str] | None) -> list[str] | None:
     if not values:
         return None
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def rag_options(retriever: str | None, top_k: int | None, memory: Path | None) -> dict[str, object]:
+    """Options of the rag setting (recorded in the manifest through EvalConfig.setting_options)."""
+    out: dict[str, object] = {}
+    if retriever is not None:
+        out["retriever"] = retriever
+    if top_k is not None:
+        out["top_k"] = top_k
+    if memory is not None:
+        out["memory"] = str(memory.resolve())
+    return out

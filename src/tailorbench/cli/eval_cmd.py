@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from tailorbench.cli.common import MAX_FAILED_HELP, exit_if_failed, print_json, split_csv, user_errors
+from tailorbench.cli.common import MAX_FAILED_HELP, exit_if_failed, print_json, rag_options, split_csv, user_errors
 
 
 def _parse_options(pairs: list[str] | None) -> dict[str, str]:
@@ -18,18 +18,6 @@ def _parse_options(pairs: list[str] | None) -> dict[str, str]:
         if not sep or not key.strip():
             raise ConfigError(f"--judge-option expects KEY=VALUE, got {pair!r}")
         out[key.strip()] = value
-    return out
-
-
-def _rag_options(retriever: str | None, top_k: int | None, memory: Path | None) -> dict[str, object]:
-    """Options of the rag setting (recorded in the manifest through EvalConfig.setting_options)."""
-    out: dict[str, object] = {}
-    if retriever is not None:
-        out["retriever"] = retriever
-    if top_k is not None:
-        out["top_k"] = top_k
-    if memory is not None:
-        out["memory"] = str(memory.resolve())
     return out
 
 
@@ -91,7 +79,7 @@ def eval_command(
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
                 skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,  # type: ignore[arg-type]
                 judge_options=_parse_options(judge_option), batch_size=batch_size,
-                setting_options=_rag_options(retriever, top_k, memory), max_failed=check_max_failed(max_failed),
+                setting_options=rag_options(retriever, top_k, memory), max_failed=check_max_failed(max_failed),
             )
             runs = api.evaluate(config, out, judges, settings, progress=progress)
         results = [load_results(r) for r in runs]

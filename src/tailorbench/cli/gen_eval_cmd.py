@@ -57,7 +57,7 @@ def gen_eval_command(
 ) -> None:
     """Evaluate how well a model personalizes its own answers (win rates vs a reference, length-controlled)."""
     from tailorbench import api
-    from tailorbench.cli.eval_cmd import _rag_options
+    from tailorbench.cli.common import rag_options
     from tailorbench.errors import ConfigError
     from tailorbench.failures import check_max_failed
     from tailorbench.geneval import GenEvalConfig
@@ -81,7 +81,7 @@ def gen_eval_command(
                 skip_invalid=skip_invalid, n_boot=n_boot, temperature=temperature, max_tokens=max_tokens,
                 model_options=_pairs(model_option, "--model-option"),
                 judge_options=_pairs(judge_option, "--judge-option"),
-                setting_options=_rag_options(retriever, top_k, memory), batch_size=batch_size,
+                setting_options=rag_options(retriever, top_k, memory), batch_size=batch_size,
                 judge_run=str(judge_run) if judge_run else None, validate_cases=validate_cases,
                 max_failed=check_max_failed(max_failed),
             )

@@ -81,7 +81,8 @@ def case_scores(predictions: Sequence[Mapping[str, Any]]) -> CaseScores:
     )
 
 
-def _seed_for(seed: int, label: str) -> int:
+def seed_for(seed: int, label: str) -> int:
+    """The bootstrap seed of one cell: `seed` and the cell's label, hashed (shared by gen-eval's results)."""
     return int.from_bytes(hashlib.blake2b(f"{seed}\x1f{label}".encode(), digest_size=4).digest(), "big")
 
 
@@ -180,7 +181,7 @@ def cell_metrics(
     counts = dict(zip(STATUS_COLUMNS, cs.statuses[mask].sum(axis=0).tolist()))
     both = mask & cs.both_ok
     groups = cs.user[mask] if ci_unit == "user" else None
-    ci = bootstrap_ci(cs.score[mask], groups, n_boot, _seed_for(seed, label)) if n else (None, None)
+    ci = bootstrap_ci(cs.score[mask], groups, n_boot, seed_for(seed, label)) if n else (None, None)
     return {
         "n": n,
         "accuracy": _mean(cs.score[mask]),

@@ -13,6 +13,7 @@ from typing import Any
 from tailorbench.evaluate.metrics import OVERLAP_KINDS
 from tailorbench.files import write_text_atomic
 from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
+from tailorbench.run_kinds import RUN_KINDS
 from tailorbench.schema import SPLITS, TIERS
 
 _COLUMNS: list[tuple[str, str]] = [
@@ -542,30 +543,12 @@ def write_run_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | No
     write_text_atomic(out / "report.html", render_html(runs, title))
 
 
-def write_merged_report(run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:
-    """One leaderboard over several run directories (what `tailor report RUN...` writes)."""
+@RUN_KINDS.register("pairwise")
+def write_merged(run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:
+    """One leaderboard over several pairwise run directories (`tailor report RUN...` dispatches here through
+    `run_kinds.write_merged_report`)."""
     from tailorbench.evaluate.results import load_results
 
-    kinds = {_run_kind(d) for d in run_dirs}
-    if kinds == {"gen-eval"}:
-        from tailorbench.geneval.report import write_merged
-
-        return write_merged(run_dirs, out)
-    if "gen-eval" in kinds:
-        from tailorbench.errors import ConfigError
-
-        raise ConfigError("cannot merge gen-eval runs with pairwise runs in one report; report them separately")
     runs = [load_results(d) for d in run_dirs]
     write_run_reports(runs, out, "tailorbench leaderboard")
     return runs
-
-
-def _run_kind(run_dir: Path) -> str:
-    """`gen-eval` or `pairwise` (pairwise manifests carry no kind), from manifest.json."""
-    import json
-
-    path = run_dir / "manifest.json"
-    if not path.exists():
-        return "pairwise"  # load_results reports the missing file with its own clear message
-    kind = json.loads(path.read_text(encoding="utf-8")).get("kind", "pairwise")
-    return str(kind)

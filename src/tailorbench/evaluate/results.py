@@ -17,7 +17,7 @@ from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.metrics import compute_metrics
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
-from tailorbench.files import load_or_compute, write_json_atomic
+from tailorbench.files import load_or_compute
 
 RESULTS = "results.json"
 _KIND = re.compile(r"[a-z_]+")
@@ -240,16 +240,6 @@ def check_run(results: Mapping[str, Any], max_failed: float | None = None, what:
     limit = check_max_failed(block.get("max_failed", 0.0) if max_failed is None else max_failed)
     name = what or f"{results.get('judge')} / {results.get('setting')}"
     return FailureCheck(name, failed, verdicts, limit, list(block.get("first_errors", [])))
-
-
-def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Write results.json, report.md and report.html for one run."""
-    from tailorbench.evaluate.report import write_run_reports
-
-    results = compute_results(run_dir, predictions)
-    write_json_atomic(run_dir / RESULTS, results)
-    write_run_reports([results], run_dir)
-    return results
 
 
 def load_results(run_dir: Path) -> dict[str, Any]:

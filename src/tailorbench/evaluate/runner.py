@@ -26,7 +26,8 @@ from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.lock import RunLock
-from tailorbench.evaluate.results import prediction_line
+from tailorbench.evaluate.report import write_merged, write_run_reports
+from tailorbench.evaluate.results import compute_results, prediction_line
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
@@ -207,7 +208,16 @@ def read_done(path: Path) -> set[tuple[str, str]]:
     return done
 
 
-def _versions() -> dict[str, str]:
+def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Write results.json, report.md and report.html for one run."""
+    results = compute_results(run_dir, predictions)
+    write_json_atomic(run_dir / RESULTS, results)
+    write_run_reports([results], run_dir)
+    return results
+
+
+def library_versions() -> dict[str, str]:
+    """Python's and the main libraries' versions, for a run manifest (gen-eval's too)."""
     from importlib import metadata
 
     out = {"python": sys.version.split()[0]}
@@ -247,7 +257,7 @@ def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], j
         orders=config.orders,
         config={**redact_obj(asdict(config)), "judge_options": public_options(config.judge_options),
                 "judge_description": redact_obj(judge.describe())},
-        versions=_versions(),
+        versions=library_versions(),
         data_stats=stats,
         n_cases=len(cases),
         user_attributes=users,
@@ -444,8 +454,6 @@ async def _run_locked(
     judge: PairJudge | None,
 ) -> Path:
     """The run itself, with this process holding the directory's lock."""
-    from tailorbench.evaluate.results import finalize_run
-
     predictions = out / PREDICTIONS
     if not resume and predictions.exists() and predictions.stat().st_size:
         raise ConfigError(f"{out} already holds predictions: use --resume {out} or another --out")
@@ -691,8 +699,6 @@ def run_matrix(
     base: EvalConfig, judges: Iterable[str], settings: Iterable[str], out: Path, progress: bool = True
 ) -> list[Path]:
     """One run directory per judge x setting (`<judge slug>__<setting>`), then a merged report at `out`."""
-    from tailorbench.evaluate.report import write_merged_report
-
     base = validate_config(base)
     check_writable("--out", out, directory=True)
     for judge in judges:
@@ -703,5 +709,5 @@ def run_matrix(
         for setting in settings:
             config = EvalConfig(**{**asdict(base), "judge": judge, "setting": setting})
             runs.append(run_eval(config, out / f"{slug(judge)}__{setting}", progress=progress, benchmark=benchmark))
-    write_merged_report(runs, out)
+    write_merged(runs, out)
     return runs

@@ -11,6 +11,7 @@ from typing import Any
 
 from tailorbench.files import write_text_atomic
 from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
+from tailorbench.run_kinds import RUN_KINDS
 from tailorbench.schema import SPLITS, TIERS
 
 _CELLS: list[tuple[str, str]] = [*((s, t) for s in SPLITS for t in (*TIERS, "all")), ("all", "")]
@@ -231,8 +232,10 @@ def write_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | None =
     write_text_atomic(out / "report.html", render_html(runs, title))
 
 
+@RUN_KINDS.register("gen-eval")
 def write_merged(run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:
-    """Several gen-eval runs side by side (what `tailor report` writes for gen-eval run directories)."""
+    """Several gen-eval runs side by side (what `tailor report` writes for gen-eval run directories, through
+    `run_kinds.write_merged_report`)."""
     from tailorbench.geneval.results import load_results
 
     runs = [load_results(d) for d in run_dirs]

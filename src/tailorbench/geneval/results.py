@@ -18,9 +18,9 @@ import numpy as np
 
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
-from tailorbench.evaluate.metrics import _seed_for, bootstrap_ci
+from tailorbench.evaluate.metrics import bootstrap_ci, seed_for
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
-from tailorbench.files import load_or_compute, write_json_atomic
+from tailorbench.files import load_or_compute
 from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
 from tailorbench.geneval.lcwr import length_controlled_win_rate
 from tailorbench.geneval.validation import VALIDATION
@@ -92,7 +92,7 @@ def cell_results(records: list[dict[str, Any]], label: str, n_boot: int, seed: i
     counts = {k: sum(1 for r in records if r["outcome"] == k)
               for k in ("win", "tie", "loss", "gen_failed", "ref_failed", "unjudged")}
     scores = np.array([r["score"] for r in scored], dtype=float)
-    ci = bootstrap_ci(scores, n_boot=n_boot, seed=_seed_for(seed, label)) if n else (None, None)
+    ci = bootstrap_ci(scores, n_boot=n_boot, seed=seed_for(seed, label)) if n else (None, None)
     diffs, ys, groups = [], [], []
     for r in scored:
         for v in r["verdicts"]:
@@ -101,7 +101,7 @@ def cell_results(records: list[dict[str, Any]], label: str, n_boot: int, seed: i
                 ys.append(1.0 if v["winner"] == "generated" else 0.0 if v["winner"] == "reference" else 0.5)
                 groups.append(r["case_id"])
     lc = length_controlled_win_rate(np.array(diffs), np.array(ys), np.array(groups, dtype=object), n_boot,
-                                    _seed_for(seed, "lc/" + label))
+                                    seed_for(seed, "lc/" + label))
     with_m = [r["score"] for r in scored if r["mentions"] > 0]
     without_m = [r["score"] for r in scored if r["mentions"] == 0]
     answered = [r for r in records if r["gen_status"] in ("ok", "empty")]
@@ -233,16 +233,6 @@ def _usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"prompt_tokens": sum(int(r.get("prompt_tokens") or 0) for r in rows),
             "completion_tokens": sum(int(r.get("completion_tokens") or 0) for r in rows),
             "cost_usd": float(sum(costs)) if costs else None}
-
-
-def finalize(run_dir: Path) -> dict[str, Any]:
-    """Write results.json, report.md and report.html of one gen-eval run."""
-    from tailorbench.geneval.report import write_reports
-
-    results = compute_results(run_dir)
-    write_json_atomic(run_dir / RESULTS, results)
-    write_reports([results], run_dir)
-    return results
 
 
 def load_results(run_dir: Path) -> dict[str, Any]:

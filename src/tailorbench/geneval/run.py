@@ -19,7 +19,7 @@ from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.lock import RunLock
-from tailorbench.evaluate.runner import Progress, _versions, read_done
+from tailorbench.evaluate.runner import Progress, library_versions, read_done
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
@@ -34,6 +34,8 @@ from tailorbench.geneval.generate import (
     language_of,
     read_rows,
 )
+from tailorbench.geneval.report import write_reports
+from tailorbench.geneval.results import RESULTS, compute_results
 from tailorbench.geneval.sampling import stratified_sample
 from tailorbench.geneval.validation import VALIDATION, validate_judge
 from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge, pre_work_warnings
@@ -80,7 +82,7 @@ def _manifest(config: GenEvalConfig, benchmark: Benchmark, cases: list[PairCase]
         "seed": config.seed,
         "config": {**redact_obj(asdict(config)), "model_options": public_options(config.model_options),
                    "judge_options": public_options(config.judge_options)},
-        "versions": _versions(),
+        "versions": library_versions(),
         "data_stats": benchmark.stats(),
         "n_cases": len(cases),
         "cases_per_split_tier": _cell_counts(cases),
@@ -138,8 +140,6 @@ def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, prog
 
 
 def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool, judge: PairJudge) -> Path:
-    from tailorbench.geneval.results import finalize
-
     benchmark = load_benchmark(config.data, skip_invalid=config.skip_invalid)
     cases = select_cases(config, benchmark)
     if not cases:
@@ -170,6 +170,14 @@ def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool,
     for warning in results["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     return out
+
+
+def finalize(run_dir: Path) -> dict[str, Any]:
+    """Write results.json, report.md and report.html of one gen-eval run."""
+    results = compute_results(run_dir)
+    write_json_atomic(run_dir / RESULTS, results)
+    write_reports([results], run_dir)
+    return results
 
 
 def resume_gen_eval(run_dir: Path, progress: bool = True, max_failed: float | None = None) -> Path:

@@ -283,7 +283,7 @@ def extraction_report(
 
 
 def extraction_parts(r: dict[str, Any]) -> tuple[list[Any], list[str], list[str]]:
-    from tailorbench.stages.report import Bar, _alignment_rows, f3, svg_bars, with_ci
+    from tailorbench.stages.render import Bar, alignment_rows, f3, svg_bars, with_ci
 
     def rows(block: dict[str, Any]) -> list[list[str]]:
         return [[k, str(v["n"]), f3(v["accepted"]), f3(v["uncertain"]), f3(v["rejected"]), f3(v["problematic"]),
@@ -305,7 +305,7 @@ def extraction_parts(r: dict[str, Any]) -> tuple[list[Any], list[str], list[str]
         ("Inter-annotator agreement (rejected < uncertain < accepted)", ["statistic", "value"], agree_rows),
         ("Error taxonomy of rejected attributes", ["categoriser", *CATEGORIES, "invalid", "not rejected by majority"],
          tax_rows),
-        ("What did not line up", ["what", "count"], _alignment_rows(r.get("alignment"), r["missing_ratings"])),
+        ("What did not line up", ["what", "count"], alignment_rows(r.get("alignment"), r["missing_ratings"])),
     ]
     bars: list[Bar] = [(f"{k}: problematic", v["problematic"], None, None) for k, v in r["by_source"].items()]
     notes = list(r["notes"])

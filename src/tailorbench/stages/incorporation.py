@@ -240,7 +240,7 @@ def read_incorporation(
 
 
 def incorporation_parts(r: dict[str, Any]) -> tuple[list[Any], list[str], list[str]]:
-    from tailorbench.stages.report import Bar, f3, svg_bars, with_ci
+    from tailorbench.stages.render import Bar, f3, svg_bars, with_ci
 
     h = r["humans"]
     rows = [["humans (per item mean)", str(h["per_item_mean"]["n"]),

@@ -138,7 +138,7 @@ def reconstruct(directory: str | Path) -> tuple[TrainingContent | None, str | No
     None), or (None, why not) when the config or its data cannot be read."""
     from tailorbench.errors import TailorError
     from tailorbench.train.config import load_config
-    from tailorbench.train.trainer import prepare_data
+    from tailorbench.train.data import prepare_data
 
     config = Path(directory) / "train_config.yaml"
     if not config.is_file():

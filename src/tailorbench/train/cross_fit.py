@@ -17,6 +17,7 @@ import numpy as np
 
 from tailorbench.evaluate.metrics import bootstrap_ci
 from tailorbench.schema import TIERS, PairCase
+from tailorbench.train import features
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.data import clean_pairs, distinct_triples, split_by_user
 
@@ -101,8 +102,6 @@ def cross_fit(cfg: RMTrainConfig, scorer: Any, cases: Sequence[PairCase], held_u
     docstring). `scorer` is the loaded `HFRewardModel` (its embedding cache is shared by all folds); its fitted
     format and n-gram head are restored afterwards. `held_users`: the size of the checkpoint's held-out split
     of the same users, for `split_power` (0: none)."""
-    from tailorbench.train.trainer import fit_features
-
     k = cfg.cross_fit_folds
     saved = copy.deepcopy(scorer.fmt), scorer.ngrams
     margins = np.zeros(len(cases))
@@ -114,7 +113,7 @@ def cross_fit(cfg: RMTrainConfig, scorer: Any, cases: Sequence[PairCase], held_u
             train, _ = clean_pairs(train_raw, cfg.flip_rule)
             triples, pairs = distinct_triples(train, cfg.setting)
             scorer.fmt = copy.deepcopy(saved[0])
-            fit_features(cfg, scorer, triples, pairs)
+            features.fit_features(cfg, scorer, triples, pairs)
             held_triples, held_pairs = distinct_triples(held, cfg.setting)
             scores, _ = scorer.score(held_triples)
             fold_margins = np.array([scores[a] - scores[b] for a, b in held_pairs])

@@ -18,6 +18,7 @@ from typing import Any
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.personas import render_persona
 from tailorbench.schema import TIERS, PairCase, Tier
+from tailorbench.train.config import RMTrainConfig
 
 #: a scored prompt stands in for a user (its pairs share the prompt), so the split keeps prompts apart
 SCORED_USER_PREFIX = "prompt:"
@@ -209,3 +210,30 @@ def distinct_triples(cases: Sequence[PairCase], setting: str) -> tuple[list[Any]
     triples = list(dict.fromkeys(t for pair in both for t in pair))
     row = {t: k for k, t in enumerate(triples)}
     return triples, [(row[a], row[b]) for a, b in both]
+
+
+def prepare_data(cfg: RMTrainConfig) -> tuple[list[PairCase], list[PairCase], dict[str, Any]]:
+    """(train, eval, stats): loaded, cleaned (train side only; eval stays as the benchmark defines it),
+    split by user and checked for user overlap."""
+    assert cfg.data is not None
+    cases, load_stats = load_cases(cfg.data, cfg.data_format, cfg.score_column, cfg.min_score_gap)
+    if cfg.eval_data:
+        train_raw = cases
+        eval_cases, _ = load_cases(cfg.eval_data, cfg.data_format, cfg.score_column, cfg.min_score_gap)
+        check_disjoint(train_raw, eval_cases)
+    else:
+        train_raw, eval_cases = split_by_user(cases, cfg.eval_fraction, cfg.seed, cfg.n_folds, cfg.fold)
+    train, clean_stats = clean_pairs(train_raw, cfg.flip_rule)
+    sampled = sample_pairs(train, cfg.max_train_pairs, cfg.seed)
+    stats = {
+        "load": load_stats,
+        "clean": clean_stats,
+        "train_pairs": len(sampled),
+        "train_pairs_not_sampled": len(train) - len(sampled),
+        "train_users": len({c.user_id for c in sampled}),
+        "eval_pairs": len(eval_cases),
+        "eval_users": len({c.user_id for c in eval_cases}),
+    }
+    if not sampled:
+        raise ConfigError("no training pairs left after the split and cleaning")
+    return sampled, eval_cases, stats
