@@ -68,9 +68,10 @@ def test_model_vs_reference_model_with_llm_judge_then_zero_calls(
     total = first["metrics"]["all"]
     assert (total["n"], total["tie"], total["win_rate"], total["judge_consistency"]) == (6, 6, 0.5, 0.0)
     assert total["lc_win_rate"] == pytest.approx(0.5)
-    # calls: 6 generations (the reference model's identical requests come from the cache) + 12 verdicts (both
-    # orders are in flight together) + 3 validation cases x 2 orders
-    assert llama_server.count() == 6 + 12 + 6
+    # calls: 6 generations (the reference model's identical requests come from the cache) + 6 verdicts (both
+    # answers are the same text, so the prompts of both orders are identical: in flight together, the model
+    # wrapper sends them once) + 3 validation cases x 2 orders
+    assert llama_server.count() == 6 + 6 + 6
     validation = first["judge_validation"]
     assert validation["n"] == 3 and validation["consistency"] == 0.0
     assert any("position-inconsistent" in w for w in first["warnings"])

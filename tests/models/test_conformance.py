@@ -22,7 +22,8 @@ import pytest
 from tailorbench.errors import CredentialsError
 from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import ChatRequest, ChatResult, GenParams
-from tailorbench.models.openai_compat import OpenAICompatModel
+from tailorbench.models.model import Model
+from tailorbench.models.openai_compat import OpenAICompatAPI
 from tests.helpers.recording_server import RawRequest, RecordingServer
 
 TRANSPORTS = ("lean", "httpx")
@@ -50,22 +51,22 @@ def server() -> Iterator[RecordingServer]:
         yield rec
 
 
-def _ours(spec: str, transport: str, n: int = 3, **options: Any) -> tuple[OpenAICompatModel, list[Any]]:
-    async def run() -> tuple[OpenAICompatModel, list[Any]]:
+def _ours(spec: str, transport: str, n: int = 3, **options: Any) -> tuple[OpenAICompatAPI, list[Any]]:
+    async def run() -> tuple[OpenAICompatAPI, list[Any]]:
         model = make_chat_model(spec, {"cache_policy": "off", "transport": transport, "concurrency": 1,
                                        "max_retries": 0, **options})
-        assert isinstance(model, OpenAICompatModel)
+        assert isinstance(model, Model) and isinstance(model.api, OpenAICompatAPI)
         try:
             await model.preflight()
             out = [await model.chat(_messages(i), PARAMS) for i in range(n)]
         finally:
             await model.aclose()
-        return model, out
+        return model.api, out
 
     return asyncio.run(run())
 
 
-def _reference(base_url: str, body_of: OpenAICompatModel, n: int = 3, **client: Any) -> None:
+def _reference(base_url: str, body_of: OpenAICompatAPI, n: int = 3, **client: Any) -> None:
     """The same calls through the SDK's own client and its default httpx transport."""
 
     async def run() -> None:

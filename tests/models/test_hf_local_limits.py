@@ -20,7 +20,7 @@ def test_hf_llm_prompts_over_max_length_are_counted_before_any_call_and_fail_alo
     inputs = [JudgeInput(c.id, "none", c.question, c.chosen, c.rejected) for c in long_cases()]
     lengths = model.prompt_tokens([judge.messages(i) for i in inputs])  # type: ignore[attr-defined]
     limit = sorted(lengths)[2]  # some prompts are longer, not all
-    model.max_length = limit
+    model.api.max_length = limit  # the backend behind the wrapper (models/model.py) holds it
     [line] = pre_work_warnings(judge, inputs)
     assert model._lm is None  # counted with the tokenizer alone: the model is not even loaded
     cut, total, said = map(int, COUNTED.search(line).groups())  # type: ignore[union-attr]
@@ -38,7 +38,7 @@ def test_hf_llm_prompts_over_max_length_are_counted_before_any_call_and_fail_alo
     failed = [v for v in verdicts if v.status == "failed"]
     assert len(failed) == cut  # the over-long prompts fail, the others of their batch still get a verdict
     assert all("exceeds max_length" in (v.error or "") for v in failed)
-    model.max_length = max(lengths)
+    model.api.max_length = max(lengths)
     assert pre_work_warnings(judge, inputs) == []
 
 

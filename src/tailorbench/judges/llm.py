@@ -39,7 +39,8 @@ _NOT_OPTIONS = frozenset({"cache", "api_key", "seed"})
 
 def model_keys(model: ChatModel) -> set[str]:
     """The options a judge passes to its model: whatever its backend's class takes (models/backends.py)."""
-    return backend_options(type(model)) - _NOT_OPTIONS | {"batch_size"}
+    backend = getattr(model, "api", model)  # the wrapper's backend (models/model.py), or a bare ChatModel
+    return backend_options(type(backend)) - _NOT_OPTIONS | {"batch_size"}
 
 _STRIP = " \t\r\n*_`'\"“”‘’.,;:!?。，；：！？()[]{}<>（）【】「」《》"
 _STRICT_LINE = re.compile(

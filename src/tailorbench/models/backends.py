@@ -1,9 +1,12 @@
 """Model backends by name: `openai:MODEL[@URL]`, `hf:PATH`, or a plugin's (`tailorbench.backends` entry points).
 
-A backend is a class registered with `@BACKENDS.register("name")`. It is built as
-`cls(**cls.parse_arg(spec, arg), spec=spec, **options)`: `parse_arg` (optional; default `{"model": arg}`)
-reads what follows `name:`, and the keyword arguments of `__init__` are the options a user may give it
-(`--judge-option KEY=VALUE`, `model_options:` in configs), so nothing repeats them by hand. Built-in backends
+A backend is a `ModelAPI` class (models/model.py: one attempt of a call) registered with
+`@BACKENDS.register("name")`. `make_chat_model` builds it as `cls(**cls.parse_arg(spec, arg), spec=spec,
+**its options)` and wraps it in the one `Model` (cache, retries, concurrency, accounting). `parse_arg`
+(optional; default `{"model": arg}`) reads what follows `name:`. The options a user may give
+(`--judge-option KEY=VALUE`, `model_options:` in configs) are the keyword arguments of the class's `__init__`
+plus the wrapper's (`model.REMOTE_OPTIONS` for remote APIs, `LOCAL_OPTIONS` for local models), so nothing
+repeats them by hand. Built-in backends
 are imported on first use, so `tailor --help` never pays for torch.
 """
 
@@ -15,6 +18,7 @@ from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.models.base import ChatModel
+from tailorbench.models.model import LOCAL_OPTIONS, REMOTE_OPTIONS, Model
 from tailorbench.registry import Registry
 
 BACKENDS: Registry[type[Any]] = Registry(
@@ -51,10 +55,19 @@ def _arguments(cls: type[Any], spec: str, rest: str) -> dict[str, Any]:
     return dict(parse(spec, rest)) if parse is not None else {"model": rest}
 
 
-def backend_options(backend: str | type[Any]) -> set[str]:
-    """The options a backend takes (the keyword arguments of its class, less those the spec gives)."""
-    cls = BACKENDS.get(backend) if isinstance(backend, str) else backend
+def _own_options(cls: type[Any]) -> set[str]:
     return set(inspect.signature(cls.__init__).parameters) - _FROM_SPEC
+
+
+def _wrapper_options(cls: type[Any]) -> frozenset[str]:
+    return REMOTE_OPTIONS if getattr(cls, "remote", True) else LOCAL_OPTIONS
+
+
+def backend_options(backend: str | type[Any]) -> set[str]:
+    """The options a backend takes: its class's keyword arguments (less those the spec gives) and the
+    wrapper's for its kind."""
+    cls = BACKENDS.get(backend) if isinstance(backend, str) else backend
+    return _own_options(cls) | _wrapper_options(cls)
 
 
 def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatModel:
@@ -69,5 +82,9 @@ def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatMod
             f"option(s) {', '.join(unknown)} do not apply to the {name} backend; "
             f"it takes: {', '.join(sorted(accepted))}"
         )
-    model: ChatModel = cls(**_arguments(cls, spec, spec.strip().partition(":")[2].strip()), spec=spec, **options)
+    own = _own_options(cls)
+    api = cls(**_arguments(cls, spec, spec.strip().partition(":")[2].strip()), spec=spec,
+              **{k: v for k, v in options.items() if k in own})
+    wrapper = {k: v for k, v in options.items() if k in _wrapper_options(cls)}
+    model: ChatModel = Model(api, **wrapper)
     return model

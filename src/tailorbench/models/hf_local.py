@@ -20,15 +20,13 @@ from tailorbench.errors import ConfigError
 from tailorbench.models.backends import BACKENDS
 from tailorbench.models.base import (
     CallFailure,
-    CallStats,
-    ChatRequest,
     ChatResult,
     GenParams,
     Message,
     TokenLogprob,
     strip_think,
 )
-from tailorbench.models.cache import CallCache, call_key, shared_cache
+from tailorbench.models.model import CallError
 from tailorbench.options import as_int
 
 
@@ -42,11 +40,14 @@ class _Pending:
 
 
 @BACKENDS.register("hf")
-class HFChatModel:
-    """A transformers causal LM with a chat template; generation and label scoring in batches."""
+class HFChatAPI:
+    """A transformers causal LM with a chat template; generation and label scoring in batches (a `ModelAPI`:
+    the wrapper in models/model.py caches and counts)."""
 
     backend = "hf"
     supports_logprobs = True
+    remote = False
+    public_base_url = None
 
     def __init__(
         self,
@@ -57,9 +58,6 @@ class HFChatModel:
         dtype: str = "float32",
         batch_size: int | str = 8,
         max_length: int | str | None = None,
-        cache: CallCache | None = None,
-        cache_path: str | None = None,
-        cache_policy: str | None = None,
         seed: int | str = 0,
     ) -> None:
         self.model = model
@@ -69,8 +67,6 @@ class HFChatModel:
         self.batch_size = as_int("batch_size", batch_size, minimum=1)
         self.max_length = as_int("max_length", max_length, minimum=1) if max_length else None
         self.seed = as_int("seed", seed)
-        self.stats = CallStats()
-        self.cache = cache if cache is not None else shared_cache(cache_path, cache_policy)
         self._lm: Any = None
         self._tok: Any = None
         self._torch: Any = None
@@ -135,53 +131,20 @@ class HFChatModel:
 
     # -- protocol -------------------------------------------------------------------------------------------
 
-    def _key(self, messages: Sequence[Message], params: GenParams, kind: str, choices: Sequence[str] = ()) -> str:
-        payload = params.key_dict()
-        if choices:
-            payload["choices"] = list(choices)
-        return call_key(self.backend, self.model, None, kind, list(messages), payload)
+    async def generate(self, messages: Sequence[Message], params: GenParams) -> ChatResult:
+        return await self._submit(_Pending("chat", list(messages), params))
 
-    def is_cached(self, messages: Sequence[Message], params: GenParams, kind: str = "chat") -> bool:
-        if params.logprobs and params.max_tokens == 1:  # the judge's logprobs path asks for labels A/B
-            return self.cache.contains(self._key(messages, params, "choice", ("A", "B")))
-        return self.cache.contains(self._key(messages, params, kind))
+    async def choose(self, messages: Sequence[Message], choices: Sequence[str], params: GenParams) -> ChatResult:
+        """The exact next-token log-probabilities of `choices` (in `logprobs[0].top`), one forward pass."""
+        return await self._submit(_Pending("choice", list(messages), params, tuple(choices)))
 
-    async def chat(self, messages: Sequence[Message], params: GenParams) -> ChatResult | CallFailure:
-        outcome = await self._submit(_Pending("chat", list(messages), params))
-        assert isinstance(outcome, ChatResult | CallFailure)
-        return outcome
-
-    async def chat_many(self, requests: Sequence[ChatRequest]) -> list[ChatResult | CallFailure]:
-        return list(await asyncio.gather(*(self.chat(r.messages, r.params) for r in requests)))
-
-    async def choice_logprobs(
-        self, messages: Sequence[Message], choices: Sequence[str], params: GenParams
-    ) -> tuple[dict[str, float], ChatResult] | CallFailure:
-        outcome = await self._submit(_Pending("choice", list(messages), params, tuple(choices)))
-        if isinstance(outcome, CallFailure):
-            return outcome
-        assert isinstance(outcome, ChatResult) and outcome.logprobs
-        return dict(outcome.logprobs[0].top), outcome
-
-    async def _submit(self, item: _Pending) -> ChatResult | CallFailure:
-        self.stats.calls += 1
-        key = self._key(item.messages, item.params, item.kind, item.choices)
-        stored = self.cache.get(key)
-        if stored is not None:
-            self.stats.cache_hits += 1
-            result = ChatResult.from_cache(stored)
-            self.stats.add_usage(result)
-            return result
+    async def _submit(self, item: _Pending) -> ChatResult:
         self._pending.append(item)
         if self._worker is None or self._worker.done():
             self._worker = asyncio.ensure_future(self._drain())
         outcome: ChatResult | CallFailure = await item.future
-        if isinstance(outcome, ChatResult):
-            self.cache.put(key, self.backend, self.model, None, item.kind, outcome.to_cache())
-            self.stats.add_usage(outcome)
-        else:
-            self.stats.failures += 1
-            self.stats.count_error(outcome.kind)
+        if isinstance(outcome, CallFailure):
+            raise CallError(outcome.kind, outcome.error, retryable=False)
         return outcome
 
     async def _drain(self) -> None:
@@ -197,7 +160,6 @@ class HFChatModel:
                     began = time.perf_counter()
                     try:
                         async with self._lock:
-                            self.stats.requests += 1
                             results = await asyncio.to_thread(self._run_batch, kind, batch, params, choices)
                     except Exception as exc:  # a failed batch fails its calls, counted; the run goes on
                         failure = CallFailure(f"{type(exc).__name__}: {exc}", "local", 1, time.perf_counter() - began)
@@ -348,6 +310,4 @@ class HFChatModel:
             "device": self.device,
             "dtype": self.dtype,
             "batch_size": self.batch_size,
-            "cache": self.cache.describe(),
-            "stats": self.stats.as_dict(),
         }

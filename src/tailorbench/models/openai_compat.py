@@ -1,10 +1,12 @@
 """`openai:MODEL[@BASE_URL]`: any OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang, llama.cpp, Ollama).
 
-Built on the `openai` SDK (auth, headers, error types) with its default httpx client class, with its own retry
-loop (the SDK's is switched off) so every retry is counted. The default `lean` transport (http_transport.py)
-keeps client CPU per call well under a millisecond at hundreds of concurrent calls: the first call to a path
-goes through the SDK, and later calls reuse that request's headers byte for byte. Requests equal the SDK's
-(tests/models/test_conformance.py). Responses are read as JSON without building pydantic objects.
+Built on the `openai` SDK (auth, headers, error types) with its default httpx client class; the SDK's retries
+are switched off: this is a thin `ModelAPI` (one attempt per call, errors classified as `CallError`), and the
+wrapper (`models/model.py`) retries, counts, caches and limits concurrency. The default `lean` transport
+(http_transport.py) keeps client CPU per call well under a millisecond at hundreds of concurrent calls: the
+first call to a path goes through the SDK, and later calls reuse that request's headers byte for byte.
+Requests equal the SDK's (tests/models/test_conformance.py). Responses are read as JSON without building
+pydantic objects.
 
 Keys: from the environment variable `api_key_env` (default `OPENAI_API_KEY`), so two providers can be judged in
 one run and nothing secret is stored; a 401/403 stops the run with a CredentialsError naming the variable.
@@ -12,16 +14,13 @@ one run and nothing secret is stored; a 401/403 stops the run with a Credentials
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import json
 import os
-import random
 import re
 import time
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -29,27 +28,20 @@ import orjson
 from tailorbench.errors import ConfigError, CredentialsError
 from tailorbench.models.backends import BACKENDS
 from tailorbench.models.base import (
-    CallFailure,
-    CallStats,
-    ChatRequest,
     ChatResult,
     GenParams,
     Message,
     TokenLogprob,
     strip_think,
 )
-from tailorbench.models.cache import CallCache, shared_cache
-from tailorbench.models.limiter import Limiter
-from tailorbench.models.pricing import PriceTable
-from tailorbench.options import as_bool, as_choice, as_float, as_int
+from tailorbench.models.model import CallError
+from tailorbench.options import as_choice, as_float
 from tailorbench.redact import MASK, public_url, redact, register_secret, secret_query
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: statuses after which the raw path hands the call to the SDK (which follows redirects)
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-#: OpenAI returns at most 20 alternatives per position
-MAX_TOP_LOGPROBS = 20
 
 
 def proxies_configured() -> bool:
@@ -95,11 +87,12 @@ def parse_retry_after(headers: Any) -> float | None:
 
 
 @BACKENDS.register("openai")
-class OpenAICompatModel:
-    """An OpenAI-compatible chat model with cache, retries, adaptive concurrency and cost accounting."""
+class OpenAICompatAPI:
+    """One attempt of an OpenAI-compatible chat call (auth, transports, error classification)."""
 
     backend = "openai"
     supports_logprobs = True
+    remote = True
 
     @staticmethod
     def parse_arg(spec: str, arg: str) -> dict[str, Any]:
@@ -118,18 +111,7 @@ class OpenAICompatModel:
         base_url: str | None = None,
         *,
         spec: str = "",
-        concurrency: int | str = 16,
-        adaptive: bool | str = True,
-        max_concurrency: int | str = 512,
-        max_retries: int | str = 6,
         timeout: float | str = 120.0,
-        backoff_base: float | str = 0.5,
-        backoff_max: float | str = 30.0,
-        prices: str | dict[str, Any] | None = None,
-        cache: CallCache | None = None,
-        cache_path: str | None = None,
-        cache_policy: str | None = None,
-        seed: int | str = 0,
         api_key: str | None = None,
         api_key_env: str = DEFAULT_KEY_ENV,
         headers: str | dict[str, Any] | None = None,
@@ -148,28 +130,18 @@ class OpenAICompatModel:
         self.header_spec = parse_headers(headers)
         self._headers = self._resolve_headers()
         self.spec = redact(spec or (f"openai:{model}@{base_url}" if base_url else f"openai:{model}"))
-        self.stats = CallStats()
-        self.max_retries = as_int("max_retries", max_retries, minimum=0)
         self.timeout = as_float("timeout", timeout, minimum=0.0, exclusive_minimum=True)
-        self.backoff_base = as_float("backoff_base", backoff_base, minimum=0.0)
-        self.backoff_max = as_float("backoff_max", backoff_max, minimum=0.0)
-        start = as_int("concurrency", concurrency, minimum=1)
-        self.limiter = Limiter(start, adaptive=as_bool("adaptive", adaptive),
-                               maximum=as_int("max_concurrency", max_concurrency, minimum=1))
-        self.prices = PriceTable.load(prices)
-        self.cache = cache if cache is not None else shared_cache(cache_path, cache_policy)
-        self._rng = random.Random(as_int("seed", seed))
+        #: connections the SDK's httpx pool keeps (the wrapper sets it to its concurrency limit)
+        self.max_connections = 512
         transport = as_choice("transport", transport, ("lean", "httpx"))
         self.requested_transport = transport
         # behind a proxy the SDK's own transport carries every call (it reads the proxy variables)
         self.transport = "httpx" if proxies_configured() else transport
-        self.start_concurrency = start
         self._client: Any = None
         self._http: Any = None
         self._httpx: Any = None
         self._lean: Any = None
         self._chat_route: tuple[tuple[str, str, int], bytes] | None = None
-        self._chat_path: bytes | None = None
         #: the first refused credential: every later call fails with it without being sent
         self._refused: CredentialsError | None = None
 
@@ -213,7 +185,7 @@ class OpenAICompatModel:
                 self._http = openai.DefaultAsyncHttpxClient(transport=make_transport(), timeout=self.timeout)
                 self._lean = self._http._transport
             else:
-                size = self.limiter.maximum
+                size = self.max_connections
                 limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
                 self._http = openai.DefaultAsyncHttpxClient(limits=limits, timeout=self.timeout)
             self._client = openai.AsyncOpenAI(
@@ -253,14 +225,6 @@ class OpenAICompatModel:
             body[key] = value
         return body
 
-    def _key(self, messages: Sequence[Message], params: GenParams, kind: str) -> str:
-        from tailorbench.models.cache import call_key
-
-        return call_key(self.backend, self.model, self.public_base_url, kind, list(messages), params.key_dict())
-
-    def is_cached(self, messages: Sequence[Message], params: GenParams, kind: str = "chat") -> bool:
-        return self.cache.contains(self._key(messages, params, kind))
-
     def _parse(self, data: dict[str, Any]) -> ChatResult:
         choice = data["choices"][0]
         message = choice.get("message") or {}
@@ -287,111 +251,51 @@ class OpenAICompatModel:
             finish_reason=choice.get("finish_reason"),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            cost_usd=self.prices.cost(self.model, prompt_tokens, completion_tokens),
             logprobs=logprobs,
             reasoning=reasoning,
         )
 
-    def _backoff(self, attempt: int) -> float:
-        # exponential with "equal jitter" from a seeded generator (reproducible schedules, no thundering herd)
-        delay = min(self.backoff_max, self.backoff_base * (2**attempt))
-        return delay / 2 + self._rng.random() * delay / 2
+    # -- one attempt ----------------------------------------------------------------------------------------
 
-    # -- calls ----------------------------------------------------------------------------------------------
-
-    async def chat(self, messages: Sequence[Message], params: GenParams) -> ChatResult | CallFailure:
-        return await self._call(messages, params, "chat")
-
-    async def _call(self, messages: Sequence[Message], params: GenParams, kind: str) -> ChatResult | CallFailure:
-        self.stats.calls += 1
-        key = self._key(messages, params, kind)
-        stored = self.cache.get(key)
-        if stored is not None:
-            self.stats.cache_hits += 1
-            result = ChatResult.from_cache(stored)
-            self.stats.add_usage(result)
-            return result
-        outcome = await self._send(self._body(messages, params))
-        if isinstance(outcome, ChatResult):
-            # committed after this event-loop turn, before the verdict's prediction line can be written
-            self.cache.put(key, self.backend, self.model, self.public_base_url, kind, outcome.to_cache())
-            self.stats.add_usage(outcome)
-        else:
-            self.stats.failures += 1
-        return outcome
-
-    async def _send(self, body: dict[str, Any]) -> ChatResult | CallFailure:
+    async def generate(self, messages: Sequence[Message], params: GenParams) -> ChatResult:
+        """One POST /chat/completions; every failure is a CallError (kind, retryable, Retry-After) except a
+        refused key, which is a CredentialsError (the run stops: every later call would fail the same way)."""
         import openai
 
+        if self._refused is not None:
+            raise self._refused
+        body = self._body(messages, params)
         client = self.client()
-        response_cls = self._httpx.Response
-        options = {"timeout": self.timeout, "max_retries": 0}
-        started = time.perf_counter()
-        attempt = 0
-        while True:
-            retry_after: float | None = None
-            await self.limiter.acquire()
-            self.stats.requests += 1
-            try:
-                if self._refused is not None:
-                    raise self._refused
-                content = None
-                if self._chat_route is not None:
-                    status, content, headers = await self._post_raw(body)
-                    if status in _REDIRECTS:
-                        content = None  # the SDK follows redirects; the raw path does not
-                    elif status != 200:
-                        raise _status_error(status, content, headers)
-                if content is None:
-                    response = await client.post("/chat/completions", cast_to=response_cls, body=body, options=options)
-                    content = response.content
-                    self._learn_route(response)
-                result = self._parse(orjson.loads(content))
-            except openai.RateLimitError as exc:
-                kind, error = "rate_limit", f"429 rate limited: {_short(exc)}"
-                retry_after = parse_retry_after(exc.response.headers)
-                self.limiter.on_rate_limit(retry_after)
-            except openai.APITimeoutError as exc:
-                kind, error = "timeout", f"timed out after {self.timeout:g}s: {_short(exc)}"
-            except openai.APIConnectionError as exc:
-                kind, error = "connection", f"connection error: {_short(exc.__cause__ or exc)}"
-            except CredentialsError:
-                self.limiter.release()
-                raise
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                if status in (401, 403):
-                    self.limiter.release()
-                    self.stats.count_error("auth")
-                    raise self._refuse(status, exc) from None
-                retryable = status >= 500 or status in (408, 409)
-                kind = "server" if status >= 500 else ("timeout" if status == 408 else "client")
-                error = redact(f"HTTP {status}: {_short(exc)}")
-                if not retryable:
-                    self.limiter.release()
-                    self.stats.count_error(kind)
-                    return CallFailure(error, kind, attempt + 1, time.perf_counter() - started)
-            except (ValueError, KeyError, IndexError, TypeError) as exc:
-                kind, error = "bad_response", f"malformed response: {type(exc).__name__}: {_short(exc)}"
-            else:
-                self.limiter.release()
-                self.limiter.on_success()
-                result.latency_s = time.perf_counter() - started
-                result.attempts = attempt + 1
-                return result
-            self.limiter.release()
-            self.stats.count_error(kind)
-            error = redact(error)
-            if attempt >= self.max_retries:
-                return CallFailure(
-                    f"{error} (gave up after {attempt + 1} attempts)", kind, attempt + 1, time.perf_counter() - started
-                )
-            self.stats.retries += 1
-            delay = self._backoff(attempt)
-            if retry_after is not None:
-                delay = max(delay, retry_after)
-            attempt += 1
-            await asyncio.sleep(delay)
+        try:
+            content = None
+            if self._chat_route is not None:
+                status, content, headers = await self._post_raw(body)
+                if status in _REDIRECTS:
+                    content = None  # the SDK follows redirects; the raw path does not
+                elif status != 200:
+                    raise _status_error(status, content, headers)
+            if content is None:
+                response = await client.post("/chat/completions", cast_to=self._httpx.Response, body=body,
+                                             options={"timeout": self.timeout, "max_retries": 0})
+                content = response.content
+                self._learn_route(response)
+            return self._parse(orjson.loads(content))
+        except openai.RateLimitError as exc:
+            raise CallError("rate_limit", f"429 rate limited: {_short(exc)}",
+                            retry_after=parse_retry_after(exc.response.headers)) from None
+        except openai.APITimeoutError as exc:
+            raise CallError("timeout", f"timed out after {self.timeout:g}s: {_short(exc)}") from None
+        except openai.APIConnectionError as exc:
+            raise CallError("connection", f"connection error: {_short(exc.__cause__ or exc)}") from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if status in (401, 403):
+                raise self._refuse(status, exc) from None
+            kind = "server" if status >= 500 else ("timeout" if status == 408 else "client")
+            raise CallError(kind, redact(f"HTTP {status}: {_short(exc)}"),
+                            retryable=status >= 500 or status in (408, 409)) from None
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise CallError("bad_response", f"malformed response: {type(exc).__name__}: {_short(exc)}") from None
 
     def _learn_route(self, response: Any) -> None:
         """After a call the SDK sent over the lean transport, reuse its request head for the next calls."""
@@ -425,32 +329,6 @@ class OpenAICompatModel:
                    f"{self._key_source()}")
         )
         return self._refused
-
-    async def chat_many(self, requests: Sequence[ChatRequest]) -> list[ChatResult | CallFailure]:
-        return list(await asyncio.gather(*(self._call(r.messages, r.params, "chat") for r in requests)))
-
-    async def choice_logprobs(
-        self, messages: Sequence[Message], choices: Sequence[str], params: GenParams
-    ) -> tuple[dict[str, float], ChatResult] | CallFailure:
-        """One generated token with its top alternatives; each label's score is the best log-probability among
-        first tokens that spell it (`A`, ` A`, ...). Labels outside the top alternatives are left out."""
-        params = replace(
-            params, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=MAX_TOP_LOGPROBS, reasoning=False
-        )
-        outcome = await self._call(messages, params, "chat")
-        if isinstance(outcome, CallFailure):
-            return outcome
-        if not outcome.logprobs:
-            return CallFailure(f"{self.spec} returned no logprobs (the server may not support them)", "no_logprobs")
-        first = outcome.logprobs[0]
-        candidates = dict(first.top)
-        candidates.setdefault(first.token, first.logprob)
-        scores: dict[str, float] = {}
-        for token, logprob in candidates.items():
-            label = token.strip()
-            if label in choices and logprob > scores.get(label, float("-inf")):
-                scores[label] = logprob
-        return scores, outcome
 
     # -- preflight ------------------------------------------------------------------------------------------
 
@@ -495,14 +373,7 @@ class OpenAICompatModel:
             "api_key_env": self.api_key_env,
             "headers": sorted(self.header_spec),
             "transport": self.transport,
-            "concurrency": {"start": self.start_concurrency,
-                            "adaptive": self.limiter.adaptive, "final": int(self.limiter.limit),
-                            "peak": self.limiter.peak, "cuts": self.limiter.cuts},
-            "max_retries": self.max_retries,
             "timeout_s": self.timeout,
-            "price_per_1m": self.prices.lookup(self.model),
-            "cache": self.cache.describe(),
-            "stats": self.stats.as_dict(),
         }
 
 

@@ -1,0 +1,289 @@
+"""One model wrapper over thin backends (the shape of Inspect AI's `Model` / `ModelAPI`).
+
+Why: cache, retries, concurrency, de-duplication of identical requests in flight, accounting (tokens, cost,
+error kinds, retries) and redaction exist once, for every backend alike, so a new backend cannot get them
+wrong. A backend (`ModelAPI`) implements one attempt of a call and raises `CallError` (classified: kind,
+retryable, Retry-After) or `CredentialsError` (refused key: the run stops); `Model` does the rest and is what
+every caller gets from `models.backends.make_chat_model` (it satisfies `base.ChatModel`).
+
+Cache keys are `cache.call_key(backend, model, public base URL, kind, messages, params [+ choices])`, with
+`kind` `chat`, or `choice` for a backend's native label scoring (`ModelAPI.choose`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Protocol, runtime_checkable
+
+from tailorbench.errors import CredentialsError
+from tailorbench.models.base import CallFailure, CallStats, ChatRequest, ChatResult, GenParams, Message
+from tailorbench.models.cache import CallCache, call_key, shared_cache
+from tailorbench.models.limiter import Limiter
+from tailorbench.models.pricing import PriceTable
+from tailorbench.options import as_bool, as_float, as_int
+from tailorbench.redact import redact
+
+#: OpenAI returns at most 20 alternatives per position
+MAX_TOP_LOGPROBS = 20
+
+
+class CallError(Exception):
+    """One attempt failed. `kind`: rate_limit | server | timeout | connection | client | bad_response | local;
+    `retryable`: whether another attempt may succeed; `retry_after`: seconds the server asked to wait."""
+
+    def __init__(self, kind: str, message: str, *, retryable: bool = True, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@runtime_checkable
+class ModelAPI(Protocol):
+    """What a backend implements: one attempt of a call, nothing else."""
+
+    backend: str
+    model: str
+    spec: str
+    #: the base URL as it may be shown and stored (None for local models)
+    public_base_url: str | None
+    supports_logprobs: bool
+    #: True for remote APIs (the wrapper limits concurrency and retries), False for local models (they batch)
+    remote: bool
+
+    async def generate(self, messages: Sequence[Message], params: GenParams) -> ChatResult: ...
+
+    async def preflight(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+#: options of the wrapper, by kind of backend (the rest go to the backend's own class)
+REMOTE_OPTIONS = frozenset({"concurrency", "adaptive", "max_concurrency", "max_retries", "backoff_base", "backoff_max",
+                            "prices", "cache_path", "cache_policy", "seed"})
+LOCAL_OPTIONS = frozenset({"cache_path", "cache_policy", "seed", "prices"})
+
+
+class Model:
+    """Cache, retries, concurrency, in-flight de-duplication and accounting around one `ModelAPI`."""
+
+    def __init__(
+        self,
+        api: Any,
+        *,
+        concurrency: int | str = 16,
+        adaptive: bool | str = True,
+        max_concurrency: int | str = 512,
+        max_retries: int | str = 6,
+        backoff_base: float | str = 0.5,
+        backoff_max: float | str = 30.0,
+        prices: str | dict[str, Any] | None = None,
+        cache: CallCache | None = None,
+        cache_path: str | None = None,
+        cache_policy: str | None = None,
+        seed: int | str = 0,
+    ) -> None:
+        self.api = api
+        self.spec: str = api.spec
+        self.backend: str = api.backend
+        self.model: str = api.model
+        self.supports_logprobs: bool = bool(api.supports_logprobs)
+        self.stats = CallStats()
+        self.remote = bool(getattr(api, "remote", True))
+        self.max_retries = as_int("max_retries", max_retries, minimum=0) if self.remote else 0
+        self.backoff_base = as_float("backoff_base", backoff_base, minimum=0.0)
+        self.backoff_max = as_float("backoff_max", backoff_max, minimum=0.0)
+        start = as_int("concurrency", concurrency, minimum=1)
+        self.start_concurrency = start
+        #: None for local models: they batch what arrives together (`batch_size`)
+        self.limiter: Limiter | None = None
+        if self.remote:
+            self.limiter = Limiter(start, adaptive=as_bool("adaptive", adaptive),
+                                   maximum=as_int("max_concurrency", max_concurrency, minimum=1))
+            if hasattr(api, "max_connections"):
+                api.max_connections = self.limiter.maximum  # a pool as large as the calls that may run at once
+        self.prices = PriceTable.load(prices)
+        self.cache = cache if cache is not None else shared_cache(cache_path, cache_policy)
+        self._rng = random.Random(as_int("seed", seed))
+        #: calls sent and not yet answered, by cache key: an identical request waits for the first
+        self._inflight: dict[str, asyncio.Future[ChatResult | CallFailure]] = {}
+        self.deduplicated = 0
+
+    # -- what callers see (base.ChatModel) ---------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        """Backend attributes (`transport`, `batch_size`, `base_url` ...) read through the wrapper."""
+        if name.startswith("__") or name == "api":
+            raise AttributeError(name)
+        return getattr(self.api, name)
+
+    async def chat(self, messages: Sequence[Message], params: GenParams) -> ChatResult | CallFailure:
+        return await self._call(list(messages), params)
+
+    async def chat_many(self, requests: Sequence[ChatRequest]) -> list[ChatResult | CallFailure]:
+        return list(await asyncio.gather(*(self._call(list(r.messages), r.params) for r in requests)))
+
+    async def choice_logprobs(
+        self, messages: Sequence[Message], choices: Sequence[str], params: GenParams
+    ) -> tuple[dict[str, float], ChatResult] | CallFailure:
+        """Each label's log-probability as the first token of the answer. A backend with native scoring
+        (`choose`, e.g. a local model's one forward pass) gives exact values; otherwise one generated token
+        with its top alternatives, each label scored by the best first token that spells it (`A`, ` A`);
+        labels outside the top alternatives are left out."""
+        if hasattr(self.api, "choose"):
+            outcome = await self._call(list(messages), params, tuple(choices))
+            if isinstance(outcome, CallFailure):
+                return outcome
+            assert outcome.logprobs
+            return dict(outcome.logprobs[0].top), outcome
+        params = replace(params, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=MAX_TOP_LOGPROBS,
+                         reasoning=False)
+        outcome = await self._call(list(messages), params)
+        if isinstance(outcome, CallFailure):
+            return outcome
+        if not outcome.logprobs:
+            return CallFailure(f"{self.spec} returned no logprobs (the server may not support them)", "no_logprobs")
+        first = outcome.logprobs[0]
+        candidates = dict(first.top)
+        candidates.setdefault(first.token, first.logprob)
+        scores: dict[str, float] = {}
+        for token, logprob in candidates.items():
+            label = token.strip()
+            if label in choices and logprob > scores.get(label, float("-inf")):
+                scores[label] = logprob
+        return scores, outcome
+
+    def is_cached(self, messages: Sequence[Message], params: GenParams, kind: str = "chat") -> bool:
+        choices: tuple[str, ...] = ()
+        if hasattr(self.api, "choose") and params.logprobs and params.max_tokens == 1:
+            choices = ("A", "B")  # the judge's logprobs path asks a native scorer for labels A/B
+        return self.cache.contains(self._key(list(messages), params, choices))
+
+    async def preflight(self) -> None:
+        await self.api.preflight()
+
+    async def aclose(self) -> None:
+        await self.api.aclose()
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = dict(self.api.describe())
+        if self.limiter is not None:
+            out["concurrency"] = {"start": self.start_concurrency, "adaptive": self.limiter.adaptive,
+                                  "final": int(self.limiter.limit), "peak": self.limiter.peak,
+                                  "cuts": self.limiter.cuts}
+            out["max_retries"] = self.max_retries
+            out["price_per_1m"] = self.prices.lookup(self.model)
+        out["cache"] = self.cache.describe()
+        out["stats"] = {**self.stats.as_dict(), "deduplicated": self.deduplicated}
+        return out
+
+    # -- the call ----------------------------------------------------------------------------------------
+
+    def _key(self, messages: list[Message], params: GenParams, choices: tuple[str, ...] = ()) -> str:
+        payload = params.key_dict()
+        if choices:
+            payload["choices"] = list(choices)
+        return call_key(self.backend, self.model, self.api.public_base_url, "choice" if choices else "chat",
+                        messages, payload)
+
+    async def _call(self, messages: list[Message], params: GenParams,
+                    choices: tuple[str, ...] = ()) -> ChatResult | CallFailure:
+        self.stats.calls += 1
+        key = self._key(messages, params, choices)
+        stored = self.cache.get(key)
+        if stored is not None:
+            self.stats.cache_hits += 1
+            result = ChatResult.from_cache(stored)
+            self.stats.add_usage(result)
+            return result
+        running = self._inflight.get(key)
+        if running is not None:  # the same request is in flight: its answer is this one's
+            self.deduplicated += 1
+            return await asyncio.shield(running)
+        future: asyncio.Future[ChatResult | CallFailure] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            outcome = await self._attempts(messages, params, choices)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters re-raise it, nobody logs it as unhandled
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        if isinstance(outcome, ChatResult):
+            kind = "choice" if choices else "chat"
+            # committed after this event-loop turn, before the verdict's prediction line can be written
+            self.cache.put(key, self.backend, self.model, self.api.public_base_url, kind, outcome.to_cache())
+            self.stats.add_usage(outcome)
+        else:
+            self.stats.failures += 1
+        future.set_result(outcome)
+        return outcome
+
+    async def _attempts(self, messages: list[Message], params: GenParams,
+                        choices: tuple[str, ...]) -> ChatResult | CallFailure:
+        started = time.perf_counter()
+        limiter = self.limiter
+        attempt = 0
+        while True:
+            if limiter is not None:
+                await limiter.acquire()
+            self.stats.requests += 1
+            try:
+                if choices:
+                    result: ChatResult = await self.api.choose(messages, choices, params)
+                else:
+                    result = await self.api.generate(messages, params)
+            except CallError as exc:
+                error = exc
+            except CredentialsError:
+                if limiter is not None:
+                    limiter.release()
+                self.stats.count_error("auth")
+                raise
+            except BaseException:
+                if limiter is not None:
+                    limiter.release()
+                raise
+            else:
+                if limiter is not None:
+                    limiter.release()
+                    limiter.on_success()
+                if result.cost_usd is None:
+                    result.cost_usd = self.prices.cost(self.model, result.prompt_tokens, result.completion_tokens)
+                if not result.latency_s:
+                    result.latency_s = time.perf_counter() - started
+                result.attempts = attempt + 1
+                return result
+            if limiter is not None:
+                if error.kind == "rate_limit":
+                    limiter.on_rate_limit(error.retry_after)
+                limiter.release()
+            self.stats.count_error(error.kind)
+            message = redact(error.message)
+            if not error.retryable:
+                return CallFailure(message, error.kind, attempt + 1, time.perf_counter() - started)
+            if attempt >= self.max_retries:
+                return CallFailure(f"{message} (gave up after {attempt + 1} attempts)", error.kind, attempt + 1,
+                                   time.perf_counter() - started)
+            self.stats.retries += 1
+            delay = self._backoff(attempt)
+            if error.retry_after is not None:
+                delay = max(delay, error.retry_after)
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    def _backoff(self, attempt: int) -> float:
+        # exponential with "equal jitter" from a seeded generator (reproducible schedules, no thundering herd)
+        delay = min(self.backoff_max, self.backoff_base * (2**attempt))
+        return delay / 2 + self._rng.random() * delay / 2
