@@ -31,7 +31,8 @@ import torch
 from tailorbench.datasets import load_benchmark
 from tailorbench.evaluate.metrics import bootstrap_ci
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE, HFRewardModel, RewardFormat, Triple
-from tailorbench.schema import TIERS, PairCase
+from tailorbench.schema import DEFAULT_TIERS as TIERS
+from tailorbench.schema import PairCase
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.cross_fit import tier_accuracy
 from tailorbench.train.data import clean_pairs, context_of, distinct_triples, split_by_user

@@ -33,7 +33,8 @@ from rm_hard_overlap import CLASSES, add, table
 from tailorbench.datasets.pairs import tier_overlap
 from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
 from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE
-from tailorbench.schema import TIERS, PairCase
+from tailorbench.schema import DEFAULT_TIERS as TIERS
+from tailorbench.schema import PairCase
 from tailorbench.train.features import fit_feature_weights
 
 SHIPPED = RECIPES["length+overlap+cosine+ngrams 1-3, l2 0.01"]

@@ -6,13 +6,12 @@ decides which answer is shown as A and which as B; an `order` names that decisio
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-Split = Literal["specific", "general"]
-Tier = Literal["easy", "medium", "hard"]
 Choice = Literal["A", "B"]
 #: "AB": chosen shown as A; "BA": chosen shown as B.
 Order = Literal["AB", "BA"]
@@ -20,8 +19,10 @@ Order = Literal["AB", "BA"]
 #: invalid: the judge answered but its output could not be parsed; failed: the call itself failed.
 VerdictStatus = Literal["ok", "abstain", "invalid", "failed"]
 
-SPLITS: tuple[Split, ...] = ("specific", "general")
-TIERS: tuple[Tier, ...] = ("easy", "medium", "hard")
+#: PersonaFeedback's split and tier names, in report order: what a benchmark layout declares unless it declares its
+#: own (`datasets/layouts.py`). A case's split and tier are plain names, checked against its layout's declaration.
+DEFAULT_SPLITS: tuple[str, ...] = ("specific", "general")
+DEFAULT_TIERS: tuple[str, ...] = ("easy", "medium", "hard")
 ORDERS: tuple[Order, ...] = ("AB", "BA")
 
 
@@ -40,8 +41,9 @@ class PairCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    split: Split
-    tier: Tier
+    #: names the case's layout declares (PersonaFeedback: specific/general, easy/medium/hard)
+    split: str
+    tier: str
     user_id: str
     persona: dict[str, Any] = Field(default_factory=dict)
     question: str
@@ -58,12 +60,20 @@ class PairCase(BaseModel):
             raise ValueError("expected a JSON object")
         return value
 
-    @field_validator("question", "chosen", "rejected")
+    @field_validator("split", "tier", "question", "chosen", "rejected")
     @classmethod
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be empty")
         return value
+
+
+def in_declared_order(declared: Sequence[str], present: Iterable[str]) -> list[str]:
+    """The declared names in their order, then any other name of `present` in order of first appearance (a
+    report never drops a cell because its name was not declared)."""
+    known = set(declared)
+    extra = [name for name in dict.fromkeys(present) if name not in known]
+    return [*declared, *extra]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +123,8 @@ class Prediction(BaseModel):
     choice: Choice | None
     correct: bool
     status: VerdictStatus
-    split: Split
-    tier: Tier
+    split: str
+    tier: str
     user_id: str
     len_chosen: int
     len_rejected: int

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from tailorbench.errors import ConfigError, DataError
-from tailorbench.schema import PairCase, Tier
+from tailorbench.schema import PairCase
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.data import check_disjoint, clean_pairs, load_cases, prepare_data, split_by_user, user_folds
 from tests.helpers.rm_models import toy_cases
 
 
-def _case(i: int, user: str, chosen: str, rejected: str, tier: Tier = "easy") -> PairCase:
+def _case(i: int, user: str, chosen: str, rejected: str, tier: str = "easy") -> PairCase:
     return PairCase(id=str(i), split="general", tier=tier, user_id=user, question="q", chosen=chosen,
                     rejected=rejected)
 

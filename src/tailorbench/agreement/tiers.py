@@ -22,7 +22,7 @@ from tailorbench.agreement.ratings import RatingSet
 from tailorbench.datasets.native import write_native
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import ConfigError, DataError
-from tailorbench.schema import TIERS, PairCase, Tier
+from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, PairCase
 
 _ITEM_KEYS = ("id", "split", "user_id", "question", "answer_a", "answer_b")
 
@@ -45,7 +45,7 @@ class TierRule:
         if self.min_ratings < 2:
             raise ConfigError("--min-ratings must be at least 2 (agreement needs two ratings)")
 
-    def tier(self, p_i: float) -> Tier:
+    def tier(self, p_i: float) -> str:
         if p_i >= self.easy:
             return "easy"
         return "medium" if p_i >= self.medium else "hard"
@@ -92,8 +92,10 @@ def build_tiers(
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    splits: tuple[str, ...] = DEFAULT_SPLITS,
 ) -> tuple[list[PairCase], dict[str, Any]]:
-    """PairCases (chosen = majority answer, tier from P_i) and a summary counting every skipped item."""
+    """PairCases (chosen = majority answer, tier from P_i: PersonaFeedback's easy / medium / hard) and a summary
+    counting every skipped item. An item's split must be one of `splits` (PersonaFeedback's by default)."""
     rule = rule or TierRule()
     items = read_items(items_path)
     votes: dict[str, Counter[str]] = {}
@@ -107,7 +109,7 @@ def build_tiers(
         votes.setdefault(r.item, Counter())[str(r.label)] += 1
     skipped: Counter[str] = Counter()
     cases: list[PairCase] = []
-    tier_counts: dict[str, list[list[int]]] = {t: [] for t in TIERS}
+    tier_counts: dict[str, list[list[int]]] = {t: [] for t in DEFAULT_TIERS}
     for item_id, (line_no, rec) in items.items():
         v = votes.get(item_id, Counter())
         a, b = v["A"], v["B"]
@@ -122,6 +124,9 @@ def build_tiers(
             continue
         n = a + b
         p_i = (a * (a - 1) + b * (b - 1)) / (n * (n - 1))
+        if rec["split"] not in splits:
+            raise DataError(items_path, line_no, "split", f"unknown split {rec['split']!r} (declared: "
+                                                          f"{', '.join(splits)})")
         tier = rule.tier(p_i)
         a_wins = a > b
         meta = dict(rec.get("meta") or {})
@@ -157,7 +162,7 @@ def build_tiers(
             "hard": f"P_i < {rule.medium}",
             "min_ratings": rule.min_ratings,
         },
-        "tiers": {t: per_tier.get(t, {"n": 0}) for t in TIERS},
+        "tiers": {t: per_tier.get(t, {"n": 0}) for t in DEFAULT_TIERS},
         "skipped_items": dict(sorted(skipped.items())),
         "ratings_for_unknown_items": unknown,
         "missing_ratings": dict(sorted(ratings.missing.items())),

@@ -1,20 +1,29 @@
 """Native JSONL: one PairCase per line (`case.model_dump_json()`), UTF-8. The format other tools write
-(the construction pipeline, tiering) and the one `tailor data convert` produces."""
+(the construction pipeline, tiering) and the one `tailor data convert` produces.
+
+Split and tier names: PersonaFeedback's (specific / general; easy / medium / hard) unless a sidecar file
+`<name>.layout.json` next to `<name>.jsonl` declares others, in report order:
+`{"splits": ["formal", "casual"], "tiers": ["low", "high"], "difficulty": ["high", "low"]}` (`difficulty`, easiest
+first, is optional). A row whose split or tier is not declared is an error naming its line and field (a typo such
+as `Generals` never becomes a split of its own).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl
-from tailorbench.errors import DataError
+from tailorbench.datasets.benchmark import Benchmark
+from tailorbench.datasets.layouts import Layout, check_declaration, register_layout
+from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl, remember_digest
+from tailorbench.errors import ConfigError, DataError
 from tailorbench.files import write_jsonl_atomic
 from tailorbench.personas import check_persona_depth, normalise_persona
-from tailorbench.schema import PairCase
+from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, PairCase
 
 _REQUIRED = ("split", "tier", "user_id", "question", "chosen", "rejected")
 
@@ -25,13 +34,16 @@ def looks_native(first_row: dict[str, Any]) -> bool:
     return "split" in first_row or "tier" in first_row
 
 
-def read_native(path: Path, invalid: InvalidRows) -> Iterator[PairCase]:
-    """PairCases from native JSONL. Explicit ids must be unique; rows without one get `split/tier/stem:line`."""
+def read_native(path: Path, invalid: InvalidRows, splits: tuple[str, ...] = DEFAULT_SPLITS,
+                tiers: tuple[str, ...] = DEFAULT_TIERS) -> Iterator[PairCase]:
+    """PairCases from native JSONL whose split and tier are among `splits` and `tiers`. Explicit ids must be
+    unique; rows without one get `split/tier/stem:line`."""
     seen: dict[str, int] = {}
     personas = _PersonaCache()
+    names = {"split": frozenset(splits), "tier": frozenset(tiers)}
     for line, row in read_jsonl(path, invalid):
         try:
-            case = _row_to_case(row, path, line, personas)
+            case = _row_to_case(row, path, line, personas, names)
             if case.id in seen:
                 raise DataError(path, line, "id", f"duplicate id {case.id!r} (first at {path}:{seen[case.id]})")
             seen[case.id] = line
@@ -56,10 +68,16 @@ class _PersonaCache:
         return normalised
 
 
-def _row_to_case(row: dict[str, Any], path: Path, line: int, personas: _PersonaCache) -> PairCase:
+def _row_to_case(row: dict[str, Any], path: Path, line: int, personas: _PersonaCache,
+                 names: Mapping[str, frozenset[str]]) -> PairCase:
     for key in _REQUIRED:
         if key not in row or row[key] is None:
             raise DataError(path, line, key, "missing required field")
+    for key, declared in names.items():
+        value = row[key]
+        if type(value) is str and value not in declared:
+            raise DataError(path, line, key, f"unknown {key} {value!r} (declared: {', '.join(sorted(declared))}; "
+                                             f"declare others in {_sidecar(path).name})")
     user = row["user_id"]
     if type(user) is not str:
         if isinstance(user, bool) or not isinstance(user, int):
@@ -105,3 +123,71 @@ def first_row(path: Path) -> dict[str, Any] | None:
                     return None
                 return row if isinstance(row, dict) else None
     return None
+
+
+def _sidecar(path: Path) -> Path:
+    name = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
+    return path.with_name(f"{name}.layout.json")
+
+
+class _Declared(Layout):
+    """The native layout with the names one file's sidecar declares (checked like any layout's)."""
+
+    name = "native"
+
+    def __init__(self, splits: tuple[str, ...], tiers: tuple[str, ...], difficulty: tuple[str, ...] | None) -> None:
+        self.splits, self.tiers, self.difficulty = splits, tiers, difficulty  # type: ignore[misc]
+
+
+def _names(value: Any, file: Path, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise DataError(file, None, key, "expected a list of names")
+    return tuple(value)
+
+
+@register_layout
+class NativeLayout(Layout):
+    """Native PairCase JSONL (any file whose first row carries `split` or `tier`)."""
+
+    name = "native"
+    expects = ("a PairCase JSONL file (rows with id, split, tier, user_id, persona, question, chosen, rejected; "
+               "other split/tier names declared in <name>.layout.json)")
+    priority = 90
+
+    def detect(self, path: Path) -> bool:
+        if not path.is_file():
+            return False
+        row = first_row(path)
+        return row is None or looks_native(row)  # an unreadable first row: the reader names what is wrong
+
+    def declared(self, path: Path) -> tuple[Layout, list[Path]]:
+        """This file's declaration: its sidecar's, else the layout's own (PersonaFeedback's names)."""
+        sidecar = _sidecar(path)
+        if not sidecar.is_file():
+            return self, []
+        raw = sidecar.read_bytes()
+        remember_digest(sidecar, raw)
+        try:
+            spec = json.loads(raw.decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(sidecar, None, None, f"not a readable layout declaration: {exc}") from None
+        if not isinstance(spec, dict) or not {"splits", "tiers"} <= spec.keys():
+            raise DataError(sidecar, None, None, 'expected an object with "splits" and "tiers" lists')
+        difficulty = spec.get("difficulty")
+        declared = _Declared(_names(spec["splits"], sidecar, "splits"), _names(spec["tiers"], sidecar, "tiers"),
+                             None if difficulty is None else _names(difficulty, sidecar, "difficulty"))
+        try:
+            check_declaration(declared)
+        except ConfigError as exc:
+            raise DataError(sidecar, None, None, str(exc)) from None
+        return declared, [sidecar]
+
+    def read(self, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Iterator[PairCase]:
+        declared, _ = self.declared(path)
+        return read_native(path, invalid, declared.splits, declared.tiers)
+
+    def load(self, spec: str, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Benchmark:
+        declared, sidecars = self.declared(path)
+        cases = list(read_native(path, invalid, declared.splits, declared.tiers))
+        return Benchmark(spec, self.name, cases, invalid, files=[path, *sidecars], splits=declared.splits,
+                         tiers=declared.tiers, difficulty=declared.difficulty)

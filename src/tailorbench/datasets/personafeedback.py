@@ -4,29 +4,25 @@
   `user_id` is a name key or the 1-based line number of the persona file.
 - release mirror: `{general,specific}_{easy,mid,medium,hard}.jsonl` + `persona_all/<user_id>.json`.
 
-Rows keep their file order; repeated and label-flipped rows stay separate cases (the loader counts them).
+Rows keep their file order; repeated and label-flipped rows stay separate cases (the loader counts them). Both
+layouts declare PersonaFeedback's splits (specific, general) and tiers (easy, medium, hard), the defaults of
+`datasets/layouts.Layout`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from tailorbench.datasets.rows import (
-    InvalidRows,
-    normalise_split,
-    normalise_tier,
-    pair_hash,
-    read_jsonl,
-    remember_digest,
-    require_text,
-)
+from tailorbench.datasets.benchmark import Benchmark
+from tailorbench.datasets.layouts import Layout, register_layout
+from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl, remember_digest, require_text
 from tailorbench.errors import DataError
 from tailorbench.personas import check_persona_depth, normalise_persona
-from tailorbench.schema import PairCase, Split, Tier
+from tailorbench.schema import PairCase
 
 _MIRROR_FILE = re.compile(r"^(general|specific|spedific)_(easy|mid|medium|hard)\.jsonl$", re.IGNORECASE)
 
@@ -132,28 +128,28 @@ def load_mirror_personas(path: Path, invalid: InvalidRows) -> PersonaIndex:
     return index
 
 
-def hub_case_files(path: Path) -> Iterator[tuple[Path, Split, Tier]]:
+def hub_case_files(path: Path) -> Iterator[tuple[Path, str, str]]:
     for split_dir in sorted(p for p in (path / "data").iterdir() if p.is_dir()):
-        split = normalise_split(split_dir.name)
+        split = HUB.split_name(split_dir.name)
         if split is None:
             continue
         for file in sorted(split_dir.glob("*.jsonl")):
-            tier = normalise_tier(file.stem)
+            tier = HUB.tier_name(file.stem)
             if tier is not None:
                 yield file, split, tier
 
 
-def mirror_case_files(path: Path) -> Iterator[tuple[Path, Split, Tier]]:
+def mirror_case_files(path: Path) -> Iterator[tuple[Path, str, str]]:
     for file in sorted(path.glob("*.jsonl")):
         match = _MIRROR_FILE.match(file.name)
         if match:
-            split, tier = normalise_split(match.group(1)), normalise_tier(match.group(2))
+            split, tier = MIRROR.split_name(match.group(1)), MIRROR.tier_name(match.group(2))
             assert split is not None and tier is not None
             yield file, split, tier
 
 
 def read_pf_rows(
-    file: Path, split: Split, tier: Tier, personas: PersonaIndex, invalid: InvalidRows,
+    file: Path, split: str, tier: str, personas: PersonaIndex, invalid: InvalidRows,
     seen: dict[str, str] | None = None,
 ) -> Iterator[PairCase]:
     """PairCases of one tier file. `reject` and `rejected` are both accepted. `seen` (case id -> `file:line`,
@@ -173,7 +169,7 @@ def read_pf_rows(
 
 
 def _row_to_case(
-    row: dict[str, Any], file: Path, line: int, split: Split, tier: Tier, personas: PersonaIndex, id_prefix: str
+    row: dict[str, Any], file: Path, line: int, split: str, tier: str, personas: PersonaIndex, id_prefix: str
 ) -> PairCase:
     rejected_key = "rejected" if "rejected" in row else "reject"
     if "user_id" not in row:
@@ -201,3 +197,68 @@ def _row_to_case(
         rejected=rejected,
         meta=meta,
     )
+
+
+class _PersonaFeedbackLayout(Layout):
+    """Tier files named by split and tier, plus a persona store; `user_id` resolves against the store."""
+
+    def personas(self, path: Path, invalid: InvalidRows) -> PersonaIndex:
+        raise NotImplementedError
+
+    def case_files(self, path: Path) -> Iterator[tuple[Path, str, str]]:
+        raise NotImplementedError
+
+    def read(self, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Iterator[PairCase]:
+        yield from self.load(str(path), path, invalid, options).cases
+
+    def load(self, spec: str, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Benchmark:
+        personas = self.personas(path, invalid)
+        files = list(self.case_files(path))
+        seen: dict[str, str] = {}  # case ids of every file: one id twice is an error naming both places
+        cases = [case for f, s, t in files for case in read_pf_rows(f, s, t, personas, invalid, seen)]
+        if not cases and not invalid.rows:
+            raise DataError(path, None, None, "no case files found")
+        unused = sorted(set(personas.by_key) - personas.used)
+        sources = [f for f, _, _ in files] + personas.files
+        return self.benchmark(spec, cases, invalid, personas_total=len(personas.by_key), personas_unused=unused,
+                              persona_keys_renamed=personas.renamed_keys, files=sources)
+
+
+@register_layout
+class HubLayout(_PersonaFeedbackLayout):
+    """PersonaFeedback as on the Hugging Face hub."""
+
+    name = "hub"
+    expects = "a directory with data/<split>/<tier>.jsonl and persona/all_personas.jsonl"
+    priority = 10
+
+    def personas(self, path: Path, invalid: InvalidRows) -> PersonaIndex:
+        return load_hub_personas(path, invalid)
+
+    def case_files(self, path: Path) -> Iterator[tuple[Path, str, str]]:
+        return hub_case_files(path)
+
+    def detect(self, path: Path) -> bool:
+        return path.is_dir() and is_hub_layout(path)
+
+
+@register_layout
+class MirrorLayout(_PersonaFeedbackLayout):
+    """PersonaFeedback's release mirror."""
+
+    name = "mirror"
+    expects = "a directory with <split>_<tier>.jsonl files and persona_all/<user_id>.json"
+    priority = 20
+
+    def personas(self, path: Path, invalid: InvalidRows) -> PersonaIndex:
+        return load_mirror_personas(path, invalid)
+
+    def case_files(self, path: Path) -> Iterator[tuple[Path, str, str]]:
+        return mirror_case_files(path)
+
+    def detect(self, path: Path) -> bool:
+        return path.is_dir() and is_mirror_layout(path)
+
+
+HUB = HubLayout()
+MIRROR = MirrorLayout()

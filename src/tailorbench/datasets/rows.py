@@ -1,4 +1,4 @@
-"""Shared row handling for every reader: line-exact JSONL reading, name normalisation, the pair hash, and
+"""Shared row handling for every reader: line-exact JSONL reading, the pair hash, and
 the invalid-row policy (stop with file/line/field, or skip and count)."""
 
 from __future__ import annotations
@@ -12,20 +12,6 @@ from typing import Any
 import orjson
 
 from tailorbench.errors import DataError
-from tailorbench.schema import Split, Tier
-
-_SPLITS: dict[str, Split] = {"general": "general", "specific": "specific", "spedific": "specific"}
-_TIERS: dict[str, Tier] = {"easy": "easy", "medium": "medium", "mid": "medium", "hard": "hard"}
-
-
-def normalise_split(name: str) -> Split | None:
-    """`spedific` (sic, on the hub) and `specific` are one split."""
-    return _SPLITS.get(name.strip().lower())
-
-
-def normalise_tier(name: str) -> Tier | None:
-    """`mid` (release mirror) and `medium` (hub) are one tier."""
-    return _TIERS.get(name.strip().lower())
 
 
 def pair_hash(user_id: str, question: str, chosen: str, rejected: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tailorbench.schema import SPLITS, TIERS
+from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, in_declared_order
 
 N_BOOT = 1000
 #: verdict statuses counted per case (an `ok` verdict is not a problem)
@@ -248,8 +248,11 @@ def compute_metrics(
     seed: int = 0,
     user_attributes: Mapping[str, Mapping[str, str]] | None = None,
     tier_overlap: Mapping[str, str] | None = None,
+    splits: Sequence[str] = DEFAULT_SPLITS,
+    tiers: Sequence[str] = DEFAULT_TIERS,
 ) -> dict[str, Any]:
-    """The `metrics` block of results.json plus breakdowns and usage totals. With `tier_overlap` (case id ->
+    """The `metrics` block of results.json plus breakdowns and usage totals, split x tier cells in the order the
+    benchmark declares (`splits`, `tiers`; names it does not declare follow). With `tier_overlap` (case id ->
     repeated / contradicted) every split x tier cell also gets `by_overlap`."""
     cs = case_scores(predictions)
     kinds = None
@@ -258,12 +261,12 @@ def compute_metrics(
         kinds = np.fromiter((code[tier_overlap.get(i, "unique")] for i in cs.ids), np.int8, len(cs.ids))
     everything = np.ones(len(cs.ids), dtype=bool)
     metrics: dict[str, Any] = {}
-    for split in SPLITS:
+    for split in in_declared_order(splits, cs.split.tolist()):
         in_split = cs.split == split
         if not in_split.any():
             continue
         block: dict[str, Any] = {}
-        for tier in TIERS:
+        for tier in in_declared_order(tiers, cs.tier[in_split].tolist()):
             mask = in_split & (cs.tier == tier)
             if mask.any():
                 block[tier] = cell_metrics(cs, mask, f"{split}/{tier}", ci_unit, n_boot, seed)
@@ -289,6 +292,31 @@ def compute_metrics(
             "cost_usd": float(sum(costs)) if costs else None,
         },
     }
+
+
+def benchmark_names(stats: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The split and tier names a run's data declares (manifest `data_stats`), as results.json records them: an
+    empty dict for PersonaFeedback's names (the default, so older results read the same)."""
+    splits, tiers = list(stats.get("splits") or DEFAULT_SPLITS), list(stats.get("tiers") or DEFAULT_TIERS)
+    if (tuple(splits), tuple(tiers)) == (DEFAULT_SPLITS, DEFAULT_TIERS):
+        return {}
+    return {"splits": splits, "tiers": tiers}
+
+
+def report_names(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """The splits and tiers a report over `runs` lays its tables out by: what their data declares (results
+    `benchmark_names`; PersonaFeedback's when absent), in order, then any other name their metrics hold."""
+    splits: list[str] = []
+    tiers: list[str] = []
+    for run in runs:
+        names = run.get("benchmark_names") or {}
+        splits = in_declared_order(splits, names.get("splits") or DEFAULT_SPLITS)
+        tiers = in_declared_order(tiers, names.get("tiers") or DEFAULT_TIERS)
+    for run in runs:
+        blocks = {k: v for k, v in (run.get("metrics") or {}).items() if k != "all" and isinstance(v, dict)}
+        splits = in_declared_order(splits, blocks)
+        tiers = in_declared_order(tiers, (t for block in blocks.values() for t in block if t != "all"))
+    return splits, tiers
 
 
 def paired_difference(

@@ -10,21 +10,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tailorbench.evaluate.metrics import OVERLAP_KINDS
+from tailorbench.evaluate.metrics import OVERLAP_KINDS, report_names
 from tailorbench.files import write_text_atomic
 from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
 from tailorbench.run_kinds import RUN_KINDS
-from tailorbench.schema import SPLITS, TIERS
-
-_COLUMNS: list[tuple[str, str]] = [
-    *((s, t) for s in SPLITS for t in (*TIERS, "all")),
-    ("all", ""),
-]
 
 
-def _header() -> list[str]:
-    names = {"easy": "easy", "medium": "medium", "hard": "hard", "all": "avg"}
-    return ["judge", "setting", *(f"{s.capitalize()} {names[t]}" for s, t in _COLUMNS[:-1]), "total"]
+def _columns(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The leaderboard's cells: every split x (tier..., all) the runs' data declares, then the total."""
+    splits, tiers = report_names(runs)
+    return [*((s, t) for s in splits for t in (*tiers, "all")), ("all", "")]
+
+
+def _header(runs: Sequence[dict[str, Any]]) -> list[str]:
+    return ["judge", "setting", *(f"{s.capitalize()} {'avg' if t == 'all' else t}" for s, t in _columns(runs)[:-1]),
+            "total"]
 
 
 def _cell(results: dict[str, Any], split: str, tier: str) -> dict[str, Any] | None:
@@ -71,13 +71,15 @@ def _views(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], str, st
 def leaderboard_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
     ordered = sorted(_views(runs), key=lambda v: (_CLASS_RANK.get(v[2], 0), -(v[0]["metrics"]["all"]["accuracy"]
                                                                             or 0.0)))
-    return [[r["judge"], setting, *(_fmt(_cell(r, s, t)) for s, t in _COLUMNS)] for r, setting, _ in ordered]
+    columns = _columns(runs)
+    return [[r["judge"], setting, *(_fmt(_cell(r, s, t)) for s, t in columns)] for r, setting, _ in ordered]
 
 
 def _length_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
     rows = []
+    splits, _ = report_names(runs)
     for r, setting, _ in _views(runs):
-        for split in (*SPLITS, "all"):
+        for split in (*splits, "all"):
             cell = _cell(r, split, "all")
             if not cell:
                 continue
@@ -112,9 +114,10 @@ def _accounting_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 def _overlap_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
     rows = []
+    splits, tiers = report_names(runs)
     for r in runs:
-        for split in SPLITS:
-            for tier in TIERS:
+        for split in splits:
+            for tier in tiers:
                 view = (_cell(r, split, tier) or {}).get("by_overlap")
                 if view:
                     rows.append([r["judge"], r["setting"], f"{split}/{tier}", *(
@@ -165,7 +168,7 @@ def _failure_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 _METRICS_DOC = "docs/metrics.md"
 _LEADERBOARD_NOTES = [
-    "*Specific / General easy, medium, hard*: accuracy in % on that split × tier, with its 95% CI; a case scores "
+    "*{splits} {tiers}*: accuracy in % on that split × tier, with its 95% CI; a case scores "
     "the mean over its judged orders of 1 if the verdict picks the human-preferred answer, else 0.",
     "*avg*: the split's cases pooled (weighted by case count); *total*: every case. "
     f"Definitions: [{_METRICS_DOC}]({_METRICS_DOC}#scoring-rule).",
@@ -280,7 +283,7 @@ def baseline_sentences(runs: Sequence[dict[str, Any]]) -> list[str]:
         longer, shorter = total["length"]["chosen_longer"]["n"], total["length"]["chosen_shorter"]["n"]
         per_split = ", ".join(
             f"{split.capitalize()} {pct(cell['length']['chosen_longer']['n'] / cell['n'])}%"
-            for split in SPLITS if (cell := _cell(run, split, "all")) and cell["n"])
+            for split in report_names([run])[0] if (cell := _cell(run, split, "all")) and cell["n"])
         out.append(
             f"Baselines on this data ({info.get('name')}, {n} judged cases): picking the longer answer scores "
             f"{pct(longer / n)}% ({per_split}), picking the shorter {pct(shorter / n)}%, a coin flip 50% in "
@@ -386,7 +389,9 @@ def _example_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
 def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
     """Every section of a pairwise report, in order; Markdown and HTML render the same list."""
     first = runs[0]
-    leaderboard_after = list(_LEADERBOARD_NOTES)
+    splits, tiers = report_names(runs)
+    leaderboard_after = [_LEADERBOARD_NOTES[0].format(splits=" / ".join(s.capitalize() for s in splits),
+                                                      tiers=", ".join(tiers)), *_LEADERBOARD_NOTES[1:]]
     if any((r.get("training_overlap") or {}).get("rows") for r in runs):
         leaderboard_after.append(_TRAINING_ROW_NOTE)
     board = leaderboard_rows(runs)
@@ -396,7 +401,7 @@ def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
             f"Accuracy in % with 95% percentile-bootstrap CI ({first.get('n_boot', 1000)} resamples, unit: "
             f"{first.get('ci_unit', 'case')}); a case scores the mean over its judged orders; abstained, invalid "
             "and failed verdicts score 0. Averages are weighted by case counts."],
-            _header(), board, leaderboard_after, figure=_svg_chart(runs),
+            _header(runs), board, leaderboard_after, figure=_svg_chart(runs),
             row_classes=["warn" if row[1].endswith("| in-training") else "" for row in board]),
     ]
     training = _training_section(runs)
@@ -501,7 +506,8 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     """Grouped bars per split x tier, one colour per leaderboard row (a run, or one training class of a run),
     whiskers at the CI bounds."""
     runs = [{**r, "setting": setting} for r, setting, _ in _views(runs)]
-    cells = [(s, t) for s in SPLITS for t in TIERS if any(_cell(r, s, t) for r in runs)]
+    splits, tiers = report_names(runs)
+    cells = [(s, t) for s in splits for t in tiers if any(_cell(r, s, t) for r in runs)]
     width_per, bar, height, top, left = 40 + 18 * len(runs), 14, 220, 20, 40
     width = left + width_per * max(1, len(cells)) + 20
     legend_cols = max(1, (width - left) // 180)

@@ -15,7 +15,7 @@ import orjson
 
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
-from tailorbench.evaluate.metrics import compute_metrics
+from tailorbench.evaluate.metrics import benchmark_names, compute_metrics
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_or_compute
 
@@ -85,6 +85,8 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     if predictions is None:
         predictions = read_predictions(run_dir)
     config = manifest.get("config", {})
+    stats = manifest.get("data_stats", {})
+    names = benchmark_names(stats)
     body = compute_metrics(
         predictions,
         ci_unit=config.get("ci_unit", "case"),
@@ -92,10 +94,10 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         seed=int(manifest.get("seed", 0)),
         user_attributes=manifest.get("user_attributes", {}),
         tier_overlap=manifest.get("tier_overlap", {}),
+        **names,
     )
     expected = manifest.get("n_cases", 0)
     seen = len({r["case_id"] for r in predictions})
-    stats = manifest.get("data_stats", {})
     status = run_state(run_dir, manifest.get("status"))
     warnings = list(config.get("warnings", []))
     if status != "finished":
@@ -120,6 +122,7 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         "failures": failure_summary(predictions, config),
         "predictions_sha256": predictions_digest(run_dir),
         "dataset": dataset_provenance(manifest),
+        **({"benchmark_names": names} if names else {}),
         "training_overlap": training,
         "examples": verdict_examples(predictions, int(manifest.get("seed", 0)),
                                      classes=(config.get("training_overlap") or {}).get("cases")),

@@ -186,7 +186,7 @@ def sample_cases(cases: list[PairCase], limit: int | None, seed: int) -> list[Pa
 
 
 def select_cases(config: EvalConfig, benchmark: Benchmark) -> list[PairCase]:
-    cases = filter_cases(benchmark.cases, config.splits, config.tiers)
+    cases = filter_cases(benchmark.cases, config.splits, config.tiers, benchmark)
     return sample_cases(cases, config.limit, config.seed)
 
 

@@ -9,12 +9,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench.evaluate.metrics import report_names
 from tailorbench.files import write_text_atomic
 from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
 from tailorbench.run_kinds import RUN_KINDS
-from tailorbench.schema import SPLITS, TIERS
 
-_CELLS: list[tuple[str, str]] = [*((s, t) for s in SPLITS for t in (*TIERS, "all")), ("all", "")]
+
+def _all_cells(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Every split x (tier..., all) the runs' data declares (PersonaFeedback's by default), then the total."""
+    splits, tiers = report_names(runs)
+    return [*((s, t) for s in splits for t in (*tiers, "all")), ("all", "")]
 
 
 def _cell(r: dict[str, Any], split: str, tier: str) -> dict[str, Any] | None:
@@ -52,7 +56,7 @@ _ACCOUNT_HEADER = ["cell", "generation failed", "empty answers", "truncated answ
 
 
 def _cells(r: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [(_name(s, t), c) for s, t in _CELLS if (c := _cell(r, s, t))]
+    return [(_name(s, t), c) for s, t in _all_cells([r]) if (c := _cell(r, s, t))]
 
 
 def _win_rows(r: dict[str, Any]) -> list[list[str]]:
@@ -109,7 +113,7 @@ def _lc_notes(r: dict[str, Any]) -> list[str]:
 
 
 def _side_by_side(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    cells = [(s, t) for s, t in _CELLS if any(_cell(r, s, t) for r in runs)]
+    cells = [(s, t) for s, t in _all_cells(runs) if any(_cell(r, s, t) for r in runs)]
     header = ["model", "reference", "judge", "setting", *(f"{_name(s, t)} win / LC" for s, t in cells),
               "judge acc. / longer"]
     rows = []
@@ -164,7 +168,8 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
 
 def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     """Per split x tier and run: a solid bar (raw win rate) and a hatched-looking light bar (LC), with whiskers."""
-    cells = [(s, t) for s in SPLITS for t in TIERS if any(_cell(r, s, t) for r in runs)]
+    splits, tiers = report_names(runs)
+    cells = [(s, t) for s in splits for t in tiers if any(_cell(r, s, t) for r in runs)]
     bar, height, top, left = 10, 220, 20, 40
     width_per = 20 + (2 * bar + 6) * len(runs)
     width = left + width_per * max(1, len(cells)) + 20

@@ -18,13 +18,13 @@ import numpy as np
 
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
-from tailorbench.evaluate.metrics import bootstrap_ci, seed_for
+from tailorbench.evaluate.metrics import benchmark_names, bootstrap_ci, seed_for
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_or_compute
 from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
 from tailorbench.geneval.lcwr import length_controlled_win_rate
 from tailorbench.geneval.validation import VALIDATION
-from tailorbench.schema import SPLITS, TIERS
+from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, in_declared_order
 
 RESULTS = "results.json"
 VERDICTS = "verdicts.jsonl"
@@ -160,12 +160,13 @@ def compute_results(run_dir: Path) -> dict[str, Any]:
     n_boot, seed = int(config.get("n_boot", 1000)), int(manifest.get("seed", 0))
     records = case_table(generations, verdicts)
     metrics: dict[str, Any] = {}
-    for split in SPLITS:
+    names = benchmark_names(manifest.get("data_stats") or {})
+    for split in in_declared_order(names.get("splits", DEFAULT_SPLITS), (r["split"] for r in records)):
         in_split = [r for r in records if r["split"] == split]
         if not in_split:
             continue
         block: dict[str, Any] = {}
-        for tier in TIERS:
+        for tier in in_declared_order(names.get("tiers", DEFAULT_TIERS), (r["tier"] for r in in_split)):
             in_cell = [r for r in in_split if r["tier"] == tier]
             if in_cell:
                 block[tier] = cell_results(in_cell, f"{split}/{tier}", n_boot, seed)
@@ -201,6 +202,7 @@ def compute_results(run_dir: Path) -> dict[str, Any]:
         "status": status, "seed": seed, "n_boot": n_boot, "failures": failures,
         "cases_planned": planned, "cases_generated": len(records),
         "cases_per_split_tier": manifest.get("cases_per_split_tier", {}),
+        **({"benchmark_names": names} if names else {}),
         "metrics": metrics, "judge_validation": validation, "warnings": warnings, "usage": usage,
         "calls": {"generations": len(generations), "generations_cached": sum(1 for r in generations if r.get("cached")),
                   "verdicts": len(verdicts), "verdicts_cached": sum(1 for r in verdicts if r.get("cached"))},

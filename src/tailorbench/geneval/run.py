@@ -51,7 +51,7 @@ VERDICTS = "verdicts.jsonl"
 
 
 def select_cases(config: GenEvalConfig, benchmark: Benchmark) -> list[PairCase]:
-    cases = filter_cases(benchmark.cases, config.splits, config.tiers)
+    cases = filter_cases(benchmark.cases, config.splits, config.tiers, benchmark)
     return stratified_sample(cases, config.per_tier, config.seed)
 
 

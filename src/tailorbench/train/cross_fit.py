@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tailorbench.evaluate.metrics import bootstrap_ci
-from tailorbench.schema import TIERS, PairCase
+from tailorbench.schema import DEFAULT_TIERS, PairCase, in_declared_order
 from tailorbench.train import features
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.data import clean_pairs, distinct_triples, split_by_user
@@ -35,7 +35,7 @@ def tier_accuracy(cases: Sequence[PairCase], margins: np.ndarray, n_boot: int, s
     users = np.array([c.user_id for c in cases], dtype=object)
     tiers = np.array([c.tier for c in cases], dtype=object)
     out: dict[str, Any] = {}
-    for tier in (*TIERS, "all"):
+    for tier in (*in_declared_order(DEFAULT_TIERS, tiers.tolist()), "all"):
         m = np.ones(len(cases), bool) if tier == "all" else tiers == tier
         if not m.any():
             continue
@@ -85,7 +85,7 @@ def split_power(cases: Sequence[PairCase], margins: np.ndarray, held_users: int,
     picks = rng.integers(0, len(users), (draws, held_users)) if fresh else \
         rng.random((draws, len(users))).argsort(axis=1)[:, :held_users]
     out: dict[str, dict[str, float]] = {}
-    for tier in (*TIERS, "all"):
+    for tier in (*in_declared_order(DEFAULT_TIERS, tiers.tolist()), "all"):
         m = np.ones(len(cases), bool) if tier == "all" else tiers == tier
         if not m.any():
             continue
@@ -124,7 +124,8 @@ def cross_fit(cfg: RMTrainConfig, scorer: Any, cases: Sequence[PairCase], held_u
     finally:
         scorer.fmt, scorer.ngrams = saved
     gaps = [100 * (f["all"]["accuracy"] - f["all"]["longer"]) for f in folds]
-    tier_gaps = [100 * (f[t]["accuracy"] - f[t]["longer"]) for f in folds for t in TIERS if t in f]
+    tier_gaps = [100 * (f[t]["accuracy"] - f[t]["longer"]) for f in folds for t in f
+                 if isinstance(f[t], dict) and t != "all"]
     return {
         "folds": k, "seed": cfg.seed, "users": len({c.user_id for c in cases}), "cases": len(cases),
         "tiers": tier_accuracy(cases, margins, cfg.n_boot, cfg.seed),

@@ -5,115 +5,49 @@ split by user, with a check that no user lands on both sides. Every dropped row 
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
 import random
-from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
-from itertools import combinations
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.errors import ConfigError, DataError
+from tailorbench.errors import ConfigError
 from tailorbench.personas import render_persona
-from tailorbench.schema import TIERS, PairCase, Tier
+from tailorbench.schema import DEFAULT_TIERS, PairCase, in_declared_order
 from tailorbench.train.config import RMTrainConfig
-
-#: a scored prompt stands in for a user (its pairs share the prompt), so the split keeps prompts apart
-SCORED_USER_PREFIX = "prompt:"
-
-
-def _open_text(path: Path) -> Iterator[tuple[int, str]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8-sig") as handle:
-        yield from enumerate(handle, start=1)
-
-
-def _first_row(path: Path) -> dict[str, Any] | None:
-    for _, line in _open_text(path):
-        if line.strip():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                return None
-            return row if isinstance(row, dict) else None
-    return None
-
-
-def is_scored(path: Path, score_column: str) -> bool:
-    """Scored data: a JSONL file whose rows carry prompt, response and the score column."""
-    if not path.is_file():
-        return False
-    row = _first_row(path)
-    return row is not None and {"prompt", "response", score_column} <= row.keys()
-
-
-def _tier_for_gap(gap: float) -> Tier:
-    """Scored pairs have no annotator agreement; the score gap stands in for it (wide gaps are easy)."""
-    return "easy" if gap >= 4 else "medium" if gap >= 3 else "hard"
-
-
-def read_scored(path: Path, score_column: str = "helpfulness", min_gap: float = 2.0) -> tuple[list[PairCase], dict]:
-    """Every pair of responses to one prompt whose scores differ by more than `min_gap` (the higher one is
-    chosen). Rows with a missing or non-numeric score are errors naming the line."""
-    by_prompt: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    rows = 0
-    for line, text in _open_text(path):
-        if not text.strip():
-            continue
-        try:
-            row = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(path, line, None, f"not JSON: {exc.msg}") from None
-        for key in ("prompt", "response", score_column):
-            if key not in row or row[key] is None:
-                raise DataError(path, line, key, "missing required field")
-        try:
-            score = float(row[score_column])
-        except (TypeError, ValueError):
-            raise DataError(path, line, score_column, f"not a number: {row[score_column]!r}") from None
-        by_prompt[str(row["prompt"])].append((str(row["response"]), score))
-        rows += 1
-    cases: list[PairCase] = []
-    below_gap = 0
-    for prompt, responses in by_prompt.items():
-        user = SCORED_USER_PREFIX + hashlib.blake2b(prompt.encode(), digest_size=6).hexdigest()
-        for (ra, sa), (rb, sb) in combinations(responses, 2):
-            gap = abs(sa - sb)
-            if gap <= min_gap or ra == rb or not ra.strip() or not rb.strip():
-                below_gap += 1
-                continue
-            chosen, rejected = (ra, rb) if sa > sb else (rb, ra)
-            cases.append(PairCase(
-                id=f"{user}/{len(cases)}", split="general", tier=_tier_for_gap(gap), user_id=user,
-                question=prompt, chosen=chosen, rejected=rejected, meta={"score_gap": gap, "source": str(path)},
-            ))
-    stats = {"scored_rows": rows, "prompts": len(by_prompt), "pairs": len(cases),
-             f"pairs_with_gap_at_most_{min_gap:g}": below_gap}
-    return cases, stats
 
 
 def load_cases(spec: str, data_format: str = "auto", score_column: str = "helpfulness",
                min_gap: float = 2.0) -> tuple[list[PairCase], dict[str, Any]]:
-    """PairCases plus what the readers saw (rows, skipped rows, layout)."""
-    path = Path(spec).expanduser()
-    if data_format == "scored" or (data_format == "auto" and is_scored(path, score_column)):
-        cases, stats = read_scored(path, score_column, min_gap)
-        return cases, {"format": "scored", **stats}
-    from tailorbench.datasets import load_benchmark
+    """PairCases plus what the readers saw (rows, skipped rows, layout), through the benchmark loader: `scored`
+    names the scored layout (datasets/scored.py), `benchmark` any other, `auto` detects it."""
+    from tailorbench.datasets import find_layout, load_benchmark
 
+    path = Path(spec).expanduser()
+    scored = data_format == "scored" or (
+        data_format == "auto" and path.is_file() and find_layout(path).name == "scored")
+    if scored:
+        benchmark = load_benchmark(path, layout="scored",
+                                   options={"score_column": score_column, "min_gap": min_gap})
+        return benchmark.cases, {"format": "scored", **benchmark.layout_stats}
     benchmark = load_benchmark(spec)
     stats = benchmark.stats()
     return benchmark.cases, {"format": "benchmark", "layout": stats["layout"], "rows": stats["rows"],
                              "skipped_rows": stats["skipped_rows"]}
 
 
-def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority") -> tuple[list[PairCase], dict[str, int]]:
+def _tier_rank(cases: Sequence[PairCase]) -> dict[str, int]:
+    """Each tier's rank from easiest (0): PersonaFeedback's order, then other tiers in order of appearance."""
+    return {tier: k for k, tier in enumerate(in_declared_order(DEFAULT_TIERS, (c.tier for c in cases)))}
+
+
+def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority", tier_rank: Mapping[str, int] | None = None,
+                ) -> tuple[list[PairCase], dict[str, int]]:
     """Remove repeated rows (same user, question, chosen, rejected: the first is kept) and resolve pairs seen
     with both labels: `majority` keeps the label seen more often (its first row) and drops ties, `drop`
     drops every such pair, `keep` keeps both labels (they cancel out in the loss), `easier` / `harder` keep
-    the label of the easiest / hardest tier the pair has (dropping it when both labels share that tier)."""
+    the label of the easiest / hardest tier the pair has (dropping it when both labels share that tier), by
+    `tier_rank` (tier -> rank, easiest 0: a benchmark's difficulty order) or PersonaFeedback's order."""
     seen: set[tuple[str, str, str, str]] = set()
     unique: list[PairCase] = []
     for case in cases:
@@ -128,9 +62,10 @@ def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority") -> tuple
     by_tier = flip_rule in ("easier", "harder")
     # per label: the rank of the easiest (`easier`, negated so that larger wins) or hardest tier it appears in
     best: dict[tuple[str, str, str, str], int] = {}
+    ranks = tier_rank if tier_rank is not None else _tier_rank(cases) if by_tier else {}
     for case in cases if by_tier else ():
         key = (case.user_id, case.question, case.chosen, case.rejected)
-        rank = TIERS.index(case.tier) * (-1 if flip_rule == "easier" else 1)
+        rank = ranks[case.tier] * (-1 if flip_rule == "easier" else 1)
         best[key] = max(best.get(key, rank), rank)
     out: list[PairCase] = []
     flipped_pairs = dropped_flip = 0
