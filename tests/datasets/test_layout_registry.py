@@ -126,6 +126,8 @@ def test_tailor_eval_reports_the_layouts_splits_and_tiers(tmp_path: Path, tone_l
     assert list(results["metrics"]["formal"]) == ["low", "high", "all"]
     assert results["metrics"]["all"]["accuracy"] == 1.0  # the chosen answers are the longer ones
     assert results["benchmark_names"] == {"splits": ["formal", "casual"], "tiers": ["low", "high"]}
+    assert results["dataset"]["layout"] == "tone"
+    assert results["dataset"]["labels_note"] == "the tone layout does not say who set the labels"
     manifest = json.loads((out / "longer__persona" / "manifest.json").read_text())
     assert manifest["data_stats"]["layout"] == "tone" and manifest["data_stats"]["tiers"] == ["low", "high"]
     for report in (out / "report.md", out / "longer__persona" / "report.md"):

@@ -27,8 +27,8 @@ def eval_command(
     setting: list[str] | None = typer.Option(None, "--setting", "-s", help="persona | none | rag; repeatable"),
     out: Path | None = typer.Option(None, "--out", "-o", help="run directory (or parent, for several)"),
     orders: str = typer.Option("both", help="both: judge each case with chosen as A and as B; random: one order"),
-    split: list[str] | None = typer.Option(None, help="keep these splits (specific, general)"),
-    tier: list[str] | None = typer.Option(None, help="keep these tiers (easy, medium/mid, hard)"),
+    split: list[str] | None = typer.Option(None, help="keep these splits (by name, e.g. specific, general)"),
+    tier: list[str] | None = typer.Option(None, help="keep these tiers (by name, e.g. easy, medium, hard)"),
     limit: int | None = typer.Option(None, help="a seeded sample of this many cases"),
     seed: int = typer.Option(0, help="seed of sampling, random orders, the random judge and bootstraps"),
     persona_sections: str | None = typer.Option(

@@ -139,8 +139,12 @@ def dataset_provenance(manifest: Mapping[str, Any]) -> dict[str, Any]:
         labels, note = "illustrative", "the bundled demo: invented personas, labels set by construction, not by people"
     elif layout in ("hub", "mirror"):
         labels, note = "human-labelled", "PersonaFeedback layout: labels are the majority vote of human annotators"
-    else:
+    elif layout == "scored":
+        labels, note = "not stated", "scored preference data: chosen is the response with the higher score"
+    elif layout in ("native", ""):
         labels, note = "not stated", "native JSONL: the file does not say who set the labels"
+    else:
+        labels, note = "not stated", f"the {layout} layout does not say who set the labels"
     return {"name": data, "layout": layout or None, "fingerprint": manifest.get("dataset_fingerprint"),
             "rows": stats.get("rows"), "labels": labels, "labels_note": note}
 

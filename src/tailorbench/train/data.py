@@ -32,13 +32,19 @@ def load_cases(spec: str, data_format: str = "auto", score_column: str = "helpfu
         return benchmark.cases, {"format": "scored", **benchmark.layout_stats}
     benchmark = load_benchmark(spec)
     stats = benchmark.stats()
-    return benchmark.cases, {"format": "benchmark", "layout": stats["layout"], "rows": stats["rows"],
-                             "skipped_rows": stats["skipped_rows"]}
+    out = {"format": "benchmark", "layout": stats["layout"], "rows": stats["rows"],
+           "skipped_rows": stats["skipped_rows"]}
+    difficulty = list(benchmark.difficulty or benchmark.tiers)
+    if tuple(difficulty) != DEFAULT_TIERS:  # the flip rules easier / harder follow the benchmark's order
+        out["tier_difficulty"] = difficulty
+    return benchmark.cases, out
 
 
-def _tier_rank(cases: Sequence[PairCase]) -> dict[str, int]:
-    """Each tier's rank from easiest (0): PersonaFeedback's order, then other tiers in order of appearance."""
-    return {tier: k for k, tier in enumerate(in_declared_order(DEFAULT_TIERS, (c.tier for c in cases)))}
+def _tier_rank(cases: Sequence[PairCase], ranks: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Each tier's rank from easiest (0): `ranks` (a benchmark's difficulty order) or PersonaFeedback's order,
+    then any other tier in order of appearance."""
+    order = sorted(ranks, key=lambda t: ranks[t]) if ranks else DEFAULT_TIERS
+    return {tier: k for k, tier in enumerate(in_declared_order(order, (c.tier for c in cases)))}
 
 
 def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority", tier_rank: Mapping[str, int] | None = None,
@@ -62,7 +68,7 @@ def clean_pairs(cases: Sequence[PairCase], flip_rule: str = "majority", tier_ran
     by_tier = flip_rule in ("easier", "harder")
     # per label: the rank of the easiest (`easier`, negated so that larger wins) or hardest tier it appears in
     best: dict[tuple[str, str, str, str], int] = {}
-    ranks = tier_rank if tier_rank is not None else _tier_rank(cases) if by_tier else {}
+    ranks = _tier_rank(cases, tier_rank) if by_tier else {}
     for case in cases if by_tier else ():
         key = (case.user_id, case.question, case.chosen, case.rejected)
         rank = ranks[case.tier] * (-1 if flip_rule == "easier" else 1)
@@ -158,7 +164,9 @@ def prepare_data(cfg: RMTrainConfig) -> tuple[list[PairCase], list[PairCase], di
         check_disjoint(train_raw, eval_cases)
     else:
         train_raw, eval_cases = split_by_user(cases, cfg.eval_fraction, cfg.seed, cfg.n_folds, cfg.fold)
-    train, clean_stats = clean_pairs(train_raw, cfg.flip_rule)
+    difficulty = load_stats.get("tier_difficulty")
+    ranks = {tier: k for k, tier in enumerate(difficulty)} if difficulty else None
+    train, clean_stats = clean_pairs(train_raw, cfg.flip_rule, ranks)
     sampled = sample_pairs(train, cfg.max_train_pairs, cfg.seed)
     stats = {
         "load": load_stats,
