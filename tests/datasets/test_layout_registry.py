@@ -86,6 +86,21 @@ def test_registered_layout_is_detected_and_loaded_with_its_names(tmp_path: Path,
         filter_cases(bench.cases, tiers=["easy"], benchmark=bench)
 
 
+def test_a_registered_class_is_a_layout_and_the_fingerprint_covers_its_files(tmp_path: Path) -> None:
+    """An entry point may name the class itself: the registry then holds the class, used as an instance."""
+    LAYOUTS.add("tone", ToneLayout)
+    try:
+        root = make_tone(tmp_path / "tone")
+        bench = load_benchmark(root)
+        assert bench.layout == "tone" and bench.tiers == ("low", "high")
+        assert root / "tone.json" in bench.files and len(bench.files) == 5
+        before = bench.fingerprint()
+        (root / "formal-low.jsonl").write_text((root / "formal-low.jsonl").read_text() + "\n", "utf-8")
+        assert load_benchmark(root).fingerprint() != before  # the bytes, not only the cases
+    finally:
+        LAYOUTS.remove("tone")
+
+
 def test_a_layout_reader_is_held_to_its_declared_names(tmp_path: Path, tone_layout: Layout) -> None:
     class Sloppy(ToneLayout):
         tiers = ("low",)

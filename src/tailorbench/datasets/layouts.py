@@ -61,7 +61,13 @@ class Layout:
     def load(self, spec: str, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Benchmark:
         """A `Benchmark` of `read`'s cases (override to record more: personas, several files)."""
         cases = list(self.read(path, invalid, options))
-        return self.benchmark(spec, cases, invalid, files=[path] if path.is_file() else [])
+        return self.benchmark(spec, cases, invalid, files=self.files(path))
+
+    def files(self, path: Path) -> list[Path]:
+        """The files the dataset fingerprint covers: `path` itself, or every file under a directory."""
+        if path.is_file():
+            return [path]
+        return sorted(p for p in path.rglob("*") if p.is_file())
 
     # -- helpers for readers ---------------------------------------------------------------------------
 
