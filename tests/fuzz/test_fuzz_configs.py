@@ -37,8 +37,9 @@ def yaml_float(draw: st.DrawFn, positive: bool = True) -> tuple[str, float]:
 
 _INT_FIELDS = {"epochs": (1, 5), "batch_size": (1, 64), "grad_accum": (1, 4), "seed": (-5, 10**6),
                "log_every": (1, 100), "n_boot": (1, 500), "max_length": (16, 512), "max_steps": (1, 10**5)}
-_POSITIVE_FLOATS = ("learning_rate", "length_lr", "ngram_l2", "feature_l2", "center_coef", "length_debias")
-_ANY_FLOATS = ("margin", "weight_decay", "max_grad_norm")
+_POSITIVE_FLOATS = ("learning_rate", "length_lr", "ngram_l2", "feature_l2", "center_coef", "length_debias",
+                    "weight_decay")  # weight_decay < 0 is refused (RMTrainConfig.validate)
+_ANY_FLOATS = ("margin", "max_grad_norm")
 _BOOL_FIELDS = ("length_feature", "group_by_length", "dropout", "eval_each_epoch")
 _YAML_BOOLS = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False, "True": True}
 
