@@ -1,5 +1,8 @@
 """The runner: cases x setting x answer orders -> predictions.jsonl (streamed, resumable) -> results, reports.
 
+The pair source is `plan` (its `Task`s), the row mapper `to_prediction`; the judge loop itself is
+`judging.judge_pairs`, which gen-eval's judging shares.
+
 `plan` and `to_prediction` are pure functions of their inputs, so a shard of cases can be judged anywhere
 and the predictions concatenated. Only the runner decides which answer is A and which is B.
 """
@@ -17,14 +20,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Literal
-
-import orjson
+from typing import Any, Literal
 
 from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.evaluate.interrupt import stop_on_sigint
+from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.report import write_merged, write_run_reports
 from tailorbench.evaluate.results import compute_results, prediction_line
@@ -34,7 +36,6 @@ from tailorbench.files import write_json_atomic
 from tailorbench.judges.base import (
     JudgeOptions,
     PairJudge,
-    StreamingJudge,
     make_judge,
     pre_work_warnings,
     split_spec_options,
@@ -265,133 +266,6 @@ def _manifest(config: EvalConfig, benchmark: Benchmark, cases: list[PairCase], j
     )
 
 
-class Progress:
-    """A progress bar on stderr with a rate and an ETA (silent when disabled). The bar counts units (verdicts);
-    the rate is shown per `rate_unit`, `per_unit` units making one (2 verdicts per case with both orders)."""
-
-    def __init__(self, total: int, label: str, enabled: bool, rate_unit: str = "items", per_unit: float = 1.0
-                 ) -> None:
-        self.enabled = enabled
-        self.per_unit = per_unit
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-        from rich.progress import Progress as RichProgress
-
-        self._bar = RichProgress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn(f"{{task.fields[rate]}} {rate_unit}/s"),
-            TimeRemainingColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        self._task = self._bar.add_task(label, total=total, rate="-")
-        self._bar.start()
-
-    def advance(self, n: int) -> None:
-        if self.enabled:
-            task = self._bar.tasks[self._task]
-            speed = task.speed
-            self._bar.update(self._task, advance=n, rate=f"{speed / self.per_unit:,.1f}" if speed else "-")
-
-    def close(self) -> None:
-        if self.enabled:
-            self._bar.stop()
-
-
-async def _judge_all(
-    judge: PairJudge, tasks: list[Task], out: Path, progress: Progress, stop: asyncio.Event | None = None,
-    max_inflight: int = 4,
-) -> list[dict[str, Any]]:
-    """Judge every task and append its prediction line the moment its verdict lands (a streaming judge) or its
-    batch lands (any other judge). Once `stop` is set nothing new starts; what is in flight is finished and
-    written. An exception from the judge ends the run, after every finished verdict is written. Returns the
-    rows written."""
-    stop = stop or asyncio.Event()
-    with out.open("ab") as handle:
-        if isinstance(judge, StreamingJudge):
-            return await _judge_streamed(judge, tasks, handle, progress, stop)
-        return await _judge_batched(judge, tasks, handle, progress, stop, max_inflight)
-
-
-async def _judge_streamed(
-    judge: PairJudge, tasks: list[Task], handle: IO[bytes], progress: Progress, stop: asyncio.Event
-) -> list[dict[str, Any]]:
-    """One write (and flush, so a kill -9 keeps it) per verdict: a resume repeats only the calls in flight."""
-    assert isinstance(judge, StreamingJudge)
-    written: list[dict[str, Any]] = []
-    spec = judge.spec
-    stream = judge.judge_stream([t.input for t in tasks], stop)
-    try:
-        async for position, verdict in stream:
-            row = to_prediction(tasks[position], verdict, spec)
-            handle.write(orjson.dumps(row) + b"\n")
-            handle.flush()
-            written.append(row)
-            progress.advance(1)
-    finally:
-        close = getattr(stream, "aclose", None)
-        if close is not None:
-            await close()
-    return written
-
-
-async def _judge_batched(
-    judge: PairJudge, tasks: list[Task], handle: IO[bytes], progress: Progress, stop: asyncio.Event,
-    max_inflight: int,
-) -> list[dict[str, Any]]:
-    """A few batches in flight; each is written as it lands (the unit a local model works in)."""
-    written: list[dict[str, Any]] = []
-    size = max(1, judge.batch_size)
-    queue = (tasks[i : i + size] for i in range(0, len(tasks), size))
-
-    async def one(batch: list[Task]) -> tuple[list[Task], list[Verdict]]:
-        return batch, await judge.judge([t.input for t in batch])
-
-    pending: set[asyncio.Future[tuple[list[Task], list[Verdict]]]] = set()
-    for batch in queue:
-        pending.add(asyncio.ensure_future(one(batch)))
-        if len(pending) >= max_inflight:
-            break
-    error: BaseException | None = None
-    try:
-        while pending:
-            finished, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for fut in finished:
-                if fut.exception() is not None:
-                    error = error or fut.exception()
-                    continue
-                batch, verdicts = fut.result()
-                if len(verdicts) != len(batch):
-                    error = error or RuntimeError(
-                        f"judge {judge.spec} returned {len(verdicts)} verdicts for {len(batch)}")
-                    continue
-                rows = [to_prediction(t, v, judge.spec) for t, v in zip(batch, verdicts)]
-                handle.write(b"".join(orjson.dumps(row) + b"\n" for row in rows))
-                written.extend(rows)
-                handle.flush()
-                progress.advance(len(batch))
-                nxt = None if stop.is_set() or error is not None else next(queue, None)
-                if nxt is not None:
-                    pending.add(asyncio.ensure_future(one(nxt)))
-            if error is not None:
-                raise error
-    finally:
-        for fut in pending:
-            fut.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
-    return written
-
-
 def run_eval(
     config: EvalConfig,
     out: Path,
@@ -493,7 +367,7 @@ async def _run_locked(
                     print(f"warning: {warning}", file=sys.stderr)
                 early = len(judge.warnings)
                 if not stop.is_set():
-                    written = await _judge_all(judge, tasks, predictions, bar, stop)
+                    written = await judge_pairs(judge, tasks, to_prediction, predictions, bar, stop)
     except (KeyboardInterrupt, asyncio.CancelledError):
         ended = ("interrupted", None)
         raise

@@ -7,19 +7,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import orjson
+from pydantic import Field
 
 from tailorbench import __version__
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
+from tailorbench.evaluate.interrupt import stop_on_sigint
+from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
-from tailorbench.evaluate.runner import Progress, library_versions, read_done
+from tailorbench.evaluate.runner import RunInterrupted, library_versions, read_done
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
@@ -43,7 +47,7 @@ from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import GenParams
 from tailorbench.options import as_float, as_int, check_writable
 from tailorbench.redact import public_options, redact, redact_obj
-from tailorbench.schema import ORDERS, JudgeInput, Order, PairCase, Verdict
+from tailorbench.schema import ORDERS, JudgeInput, Order, PairCase, RunManifest, Verdict
 
 KIND = "gen-eval"
 MANIFEST = "manifest.json"
@@ -67,27 +71,39 @@ def load_config(run_dir: Path) -> GenEvalConfig:
     return GenEvalConfig(**{k: v for k, v in manifest["config"].items() if k in known})
 
 
-def _manifest(config: GenEvalConfig, benchmark: Benchmark, cases: list[PairCase]) -> dict[str, Any]:
-    return {
-        "kind": KIND,
-        "tailorbench_version": __version__,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "model": redact(config.model),
-        "reference": redact(config.reference),
-        "judge": redact(config.judge),
-        "setting": config.setting,
-        "judge_setting": config.judge_setting,
-        "data": config.data,
-        "dataset_fingerprint": benchmark.fingerprint(),
-        "seed": config.seed,
-        "config": {**redact_obj(asdict(config)), "model_options": public_options(config.model_options),
-                   "judge_options": public_options(config.judge_options)},
-        "versions": library_versions(),
-        "data_stats": benchmark.stats(),
-        "n_cases": len(cases),
-        "cases_per_split_tier": _cell_counts(cases),
-        "status": "running",
-    }
+class GenEvalManifest(RunManifest):
+    """manifest.json of a gen-eval run: a `RunManifest` (always both orders) with the kind, the two answer
+    sources, the judge's setting, the sample's cells and the warnings of the work. `--resume` reads only `kind`
+    and `config`, `tailor report` the keys above, so a manifest written before this model still resumes."""
+
+    kind: Literal["gen-eval"] = "gen-eval"
+    model: str
+    reference: str
+    judge_setting: str
+    cases_per_split_tier: dict[str, int] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def _manifest(config: GenEvalConfig, benchmark: Benchmark, cases: list[PairCase]) -> GenEvalManifest:
+    return GenEvalManifest(
+        tailorbench_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        model=redact(config.model),
+        reference=redact(config.reference),
+        judge=redact(config.judge),
+        setting=config.setting,
+        judge_setting=config.judge_setting,
+        data=config.data,
+        dataset_fingerprint=benchmark.fingerprint(),
+        seed=config.seed,
+        orders="both",
+        config={**redact_obj(asdict(config)), "model_options": public_options(config.model_options),
+                "judge_options": public_options(config.judge_options)},
+        versions=library_versions(),
+        data_stats=benchmark.stats(),
+        n_cases=len(cases),
+        cases_per_split_tier=_cell_counts(cases),
+    )
 
 
 def _cell_counts(cases: list[PairCase]) -> dict[str, int]:
@@ -149,23 +165,23 @@ def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool,
         if not resume and (out / GENERATIONS).exists() and (out / GENERATIONS).stat().st_size:
             raise ConfigError(f"{out} already holds generations: use --resume {out} or another --out")
         manifest = _manifest(config, benchmark, cases)
-        write_json_atomic(out / MANIFEST, manifest)
+        write_json_atomic(out / MANIFEST, manifest.model_dump())
         notes: list[str] = []
         try:
             notes += asyncio.run(_generate_and_judge(config, cases, out, progress, judge))
             validation = validate_judge(config, out, progress=progress)
             write_json_atomic(out / VALIDATION, validation)
         except (KeyboardInterrupt, asyncio.CancelledError):
-            manifest["status"] = "interrupted"
-            write_json_atomic(out / MANIFEST, manifest)
+            manifest.status = "interrupted"
+            write_json_atomic(out / MANIFEST, manifest.model_dump())
             raise
         except Exception as exc:  # e.g. rejected credentials: what is written stays, the manifest says why
-            manifest["status"], manifest["error"] = "stopped", f"{type(exc).__name__}: {exc}"
-            write_json_atomic(out / MANIFEST, manifest)
+            manifest.status, manifest.error = "stopped", f"{type(exc).__name__}: {exc}"
+            write_json_atomic(out / MANIFEST, manifest.model_dump())
             raise
-        manifest["status"] = "finished"
-        manifest["warnings"] = notes
-        write_json_atomic(out / MANIFEST, manifest)
+        manifest.status = "finished"
+        manifest.warnings = notes
+        write_json_atomic(out / MANIFEST, manifest.model_dump())
         results = finalize(out)
     for warning in results["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
@@ -221,11 +237,19 @@ async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out:
     return notes
 
 
+class GenTask(NamedTuple):
+    """One verdict to ask for: a case, the order its two answers are shown in, and what the judge sees."""
+
+    case: PairCase
+    order: Order
+    input: JudgeInput
+
+
 def judge_tasks(
     cases: list[PairCase], generations: list[dict[str, Any]], setting: str, options: SettingOptions
-) -> list[tuple[PairCase, Order, JudgeInput]]:
-    """Both orders of every case whose generated and reference answers both exist. Order `AB` shows the
-    generated answer as A, `BA` shows it as B (the judge never knows which is which)."""
+) -> list[GenTask]:
+    """gen-eval's pair source: both orders of every case whose generated and reference answers both exist.
+    Order `AB` shows the generated answer as A, `BA` shows it as B (the judge never knows which is which)."""
     answers = {(r["case_id"], r["role"]): r for r in generations}
     judged = [c for c in cases
               if answers.get((c.id, MODEL), {}).get("status") == "ok"
@@ -237,14 +261,16 @@ def judge_tasks(
         ctx = context(case, options)
         for order in ORDERS:
             a, b = (gen, ref) if order == "AB" else (ref, gen)
-            tasks.append((case, order, JudgeInput(
+            tasks.append(GenTask(case, order, JudgeInput(
                 case_id=case.id, setting=setting, question=case.question, answer_a=a, answer_b=b, context=ctx,
                 persona=case.persona if setting == "persona" else None, language=language_of(case))))
     return tasks
 
 
-def verdict_row(case: PairCase, order: Order, item: JudgeInput, verdict: Verdict, judge: str) -> dict[str, Any]:
-    """One line of verdicts.jsonl: which answer the judge picked (`generated` / `reference` / None)."""
+def verdict_row(task: GenTask, verdict: Verdict, judge: str) -> dict[str, Any]:
+    """gen-eval's row mapper, one line of verdicts.jsonl: which answer the judge picked (`generated` /
+    `reference` / None)."""
+    case, order, item = task
     ok = verdict.status == "ok" and verdict.choice is not None
     gen_position = "A" if order == "AB" else "B"
     usage = verdict.usage
@@ -268,33 +294,33 @@ async def _judge(
     config: GenEvalConfig, cases: list[PairCase], out: Path, options: SettingOptions, progress: bool,
     judge: PairJudge,
 ) -> list[str]:
+    """Judge every (case, order) not yet in verdicts.jsonl through the one judge loop (`judging.judge_pairs`):
+    verdict by verdict for a streaming judge, else a few batches in flight, each line flushed as it lands. The
+    first Ctrl-C lets the calls in flight finish and ends with RunInterrupted (the resume command)."""
     path = out / VERDICTS
     done = read_done(path)
     judge_options = SettingOptions(config.persona_sections, config.setting_options)
     tasks = [t for t in judge_tasks(cases, read_rows(out / GENERATIONS), config.judge_setting, judge_options)
-             if (t[0].id, t[1]) not in done]
+             if (t.case.id, t.order) not in done]
     if not tasks:
         return []
     bar = Progress(len(tasks), f"judge: {config.judge}", progress)
-    size = max(1, judge.batch_size)
+    stop = asyncio.Event()
     try:
-        inputs = [t[2] for t in tasks]
+        inputs = [t.input for t in tasks]
         early = pre_work_warnings(judge, inputs)  # known before any verdict (truncation, language): said first
         judge.warnings.extend(early)
         for warning in judge.warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        await judge.prepare(inputs)
-        with path.open("ab") as handle:
-            for start in range(0, len(tasks), size):
-                chunk = tasks[start : start + size]
-                verdicts = await judge.judge([t[2] for t in chunk])
-                if len(verdicts) != len(chunk):
-                    raise RuntimeError(f"judge {judge.spec} returned {len(verdicts)} verdicts for {len(chunk)}")
-                rows = [verdict_row(c, o, i, v, judge.spec) for (c, o, i), v in zip(chunk, verdicts)]
-                handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-                handle.flush()
-                bar.advance(len(rows))
+        with stop_on_sigint(stop):
+            await judge.prepare(inputs)
+            written = [] if stop.is_set() else await judge_pairs(judge, tasks, verdict_row, path, bar, stop)
     finally:
         bar.close()
         await judge.aclose()
+    if len(written) < len(tasks):  # only a stop leaves tasks unjudged
+        command = f"tailor gen-eval --resume {shlex.quote(str(out))}"
+        have, total = len(done) + len(written), len(done) + len(tasks)
+        print(f"interrupted: {have} of {total} verdicts are in {path}; resume with:\n  {command}", file=sys.stderr)
+        raise RunInterrupted(command)
     return list(judge.warnings)
