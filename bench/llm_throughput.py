@@ -5,7 +5,8 @@ Configurations, all in the same run and against the same server (`bench/latency_
 
 * `tailorbench`        the `llm` judge on the default `lean` transport (the fast path), key from $BENCH_API_KEY
                        through the judge option `api_key_env`, driven through `judge_stream` as `tailor eval`
-                       drives an API judge;
+                       drives an API judge (with the cyclic garbage collector paused, as `run_eval` does; the
+                       baselines run as their users' loops would, with it on);
 * `tailorbench-httpx`  the same judge with `transport=httpx` (every call through the SDK's own client);
 * `tailorbench-gather` (only when asked for) the fast path through `judge.judge()`, one gather over every item;
 * `sdk-httpx`          a plain `openai.AsyncOpenAI` loop with a semaphore on its default client
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -215,12 +217,22 @@ class TailorbenchHarness(Harness):
     async def batch(self, items: list[Any]) -> int:
         from tailorbench.errors import CredentialsError
 
+        # `tailor eval` judges with the cyclic garbage collector paused (evaluate/runner.run_eval): so here
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return await self._batch(items, CredentialsError)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    async def _batch(self, items: list[Any], credentials_error: type[Exception]) -> int:
         try:
             if self.api == "stream":  # what `tailor eval` runs for an API judge (evaluate/runner.py)
                 verdicts = [verdict async for _, verdict in self.judge.judge_stream(items, asyncio.Event())]
             else:  # one gather over every item
                 verdicts = await self.judge.judge(items)
-        except CredentialsError as exc:
+        except credentials_error as exc:
             self.errors.append(f"CredentialsError: {exc}")
             return 0
         bad = [v for v in verdicts if v.status != "ok"]

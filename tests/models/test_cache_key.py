@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tailorbench.models.base import GenParams
-from tailorbench.models.cache import CallCache, call_key, reference_call_key
+from tailorbench.models.cache import FLUSH_AFTER_S, FLUSH_ROWS, CallCache, call_key, reference_call_key
 
 # every code point but lone surrogates (which neither encoder writes as UTF-8), control characters included
 TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=200)
@@ -69,7 +69,7 @@ def _rows(path: Path) -> int:
         return int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
 
-def test_puts_of_one_event_loop_turn_share_a_transaction(tmp_path: Path) -> None:
+def test_puts_made_together_share_a_transaction(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     cache = CallCache(path)
 
@@ -77,13 +77,28 @@ def test_puts_of_one_event_loop_turn_share_a_transaction(tmp_path: Path) -> None
         for i in range(50):
             cache.put(f"k{i}", "openai", "m", None, "chat", {"text": str(i)})
         assert cache.get("k7") == {"text": "7"} and cache.contains("k49")  # pending rows are visible at once
-        assert _rows(path) == 0  # ... and written after this turn
+        assert _rows(path) == 0
         await asyncio.sleep(0)
-        assert _rows(path) == 50 and cache.transactions == 1
+        cache.put("k50", "openai", "m", None, "chat", {"text": "50"})  # a later turn, within the window
+        await asyncio.sleep(FLUSH_AFTER_S * 3)
+        assert _rows(path) == 51 and cache.transactions == 1
+        for i in range(FLUSH_ROWS):  # a full group is written at once
+            cache.put(f"full{i}", "openai", "m", None, "chat", {"text": "x"})
+        assert _rows(path) == 51 + FLUSH_ROWS and cache.transactions == 2
         cache.put("late", "openai", "m", None, "chat", {"text": "x"})
 
     asyncio.run(main())
-    assert _rows(path) == 51 and cache.transactions == 2  # the last turn's put was written as the loop ended
-    cache.put("sync", "openai", "m", None, "chat", {"text": "y"})  # no loop: written at once
-    assert _rows(path) == 52
-    cache.close()
+    assert _rows(path) == 51 + FLUSH_ROWS  # the loop ended before the timer: "late" is pending ...
+
+    async def again() -> None:  # ... and a put in a new loop schedules the write there
+        cache.put("next", "openai", "m", None, "chat", {"text": "x"})
+        await asyncio.sleep(FLUSH_AFTER_S * 3)
+
+    asyncio.run(again())
+    assert _rows(path) == 53 + FLUSH_ROWS and cache.transactions == 3
+    cache.put("end", "openai", "m", None, "chat", {"text": "x"})
+    cache.close()  # close writes what is pending (so does interpreter exit)
+    sync = CallCache(path)
+    sync.put("sync", "openai", "m", None, "chat", {"text": "y"})  # no loop: written at once
+    assert _rows(path) == 55 + FLUSH_ROWS
+    sync.close()

@@ -171,6 +171,7 @@ class Model:
 
     async def aclose(self) -> None:
         await self.api.aclose()
+        self.cache.flush()  # what this model stored, on disk before the caller moves on
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = dict(self.api.describe())
@@ -222,7 +223,7 @@ class Model:
             self._inflight.pop(key, None)
         if isinstance(outcome, ChatResult):
             kind = "choice" if choices else "chat"
-            # committed after this event-loop turn, before the verdict's prediction line can be written
+            # committed within cache.FLUSH_AFTER_S; the verdict's prediction line is what a resume reads
             self.cache.put(key, self.backend, self.model, self.api.public_base_url, kind, outcome.to_cache())
             self.stats.add_usage(outcome)
         else:
