@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from tailorbench.cli.common import user_errors
+from tailorbench.cli.common import (
+    JSON_HELP,
+    N_BOOT_HELP,
+    RESAMPLES_ALIAS,
+    n_boot_value,
+    print_json,
+    user_errors,
+    write_json,
+)
 from tailorbench.errors import ConfigError, DataError
-
-
-def _emit(obj: dict[str, Any], as_json: bool, out: Path | None) -> None:
-    text = json.dumps(obj, ensure_ascii=False, indent=2)
-    if out is not None:
-        from tailorbench.files import write_text_atomic
-
-        with user_errors():
-            try:
-                write_text_atomic(out, text + "\n")
-            except OSError as exc:
-                from tailorbench.errors import ConfigError
-
-                raise ConfigError(f"--out {out} cannot be written: {exc.strerror or exc}") from None
-    if as_json:
-        typer.echo(text)
 
 
 def agree(
@@ -36,18 +26,19 @@ def agree(
         help="Category order, e.g. ok,unsure,bad (enables weighted kappas and ordinal/interval alpha).",
     ),
     positive: str | None = typer.Option(None, "--positive", help="Positive label for precision/recall/F1."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over items."),
+    n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (over items)"),
+    resamples: int | None = RESAMPLES_ALIAS,
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     level: float = typer.Option(0.95, "--level", help="Confidence level of the intervals."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
-    out: Path | None = typer.Option(None, "--out", help="Also write the JSON object to this file."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    out: Path | None = typer.Option(None, "--out", help="Also write the result object to this JSON file."),
 ) -> None:
     """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs."""
     from tailorbench.agreement import AgreeOptions, agreement_report, read_ratings
-    from tailorbench.options import as_float, as_int, check_writable
+    from tailorbench.options import as_float, check_writable
 
     with user_errors():
-        as_int("--resamples", resamples, minimum=1)
+        n_boot = n_boot_value(n_boot, resamples)
         as_float("--level", level, minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True)
         if level >= 1.0:
             raise ConfigError(f"option --level must be a number below 1, got {level!r}")
@@ -55,9 +46,12 @@ def agree(
             check_writable("--out", out)
         ratings = read_ratings(files)
         orders = order.split(",") if order else None
-        report = agreement_report(ratings, orders, AgreeOptions(resamples, seed, level, positive))
-    _emit(report, as_json, out)
-    if not as_json:
+        report = agreement_report(ratings, orders, AgreeOptions(n_boot, seed, level, positive))
+        if out is not None:
+            write_json(out, report)
+    if as_json:
+        print_json(report)
+    else:
         from rich.console import Console
 
         from tailorbench.agreement.report import render_table
@@ -80,29 +74,30 @@ def tiers(
     easy: float = typer.Option(0.75, "--easy", help="Minimum P_i for the easy tier."),
     medium: float = typer.Option(0.6, "--medium", help="Minimum P_i for the medium tier."),
     min_ratings: int = typer.Option(3, "--min-ratings", help="Items with fewer ratings are skipped."),
-    resamples: int = typer.Option(1000, "--resamples"),
-    seed: int = typer.Option(0, "--seed"),
-    as_json: bool = typer.Option(False, "--json", help="Print only the summary JSON on stdout."),
+    n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (over items, per tier)"),
+    resamples: int | None = RESAMPLES_ALIAS,
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP + ": the summary"),
 ) -> None:
     """Tier pairwise annotations by per-item agreement and write PairCase records."""
     from tailorbench.agreement.ratings import read_ratings
     from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
-    from tailorbench.options import as_float, as_int, check_writable
+    from tailorbench.options import as_float, check_writable
 
     with user_errors():
         as_float("--easy", easy, minimum=0.0, maximum=1.0)
         as_float("--medium", medium, minimum=0.0, maximum=1.0)
         rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
-        as_int("--resamples", resamples, minimum=1)
+        n_boot = n_boot_value(n_boot, resamples)
         check_writable("--out", out)
-        cases, summary = build_tiers(items, read_ratings([ratings_file]), rule, resamples, seed)
+        cases, summary = build_tiers(items, read_ratings([ratings_file]), rule, n_boot, seed)
         if not cases:
             raise DataError(ratings_file, None, None, "no item has a tier (skipped: " + (", ".join(
                 f"{n} {why}" for why, n in summary["skipped_items"].items()) or "none") + f"); {out} not written")
         write_cases(cases, out)
     summary["out"] = str(out)
     if as_json:
-        typer.echo(json.dumps(summary, ensure_ascii=False, indent=2))
+        print_json(summary)
         return
     from rich.console import Console
     from rich.table import Table

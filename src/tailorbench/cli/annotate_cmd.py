@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from tailorbench.cli.common import print_json, user_errors
+from tailorbench.cli.common import JSON_HELP, print_json, user_errors
 
 annotate_app = typer.Typer(help="Annotation web service: serve, projects, imports, annotators, progress, export.",
                            no_args_is_help=True)
@@ -21,6 +21,8 @@ _DIR = typer.Option(Path("annotation"), "--dir", help="Project directory (holds 
 _DB = typer.Option(None, "--db", help="Database URL, e.g. postgresql+psycopg://USER@HOST:PORT/DB "
                                       "(default: SQLite under --dir; env TAILOR_ANNOTATE_DB).")
 _BASE = typer.Option("http://127.0.0.1:8000", "--base-url", help="Address annotators reach the server at.")
+#: every annotate verb prints its result object as JSON, with or without --json (the flag is the shared vocabulary)
+_JSON = typer.Option(False, "--json", help=JSON_HELP)
 
 
 def _db(directory: Path, db: str | None) -> Any:
@@ -33,12 +35,13 @@ def _db(directory: Path, db: str | None) -> Any:
 def serve(
     directory: Path = _DIR,
     db: str | None = _DB,
-    host: str = typer.Option("127.0.0.1", "--host"),
-    port: int = typer.Option(8000, "--port"),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    port: int = typer.Option(8000, "--port", help="Port to listen on."),
     secure_cookies: bool = typer.Option(False, "--secure-cookies",
                                         help="Always mark cookies Secure (set when a TLS proxy is in front)."),
     proxy_headers: bool = typer.Option(False, "--proxy-headers",
                                        help="Trust X-Forwarded-Proto/For from the proxy (for https detection)."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": {url, database}, before serving"),
 ) -> None:
     """Run the web service (migrations are applied on start)."""
     import uvicorn
@@ -49,13 +52,18 @@ def serve(
         from tailorbench.options import as_int
 
         as_int("--port", port, minimum=1, maximum=65535)
-        app = create_app(_db(directory, db), secure_cookies=True if secure_cookies else None)
+        store = _db(directory, db)
+        app = create_app(store, secure_cookies=True if secure_cookies else None)
+    if json_out:
+        from tailorbench.redact import public_url
+
+        print_json({"url": f"http://{host}:{port}", "database": public_url(str(store.url))})
     uvicorn.run(app, host=host, port=port, proxy_headers=proxy_headers, log_level="warning", access_log=False)
 
 
 @project_app.command("create")
 def project_create(
-    name: str = typer.Argument(...),
+    name: str = typer.Argument(..., help="Project name."),
     task: str = typer.Option(..., "--task", help="A task type: pairwise | attributes | relevance | ab_rating, "
                              "or one a plugin registers (group tailorbench.task_types)."),
     n: int = typer.Option(3, "--n", help="Distinct annotators per item."),
@@ -63,6 +71,7 @@ def project_create(
     gold_every: int = typer.Option(5, "--gold-every", help="One gold item after every K regular items."),
     directory: Path = _DIR,
     db: str | None = _DB,
+    json_out: bool = _JSON,
 ) -> None:
     """Create a project."""
     from tailorbench.annotate import service
@@ -80,7 +89,7 @@ def project_create(
 
 
 @project_app.command("list")
-def project_list(directory: Path = _DIR, db: str | None = _DB) -> None:
+def project_list(directory: Path = _DIR, db: str | None = _DB, json_out: bool = _JSON) -> None:
     """List projects with their progress."""
     from tailorbench.annotate import service
 
@@ -96,6 +105,7 @@ def import_(
     fmt: str = typer.Option("auto", "--format", help="auto | paircase | pipeline | items"),
     directory: Path = _DIR,
     db: str | None = _DB,
+    json_out: bool = _JSON,
 ) -> None:
     """Import items (all or nothing: a bad line stops the import and stores nothing)."""
     from tailorbench.annotate import service
@@ -110,12 +120,13 @@ def import_(
 
 @annotator_app.command("add")
 def annotator_add(
-    name: str = typer.Argument(...),
+    name: str = typer.Argument(..., help="Annotator name."),
     project: list[str] = typer.Option([], "--project", help="Project(s) this annotator works on."),
     admin: bool = typer.Option(False, "--admin", help="Create an admin instead of an annotator."),
     base_url: str = _BASE,
     directory: Path = _DIR,
     db: str | None = _DB,
+    json_out: bool = _JSON,
 ) -> None:
     """Create an annotator (or admin) and print their personal login link (shown once)."""
     from tailorbench.annotate import service
@@ -127,8 +138,9 @@ def annotator_add(
 
 
 @annotator_app.command("join")
-def annotator_join(name: str = typer.Argument(...), project: str = typer.Option(..., "--project"),
-                   directory: Path = _DIR, db: str | None = _DB) -> None:
+def annotator_join(name: str = typer.Argument(..., help="Annotator name."),
+                   project: str = typer.Option(..., "--project", help="Project to add them to."),
+                   directory: Path = _DIR, db: str | None = _DB, json_out: bool = _JSON) -> None:
     """Add an existing annotator to a project."""
     from tailorbench.annotate import service
 
@@ -138,8 +150,8 @@ def annotator_join(name: str = typer.Argument(...), project: str = typer.Option(
 
 
 @annotator_app.command("link")
-def annotator_link(name: str = typer.Argument(...), base_url: str = _BASE, directory: Path = _DIR,
-                   db: str | None = _DB) -> None:
+def annotator_link(name: str = typer.Argument(..., help="Annotator name."), base_url: str = _BASE,
+                   directory: Path = _DIR, db: str | None = _DB, json_out: bool = _JSON) -> None:
     """Issue a new login link (the old link and open sessions stop working)."""
     from tailorbench.annotate import service
 
@@ -149,7 +161,7 @@ def annotator_link(name: str = typer.Argument(...), base_url: str = _BASE, direc
 
 
 @annotator_app.command("list")
-def annotator_list(directory: Path = _DIR, db: str | None = _DB) -> None:
+def annotator_list(directory: Path = _DIR, db: str | None = _DB, json_out: bool = _JSON) -> None:
     """List users, roles and projects."""
     from tailorbench.annotate import service
 
@@ -159,10 +171,11 @@ def annotator_list(directory: Path = _DIR, db: str | None = _DB) -> None:
 
 @annotate_app.command("progress")
 def progress(
-    project: str = typer.Argument(...),
+    project: str = typer.Argument(..., help="Project name."),
     agreement: bool = typer.Option(False, "--agreement", help="Add the agreement report so far."),
     directory: Path = _DIR,
     db: str | None = _DB,
+    json_out: bool = _JSON,
 ) -> None:
     """Progress overall and per annotator (with gold scores), flagged items, optionally agreement."""
     from tailorbench.annotate import service
@@ -178,10 +191,11 @@ def progress(
 
 @annotate_app.command("release")
 def release(
-    project: str = typer.Argument(...),
+    project: str = typer.Argument(..., help="Project name."),
     older_than_hours: float = typer.Option(24.0, "--older-than-hours", help="Age of unfinished assignments."),
     directory: Path = _DIR,
     db: str | None = _DB,
+    json_out: bool = _JSON,
 ) -> None:
     """Return unfinished assignments older than the given age to the queue (finished labels are kept)."""
     from tailorbench.annotate import service
@@ -196,15 +210,16 @@ def release(
 
 @annotate_app.command("export")
 def export(
-    project: str = typer.Argument(...),
+    project: str = typer.Argument(..., help="Project name."),
     out: Path = typer.Option(..., "--out", help="Directory for ratings.jsonl/.csv, items.jsonl, labels.jsonl "
                                                 "(and benchmark.jsonl, tiers.json for pairwise projects)."),
     include_gold: bool = typer.Option(False, "--include-gold", help="Also export labels of gold items."),
     min_ratings: int | None = typer.Option(None, "--min-ratings", help="Tiering: ratings an item needs."),
-    easy: float = typer.Option(0.75, "--easy"),
-    medium: float = typer.Option(0.6, "--medium"),
+    easy: float = typer.Option(0.75, "--easy", help="Tiering: minimum P_i for the easy tier."),
+    medium: float = typer.Option(0.6, "--medium", help="Tiering: minimum P_i for the medium tier."),
     directory: Path = _DIR,
     db: str | None = _DB,
+    json_out: bool = _JSON,
 ) -> None:
     """Export labels in the long rating format (and, for pairwise, a tiered benchmark)."""
     from tailorbench.annotate import service

@@ -7,8 +7,9 @@ import importlib
 import sys
 
 import typer
+from typer.core import TyperCommand
 
-from tailorbench.cli.common import exit_codes_help
+from tailorbench.cli.common import VerbCommand, exit_codes_help
 from tailorbench.errors import TailorError
 from tailorbench.failures import EXIT_INTERRUPTED
 
@@ -27,8 +28,73 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+#: one example per verb, shown at the end of its `--help` (tests/cli/test_vocabulary.py checks every verb has one)
+EXAMPLES: dict[str, str] = {
+    "eval": "tailor eval --data demo --judge longer --judge random --setting persona --out runs/demo",
+    "report": "tailor report runs/demo/* --out reports/demo",
+    "compare": "tailor compare runs/a runs/b --n-boot 2000 --json",
+    "agree": "tailor agree ratings.jsonl --order A,B --n-boot 1000 --out agreement.json",
+    "tiers": "tailor tiers ratings.jsonl --items items.jsonl --out benchmark.jsonl",
+    "train-rm": "tailor train-rm --data demo --out models/rm --epochs 1 --batch-size 8",
+    "gen-eval": "tailor gen-eval --model openai:MODEL@http://127.0.0.1:8080/v1 --judge longer --out runs/gen",
+    "data check": "tailor data check demo --json",
+    "data convert": "tailor data convert personafeedback --out pf.jsonl",
+    "cache stats": "tailor cache stats --json",
+    "cache clear": "tailor cache clear --model gpt-4o-mini --older-than-days 30 --yes",
+    "annotate serve": "tailor annotate serve --dir annotation --port 8000",
+    "annotate import": "tailor annotate import study pairs.jsonl --dir annotation",
+    "annotate progress": "tailor annotate progress study --agreement --dir annotation",
+    "annotate release": "tailor annotate release study --older-than-hours 12 --dir annotation",
+    "annotate export": "tailor annotate export study --out exports/study --dir annotation",
+    "annotate project create": "tailor annotate project create study --task pairwise --n 3 --dir annotation",
+    "annotate project list": "tailor annotate project list --dir annotation",
+    "annotate annotator add": "tailor annotate annotator add alice --project study --dir annotation",
+    "annotate annotator join": "tailor annotate annotator join alice --project study --dir annotation",
+    "annotate annotator link": "tailor annotate annotator link alice --dir annotation",
+    "annotate annotator list": "tailor annotate annotator list --dir annotation",
+    "stages relevance": "tailor stages relevance --human h/*.jsonl --votes m/*.jsonl --out reports/",
+    "stages baseline": "tailor stages baseline --items items.jsonl --human h/*.jsonl --out votes.jsonl",
+    "stages export-relevance": "tailor stages export-relevance --items items.jsonl --out tasks.jsonl",
+    "stages generate": "tailor stages generate --items items.jsonl --human h/*.jsonl --model openai:MODEL@URL "
+                       "--out gen/",
+    "stages judge-relevance": "tailor stages judge-relevance --items items.jsonl --model openai:gpt-4o-mini "
+                              "--out votes.jsonl",
+    "stages extraction": "tailor stages extraction --items items.jsonl --human h/*.jsonl --out reports/",
+    "stages incorporation": "tailor stages incorporation --tasks ab_tasks.jsonl --ratings r/*.jsonl --out reports/",
+    "stages extract": "tailor stages extract --conversations chats.jsonl --model openai:gpt-4o-mini --out items.jsonl",
+    "stages export-tasks": "tailor stages export-tasks --items items.jsonl --out tasks.jsonl",
+    "stages categorise": "tailor stages categorise --items items.jsonl --human h/*.jsonl --model openai:gpt-4o-mini "
+                         "--out taxonomy.jsonl",
+    "stages judge-ab": "tailor stages judge-ab --tasks ab_tasks.jsonl --model openai:gpt-4o-mini --out ratings.jsonl",
+    "stages example": "tailor stages example --out reports/example --n-boot 200",
+    "stages summary": "tailor stages summary reports/",
+    "stages train-verifier": "tailor stages train-verifier --items items.jsonl --human h/*.jsonl --out verifier/",
+    "stages verify": "tailor stages verify --items items.jsonl --verifier verifier/verifier.npz --out kept.jsonl",
+    "stages train-relevance": "tailor stages train-relevance --items items.jsonl --human h/*.jsonl --out clf/",
+    "stages classify-relevance": "tailor stages classify-relevance --items items.jsonl --classifier "
+                                 "clf/relevance_classifier.npz --out votes.jsonl",
+    "build run": "tailor build run examples/build/config.yaml --until questions",
+}
+
 for _name in _VERBS:
     importlib.import_module(f"tailorbench.cli.{_name}").register(app)
+
+
+def _vocabulary(typer_app: typer.Typer, path: tuple[str, ...] = ()) -> None:
+    """Every verb gets the shared command class (`common.VerbCommand`, unless it declares a subclass) and its
+    example as the last paragraph of its help."""
+    for info in typer_app.registered_commands:
+        name = " ".join((*path, info.name or ""))
+        if info.cls is None or info.cls is TyperCommand:
+            info.cls = VerbCommand
+        if name in EXAMPLES:
+            info.epilog = f"Example: {EXAMPLES[name]}"
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None and group.name:
+            _vocabulary(group.typer_instance, (*path, group.name))
+
+
+_vocabulary(app)
 
 
 def main() -> None:

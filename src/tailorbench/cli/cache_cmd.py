@@ -9,8 +9,7 @@ from pathlib import Path
 
 import typer
 
-from tailorbench.cli.common import print_json, user_errors
-from tailorbench.failures import EXIT_BAD_INPUT
+from tailorbench.cli.common import JSON_HELP, print_json, user_errors
 
 cache_app = typer.Typer(help="The model call cache (SQLite): stats and clear.", no_args_is_help=True)
 
@@ -19,19 +18,21 @@ _PATH_HELP = "cache file (default: $TAILORBENCH_CALL_CACHE or ~/.cache/tailorben
 
 @contextmanager
 def _cache_errors(path: Path | None) -> Iterator[None]:
-    """A cache file SQLite cannot open (a directory, no permission, not a database) is bad input: exit 2."""
+    """A cache file SQLite cannot open (a directory, no permission, not a database) is bad input: a ConfigError
+    through the one error path (exit 2)."""
+    from tailorbench.errors import ConfigError
+
     with user_errors():
         try:
             yield
         except sqlite3.DatabaseError as exc:
-            typer.echo(f"error: cannot use the call cache {path or '(default path)'}: {exc}", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
+            raise ConfigError(f"cannot use the call cache {path or '(default path)'}: {exc}") from None
 
 
 @cache_app.command("stats")
 def stats_command(
     path: Path | None = typer.Option(None, "--path", help=_PATH_HELP),
-    json_out: bool = typer.Option(False, "--json", help="print the stats as JSON"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": the stats"),
 ) -> None:
     """Entries and size, per backend / model / base URL."""
     from tailorbench import api
@@ -53,19 +54,26 @@ def stats_command(
 @cache_app.command("clear")
 def clear_command(
     path: Path | None = typer.Option(None, "--path", help=_PATH_HELP),
-    model: str | None = typer.Option(None, help="only this model's entries"),
-    older_than_days: float | None = typer.Option(None, help="only entries older than this many days"),
+    model: str | None = typer.Option(None, "--model", help="only this model's entries"),
+    older_than_days: float | None = typer.Option(None, "--older-than-days", help="only entries older than this "
+                                                                                "many days"),
     yes: bool = typer.Option(False, "--yes", "-y", help="do not ask for confirmation"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": {removed}"),
 ) -> None:
     """Delete cached calls (all of them, one model's, or old ones)."""
     from tailorbench import api
 
     if not yes and not _confirmed("delete the cached calls?"):
         typer.echo("nothing removed", err=True)
+        if json_out:
+            print_json({"removed": 0})
         return
     with _cache_errors(path):
         removed = api.cache_clear(path, model=model, older_than_days=older_than_days)
-    typer.echo(f"removed {removed} entries", err=True)
+    if json_out:
+        print_json({"removed": removed})
+    else:
+        typer.echo(f"removed {removed} entries", err=True)
 
 
 def _confirmed(question: str) -> bool:

@@ -1,6 +1,7 @@
-"""Shared CLI plumbing: one error path (clear message, exit code 2), the exit-code-3 rule for failed work,
-JSON output on stdout only, and the rag setting's options (shared by `eval` and `gen-eval`). The exit codes
-are the table below (`tailor --help`, docs/cli.md)."""
+"""Shared CLI plumbing: one error path (`user_errors`: clear message, exit code 2), the exit-code-3 rule for
+failed work, JSON output on stdout only, the one `KEY=VALUE` reader, the options every verb names the same way
+(docs/cli.md, "Vocabulary"), the command class of every verb (`VerbCommand`) and the rag setting's options
+(shared by `eval` and `gen-eval`). The exit codes are the table below (`tailor --help`, docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+from typer.core import TyperCommand
 
 from tailorbench.errors import TailorError
 from tailorbench.failures import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, FailureCheck
@@ -85,3 +87,94 @@ def rag_options(retriever: str | None, top_k: int | None, memory: Path | None) -
     if memory is not None:
         out["memory"] = str(memory.resolve())
     return out
+
+
+def parse_pairs(values: list[str] | None, flag: str) -> dict[str, str]:
+    """The one `KEY=VALUE` reader of the command line (`--judge-option`, `--model-option`): repeated flags ->
+    {KEY: VALUE} (the value as typed; `tailorbench.options` types it where it is used). A value without `=` or
+    with an empty key is one ConfigError naming the flag."""
+    from tailorbench.errors import ConfigError
+
+    out: dict[str, str] = {}
+    for pair in values or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def write_json(path: Path, payload: Any, flag: str = "--out") -> None:
+    """A verb's result object written as JSON to `path` (atomic; parents created); a path that cannot be written
+    is a ConfigError naming the flag (exit 2 through `user_errors`)."""
+    from tailorbench.errors import ConfigError
+    from tailorbench.files import write_text_atomic
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path} cannot be written: {exc.strerror or exc}") from None
+
+
+# -- the shared vocabulary: options every verb names the same way (docs/cli.md, "Vocabulary") ----------------
+
+N_BOOT_HELP = "bootstrap resamples of the confidence intervals"
+#: `--n-boot N` (one name everywhere); `--resamples` is its old spelling on some verbs, kept hidden
+RESAMPLES_ALIAS = typer.Option(None, "--resamples", hidden=True, help="old spelling of --n-boot")
+JSON_HELP = "print the verb's result object as JSON on stdout (progress and warnings go to stderr)"
+JSON_OPTION = typer.Option(False, "--json", help=JSON_HELP)
+#: the metavar of options that take several files after one flag (`--human h/*.jsonl`, as a shell expands a glob)
+FILES = "FILE..."
+
+
+def n_boot_value(n_boot: int, resamples: int | None) -> int:
+    """The bootstrap resamples a verb was given (`--n-boot`, or its old spelling `--resamples`), at least 1; the
+    error names the flag the user typed."""
+    from tailorbench.options import as_int
+
+    if resamples is not None:
+        return as_int("--resamples", resamples, minimum=1)
+    return as_int("--n-boot", n_boot, minimum=1)
+
+
+def expand_file_lists(command: Any, args: list[str]) -> list[str]:
+    """`--human a b --model c` -> `--human a --human b --model c` for the options of `command` that take several
+    files (metavar FILES): each flag takes one value in the parser, so the files a shell glob expands to after
+    one flag are given the flag each. Everything else (and all after `--`) passes unchanged."""
+    names = {opt for p in command.params if getattr(p, "multiple", False) and getattr(p, "metavar", None) == FILES
+             for opt in p.opts}
+    if not names:
+        return args
+    out: list[str] = []
+    current: str | None = None
+    for i, token in enumerate(args):
+        if token == "--":
+            out.extend(args[i:])
+            break
+        if token.startswith("-"):
+            flag = token.partition("=")[0]
+            current = flag if flag in names else None
+        elif current is not None and out[-1] != current:
+            out.append(current)  # a second, third ... file after the flag
+        out.append(token)
+    return out
+
+
+class VerbCommand(TyperCommand):
+    """The command class of every verb (`cli/app.py` sets it): options that take several files read them as a
+    shell expands a glob (`expand_file_lists`), and `help_extra` (a class attribute: a function returning text)
+    adds paragraphs computed only when the help is shown, so the registries they list are imported then, never
+    by `tailor --help`."""
+
+    help_extra: Callable[[], str] | None = None
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, expand_file_lists(self, args))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        extra = type(self).help_extra
+        if extra is not None and not getattr(self, "_extra_added", False):
+            self.help = f"{self.help or ''}\n\n{extra()}"
+            self._extra_added = True
+        super().format_help(ctx, formatter)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from tailorbench.cli.common import print_json, user_errors
+from tailorbench.cli.common import JSON_HELP, print_json, user_errors
 
 data_app = typer.Typer(help="Inspect and convert benchmarks.", no_args_is_help=True)
 
@@ -15,7 +15,7 @@ data_app = typer.Typer(help="Inspect and convert benchmarks.", no_args_is_help=T
 def check_command(
     path: str = typer.Argument(..., help="demo, personafeedback, or a path in any supported layout"),
     skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": the integrity report"),
 ) -> None:
     """Integrity report: rows per split/tier, repeats, label flips, equal lengths, answer reuse, personas."""
     from tailorbench import api
@@ -48,16 +48,20 @@ def check_command(
 
 @data_app.command("convert")
 def convert_command(
-    path: str = typer.Argument(...),
+    path: str = typer.Argument(..., help="demo, personafeedback, or a path in any supported layout"),
     out: Path = typer.Option(..., "--out", "-o", help="native PairCase JSONL to write"),
-    skip_invalid: bool = typer.Option(False),
+    skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": {out, cases}"),
 ) -> None:
     """Convert any supported layout to native PairCase JSONL."""
     from tailorbench import api
 
     with user_errors():
         n = api.convert_data(path, out, skip_invalid=skip_invalid)
-    typer.echo(f"wrote {n} cases to {out}", err=True)
+    if json_out:
+        print_json({"out": str(out), "cases": n})
+    else:
+        typer.echo(f"wrote {n} cases to {out}", err=True)
 
 
 def register(app: typer.Typer) -> None:

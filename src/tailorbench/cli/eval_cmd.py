@@ -6,19 +6,33 @@ from pathlib import Path
 
 import typer
 
-from tailorbench.cli.common import MAX_FAILED_HELP, exit_if_failed, print_json, rag_options, split_csv, user_errors
+from tailorbench.cli.common import (
+    JSON_HELP,
+    MAX_FAILED_HELP,
+    N_BOOT_HELP,
+    VerbCommand,
+    exit_if_failed,
+    parse_pairs,
+    print_json,
+    rag_options,
+    split_csv,
+    user_errors,
+)
 
 
-def _parse_options(pairs: list[str] | None) -> dict[str, str]:
-    from tailorbench.errors import ConfigError
+def registered_parts() -> str:
+    """The judges and model backends that are registered (built-ins and plugins), for `tailor eval --help`; the
+    two registries are light modules, imported only when this help is shown."""
+    from tailorbench.judges.base import JUDGES
+    from tailorbench.models.backends import BACKENDS
 
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--judge-option expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value
-    return out
+    return (f"Judges: {', '.join(JUDGES.names())} (a spec is NAME or NAME:ARG, e.g. llm:openai:MODEL@URL, "
+            "rm:CHECKPOINT).\n\n"
+            f"Model backends: {', '.join(BACKENDS.names())}.")
+
+
+class EvalCommand(VerbCommand):
+    help_extra = staticmethod(registered_parts)
 
 
 def eval_command(
@@ -34,7 +48,7 @@ def eval_command(
     persona_sections: str | None = typer.Option(
         None, help="keep only these persona sections, e.g. Demographics,Preference (field ablation)"),
     ci_unit: str = typer.Option("case", help="bootstrap unit: case, or user (cases cluster by user)"),
-    n_boot: int = typer.Option(1000, help="bootstrap resamples (at least 1000 recommended)"),
+    n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (at least 1000 recommended)"),
     skip_invalid: bool = typer.Option(False, help="skip invalid rows (counted in the manifest) instead of stopping"),
     resume: Path | None = typer.Option(None, help="continue an interrupted run directory"),
     batch_size: int | None = typer.Option(None, help="inputs per judge call"),
@@ -46,7 +60,7 @@ def eval_command(
     max_failed: float | None = typer.Option(
         None, "--max-failed", help=MAX_FAILED_HELP + " (with --resume: the run's own value unless given)"),
     progress: bool = typer.Option(True, help="progress bar on stderr"),
-    json_out: bool = typer.Option(False, "--json", help="print the results (or a list of them) as JSON"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": results.json (a list of them for several)"),
 ) -> None:
     """Evaluate judges on a pairwise personalization benchmark.
 
@@ -78,7 +92,7 @@ def eval_command(
                 seed=seed, splits=split_csv(split), tiers=split_csv(tier), limit=limit,
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
                 skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,  # type: ignore[arg-type]
-                judge_options=_parse_options(judge_option), batch_size=batch_size,
+                judge_options=parse_pairs(judge_option, "--judge-option"), batch_size=batch_size,
                 setting_options=rag_options(retriever, top_k, memory), max_failed=check_max_failed(max_failed),
             )
             runs = api.evaluate(config, out, judges, settings, progress=progress)
@@ -98,4 +112,4 @@ def eval_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("eval")(eval_command)
+    app.command("eval", cls=EvalCommand)(eval_command)

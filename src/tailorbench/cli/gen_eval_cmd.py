@@ -6,19 +6,16 @@ from pathlib import Path
 
 import typer
 
-from tailorbench.cli.common import MAX_FAILED_HELP, exit_if_failed, print_json, split_csv, user_errors
-
-
-def _pairs(pairs: list[str] | None, flag: str) -> dict[str, str]:
-    from tailorbench.errors import ConfigError
-
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"{flag} expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value
-    return out
+from tailorbench.cli.common import (
+    JSON_HELP,
+    MAX_FAILED_HELP,
+    N_BOOT_HELP,
+    exit_if_failed,
+    parse_pairs,
+    print_json,
+    split_csv,
+    user_errors,
+)
 
 
 def gen_eval_command(
@@ -43,7 +40,7 @@ def gen_eval_command(
     judge_option: list[str] | None = typer.Option(None, "--judge-option", help="KEY=VALUE passed to the judge"),
     judge_run: Path | None = typer.Option(None, help="a `tailor eval` run of this judge, for its validation"),
     validate_cases: int = typer.Option(50, help="without --judge-run: validate the judge on this many cases (0: no)"),
-    n_boot: int = typer.Option(1000, help="bootstrap resamples"),
+    n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP),
     batch_size: int | None = typer.Option(None, help="generations / verdicts per batch"),
     skip_invalid: bool = typer.Option(False, help="skip invalid benchmark rows (counted) instead of stopping"),
     retriever: str | None = typer.Option(None, help="rag setting: bm25 | dense | hybrid"),
@@ -53,7 +50,7 @@ def gen_eval_command(
     max_failed: float | None = typer.Option(
         None, "--max-failed", help=MAX_FAILED_HELP + "; counts failed generations and verdicts"),
     progress: bool = typer.Option(True, help="progress bars on stderr"),
-    json_out: bool = typer.Option(False, "--json", help="print results.json on stdout"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": results.json"),
 ) -> None:
     """Evaluate how well a model personalizes its own answers (win rates vs a reference, length-controlled)."""
     from tailorbench import api
@@ -79,8 +76,8 @@ def gen_eval_command(
                 splits=split_csv(split), tiers=split_csv(tier),
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
                 skip_invalid=skip_invalid, n_boot=n_boot, temperature=temperature, max_tokens=max_tokens,
-                model_options=_pairs(model_option, "--model-option"),
-                judge_options=_pairs(judge_option, "--judge-option"),
+                model_options=parse_pairs(model_option, "--model-option"),
+                judge_options=parse_pairs(judge_option, "--judge-option"),
                 setting_options=rag_options(retriever, top_k, memory), batch_size=batch_size,
                 judge_run=str(judge_run) if judge_run else None, validate_cases=validate_cases,
                 max_failed=check_max_failed(max_failed),

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import typer
 
-from tailorbench.cli.common import print_json, user_errors
+from tailorbench.cli.common import JSON_HELP, N_BOOT_HELP, print_json, user_errors
 from tailorbench.failures import EXIT_BAD_INPUT
 
 
 def report_command(
     runs: list[Path] = typer.Argument(..., help="run directories"),
     out: Path = typer.Option(Path("."), "--out", "-o", help="where report.md and report.html go"),
-    json_out: bool = typer.Option(False, "--json", help="print the merged results as JSON"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": the merged results"),
 ) -> None:
     """Merge run directories into one leaderboard (report.md, report.html). A run whose manifest says running
     while no process holds its lock is shown as interrupted."""
@@ -28,11 +28,11 @@ def report_command(
 
 
 def compare_command(
-    run_a: Path = typer.Argument(...),
-    run_b: Path = typer.Argument(...),
-    n_boot: int = typer.Option(1000),
-    seed: int = typer.Option(0),
-    json_out: bool = typer.Option(False, "--json"),
+    run_a: Path = typer.Argument(..., help="run directory A"),
+    run_b: Path = typer.Argument(..., help="run directory B"),
+    n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (paired, over shared cases)"),
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Paired bootstrap of the accuracy difference A - B on the cases both runs judged."""
     from tailorbench import api

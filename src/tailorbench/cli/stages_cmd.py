@@ -1,8 +1,9 @@
 """`tailor stages ...`: the three-stage human-centered evaluation (extract, select, incorporate).
 
-`--human` and `--model` take one or more paths each, exactly as a shell glob expands them
-(`--human h/*.jsonl --model m/*.jsonl`); click options take one value, so these two are read from the extra
-arguments in order. Every verb is a thin layer over `tailorbench.stages.api`.
+The file-list options (`--human`, `--export`, `--votes`, `--predicted`, `--taxonomy`, `--ratings`, `--scores`;
+metavar FILE...) take one or more paths each, exactly as a shell glob expands them
+(`--human h/*.jsonl --votes m/*.jsonl`; `common.VerbCommand` gives each file its flag). Every verb is a thin
+layer over `tailorbench.stages.api`.
 """
 
 from __future__ import annotations
@@ -13,71 +14,85 @@ from typing import Any
 
 import typer
 
-from tailorbench.cli.common import MAX_FAILED_HELP, exit_if_failed, print_json, user_errors
+from tailorbench.cli.common import (
+    FILES,
+    JSON_HELP,
+    MAX_FAILED_HELP,
+    N_BOOT_HELP,
+    RESAMPLES_ALIAS,
+    exit_if_failed,
+    n_boot_value,
+    parse_pairs,
+    print_json,
+    user_errors,
+    write_json,
+)
 from tailorbench.failures import FailureCheck, check_max_failed
 
 stages_app = typer.Typer(
     help="Three-stage human-centered evaluation: extraction (stage 1), relevance (stage 2), incorporation (stage 3).",
     no_args_is_help=True,
 )
-_MULTI = {"allow_extra_args": True, "ignore_unknown_options": True}
+_N_BOOT = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (over items)")
+_REPORT_ALIAS = typer.Option(None, "--report", hidden=True, help="old spelling of --out DIR")
+_VOTES_ALIAS = typer.Option([], "--model", metavar=FILES, hidden=True, help="old spelling of --votes")
 
 
-def parse_multi(args: list[str], names: tuple[str, ...]) -> dict[str, list[Path]]:
-    """`--human a b --model c` -> {"human": [a, b], "model": [c]}; `--human=a` works too; stray tokens are errors."""
+def _files(help: str) -> Any:
+    """An option that takes one or more files after the flag (`--human h/*.jsonl`)."""
+    return typer.Option([], metavar=FILES, help=help)
+
+
+def _report_help(stage: str) -> str:
+    return (f"Directory for {stage}.md/.html/.json; a path ending in .json: the JSON object alone, written "
+            "there.")
+
+
+def _report_out(out: Path | None, report_dir: Path | None) -> tuple[Path | None, Path | None]:
+    """(JSON file, report directory) of an analysis verb: `--out DIR` is the report directory, `--out X.json`
+    the JSON object alone (the earlier form); `--report DIR` is the earlier spelling of `--out DIR`."""
     from tailorbench.errors import ConfigError
 
-    out: dict[str, list[Path]] = {n: [] for n in names}
-    current: str | None = None
-    for token in args:
-        if token.startswith("--"):
-            flag, eq, value = token[2:].partition("=")
-            if flag not in out:
-                raise ConfigError(f"unknown option --{flag}")
-            current = flag
-            if eq:
-                out[flag].append(Path(value))
-            continue
-        if current is None:
-            raise ConfigError(f"unexpected argument {token!r}: give files after --{' or --'.join(names)}")
-        out[current].append(Path(token))
-    return out
+    if out is None or out.suffix.lower() == ".json":
+        return out, report_dir
+    if report_dir is not None and report_dir != out:
+        raise ConfigError(f"--out {out} and --report {report_dir} both name the report directory: give one")
+    return None, out
 
 
 def _write(report: dict[str, Any], out: Path | None) -> None:
     if out is not None:
-        import json
-
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        with user_errors():
+            write_json(out, report)
 
 
-@stages_app.command("relevance", context_settings=_MULTI)
+@stages_app.command("relevance")
 def relevance(
-    ctx: typer.Context,
+    human: list[Path] = _files("Re-Centering task-3 JSONL, one per annotator."),
+    export: list[Path] = _files("The annotation service's ratings.jsonl/.csv of a relevance project (needs --items)."),
+    votes: list[Path] = _files("Model vote JSONL (Re-Centering model shape), e.g. from judge-relevance."),
+    model_votes: list[Path] = _VOTES_ALIAS,
     min_shared: int = typer.Option(20, "--min-shared", help="Pairs need this many shared items."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over items."),
+    n_boot: int = _N_BOOT,
+    resamples: int | None = RESAMPLES_ALIAS,
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
-    out: Path | None = typer.Option(None, "--out", help="Also write the JSON object to this file."),
-    report_dir: Path | None = typer.Option(None, "--report", help="Write relevance.md/.html/.json here."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    out: Path | None = typer.Option(None, "--out", help=_report_help("relevance")),
+    report_dir: Path | None = _REPORT_ALIAS,
     items: Path | None = typer.Option(None, "--items", help="Stage-2 item file the --export tasks came from."),
 ) -> None:
-    """Stage 2: kappa (human-human, human-model, model-model), share relevant, F1 vs the human majority.
-
-    Inputs: --human FILE... (Re-Centering task-3 JSONL, one per annotator), --export FILE... (the annotation
-    service's ratings.jsonl/.csv of a relevance project; needs --items) and --model FILE... (model vote JSONL).
-    """
+    """Stage 2: kappa (human-human, human-model, model-model), share relevant, F1 vs the human majority."""
     from tailorbench.stages import api
 
     with user_errors():
         from tailorbench.options import as_int
 
         as_int("--min-shared", min_shared, minimum=1)
-        _check(out=out, report_dir=report_dir, resamples=resamples)
-        files = parse_multi(list(ctx.args), ("human", "model", "export"))
-        report = api.relevance(files["human"], files["model"], min_shared=min_shared, n_resamples=resamples,
-                               seed=seed, report_dir=report_dir, export=files["export"], items=items)
+        n_boot = n_boot_value(n_boot, resamples)
+        out, report_dir = _report_out(out, report_dir)
+        _check(out=out, report_dir=report_dir)
+        report = api.relevance(human, [*votes, *model_votes], min_shared=min_shared, n_resamples=n_boot,
+                               seed=seed, report_dir=report_dir, export=export, items=items)
     _write(report, out)
     if as_json:
         print_json(report)
@@ -90,14 +105,7 @@ def relevance(
 def _options(values: list[str] | None, model: str | None = None) -> dict[str, Any]:
     """`--model-option KEY=VALUE` pairs; with `model`, checked by building that model (typed and in range, an
     unknown key named) before any work: building opens nothing, the first call does."""
-    from tailorbench.errors import ConfigError
-
-    out: dict[str, Any] = {}
-    for v in values or []:
-        key, eq, value = v.partition("=")
-        if not eq or not key.strip():
-            raise ConfigError(f"--model-option must be KEY=VALUE, got {v!r}")
-        out[key.strip()] = value
+    out: dict[str, Any] = dict(parse_pairs(values, "--model-option"))
     if model is not None:
         from tailorbench.models.backends import make_chat_model
 
@@ -106,14 +114,12 @@ def _options(values: list[str] | None, model: str | None = None) -> dict[str, An
 
 
 def _check(*, out: Path | None = None, out_dir: Path | None = None, report_dir: Path | None = None,
-           resamples: int | None = None, fraction: tuple[str, float] | None = None, l2: float | None = None,
+           fraction: tuple[str, float] | None = None, l2: float | None = None,
            threshold: float | None = None) -> None:
     """The numeric options and output paths of a stage verb, checked before anything is read or computed (one
     ConfigError naming the option, exit 2)."""
-    from tailorbench.options import as_float, as_int, check_writable
+    from tailorbench.options import as_float, check_writable
 
-    if resamples is not None:
-        as_int("--resamples", resamples, minimum=1)
     if fraction is not None:
         as_float(fraction[0], fraction[1], minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True)
     if l2 is not None:
@@ -168,18 +174,18 @@ def _emit(info: dict[str, Any], as_json: bool) -> None:
         typer.echo(json.dumps(info, ensure_ascii=False, indent=2))
 
 
-@stages_app.command("baseline", context_settings=_MULTI)
+@stages_app.command("baseline")
 def baseline(
-    ctx: typer.Context,
     items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
+    human: list[Path] = _files("Re-Centering task-3 JSONL: the human labels that pick the threshold."),
     method: str = typer.Option("bm25", "--method", help="bm25 (over the user's attributes) or embedding."),
     out: Path = typer.Option(..., "--out", help="Votes JSONL to write (Re-Centering model shape)."),
     val_fraction: float = typer.Option(0.5, "--val-fraction", help="Share of users whose labels pick the threshold."),
     seed: int = typer.Option(0, "--seed", help="Seed of the user split."),
     encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the shipped MiniLM)."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Stage 2 baseline votes: threshold chosen on validation users, votes for the others (--human FILE...)."""
+    """Stage 2 baseline votes: threshold chosen on validation users, votes for the others."""
     from tailorbench.stages import api
 
     with user_errors():
@@ -187,8 +193,7 @@ def baseline(
 
         as_choice("--method", method, ("bm25", "embedding"))
         _check(out=out, fraction=("--val-fraction", val_fraction))
-        files = parse_multi(list(ctx.args), ("human",))
-        info = api.baseline(items, files["human"], method, out, val_fraction, seed, encoder)
+        info = api.baseline(items, human, method, out, val_fraction, seed, encoder)
     _emit(info, as_json)
 
 
@@ -196,7 +201,7 @@ def baseline(
 def export_relevance(
     items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
     out: Path = typer.Option(..., "--out", help="Annotation-service `relevance` task JSONL to write."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Stage 2: relevance tasks for `tailor annotate` (task type `relevance`); read its export back with
     `tailor stages relevance --export ratings.jsonl --items ITEMS`."""
@@ -208,10 +213,12 @@ def export_relevance(
     _emit(info, as_json)
 
 
-@stages_app.command("generate", context_settings=_MULTI)
+@stages_app.command("generate")
 def generate(
-    ctx: typer.Context,
     items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
+    human: list[Path] = _files("Gold attributes: Re-Centering task-3 JSONL."),
+    export: list[Path] = _files("Gold attributes: the annotation service's export (same --items)."),
+    predicted: list[Path] = _files("Predicted attributes: stage-2 vote JSONL."),
     model: str = typer.Option(..., "--model", help="Generator model spec, e.g. openai:NAME@URL."),
     out: Path = typer.Option(..., "--out", help="Directory for ab_tasks.jsonl, generations.jsonl, generation.json."),
     condition: list[str] | None = typer.Option(None, "--condition",
@@ -226,12 +233,11 @@ def generate(
                                                       help="Own Jinja template (personalized)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
     max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Stage 3: generic + personalized answers given gold, predicted or no attributes -> A/B-rating tasks.
 
-    Gold attributes come from --human FILE... (Re-Centering task-3) or --export FILE... (service export, with
-    the same --items); predicted ones from --predicted FILE... (stage-2 votes). Import the tasks into
+    Gold attributes come from --human or --export, predicted ones from --predicted. Import the tasks into
     `tailor annotate` as task type `ab_rating`; analyse with `tailor stages incorporation --tasks`.
     """
     from tailorbench.stages import api
@@ -245,10 +251,8 @@ def generate(
         _gen_options(temperature, max_tokens)
         _check(out_dir=out)
         options = _options(model_option, model)
-        f = parse_multi(list(ctx.args), ("human", "export", "predicted"))
-        info = api.generate(items, model, out, condition or None, f["human"], f["export"],
-                            f["predicted"], predictor, name, temperature, max_tokens, seed, generic_template,
-                            personalized_template, options)
+        info = api.generate(items, model, out, condition or None, human, export, predicted, predictor, name,
+                            temperature, max_tokens, seed, generic_template, personalized_template, options)
     _emit(info, as_json)
     _exit_if_failed("generate", info, max_failed)
 
@@ -261,7 +265,7 @@ def judge_relevance(
     name: str | None = typer.Option(None, "--name", help="Rater name in the votes (default: the spec)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
     max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Stage 2 LLM votes: one YES/NO question per attribute; unparseable answers are counted as invalid."""
     from tailorbench.stages import api
@@ -284,51 +288,50 @@ def _show(stage: str, report: dict[str, Any], as_json: bool, out: Path | None) -
     typer.echo(render_markdown(TITLES[stage], *stage_parts(stage, report)))
 
 
-@stages_app.command("extraction", context_settings=_MULTI)
+@stages_app.command("extraction")
 def extraction(
-    ctx: typer.Context,
     items: Path = typer.Option(..., "--items", help="Stage-1 item file: index, user_id, attributes, conversations."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over items."),
+    human: list[Path] = _files("Re-Centering task-1 JSONL."),
+    export: list[Path] = _files("Annotation-service exports of an attributes project."),
+    taxonomy: list[Path] = _files("Error categories from humans or `tailor stages categorise`."),
+    n_boot: int = _N_BOOT,
+    resamples: int | None = RESAMPLES_ALIAS,
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
-    out: Path | None = typer.Option(None, "--out", help="Also write the JSON object to this file."),
-    report_dir: Path | None = typer.Option(None, "--report", help="Write extraction.md/.html/.json here."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    out: Path | None = typer.Option(None, "--out", help=_report_help("extraction")),
+    report_dir: Path | None = _REPORT_ALIAS,
 ) -> None:
-    """Stage 1: acceptance / uncertain / rejection rates per extractor and source, agreement, error taxonomy.
-
-    Inputs: --human FILE... (Re-Centering task-1 JSONL), --export FILE... (annotation-service exports),
-    --taxonomy FILE... (error categories from humans or `tailor stages categorise`).
-    """
+    """Stage 1: acceptance / uncertain / rejection rates per extractor and source, agreement, error taxonomy."""
     from tailorbench.stages import api
 
     with user_errors():
-        _check(out=out, report_dir=report_dir, resamples=resamples)
-        f = parse_multi(list(ctx.args), ("human", "export", "taxonomy"))
-        report = api.extraction(items, f["human"], f["export"], f["taxonomy"], resamples, seed, report_dir)
+        n_boot = n_boot_value(n_boot, resamples)
+        out, report_dir = _report_out(out, report_dir)
+        _check(out=out, report_dir=report_dir)
+        report = api.extraction(items, human, export, taxonomy, n_boot, seed, report_dir)
     _show("extraction", report, as_json, out)
 
 
-@stages_app.command("incorporation", context_settings=_MULTI)
+@stages_app.command("incorporation")
 def incorporation(
-    ctx: typer.Context,
     tasks: Path = typer.Option(..., "--tasks", help="A/B-rating task JSONL (annotation service import format)."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over items."),
+    ratings: list[Path] = _files("Long-format ratings: humans' export and judges' ratings, label -2..2."),
+    scores: list[Path] = _files("Reward-model or other scores: item, rater, score."),
+    n_boot: int = _N_BOOT,
+    resamples: int | None = RESAMPLES_ALIAS,
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
-    out: Path | None = typer.Option(None, "--out", help="Also write the JSON object to this file."),
-    report_dir: Path | None = typer.Option(None, "--report", help="Write incorporation.md/.html/.json here."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    out: Path | None = typer.Option(None, "--out", help=_report_help("incorporation")),
+    report_dir: Path | None = _REPORT_ALIAS,
 ) -> None:
-    """Stage 3: mean rating, share no better than generic, judge inflation, mention uplift, Spearman/Kendall.
-
-    Inputs: --ratings FILE... (long format: humans' export and judges' ratings, label -2..2) and
-    --scores FILE... (reward-model or other scores: item, rater, score).
-    """
+    """Stage 3: mean rating, share no better than generic, judge inflation, mention uplift, Spearman/Kendall."""
     from tailorbench.stages import api
 
     with user_errors():
-        _check(out=out, report_dir=report_dir, resamples=resamples)
-        f = parse_multi(list(ctx.args), ("ratings", "scores"))
-        report = api.incorporation(tasks, f["ratings"], f["scores"], resamples, seed, report_dir)
+        n_boot = n_boot_value(n_boot, resamples)
+        out, report_dir = _report_out(out, report_dir)
+        _check(out=out, report_dir=report_dir)
+        report = api.incorporation(tasks, ratings, scores, n_boot, seed, report_dir)
     _show("incorporation", report, as_json, out)
 
 
@@ -340,7 +343,7 @@ def extract(
     name: str | None = typer.Option(None, "--name", help="Extractor name (default: the spec)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
     max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Stage 1: extract attributes with evidence turns; unparseable outputs are counted as invalid."""
     from tailorbench.stages import api
@@ -357,7 +360,7 @@ def extract(
 def export_tasks(
     items: Path = typer.Option(..., "--items", help="Stage-1 item file."),
     out: Path = typer.Option(..., "--out", help="Annotation-service `attributes` task JSONL to write."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Stage 1: attribute-judgment tasks for `tailor annotate` (import with task type `attributes`)."""
     from tailorbench.stages import api
@@ -368,25 +371,24 @@ def export_tasks(
     _emit(info, as_json)
 
 
-@stages_app.command("categorise", context_settings=_MULTI)
+@stages_app.command("categorise")
 def categorise(
-    ctx: typer.Context,
     items: Path = typer.Option(..., "--items", help="Stage-1 item file."),
+    human: list[Path] = _files("Re-Centering task-1 JSONL: the human judgments of the attributes."),
     model: str = typer.Option(..., "--model", help="Categoriser model spec."),
     out: Path = typer.Option(..., "--out", help="Taxonomy JSONL to write."),
     name: str | None = typer.Option(None, "--name", help="Categoriser name (default: the spec)."),
     max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Stage 1: an LLM's error category for each attribute the human majority rejected (--human FILE...)."""
+    """Stage 1: an LLM's error category for each attribute the human majority rejected."""
     from tailorbench.stages import api
 
     with user_errors():
         check_max_failed(max_failed)
         _check(out=out)
         _options(None, model)
-        f = parse_multi(list(ctx.args), ("human",))
-        info = api.categorise(items, f["human"], model, out, name)
+        info = api.categorise(items, human, model, out, name)
     _emit(info, as_json)
     _exit_if_failed("categorise", info, max_failed)
 
@@ -399,7 +401,7 @@ def judge_ab(
     name: str | None = typer.Option(None, "--name", help="Judge name (default: the spec)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
     max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Stage 3: an LLM judge rates personalized vs generic per attribute (1..5); invalid answers are counted."""
     from tailorbench.stages import api
@@ -416,22 +418,24 @@ def judge_ab(
 def example(
     out: Path = typer.Option(..., "--out", help="Directory for the stage reports and the summary."),
     model: str | None = typer.Option(None, "--model", help="Also run this model through every stage."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over items."),
+    n_boot: int = _N_BOOT,
+    resamples: int | None = RESAMPLES_ALIAS,
     seed: int = typer.Option(0, "--seed", help="Seed of bootstraps and the baseline's user split."),
     interventions: bool = typer.Option(True, "--interventions/--no-interventions",
                                        help="Also train and judge the verifier and the relevance classifier."),
     max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Run all three stages on the bundled example study (its labels are invented: figures are illustrative)."""
     from tailorbench.stages import api
 
     with user_errors():
         check_max_failed(max_failed)
-        _check(out_dir=out, resamples=resamples)
+        n_boot = n_boot_value(n_boot, resamples)
+        _check(out_dir=out)
         if model is not None:
             _options(None, model)
-        result = api.run_example(out, model, resamples, seed, interventions=interventions)
+        result = api.run_example(out, model, n_boot, seed, interventions=interventions)
     if as_json:
         print_json(result)
     else:
@@ -440,39 +444,43 @@ def example(
 
 
 @stages_app.command("summary")
-def summary(report_dir: Path = typer.Argument(..., help="Directory holding extraction/relevance/incorporation.json.")
-            ) -> None:
+def summary(report_dir: Path = typer.Argument(..., help="Directory holding extraction/relevance/incorporation.json."),
+            as_json: bool = typer.Option(False, "--json", help=JSON_HELP + ": the stage reports read")) -> None:
     """Write summary.md / summary.html from the stage reports already in a directory."""
     from tailorbench.stages import api
 
     with user_errors():
-        api.summary(report_dir)
-    typer.echo((report_dir / "summary.md").read_text(encoding="utf-8"))
+        reports = api.summary(report_dir)
+    if as_json:
+        print_json(reports)
+    else:
+        typer.echo((report_dir / "summary.md").read_text(encoding="utf-8"))
 
 
-@stages_app.command("train-verifier", context_settings=_MULTI)
+@stages_app.command("train-verifier")
 def train_verifier(
-    ctx: typer.Context,
     items: Path = typer.Option(..., "--items", help="Stage-1 item file: index, user_id, attributes, conversations."),
+    human: list[Path] = _files("Re-Centering task-1 JSONL: the human labels."),
+    export: list[Path] = _files("Annotation-service exports of an attributes project."),
     out: Path = typer.Option(..., "--out", help="Directory for verifier.npz, held-out predictions and the report."),
     test_fraction: float = typer.Option(0.5, "--test-fraction", help="Share of users held out for evaluation."),
     seed: int = typer.Option(0, "--seed", help="Seed of the user split and the bootstrap."),
     l2: float = typer.Option(1.0, "--l2", help="L2 penalty of the logistic head (features standardised)."),
     threshold: float = typer.Option(0.5, "--threshold", help="Keep an attribute when P(accepted) >= this."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over held-out attributes."),
+    n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (over held-out attributes)"),
+    resamples: int | None = RESAMPLES_ALIAS,
     encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the shipped MiniLM)."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Stage-1 intervention: train a verifier on human labels (--human task-1 FILE... / --export FILE...), report
-    on held-out users how acceptance of the kept attributes compares with all attributes."""
+    """Stage-1 intervention: train a verifier on human labels (--human / --export), report on held-out users
+    how acceptance of the kept attributes compares with all attributes."""
     from tailorbench.stages import api
 
     with user_errors():
-        _check(out_dir=out, resamples=resamples, fraction=("--test-fraction", test_fraction), l2=l2,
-               threshold=threshold)
-        f = parse_multi(list(ctx.args), ("human", "export"))
-        report = api.train_verifier(items, out, f["human"], f["export"], test_fraction, seed, l2, threshold,
-                                    resamples, encoder)
+        n_boot = n_boot_value(n_boot, resamples)
+        _check(out_dir=out, fraction=("--test-fraction", test_fraction), l2=l2, threshold=threshold)
+        report = api.train_verifier(items, out, human, export, test_fraction, seed, l2, threshold, n_boot,
+                                    encoder)
     _show("verifier", report, as_json, None)
 
 
@@ -488,7 +496,7 @@ def verify(
     encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the verifier's)."),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="Backend option KEY=VALUE."),
     max_failed: float | None = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Stage-1 verify-and-refine: drop attributes the verifier rejects, or re-ask the extractor (--model)."""
     from tailorbench.stages import api
@@ -505,29 +513,32 @@ def verify(
     _exit_if_failed("verify", info, max_failed)
 
 
-@stages_app.command("train-relevance", context_settings=_MULTI)
+@stages_app.command("train-relevance")
 def train_relevance(
-    ctx: typer.Context,
     items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
+    human: list[Path] = _files("Re-Centering task-3 JSONL: the human labels."),
+    export: list[Path] = _files("Annotation-service exports of a relevance project."),
+    votes: list[Path] = _files("Model vote JSONL to compare on the held-out users."),
+    model_votes: list[Path] = _VOTES_ALIAS,
     out: Path = typer.Option(..., "--out", help="Directory for the classifier, held-out votes and the report."),
     test_fraction: float = typer.Option(0.5, "--test-fraction", help="Share of users held out for evaluation."),
     seed: int = typer.Option(0, "--seed", help="Seed of the user split and the bootstrap."),
     l2: float = typer.Option(1.0, "--l2", help="L2 penalty of the logistic head (features standardised)."),
     threshold: float = typer.Option(0.5, "--threshold", help="Vote relevant when P(relevant) >= this."),
-    resamples: int = typer.Option(1000, "--resamples", help="Bootstrap resamples over held-out attributes."),
+    n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (over held-out attributes)"),
+    resamples: int | None = RESAMPLES_ALIAS,
     encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the shipped MiniLM)."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Stage-2 intervention: train a relevance classifier on human labels (--human FILE... / --export FILE...);
-    on held-out users compare F1 and kappa vs the human majority with the cosine baseline and --model FILE...."""
+    """Stage-2 intervention: train a relevance classifier on human labels (--human / --export); on held-out
+    users compare F1 and kappa vs the human majority with the cosine baseline and --votes."""
     from tailorbench.stages import api
 
     with user_errors():
-        _check(out_dir=out, resamples=resamples, fraction=("--test-fraction", test_fraction), l2=l2,
-               threshold=threshold)
-        f = parse_multi(list(ctx.args), ("human", "export", "model"))
-        report = api.train_relevance(items, out, f["human"], f["export"], f["model"], test_fraction, seed, l2,
-                                     threshold, resamples, encoder)
+        n_boot = n_boot_value(n_boot, resamples)
+        _check(out_dir=out, fraction=("--test-fraction", test_fraction), l2=l2, threshold=threshold)
+        report = api.train_relevance(items, out, human, export, [*votes, *model_votes], test_fraction, seed, l2,
+                                     threshold, n_boot, encoder)
     _show("relevance_classifier", report, as_json, None)
 
 
@@ -538,9 +549,9 @@ def classify_relevance(
     out: Path = typer.Option(..., "--out", help="Votes JSONL to write (Re-Centering model shape)."),
     name: str | None = typer.Option(None, "--name", help="Rater name in the votes."),
     encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the classifier's)."),
-    as_json: bool = typer.Option(False, "--json", help="Print only the JSON object on stdout."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Stage 2: votes of a trained relevance classifier (for `relevance --model` or `generate --predicted`)."""
+    """Stage 2: votes of a trained relevance classifier (for `relevance --votes` or `generate --predicted`)."""
     from tailorbench.stages import api
 
     with user_errors():

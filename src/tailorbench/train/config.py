@@ -1,5 +1,7 @@
 """`RMTrainConfig`: every knob of `tailor train-rm`, loadable from YAML (`--config`) and overridable by flags.
-Stored next to the checkpoint (train_config.yaml) so a model says how it was made. See docs/reward_models.md.
+Each field's `metadata["help"]` documents it, and `tailor train-rm` has one flag per field made from it (the
+flag is `--field-name`), so the flags cannot drift from the config. Stored next to the checkpoint
+(train_config.yaml) so a model says how it was made. See docs/reward_models.md.
 """
 
 from __future__ import annotations
@@ -7,8 +9,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from tailorbench.errors import ConfigError
 
@@ -20,103 +20,95 @@ FLIP_RULES = ("majority", "drop", "keep", "easier", "harder")
 FEATURES = ("length", "persona_overlap", "persona_overlap_share", "persona_cosine", "question_cosine", "answer_ngrams")
 
 
+def _doc(help: str, aliases: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A field's metadata: its documentation (`help`, the text of its `tailor train-rm` flag) and the flag's
+    other spellings (`aliases`)."""
+    return {"help": help, "aliases": aliases}
+
+
+def _f(default: Any, help: str, aliases: tuple[str, ...] = ()) -> Any:
+    """A config field with an immutable default and its documentation (`_doc`)."""
+    return field(default=default, metadata=_doc(help, aliases))
+
+
 @dataclass
 class RMTrainConfig:
     """Bradley-Terry reward-model training. Loss per pair: -logsigmoid(r_c - r_r - margin)
     + center_coef * (r_c + r_r)^2, averaged over the batch."""
 
-    #: starting checkpoint: a directory, a hub id, or `minilm` (the shipped all-MiniLM-L6-v2)
-    model: str = MINILM
-    #: training data: a benchmark in any layout, native PairCase JSONL, or scored (HelpSteer2-style) JSONL
-    data: str | None = None
-    #: output directory: the checkpoint (loadable as `rm:OUT`), metrics.jsonl, eval runs, summary.json
-    out: str | None = None
-    #: separate evaluation benchmark; when unset, `eval_fraction` of the users of `data` are held out
-    eval_data: str | None = None
-    #: `auto` (detect), `benchmark` (PairCases) or `scored` (prompt/response rows with a score column)
-    data_format: str = "auto"
-    #: scored data: the score column and the minimum score gap between chosen and rejected (strictly greater)
-    score_column: str = "helpfulness"
-    min_score_gap: float = 2.0
-    #: share of users held out for evaluation (split by user, never by row)
-    eval_fraction: float = 0.2
-    #: cross-validation: with n_folds > 1 the users are cut into n_folds seeded folds and fold `fold` is held out
-    n_folds: int = 0
-    fold: int = 0
-    #: pairs seen with both labels: `majority` (the label seen more often wins; ties dropped), `drop`, `keep`,
-    #: `easier` / `harder` (the label of the pair's easiest / hardest tier wins)
-    flip_rule: str = "majority"
-    #: what the model sees besides question and answer: `persona` (rendered profile) or `none`
-    setting: str = "persona"
-    #: tokens per input (context + question + answer) and the truncation policy's two knobs
-    max_length: int = 256
-    answer_share: float = 0.5
-    question_cap: int = 96
-    #: optimisation
-    learning_rate: float = 5e-5
-    #: `linear`, `cosine` or `constant` (after warm-up)
-    scheduler: str = "linear"
-    warmup_ratio: float = 0.1
-    #: pairs per forward pass, and passes per optimizer step
-    batch_size: int = 16
-    grad_accum: int = 1
-    epochs: int = 1
-    #: stop after this many optimizer steps (overrides epochs when smaller)
-    max_steps: int | None = None
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    #: a seeded sample of this many training pairs (after cleaning); None: all
-    max_train_pairs: int | None = None
-    #: Bradley-Terry margin and reward-centering coefficient (0 disables it)
-    margin: float = 0.0
-    center_coef: float = 0.0
-    #: learned length term: reward += w * standardised log(chars of answer); w has its own learning rate
-    length_feature: bool = False
-    length_lr: float = 1e-2
-    #: answer features added to the reward with learned weights (names: FEATURES; see docs/reward_models.md).
-    #: Their weights start at the Bradley-Terry (logistic) fit of the label on the standardised feature
-    #: differences of the training pairs, so training starts at that model
-    features: list[str] = field(default_factory=list)
-    #: L2 penalty on the feature weights in that fit: feature_l2 * sum(w^2)
-    feature_l2: float = 0.0
-    #: `answer_ngrams` only: the character n-gram sizes, the vocabulary (n-grams in at least `ngram_min_df`
-    #: distinct training answers, the `ngram_max_features` most frequent) and the L2 penalty on their weights
-    #: (ngram_l2 * sum(v^2); 1.7e-4 equals scikit-learn's C = 1 on ~1,450 pairs)
-    ngram_range: list[int] = field(default_factory=lambda: [1, 2])
-    ngram_min_df: int = 2
-    ngram_max_features: int = 50_000
-    ngram_l2: float = 1.7e-4
-    #: `full`: fine-tune the encoder and its head (features, if any, keep learning at length_lr);
-    #: `features`: only the feature fit (the encoder is used as is, for persona_cosine; its head is not part of
-    #: the reward) — seconds instead of minutes
-    train_scope: str = "full"
-    #: `train_scope: features` only: also score the recipe on every user of `data` by k-fold cross-fitting
-    #: (each user scored by a fit that never saw them; train/cross_fit.py): pooled per-tier accuracy next to
-    #: `longer` with user-bootstrap CIs, in summary.json `cross_fit`. 0: off. The saved checkpoint is unchanged
-    cross_fit_folds: int = 0
-    #: `train_scope: full` only: freeze the embeddings and the lowest `freeze_layers` encoder layers (0: train
-    #: everything). No parameter below the first trained layer needs a gradient, so autograd records nothing
-    #: there: the backward pass (about twice a forward) stops at layer `freeze_layers` and those layers keep no
-    #: activations. Needs a BERT-style encoder (`embeddings` + `encoder.layer`) (`--freeze-layers K`)
-    freeze_layers: int = 0
-    #: length debiasing: penalise coef * corr(reward margin, length margin)^2 within each batch
-    length_debias: float = 0.0
-    #: sort pairs into similar-length batches (less padding, same data per epoch)
-    group_by_length: bool = True
-    seed: int = 0
-    #: `auto` (bf16 autocast where the CPU/GPU runs it fast), `bf16` or `fp32`; the head is always fp32
-    precision: str = "auto"
-    #: keep the model's dropout (costs ~1.8x time on CPU); off by default
-    dropout: bool = False
-    device: str = "cpu"
-    #: torch threads; None: torch's default
-    threads: int | None = None
-    #: log a metrics line every this many optimizer steps
-    log_every: int = 10
-    #: evaluate per tier on the held-out users after each epoch
-    eval_each_epoch: bool = True
-    #: bootstrap resamples for the per-epoch evaluation CIs
-    n_boot: int = 200
+    model: str = _f(MINILM, "starting checkpoint: a directory, a hub id, or `minilm` (the shipped all-MiniLM-L6-v2)")
+    data: str | None = _f(None, "training data: a benchmark in any layout, native PairCase JSONL, or scored "
+                                "(HelpSteer2-style) JSONL", aliases=("-d",))
+    out: str | None = _f(None, "output directory: the checkpoint (loadable as `rm:OUT`), metrics.jsonl, eval runs, "
+                               "summary.json", aliases=("-o",))
+    eval_data: str | None = _f(None, "separate evaluation benchmark; when unset, `eval_fraction` of the users of "
+                                     "`data` are held out")
+    data_format: str = _f("auto", "`auto` (detect), `benchmark` (PairCases) or `scored` (prompt/response rows with a "
+                                  "score column)")
+    score_column: str = _f("helpfulness", "scored data: the score column")
+    min_score_gap: float = _f(2.0, "scored data: the minimum score gap between chosen and rejected (strictly "
+                                   "greater)")
+    eval_fraction: float = _f(0.2, "share of users held out for evaluation (split by user, never by row)")
+    n_folds: int = _f(0, "cross-validation: with n_folds > 1 the users are cut into n_folds seeded folds and fold "
+                         "`fold` is held out (0: none)")
+    fold: int = _f(0, "cross-validation: the held-out fold")
+    flip_rule: str = _f("majority", "pairs seen with both labels: `majority` (the label seen more often wins; ties "
+                                    "dropped), `drop`, `keep`, `easier` / `harder` (the label of the pair's easiest / "
+                                    "hardest tier wins)")
+    setting: str = _f("persona", "what the model sees besides question and answer: `persona` (rendered profile) or "
+                                 "`none`")
+    max_length: int = _f(256, "tokens per input (context + question + answer)")
+    answer_share: float = _f(0.5, "truncation: the answer keeps at least this share of the tokens left after the "
+                                  "question (docs/reward_models.md)")
+    question_cap: int = _f(96, "truncation: the question keeps up to this many tokens")
+    learning_rate: float = _f(5e-5, "peak learning rate", aliases=("--lr",))
+    scheduler: str = _f("linear", "learning-rate schedule after warm-up: `linear`, `cosine` or `constant`")
+    warmup_ratio: float = _f(0.1, "share of steps spent warming up")
+    batch_size: int = _f(16, "pairs per forward pass")
+    grad_accum: int = _f(1, "forward passes per optimizer step")
+    epochs: int = _f(1, "passes over the training pairs")
+    max_steps: int | None = _f(None, "stop after this many optimizer steps (overrides epochs when smaller)")
+    weight_decay: float = _f(0.01, "AdamW weight decay")
+    max_grad_norm: float = _f(1.0, "gradient clipping norm")
+    max_train_pairs: int | None = _f(None, "a seeded sample of this many training pairs (after cleaning); unset: all")
+    margin: float = _f(0.0, "Bradley-Terry margin")
+    center_coef: float = _f(0.0, "reward-centering coefficient (0: off)")
+    length_feature: bool = _f(False, "learned length term: reward += w * standardised log(chars of answer)")
+    length_lr: float = _f(1e-2, "learning rate of the length and feature weights")
+    features: list[str] = field(default_factory=list, metadata=_doc(
+        f"answer features added to the reward with learned weights, comma-separated ({', '.join(FEATURES)}); "
+        "their weights start at the Bradley-Terry fit on the standardised feature differences of the training "
+        "pairs"))
+    feature_l2: float = _f(0.0, "L2 penalty on the feature weights in that fit: feature_l2 * sum(w^2)")
+    ngram_range: list[int] = field(default_factory=lambda: [1, 2], metadata=_doc(
+        "answer_ngrams: the character n-gram sizes LO-HI (e.g. 1-3)"))
+    ngram_min_df: int = _f(2, "answer_ngrams: keep n-grams in at least this many distinct training answers")
+    ngram_max_features: int = _f(50_000, "answer_ngrams: keep this many most frequent n-grams")
+    ngram_l2: float = _f(1.7e-4, "answer_ngrams: L2 penalty on the n-gram weights (ngram_l2 * sum(v^2); 1.7e-4 "
+                                 "equals scikit-learn's C = 1 on ~1,450 pairs)")
+    train_scope: str = _f("full", "`full`: fine-tune the encoder and its head (features, if any, keep learning at "
+                                  "length_lr); `features`: only the feature fit (the encoder is used as is, for "
+                                  "persona_cosine; its head is not part of the reward): seconds instead of minutes")
+    cross_fit_folds: int = _f(0, "train_scope features only: also score the recipe on every user of `data` by k-fold "
+                                 "cross-fitting (each user scored by a fit that never saw them; train/cross_fit.py): "
+                                 "pooled per-tier accuracy next to `longer` with user-bootstrap CIs, in summary.json "
+                                 "`cross_fit`; 0: off; the saved checkpoint is unchanged")
+    #: No parameter below the first trained layer needs a gradient, so autograd records nothing there: the
+    #: backward pass (about twice a forward) stops at layer `freeze_layers` and those layers keep no activations
+    freeze_layers: int = _f(0, "train_scope full only: freeze the embeddings and the lowest K encoder layers (0: "
+                               "train everything); needs a BERT-style encoder (`embeddings` + `encoder.layer`)")
+    length_debias: float = _f(0.0, "length debiasing: penalise coef * corr(reward margin, length margin)^2 within "
+                                   "each batch")
+    group_by_length: bool = _f(True, "sort pairs into similar-length batches (less padding, same data per epoch)")
+    seed: int = _f(0, "seed of the split, sampling, batches and head init")
+    precision: str = _f("auto", "`auto` (bf16 autocast where the CPU/GPU runs it fast), `bf16` or `fp32`; the head "
+                                "is always fp32")
+    dropout: bool = _f(False, "keep the model's dropout (costs ~1.8x time on CPU)")
+    device: str = _f("cpu", "torch device")
+    threads: int | None = _f(None, "torch threads; unset: torch's default")
+    log_every: int = _f(10, "log a metrics line every this many optimizer steps")
+    eval_each_epoch: bool = _f(True, "evaluate per tier on the held-out users after each epoch")
+    n_boot: int = _f(200, "bootstrap resamples of the per-epoch evaluation CIs")
 
     def validate(self) -> RMTrainConfig:
         """Fail before any work starts on a bad combination."""
@@ -166,11 +158,15 @@ class RMTrainConfig:
         return asdict(self)
 
     def save(self, path: Path) -> None:
+        import yaml  # imported here: `tailor --help` reads the fields (its train-rm flags), never YAML
+
         path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True), encoding="utf-8")
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RMTrainConfig:
     """YAML file (optional) + overrides (flags that were given; None values are ignored); unknown keys fail."""
+    import yaml
+
     values: dict[str, Any] = {}
     if path is not None:
         try:
