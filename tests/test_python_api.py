@@ -134,3 +134,22 @@ def test_warnings_go_through_logging(tmp_path: Path, capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert re.search(r"^warning: rag: \d+ of \d+ users have no items in ", err, re.MULTILINE), err
     assert any(r.name == "tailorbench.memory.rag_setting" and r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_annotate_verbs(tmp_path: Path) -> None:
+    """tb.annotate.* on a project directory: what `tailor annotate ...` prints, as Python objects."""
+    bench = tmp_path / "bench.jsonl"
+    from tailorbench.datasets import load_benchmark, write_native
+
+    write_native(load_benchmark("demo").cases[:4], bench)
+    where = {"directory": tmp_path / "annotation"}
+    made = tb.annotate.create_project("pairs", task="pairwise", n=2, **where)
+    assert made["task_type"] == "pairwise" and made["n_per_item"] == 2
+    assert tb.annotate.import_items("pairs", bench, **where)["items"] == 4
+    user = tb.annotate.add_annotator("ann1", projects=["pairs"], **where)
+    assert user["login_link"].startswith("http://127.0.0.1:8000/login/")
+    assert [u["name"] for u in tb.annotate.list_annotators(**where)] == ["ann1"]
+    assert tb.annotate.progress("pairs", **where)["flagged"] == []
+    assert [p["project"] for p in tb.annotate.list_projects(**where)] == ["pairs"]
+    exported = asyncio.run(tb.annotate.export_async("pairs", tmp_path / "export", **where))
+    assert (tmp_path / "export" / "ratings.jsonl").is_file() and isinstance(exported, dict)
