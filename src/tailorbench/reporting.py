@@ -1,9 +1,12 @@
-"""Building blocks shared by every report (runs, generation, stages): percentages, Markdown and HTML tables,
-and one self-contained HTML page style."""
+"""Building blocks shared by every report (runs, generation, stages): percentages and numbers with CIs,
+Markdown and HTML tables, one self-contained HTML page style, and SVG pieces (grid, whiskers, bars with CI
+whiskers)."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
+from typing import Any
 
 STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
          "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f4f4f4}"
@@ -60,3 +63,58 @@ def svg_whisker(xm: float, ylo: float, yhi: float, half: float = 4) -> str:
     """A vertical CI whisker from ylo to yhi with caps of width 2 * half."""
     return (f'<path d="M{xm},{ylo:.1f}V{yhi:.1f}M{xm - half},{ylo:.1f}H{xm + half}'
             f'M{xm - half},{yhi:.1f}H{xm + half}" stroke="#222"/>')
+
+
+# --- figures with CIs, report tables, bars with CI whiskers (the stage reports) ----------------------
+
+
+#: (heading, header, rows) of one report table
+Table = tuple[str, list[str], list[list[str]]]
+#: (label, value, ci lo, ci hi) per bar
+Bar = tuple[str, float | None, float | None, float | None]
+
+
+def f3(x: Any) -> str:
+    """A number with three decimals; `–` for a missing value."""
+    return "–" if x is None else f"{float(x):.3f}"
+
+
+def with_ci(x: Any, ci: Sequence[Any] | None) -> str:
+    """`value [lo, hi]`, the value alone without a CI, `undefined` without a value."""
+    if x is None:
+        return "undefined"
+    if not ci or ci[0] is None:
+        return f3(x)
+    return f"{f3(x)} [{f3(ci[0])}, {f3(ci[1])}]"
+
+
+def svg_bars(bars: Sequence[Bar], lo: float = 0.0, hi: float = 1.0, title: str = "") -> str:
+    """Horizontal bars with CI whiskers on a fixed [lo, hi] axis; undefined values are labelled, not drawn."""
+    row, left, width = 22, 200, 360
+    height = row * len(bars) + 40
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" role="img">']
+    if title:
+        out.append(f'<text x="4" y="14" font-size="12" font-weight="bold">{html.escape(title)}</text>')
+
+    def x(v: float) -> float:
+        return left + width * (min(max(v, lo), hi) - lo) / (hi - lo)
+
+    for tick in (lo, (lo + hi) / 2, hi):
+        out.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="20" y2="{height - 14}" stroke="#ddd"/>'
+                   f'<text x="{x(tick):.1f}" y="{height - 2}" font-size="10" text-anchor="middle">{tick:g}</text>')
+    for i, (label, value, c_lo, c_hi) in enumerate(bars):
+        y = 24 + i * row
+        out.append(f'<text x="{left - 6}" y="{y + 12}" font-size="11" text-anchor="end">'
+                   f"{html.escape(label[:32])}</text>")
+        if value is None:
+            out.append(f'<text x="{left + 4}" y="{y + 12}" font-size="11" fill="#888">undefined</text>')
+            continue
+        x0, x1 = x(max(lo, 0.0) if lo < 0 < hi else lo), x(value)
+        out.append(f'<rect x="{min(x0, x1):.1f}" y="{y + 2}" width="{abs(x1 - x0):.1f}" height="14" fill="#4e79a7">'
+                   f"<title>{html.escape(label)}: {f3(value)}</title></rect>")
+        if c_lo is not None and c_hi is not None:
+            out.append(f'<path d="M{x(c_lo):.1f},{y + 9}H{x(c_hi):.1f}M{x(c_lo):.1f},{y + 4}V{y + 14}'
+                       f'M{x(c_hi):.1f},{y + 4}V{y + 14}" stroke="#222"/>')
+        out.append(f'<text x="{left + width + 6}" y="{y + 12}" font-size="11">{f3(value)}</text>')
+    out.append("</svg>")
+    return "".join(out)

@@ -14,10 +14,11 @@ from tailorbench.agreement.ratings import Rating, write_ratings_jsonl
 from tailorbench.annotate.tasks import to_ratings
 from tailorbench.cli.app import app
 from tailorbench.stages import api
-from tailorbench.stages.baselines import choose_threshold, split_users
-from tailorbench.stages.extraction import parse_attributes, parse_category
-from tailorbench.stages.judge_ab import parse_rating
-from tailorbench.stages.judge_relevance import parse_yes_no
+from tailorbench.stages.extraction.categorise import parse_category
+from tailorbench.stages.extraction.extract import parse_attributes
+from tailorbench.stages.incorporation.judge import parse_rating
+from tailorbench.stages.relevance.judge import parse_yes_no
+from tailorbench.stages.statistics import choose_threshold, split_users
 from tests.stages.helpers import human_rows, write_jsonl
 
 ITEMS = [

@@ -14,9 +14,8 @@ from tailorbench.annotate.importer import read_import
 from tailorbench.cli.app import app
 from tailorbench.errors import ConfigError
 from tailorbench.stages import api
-from tailorbench.stages.generate import load_templates, plan, render
-from tailorbench.stages.items import RelevanceItem
-from tailorbench.stages.shapes import item_key
+from tailorbench.stages.incorporation.generation import load_templates, plan, render
+from tailorbench.stages.recentering_formats import RelevanceItem, item_key
 from tests.conftest import LlamaServer
 from tests.stages.helpers import service_round_trip, write_jsonl
 

@@ -14,8 +14,8 @@ from scipy.stats import kendalltau, spearmanr
 from typer.testing import CliRunner
 
 from tailorbench.cli.app import app
-from tailorbench.stages.correlation import correlations, kendall_tau_b, rankdata, spearman
-from tailorbench.stages.incorporation import mentions
+from tailorbench.stages.incorporation.analysis import mentions
+from tailorbench.stages.statistics import correlations, kendall_tau_b, rankdata, spearman
 from tests.stages.helpers import write_jsonl
 
 

@@ -18,9 +18,8 @@ from typer.testing import CliRunner
 from tailorbench.cli.app import app
 from tailorbench.errors import ConfigError
 from tailorbench.stages import api
-from tailorbench.stages.heldout import compare_to_majority
-from tailorbench.stages.logreg import LogisticHead, fit_logistic
-from tailorbench.stages.shapes import read_stage1_items, split_key
+from tailorbench.stages.recentering_formats import read_stage1_items, split_key
+from tailorbench.stages.statistics import LogisticHead, compare_to_majority, fit_logistic
 from tests.conftest import LlamaServer
 
 EX = api.example_dir()
@@ -176,7 +175,7 @@ def test_relevance_classifier_held_out_by_user(tmp_path: Path, encoder: Any) -> 
 
 
 def _keys(vote_rows: list[dict[str, Any]]) -> dict[str, str]:
-    from tailorbench.stages.shapes import item_key
+    from tailorbench.stages.recentering_formats import item_key
 
     return {item_key(v["sample_index"], v["user_id"], e["attribute"]): e["raw_answer"]
             for v in vote_rows for e in v["items"]}

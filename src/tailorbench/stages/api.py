@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.stages.relevance import DEFAULT_MIN_SHARED, relevance_report
-from tailorbench.stages.shapes import read_relevance
+from tailorbench.stages.recentering_formats import read_relevance
+from tailorbench.stages.relevance.analysis import DEFAULT_MIN_SHARED, relevance_report
 
 
 def read_items(path: str | Path) -> list[Any]:
-    from tailorbench.stages.items import read_relevance_items
+    from tailorbench.stages.recentering_formats import read_relevance_items
 
     return read_relevance_items(path)
 
@@ -26,7 +26,7 @@ def baseline(
     encoder_path: str | None = None,
 ) -> dict[str, Any]:
     """Stage-2 baseline votes (bm25 | embedding) for the test users, threshold chosen on validation users."""
-    from tailorbench.stages.baselines import run_baseline
+    from tailorbench.stages.relevance.retrieval_baselines import run_baseline
 
     ratings, _ = read_relevance(human, ())
     encoder = None
@@ -41,7 +41,7 @@ def judge_relevance(
     items: str | Path, model: str, out: str | Path, name: str | None = None, options: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """LLM relevance votes for every attribute of every item, through models/."""
-    from tailorbench.stages.judge_relevance import judge_relevance as run
+    from tailorbench.stages.relevance.judge import judge_relevance as run
 
     return run(read_items(items), model, out, name, options)
 
@@ -56,7 +56,7 @@ def stage2_ratings(
     rating set and what did not line up."""
     from tailorbench.agreement.ratings import merge_ratings
     from tailorbench.errors import ConfigError
-    from tailorbench.stages.shapes import HUMAN, MODEL, align, read_relevance_file
+    from tailorbench.stages.recentering_formats import HUMAN, MODEL, align, read_relevance_file
 
     if not human and not export:
         raise ConfigError("give stage-2 human labels: --human (Re-Centering task-3 files) or --export "
@@ -66,7 +66,7 @@ def stage2_ratings(
     if export:
         if items is None:
             raise ConfigError("--export needs --items: the item file the relevance tasks were exported from")
-        from tailorbench.stages.annotation import from_relevance_export
+        from tailorbench.stages.relevance.annotation import from_relevance_export
 
         extra, al = from_relevance_export(read_items(items), export)
         parts.append(extra)
@@ -100,7 +100,7 @@ def relevance(
 
 def export_relevance(items: str | Path, out: str | Path) -> dict[str, Any]:
     """Stage-2 items -> the annotation service's `relevance` task JSONL."""
-    from tailorbench.stages.annotation import export_relevance_tasks
+    from tailorbench.stages.relevance.annotation import export_relevance_tasks
 
     return export_relevance_tasks(read_items(items), out)
 
@@ -125,9 +125,9 @@ def generate(
     """Stage 3: generic and personalized answers (gold / predicted / no attributes) -> A/B-rating tasks.
     Default conditions: gold when human labels are given, predicted when votes are, and always none."""
     from tailorbench.models.base import GenParams
-    from tailorbench.stages.generate import generate as run
-    from tailorbench.stages.generate import load_templates
-    from tailorbench.stages.shapes import MODEL, read_relevance_file
+    from tailorbench.stages.incorporation.generation import generate as run
+    from tailorbench.stages.incorporation.generation import load_templates
+    from tailorbench.stages.recentering_formats import MODEL, read_relevance_file
 
     gold = stage2_ratings(human, (), export, items)[0] if human or export else None
     pred = None
@@ -148,8 +148,8 @@ def stage1_ratings(items: str | Path, human: Sequence[str | Path] = (), export: 
     ratings accepted/uncertain/rejected, alignment)."""
     from tailorbench.agreement.ratings import merge_ratings
     from tailorbench.errors import ConfigError
-    from tailorbench.stages.extraction import from_annotation_export
-    from tailorbench.stages.shapes import read_stage1
+    from tailorbench.stages.extraction.annotation import from_annotation_export
+    from tailorbench.stages.recentering_formats import read_stage1
 
     if not human and not export:
         raise ConfigError("give --human task-1 files or --export annotation-service exports")
@@ -171,7 +171,7 @@ def extraction(
     report_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Stage 1 from the item file plus Re-Centering task-1 files and/or annotation-service exports."""
-    from tailorbench.stages.extraction import extraction_report, read_taxonomy
+    from tailorbench.stages.extraction.analysis import extraction_report, read_taxonomy
 
     parsed, ratings, alignment = stage1_ratings(items, human, export)
     report = extraction_report(parsed, ratings, alignment, read_taxonomy(taxonomy), n_resamples, seed)
@@ -185,8 +185,8 @@ def extraction(
 def categorise(items: str | Path, human: Sequence[str | Path], model: str, out: str | Path,
                name: str | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """LLM error categories for the attributes the human majority rejected."""
-    from tailorbench.stages.extraction import categorise as run
-    from tailorbench.stages.shapes import read_stage1
+    from tailorbench.stages.extraction.categorise import categorise as run
+    from tailorbench.stages.recentering_formats import read_stage1
 
     parsed, ratings, _ = read_stage1(items, human)
     return run(parsed, ratings, model, out, name, options)
@@ -194,13 +194,13 @@ def categorise(items: str | Path, human: Sequence[str | Path], model: str, out: 
 
 def extract(conversations: str | Path, model: str, out: str | Path, name: str | None = None,
             options: dict[str, Any] | None = None) -> dict[str, Any]:
-    from tailorbench.stages.extraction import extract as run
+    from tailorbench.stages.extraction.extract import extract as run
 
     return run(conversations, model, out, name, options)
 
 
 def export_tasks(items: str | Path, out: str | Path) -> dict[str, Any]:
-    from tailorbench.stages.extraction import export_attribute_tasks
+    from tailorbench.stages.extraction.annotation import export_attribute_tasks
 
     return export_attribute_tasks(items, out)
 
@@ -214,7 +214,7 @@ def incorporation(
     report_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Stage 3 from the A/B task file, long-format ratings (humans and judges) and optional scorer files."""
-    from tailorbench.stages.incorporation import incorporation_report, read_incorporation
+    from tailorbench.stages.incorporation.analysis import incorporation_report, read_incorporation
 
     parsed, rating_set, score_map = read_incorporation(tasks, ratings, scores)
     report = incorporation_report(parsed, rating_set, score_map, n_resamples, seed)
@@ -227,8 +227,8 @@ def incorporation(
 
 def judge_ab(tasks: str | Path, model: str, out: str | Path, name: str | None = None,
              options: dict[str, Any] | None = None) -> dict[str, Any]:
-    from tailorbench.stages.incorporation import read_ab_tasks
-    from tailorbench.stages.judge_ab import judge_ab as run
+    from tailorbench.stages.incorporation.analysis import read_ab_tasks
+    from tailorbench.stages.incorporation.judge import judge_ab as run
 
     return run(read_ab_tasks(tasks), model, out, name, options)
 
@@ -329,8 +329,8 @@ def train_verifier(
 ) -> dict[str, Any]:
     """Stage-1 intervention: train the verifier on training users' labels, judge it on held-out users; writes
     verifier.npz, verifier_heldout.jsonl and the verifier report (json/md/html) in `out`."""
+    from tailorbench.stages.extraction.verifier import train_verifier as run
     from tailorbench.stages.report import write_stage_report
-    from tailorbench.stages.verifier import train_verifier as run
 
     parsed, ratings, _ = stage1_ratings(items, human, export)
     report = run(parsed, ratings, encoder or load_encoder(encoder_path), out, test_fraction, seed, l2, threshold,
@@ -352,9 +352,9 @@ def verify(
     encoder: Any = None,
 ) -> dict[str, Any]:
     """Verify-and-refine an extraction (stage-1 item file): drop what the verifier rejects, or re-ask `model`."""
-    from tailorbench.stages.logreg import LogisticHead
-    from tailorbench.stages.shapes import read_stage1_items
-    from tailorbench.stages.verifier import verify_and_refine
+    from tailorbench.stages.extraction.verifier import verify_and_refine
+    from tailorbench.stages.recentering_formats import read_stage1_items
+    from tailorbench.stages.statistics import LogisticHead
 
     head = LogisticHead.load(verifier)
     return verify_and_refine(read_stage1_items(items), head, encoder or load_encoder(encoder_path, head.meta), out,
@@ -377,7 +377,7 @@ def train_relevance(
 ) -> dict[str, Any]:
     """Stage-2 intervention: train the relevance classifier on training users' labels; compare it on held-out
     users with the embedding cosine and the given vote files (`model`); writes head, votes and report in `out`."""
-    from tailorbench.stages.relevance_clf import train_relevance_classifier
+    from tailorbench.stages.relevance.classifier import train_relevance_classifier
     from tailorbench.stages.report import write_stage_report
 
     ratings, _ = stage2_ratings(human, model, export, items)
@@ -390,8 +390,8 @@ def train_relevance(
 def classify_relevance(items: str | Path, classifier: str | Path, out: str | Path, name: str | None = None,
                        encoder_path: str | None = None, encoder: Any = None) -> dict[str, Any]:
     """Votes of a trained relevance classifier for a stage-2 item file (feed them to `relevance` or `generate`)."""
-    from tailorbench.stages.logreg import LogisticHead
-    from tailorbench.stages.relevance_clf import NAME, classify
+    from tailorbench.stages.relevance.classifier import NAME, classify
+    from tailorbench.stages.statistics import LogisticHead
 
     head = LogisticHead.load(classifier)
     return classify(read_items(items), head, encoder or load_encoder(encoder_path, head.meta), out, name or NAME)

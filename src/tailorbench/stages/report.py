@@ -1,8 +1,9 @@
 """Per-stage reports (Markdown + self-contained HTML with an inline SVG bar chart) and the combined summary.
 
 Why one module: every stage report is "a few tables + one bar chart with CI whiskers + the alignment counts",
-so the stage functions only say which rows to show, built from the pieces in `render.py` (which the stage
-modules use too, so they never import this one).
+so each stage's part (`extraction_parts`, `relevance_parts`, ...) only says which rows of its JSON object to
+show, built from the shared pieces of `tailorbench/reporting.py` (`Table`, `f3`, `with_ci`, `svg_bars`); the
+stage modules compute the JSON objects and never import this one.
 """
 
 from __future__ import annotations
@@ -13,8 +14,65 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.reporting import html_page, html_table, md_table
-from tailorbench.stages.render import Bar, Table, alignment_rows, f3, svg_bars, with_ci
+from tailorbench.reporting import Bar, Table, f3, html_page, html_table, md_table, svg_bars, with_ci
+from tailorbench.stages.extraction.analysis import CATEGORIES
+
+# --- shared by the stage reports ----------------------------------------------------------------------
+
+
+def alignment_rows(alignment: dict[str, Any] | None, missing: dict[str, int]) -> list[list[str]]:
+    """The rows of "What did not line up": missing ratings and the `alignment` block of a stage report."""
+    rows = [[f"missing: {k}", str(v)] for k, v in missing.items()]
+    if not alignment:
+        return rows
+    for rater, n in alignment.get("model_votes_without_human", {}).items():
+        rows.append([f"votes of {rater} for items no human rated", str(n)])
+    for rater, n in alignment.get("user_id_mismatches", {}).items():
+        rows.append([f"votes of {rater} whose index matches a human item under another user_id", str(n)])
+    mm = alignment.get("attribute_text_mismatch", {})
+    rows.append(["items whose attribute texts differ between raters", str(mm.get("items", 0))])
+    rows.append(["attributes not shared by all raters of their item", str(mm.get("attributes_not_shared", 0))])
+    for key in ("judgments_without_attribute", "attributes_without_judgment", "lines_for_unknown_items"):
+        if alignment.get(key):
+            rows.append([key.replace("_", " "), str(alignment[key])])
+    return rows
+
+
+# --- stage 1 -------------------------------------------------------------------------------------------
+
+
+def extraction_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list[str]]:
+    """(tables, svg charts, notes) of the stage-1 report."""
+
+    def rows(block: dict[str, Any]) -> list[list[str]]:
+        return [[k, str(v["n"]), f3(v["accepted"]), f3(v["uncertain"]), f3(v["rejected"]), f3(v["problematic"]),
+                 str(v["no_majority"])] for k, v in block.items()]
+
+    head = ["accepted", "uncertain", "rejected", "problematic", "no majority (tie)"]
+    a = r["agreement"]
+    agree_rows = [["raters", str(a["n_raters"])], ["percent agreement", f3(a["percent_agreement"])],
+                  ["Fleiss' kappa", with_ci(a["fleiss_kappa"].get("value"), a["fleiss_kappa"].get("ci"))],
+                  ["Krippendorff's alpha (ordinal)", with_ci((a["krippendorff_alpha_ordinal"] or {}).get("value"),
+                                                             (a["krippendorff_alpha_ordinal"] or {}).get("ci"))],
+                  ["Cohen's kappa, mean over human pairs", with_ci((a["human_human_cohen_kappa"] or {}).get("value"),
+                                                                   (a["human_human_cohen_kappa"] or {}).get("ci"))]]
+    tax_rows = [[rater, *(str(e["counts"][c]) for c in CATEGORIES), str(e["invalid"]), str(e["not_rejected"])]
+                for rater, e in r["taxonomy"].items()]
+    tables = [
+        ("By extractor (human majority per attribute)", ["extractor", "attributes", *head], rows(r["by_extractor"])),
+        ("By source", ["source", "attributes", *head], rows(r["by_source"])),
+        ("Inter-annotator agreement (rejected < uncertain < accepted)", ["statistic", "value"], agree_rows),
+        ("Error taxonomy of rejected attributes", ["categoriser", *CATEGORIES, "invalid", "not rejected by majority"],
+         tax_rows),
+        ("What did not line up", ["what", "count"], alignment_rows(r.get("alignment"), r["missing_ratings"])),
+    ]
+    bars: list[Bar] = [(f"{k}: problematic", v["problematic"], None, None) for k, v in r["by_source"].items()]
+    notes = list(r["notes"])
+    if r["real_vs_synthetic_problematic_relative"] is not None:
+        notes.insert(0, f"Real conversations gave {100 * r['real_vs_synthetic_problematic_relative']:+.0f}% "
+                        "problematic attributes relative to synthetic ones.")
+    return tables, [svg_bars(bars, 0.0, 1.0, "Share of problematic attributes by source")], notes
+
 
 # --- stage 2 -------------------------------------------------------------------------------------------
 
@@ -52,6 +110,42 @@ def relevance_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list[str
 
 def relevance_markdown(r: dict[str, Any]) -> str:
     return render_markdown("Stage 2 — attribute relevance", *relevance_parts(r))
+
+
+# --- stage 3 -------------------------------------------------------------------------------------------
+
+
+def incorporation_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list[str]]:
+    """(tables, svg charts, notes) of the stage-3 report."""
+    h = r["humans"]
+    rows = [["humans (per item mean)", str(h["per_item_mean"]["n"]),
+             with_ci(h["per_item_mean"]["mean_rating"], h["per_item_mean"].get("mean_rating_ci")),
+             with_ci(h["per_item_mean"]["share_no_better"], h["per_item_mean"].get("share_no_better_ci")), "–",
+             with_ci(h["mention_uplift"].get("uplift"), h["mention_uplift"].get("uplift_ci"))]]
+    for name, e in r["judges"].items():
+        rows.append([name, str(e["n"]), with_ci(e["mean_rating"], e.get("mean_rating_ci")),
+                     with_ci(e["share_no_better"], e.get("share_no_better_ci")),
+                     with_ci(e["inflation"], e.get("inflation_ci")),
+                     with_ci(e["mention_uplift"].get("uplift"), e["mention_uplift"].get("uplift_ci"))])
+    corr = [[n, e["kind"], str(e["n"]), with_ci(e.get("spearman"), e.get("spearman_ci")),
+             with_ci(e.get("kendall"), e.get("kendall_ci"))] for n, e in r["correlation_with_humans"].items()]
+    cond = [[c, str(e["n"]), with_ci(e["mean_rating"], e.get("mean_rating_ci")),
+             with_ci(e["share_no_better"], e.get("share_no_better_ci"))] for c, e in r["by_condition"].items()]
+    acct = [[f"missing: {k}", str(v)] for k, v in r["missing_ratings"].items()]
+    acct += [[f"ratings of {k} for unknown items", str(v)] for k, v in r["ratings_for_unknown_items"].items()]
+    tables = [
+        ("Ratings (-2..2: personalized vs generic; +3 for the 1..5 scale)",
+         ["rater", "items", "mean rating", "share no better", "inflation vs humans", "mention uplift"], rows),
+        ("Correlation with the mean human rating", ["rater", "kind", "items", "Spearman", "Kendall tau-b"], corr),
+        ("Humans by answer condition", ["condition", "items", "mean rating", "share no better"], cond),
+        ("Accounting", ["what", "count"], acct),
+    ]
+    bars: list[Bar] = [("humans", h["per_item_mean"]["share_no_better"],
+                        *(h["per_item_mean"].get("share_no_better_ci") or [None, None]))]
+    bars += [(n, e["share_no_better"], *(e.get("share_no_better_ci") or [None, None])) for n, e in r["judges"].items()]
+    share = r["mention_detector"]["share_items_with_mention"]
+    notes = [f"Share of personalized answers that explicitly mention their attribute: {f3(share)}.", *r["notes"]]
+    return tables, [svg_bars(bars, 0.0, 1.0, "Share rated no better than generic (95% CI)")], notes
 
 
 # --- interventions ------------------------------------------------------------------------------------
@@ -160,12 +254,8 @@ def stage_parts(stage: str, report: dict[str, Any]) -> tuple[list[Table], list[s
     if stage == "relevance":
         return relevance_parts(report)
     if stage == "extraction":
-        from tailorbench.stages.extraction import extraction_parts
-
         return extraction_parts(report)
     if stage == "incorporation":
-        from tailorbench.stages.incorporation import incorporation_parts
-
         return incorporation_parts(report)
     if stage == "verifier":
         return verifier_parts(report)

@@ -4,8 +4,8 @@ verify-and-refine loop that uses it.
 Features (frozen encoder, default the shipped MiniLM): the attribute's embedding, its elementwise product with
 the user turn most similar to it, and the max / mean cosine similarity to the user's turns (an attribute that no
 turn supports scores low). Target: the human majority says *accepted* (uncertain and rejected are problematic;
-ties have no majority and are left out, counted). A logistic head (`logreg.py`) is trained on the attributes of
-one seeded part of the users and judged on the rest, so the reported gain is on people it never saw.
+ties have no majority and are left out, counted). A logistic head (`stages/statistics.py`) is trained on the
+attributes of one seeded part of the users and judged on the rest, so the reported gain is on people it never saw.
 
 What the evaluation says: acceptance (share the human majority accepts) of every extracted attribute vs of the
 attributes the verifier keeps, on held-out users — the question "would people accept more of what we keep?" —
@@ -28,13 +28,14 @@ from tailorbench.agreement.bootstrap import Resampler, percentile_ci
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
 from tailorbench.models.base import GenParams
-from tailorbench.stages.baselines import heldout_users
-from tailorbench.stages.extraction import majority_labels, parse_attributes, user_turns
-from tailorbench.stages.heldout import compare_to_majority
+from tailorbench.prompts import compile_template, split_messages
+from tailorbench.stages.extraction.analysis import majority_labels
+from tailorbench.stages.extraction.extract import parse_attributes, user_turns
 from tailorbench.stages.llm import ask
-from tailorbench.stages.logreg import LogisticHead, fit_logistic
-from tailorbench.stages.shapes import Stage1Item, item_key
+from tailorbench.stages.recentering_formats import Stage1Item, item_key
+from tailorbench.stages.statistics import LogisticHead, compare_to_majority, fit_logistic, heldout_users
 
+REFINE_TEMPLATE = Path(__file__).with_name("templates") / "refine.jinja"
 FEATURES = "verifier-v1: attribute, attribute * best turn, max/mean cosine to user turns, has turns"
 HEAD_FILE = "verifier.npz"
 HELDOUT_FILE = "verifier_heldout.jsonl"
@@ -215,11 +216,7 @@ def verify_and_refine(
         state[it.index] = {"kept": kept, "rejected": rejected, "log": log, "seen": set(it.attributes)}
     evidence = {it.index: dict(zip(it.attributes, it.evidence or [])) for it in items.values()}
     if model is not None and rounds:
-        from tailorbench.build.structured import load_template
-        from tailorbench.prompts import split_messages
-        from tailorbench.stages.generate import TEMPLATE_DIR
-
-        tmpl, _ = load_template("refine", Path(template) if template else TEMPLATE_DIR / "refine.jinja")
+        tmpl, _ = compile_template(Path(template) if template else REFINE_TEMPLATE, "refine template")
         for r in range(1, rounds + 1):
             asks = [it for it in items.values() if state[it.index]["rejected"]]
             if not asks:

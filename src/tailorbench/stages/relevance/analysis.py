@@ -20,7 +20,7 @@ from tailorbench.agreement.bootstrap import Resampler, percentile_ci
 from tailorbench.agreement.matrix import MISSING, RatingMatrix, build_matrix
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
-from tailorbench.stages.shapes import HUMAN, Alignment
+from tailorbench.stages.recentering_formats import HUMAN, Alignment
 
 #: category order: code 0 = not relevant, code 1 = relevant
 ORDER = ["False", "True"]
@@ -63,6 +63,16 @@ def _pair_reason(a: np.ndarray, b: np.ndarray) -> str:
     if len(la) == 1 and la == lb:
         return "undefined: both raters gave the same single label on every shared item (chance agreement is 1)"
     return "undefined on these items"
+
+
+def human_gold(ratings: RatingSet) -> dict[str, bool]:
+    """Strict majority of the humans per rating item (a tie is not relevant), via agreement."""
+    humans = RatingSet([r for r in ratings.ratings if r.group == "human"], ratings.sources)
+    if not humans.ratings:
+        return {}
+    m = build_matrix(humans, ORDER)
+    gold = st.strict_majority(st.category_counts(m.codes, 2), POS)
+    return {item: bool(g == POS) for item, g in zip(m.items, gold) if g >= 0}
 
 
 def relevance_report(

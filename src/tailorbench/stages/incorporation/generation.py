@@ -9,8 +9,8 @@ attributes, with the attributes an automated selector picks, and whether any gai
 
 Each task is rated per attribute on the gold-relevant attributes plus those given to the generator (so a wrongly
 selected attribute can be judged too); `meta` records which were given and which are gold. Every call goes
-through `models/` (the call cache makes a re-run free); prompts are Jinja templates shipped in
-`stages/templates/` (or the user's own files). Nothing is dropped silently: failed, empty and truncated
+through `models/` (the call cache makes a re-run free); prompts are Jinja templates shipped in `templates/`
+beside this module (or the user's own files). Nothing is dropped silently: failed, empty and truncated
 generations, items without a vote or without anything to rate, and identical answer pairs are counted.
 """
 
@@ -27,10 +27,10 @@ from typing import Any
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
 from tailorbench.models.base import GenParams, Message
-from tailorbench.stages.baselines import human_gold
-from tailorbench.stages.items import RelevanceItem
+from tailorbench.prompts import compile_template, split_messages
 from tailorbench.stages.llm import ask
-from tailorbench.stages.shapes import item_key
+from tailorbench.stages.recentering_formats import RelevanceItem, item_key
+from tailorbench.stages.relevance.analysis import human_gold
 
 CONDITIONS = ("gold", "predicted", "none")
 TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -116,19 +116,16 @@ def plan(
 
 def load_templates(generic: str | Path | None = None, personalized: str | Path | None = None) -> dict[str, Any]:
     """The two templates (shipped ones unless overridden), with their source text for the manifest."""
-    from tailorbench.build.structured import load_template
-
     out: dict[str, Any] = {}
     for name, override in (("generic", generic), ("personalized", personalized)):
         path = Path(override) if override is not None else TEMPLATE_DIR / f"{name}.jinja"
-        template, source = load_template(name, path)
+        template, source = compile_template(path, f"{name} template")
         out[name] = {"template": template, "path": str(path), "sha256": hashlib.sha256(source.encode()).hexdigest()}
     return out
 
 
 def render(template: Any, **variables: Any) -> list[Message]:
-    from tailorbench.prompts import split_messages
-
+    """The chat messages of a rendered template (`<|system|>` / `<|user|>` lines start messages)."""
     return split_messages(template.render(**variables))
 
 

@@ -1,6 +1,7 @@
 """Stage-3 LLM judge ratings through models/: how much better the personalized answer is than the generic one
 for one attribute, on the 1..5 scale humans use; written in the long format (label -2..2, group "model") so they
-meet the human export item by item. Unparseable answers are written as null labels (counted missing)."""
+meet the human export item by item. Unparseable answers are written as null labels (counted missing). The prompt
+is `templates/judge.jinja`."""
 
 from __future__ import annotations
 
@@ -10,14 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.models.base import GenParams, Message
-from tailorbench.stages.incorporation import ATTR_SEP, ABTask
+from tailorbench.prompts import compile_template, split_messages
+from tailorbench.stages.incorporation.analysis import ABTask
 from tailorbench.stages.llm import ask
+from tailorbench.stages.recentering_formats import ATTR_SEP
 
-PROMPT = (
-    "A user with this trait: {attribute}\nasked: {prompt}\n\nAnswer 1:\n{generic}\n\nAnswer 2:\n{personalized}\n\n"
-    "For this user, how does Answer 2 compare with Answer 1? Reply with one digit: 1 much worse, 2 worse, "
-    "3 about the same, 4 better, 5 much better."
-)
+TEMPLATE = Path(__file__).with_name("templates") / "judge.jinja"
 
 
 def parse_rating(text: str) -> int | None:
@@ -29,10 +28,10 @@ def parse_rating(text: str) -> int | None:
 def judge_ab(tasks: dict[str, ABTask], model: str, out: str | Path, name: str | None = None,
              options: dict[str, Any] | None = None) -> dict[str, Any]:
     keys = [(tid, key) for tid, t in tasks.items() for key in t.attributes]
+    template, _ = compile_template(TEMPLATE, "A/B judge template")
     prompts: list[list[Message]] = [
-        [{"role": "user", "content": PROMPT.format(attribute=tasks[tid].attributes[key], prompt=tasks[tid].prompt,
-                                                   generic=tasks[tid].generic,
-                                                   personalized=tasks[tid].personalized)}]
+        split_messages(template.render(attribute=tasks[tid].attributes[key], prompt=tasks[tid].prompt,
+                                       generic=tasks[tid].generic, personalized=tasks[tid].personalized))
         for tid, key in keys
     ]
     batch = ask(model, prompts, parse_rating, GenParams(temperature=0.0, max_tokens=8), options)

@@ -2,7 +2,7 @@
 
 Why per attribute: the paper's judges label each attribute on its own, and one parse failure then costs one vote,
 not a whole item. An answer that is neither yes nor no is an invalid vote, written as `relevant: null` with its
-raw text and counted (the analysis counts it as a missing rating).
+raw text and counted (the analysis counts it as a missing rating). The prompt is `templates/judge.jinja`.
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.models.base import GenParams, Message
-from tailorbench.stages.items import RelevanceItem, write_votes
+from tailorbench.prompts import compile_template, split_messages
 from tailorbench.stages.llm import ask
+from tailorbench.stages.recentering_formats import RelevanceItem, write_votes
 
-SYSTEM = "You decide whether a known fact about a user matters for answering the user's new request."
-USER = (
-    "Fact about the user: {attribute}\n"
-    "New request from the user: {prompt}\n\n"
-    "Should a good answer to this request take the fact into account? Answer with one word: YES or NO."
-)
+TEMPLATE = Path(__file__).with_name("templates") / "judge.jinja"
 _YES = {"yes", "y", "relevant", "是", "相关", "有关"}
 _NO = {"no", "n", "irrelevant", "否", "不相关", "无关", "不是"}
 
@@ -40,11 +36,9 @@ def parse_yes_no(text: str) -> bool | None:
 
 
 def prompts(items: Sequence[RelevanceItem]) -> list[list[Message]]:
-    return [
-        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER.format(attribute=a, prompt=it.prompt)}]
-        for it in items
-        for a in it.attributes
-    ]
+    """One conversation per attribute of every item, in item order."""
+    template, _ = compile_template(TEMPLATE, "relevance judge template")
+    return [split_messages(template.render(attribute=a, prompt=it.prompt)) for it in items for a in it.attributes]
 
 
 def judge_relevance(

@@ -1,10 +1,10 @@
 """Intervention for stage 2: a relevance classifier trained on the human labels of (prompt, attribute) pairs.
 
 Features (frozen encoder, default the shipped MiniLM): the cosine of prompt and attribute and their elementwise
-product (which dimensions agree, not only how much), into the logistic head of `logreg.py`. Target: the strict
-human majority (a tie is not relevant — the same gold as the stage-2 report). Trained on one seeded part of the
-users, judged on the others against the human majority: F1 (relevant = positive) and Cohen's kappa, next to
-"before" raters on the same held-out items — the plain embedding cosine with its threshold picked on the
+product (which dimensions agree, not only how much), into the logistic head of `stages/statistics.py`. Target:
+the strict human majority (a tie is not relevant — the same gold as the stage-2 report). Trained on one seeded
+part of the users, judged on the others against the human majority: F1 (relevant = positive) and Cohen's kappa,
+next to "before" raters on the same held-out items — the plain embedding cosine with its threshold picked on the
 training users, and any LLM judge or baseline vote files given — with the paired gain and its CI.
 """
 
@@ -18,11 +18,15 @@ import numpy as np
 
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
-from tailorbench.stages.baselines import choose_threshold, heldout_users, human_gold
-from tailorbench.stages.heldout import compare_to_majority
-from tailorbench.stages.items import RelevanceItem, write_votes
-from tailorbench.stages.logreg import LogisticHead, fit_logistic
-from tailorbench.stages.shapes import HUMAN, item_key
+from tailorbench.stages.recentering_formats import HUMAN, RelevanceItem, item_key, write_votes
+from tailorbench.stages.relevance.analysis import human_gold
+from tailorbench.stages.statistics import (
+    LogisticHead,
+    choose_threshold,
+    compare_to_majority,
+    fit_logistic,
+    heldout_users,
+)
 
 FEATURES = "relevance-v1: cosine(prompt, attribute), prompt * attribute"
 HEAD_FILE = "relevance_classifier.npz"

@@ -15,25 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from tailorbench.agreement import stats as st
-from tailorbench.agreement.matrix import build_matrix
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
-from tailorbench.stages.items import RelevanceItem, write_votes
-from tailorbench.stages.relevance import ORDER, POS
-from tailorbench.stages.shapes import item_key
+from tailorbench.stages.recentering_formats import RelevanceItem, item_key, write_votes
+from tailorbench.stages.relevance.analysis import human_gold
+from tailorbench.stages.statistics import choose_threshold, split_users
 
 METHODS = ("bm25", "embedding")
-
-
-def human_gold(ratings: RatingSet) -> dict[str, bool]:
-    """Strict majority of the humans per rating item (a tie is not relevant), via agreement."""
-    humans = RatingSet([r for r in ratings.ratings if r.group == "human"], ratings.sources)
-    if not humans.ratings:
-        return {}
-    m = build_matrix(humans, ORDER)
-    gold = st.strict_majority(st.category_counts(m.codes, 2), POS)
-    return {item: bool(g == POS) for item, g in zip(m.items, gold) if g >= 0}
 
 
 def attribute_scores(items: Sequence[RelevanceItem], method: str, encoder: Any = None) -> list[np.ndarray]:
@@ -57,41 +45,6 @@ def attribute_scores(items: Sequence[RelevanceItem], method: str, encoder: Any =
             start += n
         return out
     raise ConfigError(f"unknown baseline {method!r}; choose one of {', '.join(METHODS)}")
-
-
-def split_users(users: Sequence[str], val_fraction: float, seed: int) -> set[str]:
-    """The validation users: a seeded shuffle of the distinct users, the first `val_fraction` of them."""
-    if not 0 < val_fraction < 1:
-        raise ConfigError("--val-fraction must be between 0 and 1")
-    distinct = sorted(set(users))
-    if len(distinct) < 2:
-        raise ConfigError("a validation split by user needs at least two users")
-    order = np.random.default_rng(seed).permutation(len(distinct))
-    n_val = min(len(distinct) - 1, max(1, round(val_fraction * len(distinct))))
-    return {distinct[i] for i in order[:n_val]}
-
-
-def heldout_users(users: Sequence[str], test_fraction: float, seed: int) -> set[str]:
-    """The users an intervention is judged on: those `split_users(users, 1 - test_fraction, seed)` does not pick
-    for fitting — so with the same seed and `--val-fraction` = 1 - `--test-fraction`, a baseline's votes cover
-    exactly these users and it can be compared on them."""
-    if not 0 < test_fraction < 1:
-        raise ConfigError("--test-fraction must be between 0 and 1")
-    return set(users) - split_users(users, 1 - test_fraction, seed)
-
-
-def choose_threshold(scores: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
-    """The cut-off (vote relevant when score >= t) with the best F1 on these items; ties go to the higher t."""
-    if not gold.any():
-        raise ConfigError("the validation users have no attribute the human majority marks relevant")
-    best_t, best_f1 = float("inf"), -1.0
-    for t in np.unique(scores)[::-1]:
-        pred = scores >= t
-        tp = float((pred & gold).sum())
-        f1 = 2 * tp / (pred.sum() + gold.sum())
-        if f1 > best_f1:
-            best_t, best_f1 = float(t), f1
-    return best_t, best_f1
 
 
 def run_baseline(

@@ -15,11 +15,7 @@ from typing import Any
 
 from tailorbench.agreement.ratings import Rating, RatingSet, merge_ratings, read_ratings
 from tailorbench.errors import DataError
-from tailorbench.stages.items import RelevanceItem
-from tailorbench.stages.shapes import Alignment, item_key
-
-#: the service's separator between task id and attribute key (annotate/tasks.py ATTR_SEP)
-ATTR_SEP = "::"
+from tailorbench.stages.recentering_formats import ATTR_SEP, Alignment, RelevanceItem, item_key
 
 
 def export_relevance_tasks(items: Sequence[RelevanceItem], out: str | Path) -> dict[str, Any]:

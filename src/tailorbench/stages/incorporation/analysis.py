@@ -23,10 +23,9 @@ from tailorbench.agreement.bootstrap import Resampler, percentile_ci
 from tailorbench.agreement.ratings import RatingSet, read_ratings
 from tailorbench.errors import DataError
 from tailorbench.memory.tokenize import tokenize
-from tailorbench.stages.correlation import correlations
-from tailorbench.stages.shapes import get_float_or_none, get_list, get_str, jsonl
+from tailorbench.stages.recentering_formats import ATTR_SEP, get_float_or_none, get_list, get_str, jsonl
+from tailorbench.stages.statistics import correlations
 
-ATTR_SEP = "::"
 #: words that say who or how, not what: they never make a mention on their own
 _FILLER = frozenset({"user", "users", "keeps", "keep", "prefers", "prefer", "likes", "like", "lives", "live", "works",
                      "work", "wants", "want", "person", "someone", "often", "usually", "very", "really", "s"})
@@ -237,37 +236,3 @@ def read_incorporation(
                 raise DataError(p, None, "rater", f"scores of {rater!r} appear in more than one file")
             scores[rater] = vals
     return read_ab_tasks(tasks_path), read_ratings(ratings_paths), scores
-
-
-def incorporation_parts(r: dict[str, Any]) -> tuple[list[Any], list[str], list[str]]:
-    from tailorbench.stages.render import Bar, f3, svg_bars, with_ci
-
-    h = r["humans"]
-    rows = [["humans (per item mean)", str(h["per_item_mean"]["n"]),
-             with_ci(h["per_item_mean"]["mean_rating"], h["per_item_mean"].get("mean_rating_ci")),
-             with_ci(h["per_item_mean"]["share_no_better"], h["per_item_mean"].get("share_no_better_ci")), "–",
-             with_ci(h["mention_uplift"].get("uplift"), h["mention_uplift"].get("uplift_ci"))]]
-    for name, e in r["judges"].items():
-        rows.append([name, str(e["n"]), with_ci(e["mean_rating"], e.get("mean_rating_ci")),
-                     with_ci(e["share_no_better"], e.get("share_no_better_ci")),
-                     with_ci(e["inflation"], e.get("inflation_ci")),
-                     with_ci(e["mention_uplift"].get("uplift"), e["mention_uplift"].get("uplift_ci"))])
-    corr = [[n, e["kind"], str(e["n"]), with_ci(e.get("spearman"), e.get("spearman_ci")),
-             with_ci(e.get("kendall"), e.get("kendall_ci"))] for n, e in r["correlation_with_humans"].items()]
-    cond = [[c, str(e["n"]), with_ci(e["mean_rating"], e.get("mean_rating_ci")),
-             with_ci(e["share_no_better"], e.get("share_no_better_ci"))] for c, e in r["by_condition"].items()]
-    acct = [[f"missing: {k}", str(v)] for k, v in r["missing_ratings"].items()]
-    acct += [[f"ratings of {k} for unknown items", str(v)] for k, v in r["ratings_for_unknown_items"].items()]
-    tables = [
-        ("Ratings (-2..2: personalized vs generic; +3 for the 1..5 scale)",
-         ["rater", "items", "mean rating", "share no better", "inflation vs humans", "mention uplift"], rows),
-        ("Correlation with the mean human rating", ["rater", "kind", "items", "Spearman", "Kendall tau-b"], corr),
-        ("Humans by answer condition", ["condition", "items", "mean rating", "share no better"], cond),
-        ("Accounting", ["what", "count"], acct),
-    ]
-    bars: list[Bar] = [("humans", h["per_item_mean"]["share_no_better"],
-                        *(h["per_item_mean"].get("share_no_better_ci") or [None, None]))]
-    bars += [(n, e["share_no_better"], *(e.get("share_no_better_ci") or [None, None])) for n, e in r["judges"].items()]
-    share = r["mention_detector"]["share_items_with_mention"]
-    notes = [f"Share of personalized answers that explicitly mention their attribute: {f3(share)}.", *r["notes"]]
-    return tables, [svg_bars(bars, 0.0, 1.0, "Share rated no better than generic (95% CI)")], notes

@@ -1,4 +1,5 @@
-"""Importers for the files the Re-Centering Humans annotation tool writes, into agreement's long format.
+"""The study's file formats, read as the Re-Centering Humans annotation tool writes them, into agreement's long
+format; the stage-2 item file and the model-vote files the stages write.
 
 Why: existing studies must be analysable without conversion scripts, and every statistic must come from
 `agreement/`, so each shape becomes `Rating`s (item = (index, user_id, attribute text), rater = `annotator` or
@@ -10,6 +11,9 @@ Shapes (one JSON object per line):
   "relevant"}], "annotator", ...}`;
 - stage 2, model: `{"model", "sample_index", "user_id", "items": [{"attribute", "relevant", "raw_answer"}]}`
   (`sample_index` is the human `index`; `relevant: null` is an invalid vote, counted as missing);
+- stage 2, item file: `{"index", "user_id", "prompt_index"?, "prompt", "attributes"}` — the human task-3 files
+  carry no prompt text, so baselines and LLM judges read it from here; its index is the one the human files use,
+  so votes written from it line up with the humans;
 - stage 1, human: `{"task": "1", "index", "attr_judgments": [{"judgment": "ok"|"unsure"|"bad", "note"}],
   "annotator", ...}` with the attributes by position in the item file `{"index", "user_id", "attributes",
   "conversations"}`.
@@ -33,6 +37,9 @@ MODEL = "model"
 #: stage-1 judgments of the Re-Centering tool -> the annotation service's vocabulary (one vocabulary downstream)
 JUDGMENT_MAP = {"ok": "accepted", "unsure": "uncertain", "bad": "rejected"}
 JUDGMENT_ORDER = ["rejected", "uncertain", "accepted"]
+#: the annotation service's separator between task id and attribute key in its exports, `ID::KEY`
+#: (annotate/tasks.py ATTR_SEP)
+ATTR_SEP = "::"
 
 
 def item_key(index: int, user_id: str, attribute: str) -> str:
@@ -76,6 +83,17 @@ def get_list(rec: dict[str, Any], key: str, path: str | Path, line: int) -> list
     if not isinstance(value, list):
         raise DataError(path, line, key, f"must be a list, got {type(value).__name__}")
     return value
+
+
+def get_float_or_none(rec: dict[str, Any], key: str, path: str | Path, line: int) -> float | None:
+    if key not in rec:
+        raise DataError(path, line, key, "missing (use null for no value)")
+    value = rec[key]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DataError(path, line, key, f"must be a number, got {value!r}")
+    return float(value)
 
 
 @dataclass
@@ -200,6 +218,48 @@ def align(ratings: Iterable[Rating]) -> Alignment:
     return report
 
 
+@dataclass(frozen=True)
+class RelevanceItem:
+    """One line of the stage-2 item file: a user's new prompt and the attributes shown for it."""
+
+    index: int
+    user_id: str
+    prompt: str
+    attributes: list[str]
+    prompt_index: int | None = None
+
+
+def read_relevance_items(path: str | Path) -> list[RelevanceItem]:
+    """The stage-2 item file; an index given twice or an empty or repeated attribute is a DataError."""
+    out: list[RelevanceItem] = []
+    seen: set[int] = set()
+    for line, rec in jsonl(path):
+        index = get_int(rec, "index", path, line)
+        if index in seen:
+            raise DataError(path, line, "index", f"index {index} appears twice")
+        seen.add(index)
+        attrs = get_list(rec, "attributes", path, line)
+        for j, a in enumerate(attrs):
+            if not isinstance(a, str) or not a.strip():
+                raise DataError(path, line, f"attributes[{j}]", f"must be a non-empty string, got {a!r}")
+        if len(set(attrs)) != len(attrs):
+            raise DataError(path, line, "attributes", "an attribute appears twice")
+        pi = rec.get("prompt_index")
+        out.append(RelevanceItem(index, get_str(rec, "user_id", path, line), get_str(rec, "prompt", path, line),
+                                 list(attrs), pi if isinstance(pi, int) else None))
+    return out
+
+
+def write_votes(
+    path: str | Path, model: str, items: Sequence[RelevanceItem], votes: Iterable[Sequence[dict[str, Any]]]
+) -> None:
+    """Votes in the Re-Centering model shape (`relevant: null` + `status` for an invalid or failed vote)."""
+    with Path(path).open("w", encoding="utf-8") as handle:
+        for item, entries in zip(items, votes):
+            row = {"model": model, "sample_index": item.index, "user_id": item.user_id, "items": list(entries)}
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 # --- stage 1 ------------------------------------------------------------------------------------------
 
 
@@ -283,14 +343,3 @@ def read_stage1(
     report = Alignment()
     ratings = merge_ratings([read_stage1_file(p, items, report) for p in human])
     return items, ratings, report
-
-
-def get_float_or_none(rec: dict[str, Any], key: str, path: str | Path, line: int) -> float | None:
-    if key not in rec:
-        raise DataError(path, line, key, "missing (use null for no value)")
-    value = rec[key]
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise DataError(path, line, key, f"must be a number, got {value!r}")
-    return float(value)
