@@ -1,15 +1,36 @@
-"""The Python API: every `tailor` verb has a twin here, and the CLI is a thin layer over these functions."""
+"""The Python API: every `tailor` verb has a twin here, and the CLI is a thin layer over these functions.
+
+`import tailorbench as tb` exposes them under the verbs' names (`tb.eval`, `tb.report`, `tb.agree`, ...; see
+docs/python.md). `eval`, `eval_many`, `eval_resume`, `agree`, `tiers`, `build` and `report_runs`,
+`compare_runs`, `gen_eval_run` (which `tb.report`, `tb.compare`, `tb.gen_eval` name) return the pydantic models
+of `api_models.py`, mirroring the JSON the verb writes; `evaluate`, `resume`, `report`, `compare`, `gen_eval`
+and `gen_eval_resume` keep returning run directories and dicts, as the CLI uses them. Each verb has an
+`*_async` twin to await inside a running event loop (a notebook); the blocking forms work there too.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tailorbench.evaluate.runner import EvalConfig, load_config, run_eval, run_matrix
+from tailorbench.aio import async_twin
+from tailorbench.api_models import (
+    AgreeResult,
+    BuildResult,
+    CompareResult,
+    EvalResult,
+    GenEvalResult,
+    TiersResult,
+    TrainResult,
+)
+from tailorbench.evaluate.runner import EvalConfig, load_config, run_eval, run_eval_async, run_matrix
 from tailorbench.failures import FailureCheck
 from tailorbench.geneval.config import GenEvalConfig
+
+if TYPE_CHECKING:
+    from tailorbench.build.config import BuildConfig
 
 
 def evaluate(config: EvalConfig, out: str | Path, judges: Sequence[str] | None = None,
@@ -122,3 +143,163 @@ def cache_clear(path: str | Path | None = None, model: str | None = None, older_
     from tailorbench.models.cache import clear_cache
 
     return clear_cache(path, model=model, older_than_days=older_than_days)
+
+
+# --- the verbs by their names, returning typed results ----------------------------------------------------
+
+
+def _eval_config(config: EvalConfig | None, fields: dict[str, Any]) -> EvalConfig:
+    base = asdict(config) if config is not None else {}
+    return EvalConfig(**{**base, **fields})
+
+
+def eval(data: str = "demo", judge: str = "longer", setting: str = "persona", *, out: str | Path,
+         config: EvalConfig | None = None, progress: bool = False, **fields: Any) -> EvalResult:
+    """`tailor eval`: one judge in one setting over a benchmark into the run directory `out`; returns its
+    results.json. `fields` are the other `EvalConfig` fields (`limit`, `seed`, `tiers`, `judge_options`, ...),
+    `config` a base for them."""
+    single = _eval_config(config, {**fields, "data": data, "judge": judge, "setting": setting})
+    return EvalResult.from_run(run_eval(single, Path(out), progress=progress))
+
+
+async def eval_async(data: str = "demo", judge: str = "longer", setting: str = "persona", *, out: str | Path,
+                     config: EvalConfig | None = None, progress: bool = False, **fields: Any) -> EvalResult:
+    """`eval` as a coroutine: the judge's calls run on the caller's event loop (`await tb.eval_async(...)`)."""
+    single = _eval_config(config, {**fields, "data": data, "judge": judge, "setting": setting})
+    return EvalResult.from_run(await run_eval_async(single, Path(out), progress=progress))
+
+
+def eval_many(judges: Sequence[str], settings: Sequence[str] = ("persona",), data: str = "demo", *,
+              out: str | Path, config: EvalConfig | None = None, progress: bool = False,
+              **fields: Any) -> list[EvalResult]:
+    """`tailor eval -j A -j B -s S ...`: one run directory per judge x setting under `out`, plus the merged
+    report at `out`; the results in that order."""
+    base = _eval_config(config, {**fields, "data": data, "judge": judges[0], "setting": settings[0]})
+    return [EvalResult.from_run(r) for r in evaluate(base, out, judges, settings, progress=progress)]
+
+
+def eval_resume(run_dir: str | Path, progress: bool = False, max_failed: float | None = None) -> EvalResult:
+    """`tailor eval --resume RUN_DIR`, returning the finished run's results."""
+    return EvalResult.from_run(resume(run_dir, progress=progress, max_failed=max_failed))
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0) -> CompareResult:
+    """`tailor compare` as a typed result (`compare` returns the same object as a dict)."""
+    return CompareResult.model_validate(compare(run_a, run_b, n_boot=n_boot, seed=seed))
+
+
+def report_runs(runs: Sequence[str | Path], out: str | Path) -> list[EvalResult | GenEvalResult]:
+    """`tailor report RUN...` returning each run's results (`report` returns them as dicts)."""
+    results: list[EvalResult | GenEvalResult] = []
+    merged = report(runs, out)
+    for run, r in zip(runs if len(runs) == len(merged) else [None] * len(merged), merged):
+        kind = GenEvalResult if r.get("kind") == "gen-eval" else EvalResult
+        results.append(kind.model_validate(r).located(run))
+    return results
+
+
+def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, positive: str | None = None,
+          n_boot: int = 1000, seed: int = 0, level: float = 0.95, out: str | Path | None = None) -> AgreeResult:
+    """`tailor agree`: agreement statistics of long-format ratings (.jsonl/.csv) and/or run directories;
+    with `out`, also written there as JSON (what `--out` writes)."""
+    from tailorbench.agreement import AgreeOptions, agreement_report, read_ratings
+    from tailorbench.errors import ConfigError
+    from tailorbench.options import as_float, as_int, check_writable
+
+    as_int("--resamples", n_boot, minimum=1)
+    as_float("--level", level, minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True)
+    if level >= 1.0:
+        raise ConfigError(f"option --level must be a number below 1, got {level!r}")
+    if out is not None:
+        check_writable("--out", out)
+    report = agreement_report(read_ratings(files), list(order) if order else None,
+                              AgreeOptions(n_boot, seed, level, positive))
+    if out is not None:
+        from tailorbench.files import write_json_atomic
+
+        write_json_atomic(Path(out), report)
+    return AgreeResult.model_validate(report)
+
+
+def tiers(ratings: str | Path, items: str | Path, out: str | Path, easy: float = 0.75, medium: float = 0.6,
+          min_ratings: int = 3, n_boot: int = 1000, seed: int = 0) -> TiersResult:
+    """`tailor tiers`: tier pairwise annotations by per-item agreement and write the PairCase JSONL `out`."""
+    from tailorbench.agreement.ratings import read_ratings
+    from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
+    from tailorbench.errors import DataError
+    from tailorbench.options import as_float, as_int, check_writable
+
+    as_float("--easy", easy, minimum=0.0, maximum=1.0)
+    as_float("--medium", medium, minimum=0.0, maximum=1.0)
+    rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
+    as_int("--resamples", n_boot, minimum=1)
+    check_writable("--out", out)
+    cases, summary = build_tiers(items, read_ratings([ratings]), rule, n_boot, seed)
+    if not cases:
+        raise DataError(Path(ratings), None, None, "no item has a tier (skipped: " + (", ".join(
+            f"{n} {why}" for why, n in summary["skipped_items"].items()) or "none") + f"); {out} not written")
+    write_cases(cases, out)
+    return TiersResult.model_validate({**summary, "out": str(out)})
+
+
+def gen_eval_run(config: GenEvalConfig, out: str | Path, progress: bool = False) -> GenEvalResult:
+    """`tailor gen-eval` returning its results.json (`gen_eval` returns the run directory)."""
+    return GenEvalResult.from_run(gen_eval(config, out, progress=progress))
+
+
+def build(config: BuildConfig | str | Path, until: str | None = None, out: str | Path | None = None,
+          model: str | None = None) -> BuildResult:
+    """`tailor build run CONFIG`: the construction pipeline (finished stages reused); `out` and `model`
+    override the config's. `build_problems(summary)` of `build.pipeline` says what makes the CLI exit 3."""
+    from tailorbench.build.pipeline import run_build
+
+    return BuildResult.model_validate(run_build(_build_config(config, out, model), until=until).as_dict())
+
+
+async def build_async(config: BuildConfig | str | Path, until: str | None = None, out: str | Path | None = None,
+                      model: str | None = None) -> BuildResult:
+    """`build` as a coroutine: the pipeline's calls run on the caller's event loop."""
+    from tailorbench.build.pipeline import run_build_async
+
+    summary = await run_build_async(_build_config(config, out, model), until, None)
+    return BuildResult.model_validate(summary.as_dict())
+
+
+def _build_config(config: BuildConfig | str | Path, out: str | Path | None, model: str | None) -> BuildConfig:
+    from tailorbench.build.config import BuildConfig, load_build_config
+
+    overrides: dict[str, str] = {}
+    if out is not None:
+        overrides["out"] = str(Path(out).resolve())
+    if model is not None:
+        overrides["model"] = model
+    if isinstance(config, BuildConfig):
+        return config.model_copy(update=overrides) if overrides else config
+    return load_build_config(config, overrides or None)
+
+
+def train_rm(config: Any = None, progress: bool = False, **overrides: Any) -> TrainResult:
+    """`tailor train-rm`: train a Bradley-Terry reward model (`tailorbench.train.api.train_rm`: `config` is an
+    RMTrainConfig or a YAML path, `overrides` its fields); returns OUT/summary.json. The checkpoint is the judge
+    `rm:OUT` (`.judge`)."""
+    from tailorbench.train.api import train_rm as run
+
+    return TrainResult.model_validate(run(config, progress=progress, **overrides))
+
+
+# `*_async` twins of the blocking verbs (a worker thread each; eval and build run on the caller's loop above)
+resume_async = async_twin(resume)
+eval_many_async = async_twin(eval_many)
+eval_resume_async = async_twin(eval_resume)
+report_async = async_twin(report)
+report_runs_async = async_twin(report_runs)
+compare_async = async_twin(compare)
+compare_runs_async = async_twin(compare_runs)
+agree_async = async_twin(agree)
+tiers_async = async_twin(tiers)
+gen_eval_async = async_twin(gen_eval)
+gen_eval_run_async = async_twin(gen_eval_run)
+gen_eval_resume_async = async_twin(gen_eval_resume)
+train_rm_async = async_twin(train_rm)
+check_data_async = async_twin(check_data)
+convert_data_async = async_twin(convert_data)

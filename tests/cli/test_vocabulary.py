@@ -150,3 +150,12 @@ def test_one_key_value_reader() -> None:
     cli = DOCS.parents[1] / "src/tailorbench/cli"
     readers = [p.name for p in cli.glob("*.py") if "KEY=VALUE, got" in p.read_text(encoding="utf-8")]
     assert readers == ["common.py"]
+
+
+@pytest.mark.parametrize("verb,cmd", ALL, ids=[name for name, _ in ALL])
+def test_every_example_uses_the_verbs_own_options(verb: str, cmd: Any) -> None:
+    import shlex
+
+    args = shlex.split(EXAMPLES[verb])[1 + len(verb.split()):]
+    ctx = cmd.make_context(verb, expand_file_lists(cmd, args))  # an unknown option or a missing one raises
+    assert not ctx.args, f"{verb}'s example has stray arguments {ctx.args}"

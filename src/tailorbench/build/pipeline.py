@@ -21,11 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tailorbench import __version__
+from tailorbench.aio import run_sync
 from tailorbench.build import STAGES
 from tailorbench.build.config import PROFILE_SECTIONS, RULES, BuildConfig, load_build_config
 from tailorbench.build.schemas import answer_schema, profile_schema, questions_schema
 from tailorbench.build.structured import StageStats, call_json, load_template
+from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import ConfigError
 from tailorbench.failures import FailureCheck, first_causes
 from tailorbench.files import write_json_atomic, write_jsonl_atomic
@@ -36,6 +37,7 @@ from tailorbench.personas import render_persona, select_sections
 from tailorbench.prompts import split_messages
 from tailorbench.redact import redact
 from tailorbench.schema import PairCase
+from tailorbench.version import __version__
 
 VARIANTS = {"A1": "full persona", "A2": "masked persona", "A3": "no persona"}
 #: stages whose items are model calls; the others count outcomes (identical answers ...), not failed calls
@@ -48,7 +50,7 @@ def _hash(*parts: Any) -> str:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for _, row in read_jsonl(path, InvalidRows())]
 
 
 @dataclass
@@ -494,4 +496,4 @@ def run_build(config: BuildConfig | str | Path, until: str | None = None,
     """Python twin of `tailor build run CONFIG.yaml [--until STAGE]`."""
     if not isinstance(config, BuildConfig):
         config = load_build_config(config)
-    return asyncio.run(run_build_async(config, until, log))
+    return run_sync(run_build_async(config, until, log))

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from tailorbench import __version__
+from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.evaluate.interrupt import stop_on_sigint
@@ -40,10 +40,14 @@ from tailorbench.judges.base import (
     pre_work_warnings,
     split_spec_options,
 )
+from tailorbench.logs import get_logger
 from tailorbench.options import check_writable
 from tailorbench.personas import cjk_share, persona_attributes
 from tailorbench.redact import public_options, redact, redact_obj
 from tailorbench.schema import JudgeInput, Order, PairCase, RunManifest, Verdict
+from tailorbench.version import __version__
+
+log = get_logger(__name__)
 
 PREDICTIONS = "predictions.jsonl"
 MANIFEST = "manifest.json"
@@ -282,12 +286,26 @@ def run_eval(
     and RunInterrupted (a KeyboardInterrupt) carries the resume command. An exception from the judge (e.g.
     rejected credentials) marks the manifest `stopped` with the error, after every finished verdict is
     written, and propagates."""
+    return run_sync(run_eval_async(config, out, resume=resume, progress=progress, benchmark=benchmark, judge=judge))
+
+
+async def run_eval_async(
+    config: EvalConfig,
+    out: Path,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    benchmark: Benchmark | None = None,
+    judge: PairJudge | None = None,
+) -> Path:
+    """`run_eval` as a coroutine, for a caller whose event loop is running (a notebook: `await ...`); the
+    judge's calls run on that loop."""
     # The run allocates many long-lived, acyclic records (cases, inputs, prediction rows); the cyclic
     # collector would rescan them again and again (a third of the runner's time on 50k cases). Paused here.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return asyncio.run(_run(config, out, resume, progress, benchmark, judge))
+        return await _run(config, out, resume, progress, benchmark, judge)
     finally:
         if was_enabled:
             gc.enable()
@@ -360,11 +378,11 @@ async def _run_locked(
                 # what can be known before any work (truncation at the model's limit, language): said first
                 judge.warnings.extend(w for w in pre_work_warnings(judge, inputs) if w not in judge.warnings)
                 for warning in judge.warnings:
-                    print(f"warning: {warning}", file=sys.stderr)
+                    log.warning("%s", warning)
                 early = len(judge.warnings)
                 await judge.prepare(inputs)
                 for warning in judge.warnings[early:]:  # what prepare learnt: still before the verdicts
-                    print(f"warning: {warning}", file=sys.stderr)
+                    log.warning("%s", warning)
                 early = len(judge.warnings)
                 if not stop.is_set():
                     written = await judge_pairs(judge, tasks, to_prediction, predictions, bar, stop)
@@ -382,7 +400,7 @@ async def _run_locked(
             manifest.status, manifest.error = ended  # type: ignore[assignment]
             write_json_atomic(out / MANIFEST, manifest.model_dump())
     for warning in judge.warnings[early:]:
-        print(f"warning: {warning}", file=sys.stderr)
+        log.warning("%s", warning)
     manifest.config["warnings"] = list(judge.warnings)
     if len(written) < len(tasks):  # only a stop leaves tasks unjudged
         manifest.status = "interrupted"
@@ -407,7 +425,7 @@ def _check_training_overlap(judge: PairJudge, cases: Sequence[PairCase], manifes
     manifest.config["training_overlap"] = block
     line = describe_overlap(block, redact(judge.spec))
     if line:
-        print(f"warning: {line}", file=sys.stderr)
+        log.warning("%s", line)
 
 
 def _previous_manifest(out: Path) -> dict[str, Any]:

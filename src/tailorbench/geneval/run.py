@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple
 import orjson
 from pydantic import Field
 
-from tailorbench import __version__
+from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.interrupt import stop_on_sigint
@@ -43,11 +43,15 @@ from tailorbench.geneval.results import RESULTS, compute_results
 from tailorbench.geneval.sampling import stratified_sample
 from tailorbench.geneval.validation import VALIDATION, validate_judge
 from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge, pre_work_warnings
+from tailorbench.logs import get_logger
 from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import GenParams
 from tailorbench.options import as_float, as_int, check_writable
 from tailorbench.redact import public_options, redact, redact_obj
 from tailorbench.schema import ORDERS, JudgeInput, Order, PairCase, RunManifest, Verdict
+from tailorbench.version import __version__
+
+log = get_logger(__name__)
 
 KIND = "gen-eval"
 MANIFEST = "manifest.json"
@@ -152,7 +156,7 @@ def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, prog
     try:
         return _run_checked(config, out, resume, progress, judge)
     finally:
-        asyncio.run(judge.aclose())
+        run_sync(judge.aclose())
 
 
 def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool, judge: PairJudge) -> Path:
@@ -168,7 +172,7 @@ def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool,
         write_json_atomic(out / MANIFEST, manifest.model_dump())
         notes: list[str] = []
         try:
-            notes += asyncio.run(_generate_and_judge(config, cases, out, progress, judge))
+            notes += run_sync(_generate_and_judge(config, cases, out, progress, judge))
             validation = validate_judge(config, out, progress=progress)
             write_json_atomic(out / VALIDATION, validation)
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -184,7 +188,7 @@ def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool,
         write_json_atomic(out / MANIFEST, manifest.model_dump())
         results = finalize(out)
     for warning in results["warnings"]:
-        print(f"warning: {warning}", file=sys.stderr)
+        log.warning("%s", warning)
     return out
 
 
@@ -311,7 +315,7 @@ async def _judge(
         early = pre_work_warnings(judge, inputs)  # known before any verdict (truncation, language): said first
         judge.warnings.extend(early)
         for warning in judge.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
+            log.warning("%s", warning)
         with stop_on_sigint(stop):
             await judge.prepare(inputs)
             written = [] if stop.is_set() else await judge_pairs(judge, tasks, verdict_row, path, bar, stop)

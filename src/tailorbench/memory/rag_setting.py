@@ -11,16 +11,18 @@ are written back into the options, so the run manifest records exactly what the 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.settings import ContextBuilder, SettingOptions, register_setting_factory
+from tailorbench.logs import get_logger
 from tailorbench.memory.retrieval import RETRIEVERS, MemoryIndex
 from tailorbench.memory.store import by_user, read_memory
 from tailorbench.personas import persona_facts
 from tailorbench.schema import PairCase
+
+log = get_logger(__name__)
 
 DEFAULT_TOP_K = 5
 DEFAULT_ITEM_CHARS = 400
@@ -75,8 +77,8 @@ def rag_setting(cases: Sequence[PairCase], options: SettingOptions) -> ContextBu
             source[user] = "persona_facts"
     missing = sum(1 for u in users if source[u] == "persona_facts") if memory_path else 0
     if missing:
-        print(f"warning: rag: {missing} of {len(users)} users have no items in {memory_path}; "
-              "their persona facts are used instead", file=sys.stderr)
+        log.warning("rag: %s of %s users have no items in %s; their persona facts are used instead", missing,
+                    len(users), memory_path)
 
     encoder = None
     if kind != "bm25" and extra.get("encoder"):
@@ -116,8 +118,8 @@ def rag_setting(cases: Sequence[PairCase], options: SettingOptions) -> ContextBu
         "item_chars": item_chars,
     }
     if empty:
-        print(f"warning: rag: {empty} of {len(cases)} cases retrieved nothing (no shared token with the "
-              "question or no memory); the judge sees no context for them", file=sys.stderr)
+        log.warning("rag: %s of %s cases retrieved nothing (no shared token with the question or no memory); "
+                    "the judge sees no context for them", empty, len(cases))
 
     def build(case: PairCase, _options: SettingOptions) -> str | None:
         if case.id in contexts:

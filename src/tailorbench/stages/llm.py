@@ -3,7 +3,6 @@ counted. Calls go through `models/` (cache, retries, rate limits, cost), never t
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -59,7 +58,9 @@ def ask(
             if owned:
                 await chat.aclose()
 
-    results = asyncio.run(go())
+    from tailorbench.aio import run_sync  # also inside a running event loop (a notebook)
+
+    results = run_sync(go())
     out: Batch[T] = Batch([])
     for res in results:
         if isinstance(res, CallFailure):

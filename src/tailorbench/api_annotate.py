@@ -1,0 +1,184 @@
+"""Python twins of `tailor annotate ...` (`tb.annotate.*`): the annotation service's projects, imports,
+annotators, progress and export, on the database of a project directory (or `db`, a database URL). Each
+returns the JSON object the verb prints. FastAPI and SQLAlchemy are imported on the first call."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.aio import async_twin
+
+__all__ = [
+    "add_annotator",
+    "add_annotator_async",
+    "create_project",
+    "create_project_async",
+    "database",
+    "export",
+    "export_async",
+    "import_items",
+    "import_items_async",
+    "join",
+    "join_async",
+    "link",
+    "link_async",
+    "list_annotators",
+    "list_annotators_async",
+    "list_projects",
+    "list_projects_async",
+    "progress",
+    "progress_async",
+    "release",
+    "release_async",
+    "serve",
+]
+
+DEFAULT_DIR = Path("annotation")
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+
+
+def database(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Any:
+    """The service's database: `db` (a URL; else env TAILOR_ANNOTATE_DB), else SQLite under `directory`."""
+    from tailorbench.annotate.db import Database, resolve_url
+
+    return Database(resolve_url(db or os.environ.get("TAILOR_ANNOTATE_DB"), Path(directory)))
+
+
+def create_project(name: str, task: str, n: int = 3, instructions: str = "", gold_every: int = 5,
+                   directory: str | Path = DEFAULT_DIR, db: str | None = None) -> dict[str, Any]:
+    """`tailor annotate project create NAME --task TASK`."""
+    from tailorbench.annotate import service
+    from tailorbench.annotate.tasks import TASK_TYPES
+    from tailorbench.options import as_choice, as_int
+
+    task = as_choice("--task", task.strip().lower(), tuple(TASK_TYPES.names()))
+    as_int("--n", n, minimum=1)
+    as_int("--gold-every", gold_every, minimum=1)
+    pid = service.create_project(database(directory, db), name, task, n, instructions, gold_every)
+    return {"project": name, "id": pid, "task_type": task, "n_per_item": n}
+
+
+def list_projects(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[dict[str, Any]]:
+    """`tailor annotate project list`: every project with its progress."""
+    from tailorbench.annotate import service
+
+    store = database(directory, db)
+    return [service.progress(store, p["id"]) for p in service.list_projects(store)]
+
+
+def import_items(project: str, file: str | Path, fmt: str = "auto", directory: str | Path = DEFAULT_DIR,
+                 db: str | None = None) -> dict[str, Any]:
+    """`tailor annotate import PROJECT FILE` (all or nothing)."""
+    from tailorbench.annotate import service
+    from tailorbench.annotate.importer import FORMATS
+    from tailorbench.options import as_choice
+
+    as_choice("--format", fmt, FORMATS)
+    result: dict[str, Any] = service.import_items(database(directory, db), project, file, fmt)
+    return result
+
+
+def add_annotator(name: str, projects: Sequence[str] = (), admin: bool = False, base_url: str = DEFAULT_BASE_URL,
+                  directory: str | Path = DEFAULT_DIR, db: str | None = None) -> dict[str, Any]:
+    """`tailor annotate annotator add NAME`: the personal login link is in the result (shown once)."""
+    from tailorbench.annotate import service
+
+    role = "admin" if admin else "annotator"
+    _, token = service.add_user(database(directory, db), name, role, list(projects))
+    return {"name": name, "role": role, "projects": list(projects),
+            "login_link": f"{base_url.rstrip('/')}/login/{token}"}
+
+
+def join(name: str, project: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> dict[str, Any]:
+    """`tailor annotate annotator join NAME --project P`."""
+    from tailorbench.annotate import service
+
+    service.add_member(database(directory, db), project, name)
+    return {"name": name, "project": project}
+
+
+def link(name: str, base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
+         db: str | None = None) -> dict[str, Any]:
+    """`tailor annotate annotator link NAME`: a new login link (the old one stops working)."""
+    from tailorbench.annotate import service
+
+    token = service.rotate_link(database(directory, db), name)
+    return {"name": name, "login_link": f"{base_url.rstrip('/')}/login/{token}"}
+
+
+def list_annotators(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[dict[str, Any]]:
+    """`tailor annotate annotator list`."""
+    from tailorbench.annotate import service
+
+    users: list[dict[str, Any]] = service.list_users(database(directory, db))
+    return users
+
+
+def progress(project: str, agreement: bool = False, directory: str | Path = DEFAULT_DIR,
+             db: str | None = None) -> dict[str, Any]:
+    """`tailor annotate progress PROJECT [--agreement]`."""
+    from tailorbench.annotate import service
+
+    store = database(directory, db)
+    out: dict[str, Any] = service.progress(store, project)
+    out["flagged"] = service.flagged(store, project)
+    if agreement:
+        out["agreement"] = service.agreement_so_far(store, project, resamples=1000)
+    return out
+
+
+def release(project: str, older_than_hours: float = 24.0, directory: str | Path = DEFAULT_DIR,
+            db: str | None = None) -> dict[str, Any]:
+    """`tailor annotate release PROJECT`: unfinished assignments older than this go back to the queue."""
+    from tailorbench.annotate import service
+    from tailorbench.options import as_float
+
+    as_float("--older-than-hours", older_than_hours, minimum=0.0)
+    return {"project": project, "released": service.release_stale(database(directory, db), project,
+                                                                  older_than_hours * 3600)}
+
+
+def export(project: str, out: str | Path, include_gold: bool = False, min_ratings: int | None = None,
+           easy: float = 0.75, medium: float = 0.6, directory: str | Path = DEFAULT_DIR,
+           db: str | None = None) -> dict[str, Any]:
+    """`tailor annotate export PROJECT --out DIR`: long-format ratings (and a tiered benchmark for pairwise)."""
+    from tailorbench.agreement.tiers import TierRule
+    from tailorbench.annotate import service
+    from tailorbench.options import as_float, as_int, check_writable
+
+    as_float("--easy", easy, minimum=0.0, maximum=1.0)
+    as_float("--medium", medium, minimum=0.0, maximum=1.0)
+    TierRule(easy=easy, medium=medium,
+             min_ratings=3 if min_ratings is None else as_int("--min-ratings", min_ratings, minimum=2))
+    check_writable("--out", out, directory=True)
+    result: dict[str, Any] = service.export(database(directory, db), project, Path(out), include_gold, min_ratings,
+                                            easy, medium)
+    return result
+
+
+def serve(directory: str | Path = DEFAULT_DIR, db: str | None = None, host: str = "127.0.0.1", port: int = 8000,
+          secure_cookies: bool = False, proxy_headers: bool = False) -> None:
+    """`tailor annotate serve`: run the web service until interrupted (blocks)."""
+    import uvicorn
+
+    from tailorbench.annotate.web import create_app
+    from tailorbench.options import as_int
+
+    as_int("--port", port, minimum=1, maximum=65535)
+    app = create_app(database(directory, db), secure_cookies=True if secure_cookies else None)
+    uvicorn.run(app, host=host, port=port, proxy_headers=proxy_headers, log_level="warning", access_log=False)
+
+
+create_project_async = async_twin(create_project)
+list_projects_async = async_twin(list_projects)
+import_items_async = async_twin(import_items)
+add_annotator_async = async_twin(add_annotator)
+join_async = async_twin(join)
+link_async = async_twin(link)
+list_annotators_async = async_twin(list_annotators)
+progress_async = async_twin(progress)
+release_async = async_twin(release)
+export_async = async_twin(export)

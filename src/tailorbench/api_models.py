@@ -1,0 +1,173 @@
+"""Typed results of the Python API: pydantic models mirroring the JSON each verb writes or prints.
+
+Every model keeps the file's fields exactly (`extra="allow"`: fields a model does not declare are kept, so
+`model_dump(mode="json")` equals the file), and declares the ones a caller reads most, typed. Nested blocks stay
+dicts: their keys are the benchmark's own split and tier names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+
+class Output(BaseModel):
+    """Base of every result: the JSON object as typed attributes; `to_dict()` is the object itself."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_json(self) -> str:
+        """The JSON text as the CLI's `--json` prints it."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=2)
+
+
+R = TypeVar("R", bound="RunOutput")
+
+
+class RunOutput(Output):
+    """results.json of a run directory; `run_dir` is where it lies (not a field of the file)."""
+
+    _run_dir: Path | None = PrivateAttr(default=None)
+
+    @property
+    def run_dir(self) -> Path | None:
+        return self._run_dir
+
+    def located(self: R, run_dir: str | Path | None) -> R:
+        """The same result, knowing its run directory."""
+        self._run_dir = None if run_dir is None else Path(run_dir)
+        return self
+
+
+class EvalResult(RunOutput):
+    """results.json of a `tailor eval` run."""
+
+    judge: str
+    setting: str
+    data: str | None = None
+    dataset_fingerprint: str | None = None
+    orders: str | None = None
+    ci_unit: str = "case"
+    n_boot: int = 1000
+    status: str = "finished"
+    error: str | None = None
+    cases_planned: int = 0
+    cases_judged: int = 0
+    skipped_rows: int = 0
+    warnings: list[str] = []
+    failures: dict[str, Any] = {}
+    predictions_sha256: str | None = None
+    dataset: dict[str, Any] = {}
+    training_overlap: dict[str, Any] | None = None
+    examples: Any = None
+    metrics: dict[str, Any] = {}
+
+    @classmethod
+    def from_run(cls, run_dir: str | Path) -> EvalResult:
+        """The results of a run directory (recomputed from its predictions when results.json is stale)."""
+        from tailorbench.evaluate.results import load_results
+
+        return cls.model_validate(load_results(Path(run_dir))).located(run_dir)
+
+    @property
+    def accuracy(self) -> float | None:
+        """Accuracy on every judged case (`metrics.all.accuracy`)."""
+        value = self.metrics.get("all", {}).get("accuracy")
+        return None if value is None else float(value)
+
+    @property
+    def n(self) -> int:
+        """Cases in the accuracy (`metrics.all.n`)."""
+        return int(self.metrics.get("all", {}).get("n", 0))
+
+
+class CompareResult(Output):
+    """`tailor compare --json`: paired bootstrap of the accuracy difference A - B on the shared cases."""
+
+    a: str
+    b: str
+    n: int
+    difference: float | None = None
+    ci: list[float | None] = [None, None]
+    p_two_sided: float | None = None
+
+
+class AgreeResult(Output):
+    """`tailor agree --json` (and `--out FILE`): agreement statistics of a rating set."""
+
+    sources: Any = None
+    categories: list[Any] = []
+    scale: str | None = None
+    n_items: int = 0
+    n_raters: int = 0
+    n_ratings: int = 0
+    percent_agreement: float | None = None
+    fleiss_kappa: dict[str, Any] = {}
+    krippendorff_alpha: dict[str, Any] = {}
+    missing_ratings: dict[str, Any] = {}
+    pairwise_cohen_kappa: Any = None
+    groups: dict[str, Any] = {}
+    bootstrap: dict[str, Any] = {}
+    notes: list[str] = []
+
+
+class TiersResult(Output):
+    """`tailor tiers --json`: the summary of a tiered benchmark (`out` is the PairCase JSONL written)."""
+
+    n_items: int
+    n_cases: int
+    rule: dict[str, Any] = {}
+    tiers: dict[str, Any] = {}
+    skipped_items: dict[str, int] = {}
+    ratings_for_unknown_items: int = 0
+    out: str | None = None
+
+
+class GenEvalResult(RunOutput):
+    """results.json of a `tailor gen-eval` run."""
+
+    model: str
+    reference: str
+    judge: str
+    metrics: dict[str, Any] = {}
+
+    @classmethod
+    def from_run(cls, run_dir: str | Path) -> GenEvalResult:
+        """The results of a gen-eval run directory."""
+        from tailorbench.geneval.results import load_results
+
+        return cls.model_validate(load_results(Path(run_dir))).located(run_dir)
+
+
+class TrainResult(Output):
+    """summary.json of `tailor train-rm` (the checkpoint at `out` is the judge `rm:OUT`)."""
+
+    out: str
+    model: str | None = None
+    steps: int = 0
+    pairs_seen: int = 0
+    pairs_per_s: float | None = None
+    wall_seconds: float | None = None
+    data: dict[str, Any] = {}
+    evals: list[dict[str, Any]] = []
+    notes: list[str] = []
+    feature_fit: dict[str, Any] | None = None
+
+    @property
+    def judge(self) -> str:
+        """The judge spec of the trained checkpoint."""
+        return f"rm:{self.out}"
+
+
+class BuildResult(Output):
+    """`tailor build run --json`: what each stage of the construction pipeline did."""
+
+    out: str
+    stages: list[dict[str, Any]] = []
+    model: dict[str, Any] | None = None

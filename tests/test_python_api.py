@@ -1,0 +1,155 @@
+"""The Python API (issue 21 point 2): `import tailorbench as tb` is light and gives every verb by its name; the
+walk-through of docs/python.md runs as written (its `python` blocks in order, in a fresh directory) and passes
+mypy; the verbs work inside a running event loop; warnings go through `logging` and still print as
+`warning: ...` on stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tailorbench as tb
+from tests.conftest import REPO_ROOT
+
+DOC = REPO_ROOT / "docs" / "python.md"
+_FENCE = re.compile(r"^```(?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def doc_code() -> str:
+    """The `python` blocks of docs/python.md, in order, as one script."""
+    blocks = [m.group("body") for m in _FENCE.finditer(DOC.read_text(encoding="utf-8"))
+              if m.group("info").strip() == "python"]
+    assert len(blocks) >= 5, "docs/python.md lost its walk-through"
+    return "\n\n".join(blocks)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def test_import_is_light() -> None:
+    code = ("import sys, tailorbench as tb; heavy = ('torch', 'numpy', 'fastapi', 'sqlalchemy', 'pydantic', "
+            "'transformers', 'tailorbench.api', 'tailorbench.evaluate'); print([m for m in heavy if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_name_resolves() -> None:
+    from tailorbench import _GROUPS, _LAZY
+
+    assert set(tb.__all__) == {"__version__", *_LAZY, *_GROUPS}
+    for name in tb.__all__:
+        assert getattr(tb, name) is not None, name
+    for group in (tb.stages, tb.annotate, tb.build, tb.evaluate):
+        for name in dir(group):
+            if not name.startswith("_"):
+                assert getattr(group, name) is not None, (group, name)
+    # the verbs by name, their twins, today's names
+    assert tb.stages.example is tb.stages.run_example
+    assert callable(tb.eval) and asyncio.iscoroutinefunction(tb.eval_async)
+    for verb in ("agree", "tiers", "report", "compare", "gen_eval", "train_rm", "eval_resume"):
+        assert asyncio.iscoroutinefunction(getattr(tb, f"{verb}_async")), verb
+    assert asyncio.iscoroutinefunction(tb.stages.relevance_async)
+    assert asyncio.iscoroutinefunction(tb.annotate.export_async)
+    from tailorbench import api
+
+    assert tb.resume is api.resume and isinstance(tb.evaluate, tb.VerbGroup)
+    import tailorbench.evaluate.runner
+
+    assert tb.evaluate.runner is tailorbench.evaluate.runner  # `tailorbench.evaluate` is also the package
+
+
+def test_groups_keep_their_packages() -> None:
+    import tailorbench.build.pipeline
+    import tailorbench.stages.api
+
+    # the import system binds the subpackages on the package; the verb groups keep the names
+    assert isinstance(tb.build, tb.VerbGroup) and isinstance(tb.stages, tb.VerbGroup)
+    assert tb.build.pipeline is tailorbench.build.pipeline and tb.stages.api is tailorbench.stages.api
+    from tailorbench import api
+
+    assert tb.build.run is api.build
+    assert tb.annotate.DB_FILENAME == "annotate.sqlite"  # an attribute of the annotate package itself
+    with pytest.raises(TypeError, match="group of verbs"):
+        tb.stages()  # type: ignore[operator]
+
+
+def test_walk_through_runs(tmp_path: Path) -> None:
+    script = tmp_path / "walk_through.py"
+    script.write_text(doc_code(), encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=_env(),
+                         timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "runs" / "leaderboard" / "report.md").is_file()
+    assert (tmp_path / "tiered.jsonl").is_file()
+
+
+def test_walk_through_passes_mypy(tmp_path: Path) -> None:
+    script = tmp_path / "walk_through.py"
+    script.write_text(doc_code(), encoding="utf-8")
+    # a second file with one wrong type shows that mypy sees the API's types (not Any) in the same run
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text('import tailorbench as tb\n\nresult: int = tb.eval("demo", out="runs/x")\n', encoding="utf-8")
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(REPO_ROOT / "pyproject.toml"), "--no-error-summary",
+         "--strict", "--follow-imports=silent", str(script), str(wrong)],
+        cwd=REPO_ROOT, capture_output=True, text=True, env=_env(), timeout=600)
+    report = out.stdout + out.stderr
+    assert "walk_through.py" not in report, report
+    assert re.search(r'wrong\.py:3: error: Incompatible types in assignment \(expression has type "EvalResult"',
+                     report), report
+
+
+def test_eval_inside_a_running_loop(tmp_path: Path) -> None:
+    async def notebook_cell() -> tuple[tb.EvalResult, tb.EvalResult]:
+        asyncio.get_running_loop()  # a loop runs, as in a notebook: asyncio.run would refuse
+        blocking = tb.eval("demo", judge="longer", out=tmp_path / "blocking", n_boot=100)
+        awaited = await tb.eval_async("demo", judge="longer", out=tmp_path / "awaited", n_boot=100)
+        return blocking, awaited
+
+    blocking, awaited = asyncio.run(notebook_cell())
+    assert blocking.status == awaited.status == "finished"
+    assert blocking.metrics == awaited.metrics and blocking.n == 72
+    on_disk = json.loads((tmp_path / "blocking" / "results.json").read_text(encoding="utf-8"))
+    assert blocking.to_dict() == on_disk and blocking.run_dir == tmp_path / "blocking"
+
+
+def test_warnings_go_through_logging(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     caplog: pytest.LogCaptureFixture) -> None:
+    memory = tmp_path / "memory.jsonl"
+    memory.write_text(json.dumps({"user_id": "nobody", "id": "m1", "text": "likes tea"}) + "\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="tailorbench"):
+        tb.eval("demo", judge="longer", setting="rag", out=tmp_path / "rag", n_boot=100,
+                setting_options={"memory": str(memory)})
+    err = capsys.readouterr().err
+    assert re.search(r"^warning: rag: \d+ of \d+ users have no items in ", err, re.MULTILINE), err
+    assert any(r.name == "tailorbench.memory.rag_setting" and r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_annotate_verbs(tmp_path: Path) -> None:
+    """tb.annotate.* on a project directory: what `tailor annotate ...` prints, as Python objects."""
+    bench = tmp_path / "bench.jsonl"
+    from tailorbench.datasets import load_benchmark, write_native
+
+    write_native(load_benchmark("demo").cases[:4], bench)
+    where = {"directory": tmp_path / "annotation"}
+    made = tb.annotate.create_project("pairs", task="pairwise", n=2, **where)
+    assert made["task_type"] == "pairwise" and made["n_per_item"] == 2
+    assert tb.annotate.import_items("pairs", bench, **where)["items"] == 4
+    user = tb.annotate.add_annotator("ann1", projects=["pairs"], **where)
+    assert user["login_link"].startswith("http://127.0.0.1:8000/login/")
+    assert [u["name"] for u in tb.annotate.list_annotators(**where)] == ["ann1"]
+    assert tb.annotate.progress("pairs", **where)["flagged"] == []
+    assert [p["project"] for p in tb.annotate.list_projects(**where)] == ["pairs"]
+    exported = asyncio.run(tb.annotate.export_async("pairs", tmp_path / "export", **where))
+    assert (tmp_path / "export" / "ratings.jsonl").is_file() and isinstance(exported, dict)
