@@ -29,15 +29,24 @@ import numpy as np
 import torch
 
 from tailorbench.datasets import load_benchmark
-from tailorbench.evaluate.metrics import bootstrap_ci
-from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE, HFRewardModel, RewardFormat, Triple
 from tailorbench.schema import DEFAULT_TIERS as TIERS
 from tailorbench.schema import PairCase
-from tailorbench.train.config import RMTrainConfig
-from tailorbench.train.cross_fit import tier_accuracy
-from tailorbench.train.data import clean_pairs, context_of, distinct_triples, split_by_user
-from tailorbench.train.features import fit_recipe
-from tailorbench.train.trainer import resolve_model
+from tailorbench.train import (
+    FEATURES,
+    NGRAM_FEATURE,
+    HFRewardModel,
+    RewardFormat,
+    RMTrainConfig,
+    Triple,
+    bootstrap_ci,
+    clean_pairs,
+    context_of,
+    distinct_triples,
+    fit_recipe,
+    resolve_model,
+    split_by_user,
+    tier_accuracy,
+)
 
 #: the real data the experiments run on (../shared/data/README.md)
 DEV_DATA = "../shared/data/personafeedback-general-dev"

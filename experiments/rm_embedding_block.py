@@ -21,11 +21,16 @@ import torch
 from rm_cv import LOC, all_triples, cached_features, evaluate, longer_margin, screen_folds, screen_parser, screen_row
 
 from tailorbench.datasets import load_benchmark
-from tailorbench.models.ngram_head import NgramVocabulary, pair_difference_matrix
-from tailorbench.models.reward_hf import HFRewardModel, RewardFormat
 from tailorbench.schema import PairCase
-from tailorbench.train.data import context_of, distinct_triples
-from tailorbench.train.features import fit_feature_weights
+from tailorbench.train import (
+    HFRewardModel,
+    NgramVocabulary,
+    RewardFormat,
+    context_of,
+    distinct_triples,
+    fit_feature_weights,
+    pair_difference_matrix,
+)
 
 
 def m3e_path() -> str:

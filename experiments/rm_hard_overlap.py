@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 from rm_cv import RECIPES, Recipe, fit_fold, longer_margin, screen_inputs, screen_parser
 
-from tailorbench.datasets.pairs import tier_overlap
 from tailorbench.schema import DEFAULT_TIERS as TIERS
 from tailorbench.schema import PairCase
+from tailorbench.train import tier_overlap
 
 SHIPPED = "length+overlap+cosine+ngrams 1-3, l2 0.01"
 CLASSES = ("unique", "repeated", "contradicted")

@@ -30,12 +30,17 @@ from rm_cv import (
 )
 from rm_hard_overlap import CLASSES, add, table
 
-from tailorbench.datasets.pairs import tier_overlap
-from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
-from tailorbench.models.reward_hf import FEATURES, NGRAM_FEATURE
 from tailorbench.schema import DEFAULT_TIERS as TIERS
 from tailorbench.schema import PairCase
-from tailorbench.train.features import fit_feature_weights
+from tailorbench.train import (
+    FEATURES,
+    NGRAM_FEATURE,
+    NgramHead,
+    NgramVocabulary,
+    fit_feature_weights,
+    pair_difference_matrix,
+    tier_overlap,
+)
 
 SHIPPED = RECIPES["length+overlap+cosine+ngrams 1-3, l2 0.01"]
 DENSE_ALL = [f for f in FEATURES if f != NGRAM_FEATURE]

@@ -32,8 +32,7 @@ from rm_cv import (
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from tailorbench.models.reward_hf import NGRAM_FEATURE
-from tailorbench.train.features import FeatureFit, fit_recipe
+from tailorbench.train import NGRAM_FEATURE, FeatureFit, fit_recipe
 
 SHIPPED = RECIPES["length+overlap+cosine+ngrams 1-3, l2 0.01"]
 

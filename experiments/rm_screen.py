@@ -30,11 +30,15 @@ import torch
 from rm_cv import DENSE, all_triples, evaluate, longer_margin, screen_folds, screen_row
 
 from tailorbench.datasets import load_benchmark
-from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
-from tailorbench.models.reward_hf import char_bigrams
 from tailorbench.schema import PairCase
-from tailorbench.train.data import distinct_triples
-from tailorbench.train.features import fit_feature_weights
+from tailorbench.train import (
+    NgramHead,
+    NgramVocabulary,
+    char_bigrams,
+    distinct_triples,
+    fit_feature_weights,
+    pair_difference_matrix,
+)
 
 _SPLIT = re.compile(r"[;；。，,、\n]")
 

@@ -15,7 +15,7 @@ import numpy as np
 from rm_cv import RECIPES, fit_fold, screen_inputs, screen_parser
 
 from tailorbench.schema import DEFAULT_TIERS as TIERS
-from tailorbench.train.cross_fit import SPLIT_DRAWS, split_power
+from tailorbench.train import SPLIT_DRAWS, split_power
 
 SHIPPED = "length+overlap+cosine+ngrams 1-3, l2 0.01"
 

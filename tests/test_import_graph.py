@@ -25,10 +25,7 @@ PACKAGE = "tailorbench"
 # Private-name imports still to be made public, in parts of the package under rework by other changes (annotate/,
 # datasets/, schema.py): (importing module, imported module, name). Remove an entry once it is fixed; the last
 # test fails on an entry that no longer matches anything.
-PENDING: set[tuple[str, str, str]] = {
-    # the SQL hot path reuses the service's row -> dict view of a task; to be named `view` in annotate/service.py
-    ("tailorbench.annotate.fast", "tailorbench.annotate.service", "_view"),
-}
+PENDING: set[tuple[str, str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:
@@ -221,6 +218,45 @@ def test_pending_is_current() -> None:
     seen = {line.split(" (line")[0] for line in privates}
     stale = [(m, o, n) for m, o, n in PENDING if f"{m} imports {o}.{n}" not in seen and f"{m} uses {o}.{n}" not in seen]
     assert not stale, f"allowlisted but no longer found: {sorted(stale)}"
+
+
+EXPERIMENTS = ROOT.parent / "experiments"
+#: the package's typed records (`PairCase`, `DEFAULT_TIERS` ...): public as a whole, without an `__all__`
+RECORDS = f"{PACKAGE}.schema"
+
+
+def _declared_public(module: str) -> set[str] | None:
+    """The names in `module`'s `__all__` (read from its source, not imported); None when it declares none."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            assert isinstance(node.value, ast.List | ast.Tuple), f"{module}: __all__ must be a literal list"
+            return {elt.value for elt in node.value.elts if isinstance(elt, ast.Constant)}
+    return None
+
+
+def test_experiments_use_public_api() -> None:
+    """Research screens (experiments/) import only public API: names a package lists in its `__all__`
+    (`tailorbench.train` for the reward-model recipe, `tailorbench.datasets` ...) and the records of schema.py;
+    never a module's internals."""
+    found: list[str] = []
+    for path in sorted(EXPERIMENTS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found += [f"{path.name}:{node.lineno} imports {a.name} (use `from tailorbench.x import name`)"
+                          for a in node.names if a.name.split(".")[0] == PACKAGE]
+                continue
+            if not isinstance(node, ast.ImportFrom) or (node.module or "").split(".")[0] != PACKAGE:
+                continue
+            module = node.module or ""
+            public = _declared_public(module) if module in MODULES else None
+            for alias in node.names:
+                if module == RECORDS and not _private(alias.name):
+                    continue
+                if public is None or alias.name not in public:
+                    found.append(f"{path.name}:{node.lineno} imports {module}.{alias.name}, not in a public "
+                                 f"`__all__`")
+    assert not found, f"{len(found)} import(s) of internals in experiments/:\n" + "\n".join(found)
 
 
 def test_scanner_and_cycle_finder() -> None:

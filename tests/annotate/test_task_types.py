@@ -120,7 +120,7 @@ def test_a_registered_task_type_imports_serves_validates_and_exports(
     assert "Chai &lt;b&gt;spiced&lt;/b&gt;" in html and "<b>spiced</b>" not in html
     assert html.count('name="choice"') == 3
 
-    # validation: a bad form is a 422 with the reason and stores nothing (the fast submission path)
+    # validation: a bad form is a 422 with the reason and stores nothing (the plain-SQL submission path)
     r = ann[0].submit(aid, csrf, choice="4")
     assert r.status_code == 422 and "option: choose one of 1, 2, 3" in r.text
     with db.session() as s:

@@ -109,7 +109,7 @@ def test_cross_fit_scores_every_user_out_of_fold(data: Path, tmp_path: Path,
         return fit(cfg, scorer, triples, pairs)
 
     monkeypatch.setattr(features, "fit_features", spy)
-    summary = _train(data, tmp_path / "with", model, cross_fit_folds=4)
+    summary = _train(data, tmp_path / "with", model, cross_fit_folds=4, research_figures=True)
     cross = summary["cross_fit"]
     assert cross["folds"] == 4 and cross["users"] == 8 and cross["cases"] == 48
     assert sum(cross["tiers"][t]["n"] for t in ("easy", "medium", "hard")) == 48
@@ -142,26 +142,51 @@ def test_cross_fit_config_guards(fields: dict[str, Any], match: str) -> None:
         RMTrainConfig(data="d", out="o", features=["length"], **{"train_scope": "features", **fields}).validate()
 
 
-def test_cli_cross_fit_flag(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from tailorbench.cli.app import app
-
+def _shared_rows(tmp_path: Path) -> Path:
     cases = toy_cases(n_users=8, per_user=6)
     easy = [c for c in cases if c.tier == "easy"]
     shared = tmp_path / "shared.jsonl"  # one easy pair again in hard, one with the labels swapped
     write_native([*cases, easy[0].model_copy(update={"id": "again", "tier": "hard"}),
                   easy[1].model_copy(update={"id": "swap", "tier": "hard", "chosen": easy[1].rejected,
                                              "rejected": easy[1].chosen})], shared)
+    return shared
+
+
+def test_cli_cross_fit_flag(tmp_path: Path) -> None:
+    """The command prints the cross-fit table and, by default, none of the research figures."""
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
     out = tmp_path / "cli"
-    result = CliRunner().invoke(app, ["train-rm", "--data", str(shared), "--out", str(out), "--model",
-                                      tiny_bert(tmp_path / "m"), "--train-scope", "features", "--features", "length",
-                                      "--cross-fit-folds", "2", "--no-progress", "--precision", "fp32"])
+    result = CliRunner().invoke(app, ["train-rm", "--data", str(_shared_rows(tmp_path)), "--out", str(out),
+                                      "--model", tiny_bert(tmp_path / "m"), "--train-scope", "features",
+                                      "--features", "length", "--cross-fit-folds", "2", "--no-progress",
+                                      "--precision", "fp32"])
     assert result.exit_code == 0, result.output
-    assert json.loads((out / "summary.json").read_text())["cross_fit"]["folds"] == 2
-    assert "hard by rows shared with other tiers: contradicted (1)" in result.output
-    assert "repeated (1)" in result.output and "medium by rows shared" not in result.output
-    assert "a random split holding out 2 users shows rm ahead of / level with / behind longer" in result.output
+    cross = json.loads((out / "summary.json").read_text())["cross_fit"]
+    assert cross["folds"] == 2 and cross["tiers"]["hard"]["n"] > 0
+    assert "cross-fit over 8 users (2 folds), rm vs longer: " in result.output
+    assert "by rows shared with other tiers" not in result.output and "a random split" not in result.output
+    assert cross["tiers_by_overlap"] is None and cross["split_power"] is None
+
+
+def test_research_figures_are_opt_in(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`research_figures: true` adds accuracy by overlap class and the odds of a split of the config's size,
+    printed and in summary.json; the per-tier table and the checkpoint are the same as without them."""
+    shared, model = _shared_rows(tmp_path), tiny_bert(tmp_path / "m")
+    plain = _train(shared, tmp_path / "plain", model, cross_fit_folds=2)
+    capsys.readouterr()
+    summary = _train(shared, tmp_path / "research", model, cross_fit_folds=2, research_figures=True)
+    printed = capsys.readouterr().err
+    assert "hard by rows shared with other tiers: contradicted (1)" in printed
+    assert "repeated (1)" in printed and "medium by rows shared" not in printed
+    assert "a random split holding out 2 users shows rm ahead of / level with / behind longer" in printed
+    cross = summary["cross_fit"]
+    assert cross["tiers_by_overlap"]["hard"]["contradicted"]["n"] == 1 and cross["split_power"]["held_users"] == 2
+    assert cross["tiers"] == plain["cross_fit"]["tiers"] and summary["format"] == plain["format"]
+    with pytest.raises(ConfigError, match="research_figures needs cross_fit_folds"):
+        RMTrainConfig(data="d", out="o", features=["length"], train_scope="features", research_figures=True).validate()
 
 
 def test_split_power_off_with_separate_eval_data(data: Path, tmp_path: Path) -> None:
@@ -169,5 +194,6 @@ def test_split_power_off_with_separate_eval_data(data: Path, tmp_path: Path) -> 
     other = tmp_path / "eval.jsonl"
     write_native([c.model_copy(update={"user_id": f"new-{c.user_id}", "id": f"new-{c.id}"})
                   for c in toy_cases(n_users=2, per_user=6)], other)
-    summary = _train(data, tmp_path / "out", tiny_bert(tmp_path / "m"), cross_fit_folds=2, eval_data=str(other))
+    summary = _train(data, tmp_path / "out", tiny_bert(tmp_path / "m"), cross_fit_folds=2, eval_data=str(other),
+                     research_figures=True)
     assert summary["cross_fit"]["users"] == 8 and summary["cross_fit"]["split_power"] is None

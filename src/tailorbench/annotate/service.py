@@ -24,7 +24,7 @@ from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session
 
 from tailorbench.agreement.ratings import Rating, RatingSet, write_ratings_jsonl
-from tailorbench.annotate import hot, tasks
+from tailorbench.annotate import statements, tasks
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.importer import read_import
 from tailorbench.annotate.models import Assignment, Item, Label, Member, Project, User, WebSession, utcnow
@@ -124,7 +124,7 @@ def identify(s: Session, cookie: str | None) -> Identity | None:
     if not cookie:
         return None
     digest = token_hash(cookie)
-    row = s.connection().execute(hot.IDENTIFY, {"h": digest}).first()
+    row = s.connection().execute(statements.IDENTIFY, {"h": digest}).first()
     if row is None:
         return None
     uid, name, role, csrf, expires = row
@@ -211,10 +211,26 @@ def import_items(db: Database, project: str | int, path: str | Path, fmt: str = 
 
 def _member_project(s: Session, user_id: int, project_id: int) -> tuple[str, int, int]:
     """(task type, N, gold interval) of a project the user is a member of; NotFound otherwise."""
-    row = s.connection().execute(hot.MEMBER_PROJECT, {"p": project_id, "u": user_id}).first()
+    row = s.connection().execute(statements.MEMBER_PROJECT, {"p": project_id, "u": user_id}).first()
     if row is None:
         raise NotFound("no such project")
     return row[0], row[1], row[2]
+
+
+def gold_due(n_regular: int, n_gold: int, gold_every: int) -> bool:
+    """Whether the annotator's next item is a gold one: after every `gold_every` regular assignments (both
+    counts over all their assignments in the project, finished or not)."""
+    return n_regular >= (n_gold + 1) * gold_every
+
+
+def label_fields(form: Mapping[str, str]) -> tuple[bool, str, int | None]:
+    """(flagged, note, duration in ms) of a submitted task form, stored with every label; a duration that is
+    not a whole number is not stored."""
+    try:
+        duration: int | None = int(form.get("elapsed_ms") or "")
+    except ValueError:
+        duration = None
+    return (form.get("flag") or "") in ("1", "on", "true"), (form.get("note") or "").strip(), duration
 
 
 @dataclass(frozen=True)
@@ -232,19 +248,19 @@ class Current:
 def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool = True,
                     project: tuple[str, int, int] | None = None) -> Current | None:
     """The annotator's current assignment: resume an open one, else make one (see the module docstring);
-    None when nothing is left for them. Prebuilt statements (hot.py): this runs on every task page.
+    None when nothing is left for them. Prebuilt statements (statements.py): this runs on every task page.
     `lazy_commit` (PostgreSQL): a transaction that only makes an assignment need not wait for the WAL flush;
     pass False when the same transaction also stores a label. `project`: (task type, N, gold interval) when the
     caller has just read them from the user's own assignment in this project. (The web app's submissions make
-    the next assignment by the same rules in plain SQL: `fast.py`.)"""
+    the next assignment by the same rules in plain SQL: `submit_sql.py`.)"""
     conn = s.connection()
     ids = {"u": user_id, "p": project_id}
-    found = conn.execute(hot.OPEN_ASSIGNMENT, ids).first()
+    found = conn.execute(statements.OPEN_ASSIGNMENT, ids).first()
     if found is not None:
         return Current(found[0], found[1])
     task, n_per_item, gold_every = project or _member_project(s, user_id, project_id)
     n_regular = n_gold = n_done = 0
-    for is_gold, done, n in conn.execute(hot.MY_COUNTS, ids):
+    for is_gold, done, n in conn.execute(statements.MY_COUNTS, ids):
         n_gold += n if is_gold else 0
         n_regular += 0 if is_gold else n
         n_done += n if done else 0
@@ -252,10 +268,10 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
     # and `n_assigned < N` is re-checked on the locked row, so N is never exceeded. (SQLite transactions are
     # exclusive already: BEGIN IMMEDIATE.)
     locked = conn.dialect.name != "sqlite"
-    gold_q = hot.GOLD_ITEM_LOCKED if locked else hot.GOLD_ITEM
-    regular_q = hot.REGULAR_ITEM_LOCKED if locked else hot.REGULAR_ITEM
+    gold_q = statements.GOLD_ITEM_LOCKED if locked else statements.GOLD_ITEM
+    regular_q = statements.REGULAR_ITEM_LOCKED if locked else statements.REGULAR_ITEM
     item = None
-    if n_regular >= (n_gold + 1) * gold_every:
+    if gold_due(n_regular, n_gold, gold_every):
         item = conn.execute(gold_q, ids).first()
     if item is None:
         item = conn.execute(regular_q, {**ids, "n": n_per_item}).first()
@@ -265,11 +281,11 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
         return None
     layout = tasks.task_type(task).new_layout()
     if locked and lazy_commit:
-        conn.execute(hot.NO_SYNC_COMMIT)
-    new_id = conn.execute(hot.NEW_ASSIGNMENT, {
+        conn.execute(statements.NO_SYNC_COMMIT)
+    new_id = conn.execute(statements.NEW_ASSIGNMENT, {
         "project_id": project_id, "item_id": item[0], "user_id": user_id, "layout": layout, "is_gold": item[1],
         "done": False, "created_at": utcnow()}).scalar_one()
-    conn.execute(hot.COUNT_ASSIGNED, {"i": item[0]})
+    conn.execute(statements.COUNT_ASSIGNED, {"i": item[0]})
     return Current(new_id, layout, n_done, (item[2], item[3]))
 
 
@@ -295,7 +311,7 @@ def assignment_project(s: Session, assignment_id: int) -> int:
 
 
 def _assignment_row(s: Session, user_id: int, assignment_id: int, lock: bool = False) -> Any:
-    stmt = hot.ASSIGNMENT_ROW_LOCKED if lock else hot.ASSIGNMENT_ROW
+    stmt = statements.ASSIGNMENT_ROW_LOCKED if lock else statements.ASSIGNMENT_ROW
     row = s.connection().execute(stmt, {"a": assignment_id}).first()
     if row is None or row.user_id != user_id:
         raise NotFound("no such assignment")
@@ -326,21 +342,17 @@ class Submitted:
 def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]) -> Submitted:
     """Store one label for the annotator's own assignment in the caller's transaction. A second submit of a
     finished assignment stores nothing and reports `duplicate` (the row lock makes concurrent ones wait).
-    The web app's submissions take the same steps in plain SQL (`fast.py`), with the next assignment."""
+    The web app's submissions take the same steps in plain SQL (`submit_sql.py`), with the next assignment."""
     row = _assignment_row(s, user_id, assignment_id, lock=True)
     if row.done:
         return Submitted(row.project_id, True)
     value = tasks.task_type(row.task_type).parse_form(row.payload, row.layout, form)
-    try:
-        duration: int | None = int(form.get("elapsed_ms") or "")
-    except ValueError:
-        duration = None
+    flagged, note, duration = label_fields(form)
     conn = s.connection()
-    conn.execute(hot.NEW_LABEL, {
+    conn.execute(statements.NEW_LABEL, {
         "assignment_id": assignment_id, "project_id": row.project_id, "item_id": row.item_id, "user_id": user_id,
-        "value": value, "flagged": (form.get("flag") or "") in ("1", "on", "true"),
-        "note": (form.get("note") or "").strip(), "duration_ms": duration, "submitted_at": utcnow()})
-    conn.execute(hot.CLOSE_ASSIGNMENT, {"a": assignment_id})
+        "value": value, "flagged": flagged, "note": note, "duration_ms": duration, "submitted_at": utcnow()})
+    conn.execute(statements.CLOSE_ASSIGNMENT, {"a": assignment_id})
     return Submitted(row.project_id, False)
 
 
@@ -349,12 +361,16 @@ def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: in
     when the caller already knows it."""
     row = _assignment_row(s, user_id, assignment_id)
     if done_count is None:
-        done_count = s.connection().execute(hot.DONE_COUNT, {"u": user_id, "p": row.project_id}).scalar_one()
-    return _view(assignment_id, row.done, row, row.ext_id, row.payload, row.layout, done_count)
+        done_count = s.connection().execute(statements.DONE_COUNT,
+                                            {"u": user_id, "p": row.project_id}).scalar_one()
+    return task_view(assignment_id, row.done, row, row.ext_id, row.payload, row.layout, done_count)
 
 
-def _view(assignment_id: int, done: bool, project_row: Any, ext_id: str, payload: dict[str, Any],
-          layout: dict[str, Any], done_count: int) -> dict[str, Any]:
+def task_view(assignment_id: int, done: bool, project_row: Any, ext_id: str, payload: dict[str, Any],
+              layout: dict[str, Any], done_count: int) -> dict[str, Any]:
+    """What a task page shows (`assignment_view`'s dict), from the project's columns (`project_id`, `name`,
+    `task_type`, `instructions` attributes of `project_row`) and the item and assignment; shared with the
+    plain-SQL submission path (submit_sql.py)."""
     p = project_row
     project = {"id": p.project_id, "name": p.name, "task_type": p.task_type, "instructions": p.instructions}
     return {"assignment": {"id": assignment_id, "done": done}, "project": project, "item_id": ext_id,

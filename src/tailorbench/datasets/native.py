@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.layouts import Layout, check_declaration, register_layout
-from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl, remember_digest
+from tailorbench.datasets.rows import InvalidRows, first_jsonl_row, pair_hash, read_jsonl, remember_digest
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.files import write_jsonl_atomic
 from tailorbench.personas import check_persona_depth, normalise_persona
@@ -112,19 +112,6 @@ def write_native(cases: Iterable[PairCase], path: Path) -> int:
     return write_jsonl_atomic(path, (case.model_dump_json() for case in cases))
 
 
-def first_row(path: Path) -> dict[str, Any] | None:
-    """The first JSON object of a file, for layout detection (None if unreadable: the reader reports why)."""
-    with path.open("rb") as handle:
-        for raw in handle:
-            if raw.strip():
-                try:
-                    row = json.loads(raw.decode("utf-8-sig"))
-                except (UnicodeDecodeError, json.JSONDecodeError):
-                    return None
-                return row if isinstance(row, dict) else None
-    return None
-
-
 def _sidecar(path: Path) -> Path:
     name = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
     return path.with_name(f"{name}.layout.json")
@@ -157,7 +144,7 @@ class NativeLayout(Layout):
     def detect(self, path: Path) -> bool:
         if not path.is_file():
             return False
-        row = first_row(path)
+        row = first_jsonl_row(path)
         return row is None or looks_native(row)  # an unreadable first row: the reader names what is wrong
 
     def declared(self, path: Path) -> tuple[Layout, list[Path]]:

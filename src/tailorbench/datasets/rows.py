@@ -1,9 +1,13 @@
-"""Shared row handling for every reader: line-exact JSONL reading, the pair hash, and
-the invalid-row policy (stop with file/line/field, or skip and count)."""
+"""Shared row handling for every reader: the package's one JSONL reader (`read_jsonl`, and `first_jsonl_row`
+for layout detection), the pair hash, and the invalid-row policy (stop with file/line/field, or skip and count).
+Benchmarks, scored data, annotation imports, ratings, memory stores, stage files and the files build and gen-eval
+read back all go through `read_jsonl` / `parse_jsonl`, so a bad line is reported the same way everywhere."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,33 +40,69 @@ class InvalidRows:
         return [{"path": e.path, "line": e.line, "field": e.field, "message": e.message} for e in self.rows]
 
 
+def _decode(raw: bytes) -> dict[str, Any] | str:
+    """One JSONL line: the object, or why it is not one (the message of its DataError)."""
+    try:
+        row = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return f"not valid UTF-8 (byte {bad.start}): wrong encoding?"
+        return f"malformed JSON: {exc.msg} at column {exc.colno}"
+    if not isinstance(row, dict):
+        return f"expected a JSON object, got {type(row).__name__}"
+    return row
+
+
+def _unpacked(path: Path, data: bytes) -> bytes:
+    """The text bytes of a file's content: gunzipped for `.gz`, without a UTF-8 byte order mark."""
+    if path.suffix == ".gz":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataError(path, None, None, f"not a readable gzip file: {exc}") from None
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
 def read_jsonl(path: Path, invalid: InvalidRows) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (1-based line, object) for each non-blank line. Bad encoding or JSON is reported per line."""
+    """Yield (1-based line, object) for each non-blank line of a JSONL file (gzip-compressed when its name ends
+    in `.gz`). Bad encoding or JSON, or a line that is not an object, is reported per line through `invalid`."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise DataError(path, None, None, f"cannot read file: {exc.strerror or exc}") from exc
     remember_digest(path, data)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    yield from parse_jsonl(path, _unpacked(path, data), invalid)
+
+
+def parse_jsonl(path: Path, data: bytes, invalid: InvalidRows) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`read_jsonl` over bytes already read from `path` (named in the errors)."""
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
-        try:
-            row = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as bad:
-                message = f"not valid UTF-8 (byte {bad.start}): wrong encoding?"
-            else:
-                message = f"malformed JSON: {exc.msg} at column {exc.colno}"
-            invalid.handle(DataError(path, number, None, message))
-            continue
-        if not isinstance(row, dict):
-            invalid.handle(DataError(path, number, None, f"expected a JSON object, got {type(row).__name__}"))
+        row = _decode(raw)
+        if isinstance(row, str):
+            invalid.handle(DataError(path, number, None, row))
             continue
         yield number, row
+
+
+def first_jsonl_row(path: Path) -> dict[str, Any] | None:
+    """The first object of a JSONL file, reading no further than its first non-blank line (layout detection);
+    None when that line is not a readable JSON object or the file cannot be read (its reader says why)."""
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as packed:
+                lines: Iterator[bytes] = iter(packed.readline, b"")
+                first = next((raw for raw in lines if raw.strip()), b"")
+        else:
+            with path.open("rb") as handle:
+                first = next((raw for raw in handle if raw.strip()), b"")
+    except (OSError, EOFError, zlib.error):
+        return None
+    row = _decode(first[3:] if first.startswith(b"\xef\xbb\xbf") else first) if first else None
+    return row if isinstance(row, dict) else None
 
 
 #: sha256 of files already read in this process, keyed by (path, size, mtime): the fingerprint of a large

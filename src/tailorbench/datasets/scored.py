@@ -9,9 +9,7 @@ agreement: a gap of at least 4 is easy, at least 3 medium, else hard).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from itertools import combinations
@@ -20,7 +18,7 @@ from typing import Any
 
 from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.layouts import Layout, register_layout
-from tailorbench.datasets.rows import InvalidRows
+from tailorbench.datasets.rows import InvalidRows, first_jsonl_row, read_jsonl
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.schema import PairCase
 
@@ -30,31 +28,11 @@ DEFAULT_SCORE_COLUMN = "helpfulness"
 DEFAULT_MIN_GAP = 2.0
 
 
-def _open_text(path: Path) -> Iterator[tuple[int, str]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8-sig") as handle:
-        yield from enumerate(handle, start=1)
-
-
-def _first_row(path: Path) -> dict[str, Any] | None:
-    try:
-        for _, line in _open_text(path):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    return None
-                return row if isinstance(row, dict) else None
-    except (OSError, UnicodeDecodeError, EOFError):
-        return None
-    return None
-
-
 def is_scored(path: Path, score_column: str | None = None) -> bool:
     """Scored data: a JSONL file whose first row carries prompt and response (and `score_column`, when given)."""
     if not path.is_file():
         return False
-    row = _first_row(path)
+    row = first_jsonl_row(path)
     wanted = {"prompt", "response"} | ({score_column} if score_column else set())
     return row is not None and wanted <= row.keys()
 
@@ -70,13 +48,8 @@ def read_scored(path: Path, invalid: InvalidRows, score_column: str = DEFAULT_SC
     with a missing or non-numeric score are errors naming the line."""
     by_prompt: dict[str, list[tuple[str, float]]] = defaultdict(list)
     rows = 0
-    for line, text in _open_text(path):
-        if not text.strip():
-            continue
+    for line, row in read_jsonl(path, invalid):
         try:
-            row = json.loads(text)
-            if not isinstance(row, dict):
-                raise DataError(path, line, None, f"expected a JSON object, got {type(row).__name__}")
             for key in ("prompt", "response", score_column):
                 if key not in row or row[key] is None:
                     raise DataError(path, line, key, "missing required field")
@@ -84,9 +57,6 @@ def read_scored(path: Path, invalid: InvalidRows, score_column: str = DEFAULT_SC
                 score = float(row[score_column])
             except (TypeError, ValueError):
                 raise DataError(path, line, score_column, f"not a number: {row[score_column]!r}") from None
-        except json.JSONDecodeError as exc:
-            invalid.handle(DataError(path, line, None, f"not JSON: {exc.msg}"))
-            continue
         except DataError as error:
             invalid.handle(error)
             continue

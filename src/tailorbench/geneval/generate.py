@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from tailorbench.datasets.rows import InvalidRows, parse_jsonl
 from tailorbench.evaluate.settings import ContextBuilder
 from tailorbench.geneval.mentions import find_mentions, value_phrases
 from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, GenParams, Message
@@ -49,7 +50,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     if end != len(data):
         with path.open("r+b") as handle:
             handle.truncate(end)
-    return [orjson.loads(line) for line in data[:end].splitlines() if line.strip()]
+    return [row for _, row in parse_jsonl(path, data[:end], InvalidRows())]
 
 
 def _base_row(case: PairCase, role: str, source: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import ConfigError
-from tailorbench.models.heap import trim_heap
+from tailorbench.models.release_memory import trim_heap
 
 #: recommended when most of the text is Chinese (all-MiniLM-L6-v2 is English-only)
 MULTILINGUAL_ENCODERS = (

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import ConfigError
-from tailorbench.models.heap import trim_heap
 from tailorbench.models.ngram_head import NgramHead
+from tailorbench.models.release_memory import trim_heap
 
 #: sidecar file a `tailor train-rm` checkpoint carries: input format, truncation and extra head parameters
 SIDECAR = "tailorbench_rm.json"

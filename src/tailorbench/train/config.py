@@ -93,6 +93,11 @@ class RMTrainConfig:
                                  "cross-fitting (each user scored by a fit that never saw them; train/cross_fit.py): "
                                  "pooled per-tier accuracy next to `longer` with user-bootstrap CIs, in summary.json "
                                  "`cross_fit`; 0: off; the saved checkpoint is unchanged")
+    research_figures: bool = field(default=False, metadata={"help": (
+        "cross_fit_folds only: also compute, print and keep in summary.json `cross_fit` the research figures of "
+        "docs/experiments.md: `split_power` (the odds that a held-out split of the config's size shows each tier "
+        "ahead of, level with or behind `longer`) and `tiers_by_overlap` (each tier's accuracy split by the rows "
+        "other tiers repeat or contradict). Off: the per-tier cross-fit table alone"), "aliases": ()})
     #: No parameter below the first trained layer needs a gradient, so autograd records nothing there: the
     #: backward pass (about twice a forward) stops at layer `freeze_layers` and those layers keep no activations
     freeze_layers: int = _f(0, "train_scope full only: freeze the embeddings and the lowest K encoder layers (0: "
@@ -147,6 +152,8 @@ class RMTrainConfig:
             (self.cross_fit_folds == 0 or self.cross_fit_folds >= 2, "cross_fit_folds must be 0 (off) or >= 2"),
             (self.cross_fit_folds == 0 or self.train_scope == "features",
              "cross_fit_folds needs train_scope: features"),
+            (not self.research_figures or self.cross_fit_folds >= 2,
+             "research_figures needs cross_fit_folds (the figures come from the cross-fit's verdicts)"),
             (self.freeze_layers == 0 or self.train_scope == "full", "freeze_layers needs train_scope: full"),
         ]
         for ok, message in checks:

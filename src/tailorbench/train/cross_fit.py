@@ -5,6 +5,8 @@ folds (`user_folds`); for each fold the recipe is fitted on the other folds, exa
 it (cleaning, standardisation, `fit_features`), and scores the fold. The pooled verdicts give per-tier accuracy,
 the `longer` baseline on the same cases, their difference with a user-bootstrap 95% CI, and the per-fold
 figures. The checkpoint that `tailor train-rm` saves is not touched: this estimates the recipe, not that model.
+With `research_figures` the result also holds the research figures of docs/experiments.md: accuracy by overlap
+class (`overlap_accuracy`) and the odds of a held-out split of the config's size (`split_power`).
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ def cross_fit(cfg: RMTrainConfig, scorer: Any, cases: Sequence[PairCase], held_u
     """Pooled out-of-fold evaluation of the feature-head recipe `cfg` over the users of `cases` (see the module
     docstring). `scorer` is the loaded `HFRewardModel` (its embedding cache is shared by all folds); its fitted
     format and n-gram head are restored afterwards. `held_users`: the size of the checkpoint's held-out split
-    of the same users, for `split_power` (0: none)."""
+    of the same users, for `split_power` (0: none). `tiers_by_overlap` and `split_power` are None unless
+    `cfg.research_figures`."""
     k = cfg.cross_fit_folds
     saved = copy.deepcopy(scorer.fmt), scorer.ngrams
     margins = np.zeros(len(cases))
@@ -129,10 +132,10 @@ def cross_fit(cfg: RMTrainConfig, scorer: Any, cases: Sequence[PairCase], held_u
     return {
         "folds": k, "seed": cfg.seed, "users": len({c.user_id for c in cases}), "cases": len(cases),
         "tiers": tier_accuracy(cases, margins, cfg.n_boot, cfg.seed),
-        "tiers_by_overlap": overlap_accuracy(cases, margins),
+        "tiers_by_overlap": overlap_accuracy(cases, margins) if cfg.research_figures else None,
         "split_power": {"held_users": held_users, "draws": SPLIT_DRAWS,
                         "tiers": split_power(cases, margins, held_users, SPLIT_DRAWS, cfg.seed)}
-        if held_users else None,
+        if held_users and cfg.research_figures else None,
         "per_fold": folds,
         "min_fold_gap_points": min(gaps), "min_fold_tier_gap_points": min(tier_gaps) if tier_gaps else None,
     }

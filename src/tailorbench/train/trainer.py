@@ -346,15 +346,8 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         log.write({"event": "cross_fit", **cross})
         bar.note(f"cross-fit over {cross['users']} users ({cfg.cross_fit_folds} folds), rm vs longer: " + ", ".join(
             f"{k} {100 * v['accuracy']:.1f} vs {100 * v['longer']:.1f}" for k, v in cross["tiers"].items()))
-        power = cross["split_power"]
-        if power:  # how often a held-out split of the config's size would show each tier ahead of `longer`
-            bar.note(f"  a random split holding out {power['held_users']} users shows rm ahead of / level with / "
-                     "behind longer: " + ", ".join(f"{k} {100 * v['ahead']:.0f}/{100 * v['level']:.0f}/"
-                                                   f"{100 * v['behind']:.0f}%" for k, v in power["tiers"].items()))
-        shared = {t: row for t, row in cross["tiers_by_overlap"].items() if set(row) - {"unique"}}
-        for tier, row in shared.items():  # where a tier's figure comes from when other tiers hold its pairs
-            bar.note(f"  {tier} by rows shared with other tiers: " + ", ".join(
-                f"{k} ({v['n']}) {100 * v['accuracy']:.1f} vs {100 * v['longer']:.1f}" for k, v in row.items()))
+        if cfg.research_figures:
+            _note_research_figures(bar, cross)
     bar.close()
     model.eval()
     model.save_pretrained(out)
@@ -384,6 +377,19 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     log.close()
     (out / SUMMARY).write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def _note_research_figures(bar: Any, cross: dict[str, Any]) -> None:
+    """`research_figures`: the odds of a held-out split of the config's size, and each tier by overlap class."""
+    power = cross["split_power"]
+    if power:  # how often a held-out split of the config's size would show each tier ahead of `longer`
+        bar.note(f"  a random split holding out {power['held_users']} users shows rm ahead of / level with / "
+                 "behind longer: " + ", ".join(f"{k} {100 * v['ahead']:.0f}/{100 * v['level']:.0f}/"
+                                               f"{100 * v['behind']:.0f}%" for k, v in power["tiers"].items()))
+    shared = {t: row for t, row in cross["tiers_by_overlap"].items() if set(row) - {"unique"}}
+    for tier, row in shared.items():  # where a tier's figure comes from when other tiers hold its pairs
+        bar.note(f"  {tier} by rows shared with other tiers: " + ", ".join(
+            f"{k} ({v['n']}) {100 * v['accuracy']:.1f} vs {100 * v['longer']:.1f}" for k, v in row.items()))
 
 
 def _no_decay(name: str) -> bool:

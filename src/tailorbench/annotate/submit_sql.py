@@ -1,10 +1,10 @@
-"""The submission path in plain SQL on the driver's connection (sqlite3 or psycopg), without the ORM.
+"""The web app's submission path in plain SQL on the driver's connection (sqlite3 or psycopg), without the ORM.
 
-Every label goes through `submit_and_next`: store it, close the assignment, make the annotator's next assignment
-and return what its page shows, in one transaction. Profiling under load showed the server CPU-bound in Python,
-most of it in SQLAlchemy's per-statement work (about 100 µs per statement on top of the driver's, for 8–9
-statements per submission), so this path runs a few fixed SQL strings with bound parameters straight on the
-pooled DBAPI connection:
+Every label the web app receives goes through `SubmitSQL.submit_and_next`: store it, close the assignment, make
+the annotator's next assignment and return what its page shows, in one transaction. Profiling under load showed
+the server CPU-bound in Python, most of it in SQLAlchemy's per-statement work (about 100 µs per statement on top
+of the driver's, for 8–9 statements per submission), so this path runs a few fixed SQL strings with bound
+parameters straight on the pooled DBAPI connection:
 
 - PostgreSQL: two statements. (1) The submitted assignment, locked (`FOR UPDATE`: a concurrent double submit
   waits here and then sees `done`), with its item's page data, the project's settings, the annotator's counts and
@@ -18,7 +18,10 @@ pooled DBAPI connection:
 - SQLite: the same steps as separate statements (in-process, each a few µs) inside `BEGIN IMMEDIATE`.
 
 The rules are those of `service.next_assignment` (resume, gold when due, the regular item with the fewest
-assignments, then gold), and the database's constraints stay the source of truth: one label per assignment, one
+assignments, then gold): the decisions made in Python come from `service` itself (`service.gold_due`,
+`service.label_fields`, `service.task_view`), the item order is written once more here in SQL, and
+tests/annotate/test_submit_sql.py drives this path and `service` through the same events and compares the two
+databases afterwards. The database's constraints stay the source of truth: one label per assignment, one
 assignment per (item, annotator). Anything unusual (a duplicate submit, a resumed older assignment, nothing left)
 goes back to the ORM functions in `service`, which are the reference.
 """
@@ -35,6 +38,7 @@ from typing import Any
 from tailorbench.annotate import tasks
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.models import Label, utcnow
+from tailorbench.annotate.service import gold_due, label_fields, task_view
 
 
 class Gone(Exception):
@@ -118,7 +122,7 @@ LITE_BUMP = "UPDATE tb_items SET n_assigned = n_assigned + 1 WHERE id = :i"
 
 @dataclass(frozen=True)
 class Page:
-    """What `service._view` needs of the project (the attribute names of the ORM row it also takes)."""
+    """What `service.task_view` needs of the project (the attribute names of the ORM row it also takes)."""
 
     project_id: int
     name: str
@@ -140,7 +144,7 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str | bytes) else value
 
 
-class FastPath:
+class SubmitSQL:
     """Bound to one Database: the dialect's statements and SQLAlchemy's own SQLite date format (so rows written
     here read back through the ORM exactly like rows it wrote)."""
 
@@ -182,10 +186,10 @@ class FastPath:
     def _cursor(raw: Any) -> Any:
         """One cursor per DB-API connection, kept with it (a new psycopg cursor copies the adapter map)."""
         conn = raw.driver_connection
-        kept = raw.info.get("tb_fast_cursor")
+        kept = raw.info.get("tb_submit_cursor")
         if kept is None or kept[0] is not conn:
             kept = (conn, conn.cursor())
-            raw.info["tb_fast_cursor"] = kept
+            raw.info["tb_submit_cursor"] = kept
         return kept[1]
 
     def _failed(self, raw: Any, cur: Any, exc: BaseException) -> None:
@@ -216,15 +220,10 @@ class FastPath:
             layout, payload = _json(layout), _json(payload)
             kind = tasks.task_type(task)  # a dict lookup: no import and no query per request
             value = kind.parse_form(payload, layout, form)
-            try:
-                duration: int | None = int(form.get("elapsed_ms") or "")
-            except ValueError:
-                duration = None
-            now = self._now()
+            flagged, note, duration = label_fields(form)
             params: dict[str, Any] = {
                 "a": assignment_id, "p": project_id, "i": item_id, "u": user_id, "value": json.dumps(value),
-                "flagged": (form.get("flag") or "") in ("1", "on", "true"), "note": (form.get("note") or "").strip(),
-                "dur": duration, "now": now, "n": n_per_item}
+                "flagged": flagged, "note": note, "dur": duration, "now": self._now(), "n": n_per_item}
             if open_id is not None:  # resume an older open assignment: the reference path reads its page
                 if self.pg:
                     cur.execute(PG_STORE, params)
@@ -234,15 +233,13 @@ class FastPath:
                 return Result(project_id, None)
             new_layout = kind.new_layout()
             params["layout"] = json.dumps(new_layout)
-            gold_first = n_regular >= (n_gold + 1) * gold_every
+            gold_first = gold_due(n_regular, n_gold, gold_every)
             got = self._store_and_assign(cur, params, gold_first)
             if got is None:
                 return Result(project_id, None)
             new_id, ext_id, new_payload = got
         page = Page(project_id, name, task, instructions)
-        from tailorbench.annotate.service import _view
-
-        return Result(project_id, _view(new_id, False, page, ext_id, _json(new_payload), new_layout, n_done + 1))
+        return Result(project_id, task_view(new_id, False, page, ext_id, _json(new_payload), new_layout, n_done + 1))
 
     def _store_and_assign(self, cur: Any, params: dict[str, Any], gold_first: bool) -> tuple[int, str, Any] | None:
         """Label stored, assignment closed, next one made (gold or regular first, then the other kind):

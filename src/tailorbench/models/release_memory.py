@@ -1,4 +1,4 @@
-"""Give freed heap memory back to the operating system between batches.
+"""Hand freed C-heap memory back to the operating system between encoder batches (glibc `malloc_trim`).
 
 glibc keeps the memory that torch frees on the CPU in its heap for reuse, and with batches of varying shapes
 that heap only grows: the shipped `tailor train-rm` recipe peaked at about 2 GB while its live data is far

@@ -1,5 +1,5 @@
 """Prebuilt statements for the per-request paths that go through SQLAlchemy (session lookup, assignment, task
-page, and `service.submit` for the Python API); the web app's submissions use plain SQL instead (fast.py).
+page, and `service.submit` for the Python API); the web app's submissions use plain SQL instead (submit_sql.py).
 
 Built once with bind parameters and run on the session's connection: building a SELECT per call and running it
 through the ORM costs several times the SQL itself (measured: 164 µs vs 23 µs for the session lookup on SQLite).
@@ -46,7 +46,7 @@ REGULAR_ITEM = (
     .limit(1)
 )
 # PostgreSQL: the job-queue pattern (see service.next_assignment); FOR NO KEY UPDATE, which does not block other
-# transactions' foreign key checks on the item (see fast.py)
+# transactions' foreign key checks on the item (see submit_sql.py)
 GOLD_ITEM_LOCKED = GOLD_ITEM.with_for_update(skip_locked=True, of=Item, key_share=True)
 REGULAR_ITEM_LOCKED = REGULAR_ITEM.with_for_update(skip_locked=True, of=Item, key_share=True)
 NEW_ASSIGNMENT = insert(Assignment).returning(Assignment.id)

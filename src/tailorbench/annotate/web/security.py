@@ -1,0 +1,134 @@
+"""What guards every request of the annotation web app: the security headers (pure ASGI middleware), the cap on
+bad login links per client address, the in-process cache of looked-up sessions, and `Denied`, the exception a
+route raises to answer with a message page and a status."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict, deque
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tailorbench.annotate import service
+from tailorbench.annotate.models import utcnow
+
+#: the session cookie (HttpOnly, SameSite=Lax, Secure over https)
+COOKIE = "tb_session"
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
+       "base-uri 'none'; frame-ancestors 'none'")
+
+
+class LoginLimiter:
+    """At most `max_failures` bad login links per client address in `window_s`; then every login attempt from
+    that address is refused (429) until the window has passed. Guesses are thus capped; good links are free."""
+
+    def __init__(self, max_failures: int = 10, window_s: float = 60.0) -> None:
+        self.max_failures = max_failures
+        self.window_s = window_s
+        self._fails: dict[str, deque[float]] = defaultdict(deque)
+        self._lock = threading.Lock()
+
+    def _recent(self, key: str, now: float) -> deque[float]:
+        q = self._fails[key]
+        while q and now - q[0] > self.window_s:
+            q.popleft()
+        return q
+
+    def blocked(self, key: str) -> bool:
+        with self._lock:
+            n = len(self._recent(key, time.monotonic()))
+            if n == 0:
+                self._fails.pop(key, None)  # forget quiet addresses: the table never grows without bound
+            return n >= self.max_failures
+
+    def failed(self, key: str) -> None:
+        with self._lock:
+            now = time.monotonic()
+            self._recent(key, now).append(now)
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware (cheaper than BaseHTTPMiddleware on every request): CSP, no framing, no sniffing,
+    no referrer (login links carry tokens), and no caching of pages that hold labels or tokens."""
+
+    _COMMON: tuple[tuple[bytes, bytes], ...] = (
+        (b"content-security-policy", CSP.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"x-frame-options", b"DENY"),
+        (b"referrer-policy", b"no-referrer"),
+    )
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = scope["path"].startswith("/static/")
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.extend(self._COMMON)
+                if not static:
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class SessionCache:
+    """Recently seen sessions by cookie hash, for `ttl_s` seconds: the session lookup runs on every request, so
+    a hit saves a query (and, on PostgreSQL, a round trip). Logging out in this process drops the entry at once;
+    a session ended elsewhere (`annotator link` in the CLI, another worker) stays usable here for at most
+    `ttl_s`. Expiry is checked on every hit. Only found sessions are cached; the table is bounded."""
+
+    def __init__(self, ttl_s: float = 10.0, max_entries: int = 10_000) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._entries: dict[str, tuple[float, service.Identity]] = {}
+        self._lock = threading.Lock()
+
+    def peek(self, cookie: str) -> service.Identity | None:
+        """The cached, unexpired session behind `cookie`, without asking the database."""
+        if self.ttl_s <= 0:
+            return None
+        with self._lock:
+            hit = self._entries.get(service.token_hash(cookie))
+        if hit is None or time.monotonic() - hit[0] >= self.ttl_s:
+            return None
+        ident = hit[1]
+        if ident.expires_at is not None and ident.expires_at <= utcnow():
+            return None
+        return ident
+
+    def lookup(self, s: Session, cookie: str | None) -> service.Identity | None:
+        if not cookie:
+            return None
+        ident = self.peek(cookie)
+        if ident is not None:
+            return ident
+        ident = service.identify(s, cookie)
+        if ident is not None and self.ttl_s > 0:
+            with self._lock:
+                if len(self._entries) >= self.max_entries:
+                    self._entries.clear()  # crude but bounded: everyone pays one lookup again
+                self._entries[ident.session_hash] = (time.monotonic(), ident)
+        return ident
+
+    def drop(self, session_hash: str) -> None:
+        with self._lock:
+            self._entries.pop(session_hash, None)
+
+
+class Denied(Exception):
+    """Raised inside a request to answer with a page and a status (401 / 403 / 404)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
