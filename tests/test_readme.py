@@ -28,7 +28,7 @@ def blocks() -> list[tuple[str, str]]:
     return [(m.group("info").strip(), m.group("body")) for m in _FENCE.finditer(README.read_text(encoding="utf-8"))]
 
 
-def tested_blocks() -> list[str]:
+def readme_tested_blocks() -> list[str]:
     return [body for info, body in blocks() if info == "bash tested"]
 
 
@@ -39,7 +39,7 @@ def test_every_bash_block_is_marked() -> None:
         assert info in ("bash tested", "bash template"), f"unmarked block ```{info}:\n{body}"
         if info == "bash template":
             assert body.lstrip().startswith("#"), f"a template block must say what to substitute:\n{body}"
-    assert len(tested_blocks()) >= 2
+    assert len(readme_tested_blocks()) >= 2
 
 
 def _run(block: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -58,7 +58,7 @@ def _local(block: str) -> bool:
 
 @pytest.mark.slow
 def test_demo_blocks_run_as_written(tmp_path: Path, call_cache: Path) -> None:
-    plain = [b for b in tested_blocks() if not _local(b)]
+    plain = [b for b in readme_tested_blocks() if not _local(b)]
     assert plain
     for k, block in enumerate(plain):
         result = _run(block, tmp_path / f"block{k}")
@@ -70,7 +70,7 @@ def test_demo_blocks_run_as_written(tmp_path: Path, call_cache: Path) -> None:
 @pytest.mark.slow
 def test_local_model_block_runs_against_a_real_server(tmp_path: Path, llama_server: LlamaServer,
                                                       call_cache: Path) -> None:
-    local = [b for b in tested_blocks() if _local(b)]
+    local = [b for b in readme_tested_blocks() if _local(b)]
     assert len(local) == 1
     block = re.sub(r"^LLM_URL=.*$", f"LLM_URL={llama_server.base_url}", local[0], flags=re.MULTILINE)
     block = re.sub(r"^MODEL=.*$", f"MODEL={llama_server.model}", block, flags=re.MULTILINE)
