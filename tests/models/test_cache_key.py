@@ -8,9 +8,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tailorbench.models import cache as cache_module
 from tailorbench.models.base import GenParams
 from tailorbench.models.cache import FLUSH_AFTER_S, FLUSH_ROWS, CallCache, call_key, reference_call_key
 
@@ -69,7 +71,7 @@ def _rows(path: Path) -> int:
         return int(db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
 
-def test_puts_made_together_share_a_transaction(tmp_path: Path) -> None:
+def test_puts_made_together_share_a_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "c.sqlite"
     cache = CallCache(path)
 
@@ -85,12 +87,18 @@ def test_puts_made_together_share_a_transaction(tmp_path: Path) -> None:
         for i in range(FLUSH_ROWS):  # a full group is written at once
             cache.put(f"full{i}", "openai", "m", None, "chat", {"text": "x"})
         assert _rows(path) == 51 + FLUSH_ROWS and cache.transactions == 2
-        cache.put("late", "openai", "m", None, "chat", {"text": "x"})
 
     asyncio.run(main())
-    assert _rows(path) == 51 + FLUSH_ROWS  # the loop ended before the timer: "late" is pending ...
 
-    async def again() -> None:  # ... and a put in a new loop schedules the write there
+    async def late() -> None:  # a put whose timer the ending loop takes with it (a window longer than the run)
+        monkeypatch.setattr(cache_module, "FLUSH_AFTER_S", 600.0)
+        cache.put("late", "openai", "m", None, "chat", {"text": "x"})
+
+    asyncio.run(late())
+    assert _rows(path) == 51 + FLUSH_ROWS and cache.contains("late")  # pending, still visible in this process
+    monkeypatch.setattr(cache_module, "FLUSH_AFTER_S", FLUSH_AFTER_S)
+
+    async def again() -> None:  # a put in a new loop schedules the write there, pending rows included
         cache.put("next", "openai", "m", None, "chat", {"text": "x"})
         await asyncio.sleep(FLUSH_AFTER_S * 3)
 
