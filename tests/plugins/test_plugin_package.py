@@ -11,6 +11,7 @@ import http.cookiejar
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -30,8 +31,10 @@ PLUGIN = Path(__file__).parent / "demo_plugin"
 def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     target = tmp_path_factory.mktemp("plugin-site")
     build = tmp_path_factory.mktemp("plugin-build")
+    source = build / "demo_plugin"  # setuptools writes build/ and *.egg-info beside the sources: not in tests/
+    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "--no-index", "--target", str(target), str(PLUGIN)],
+                    "--disable-pip-version-check", "--no-index", "--target", str(target), str(source)],
                    check=True, cwd=build, env={**os.environ, "PIP_NO_CACHE_DIR": "1"}, timeout=300)
     assert list(target.glob("tailorbench_demo_plugin-*.dist-info/entry_points.txt"))
     env = {**os.environ, "PYTHONPATH": str(target), "HF_HUB_OFFLINE": "1", "TAILORBENCH_CACHE_POLICY": "off"}
