@@ -6,66 +6,25 @@ an unknown task type names the registered ones."""
 from __future__ import annotations
 
 import json
-import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
-from tailorbench.agreement.ratings import Label
 from tailorbench.annotate import service
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.models import Label as LabelRow
-from tailorbench.annotate.tasks import TASK_TYPES, FormError, ItemError, TaskType, one_of, task_type, text_field
+from tailorbench.annotate.tasks import TASK_TYPES, FormError, task_type
 from tailorbench.annotate.web import create_app
 from tailorbench.errors import ConfigError, DataError
 from tests.annotate.conftest import CSRF_RE, DATA, login
-
-LETTERS = "ABC"
-
-
-class ThreeWay(TaskType):
-    """Which of three options answers the question best; options shown in a random order per assignment."""
-
-    name = "three_way"
-    title = "Three-way choice"
-    template_dir = DATA / "task_types"
-
-    def payload(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        options = row.get("options")
-        if not isinstance(options, list) or len(options) != 3 or not all(isinstance(o, str) and o for o in options):
-            raise ItemError("options", "must be a list of three non-empty strings")
-        return {"question": text_field(row, "question"), "options": options}
-
-    def check_gold(self, gold: Any, payload: dict[str, Any]) -> Any:
-        if gold not in tuple(LETTERS):
-            raise ItemError("gold", "must be 'A', 'B' or 'C'")
-        return gold
-
-    def new_layout(self) -> dict[str, Any]:
-        order = [0, 1, 2]
-        for i in (2, 1):  # Fisher-Yates with the same random source as the built-ins
-            j = secrets.randbelow(i + 1)
-            order[i], order[j] = order[j], order[i]
-        return {"order": order}
-
-    def shown_order(self, layout: dict[str, Any]) -> str | None:
-        return "".join(LETTERS[i] for i in layout["order"])
-
-    def view(self, payload: dict[str, Any], layout: dict[str, Any]) -> dict[str, Any]:
-        return {"question": payload["question"], "options": [payload["options"][i] for i in layout["order"]]}
-
-    def parse_form(self, payload: dict[str, Any], layout: dict[str, Any],
-                   form: Mapping[str, str]) -> dict[str, Any]:
-        shown = one_of(form, "choice", ("1", "2", "3"), "option")
-        return {"choice": LETTERS[layout["order"][int(shown) - 1]]}
-
-    def to_ratings(self, ext_id: str, value: dict[str, Any]) -> list[tuple[str, Label]]:
-        return [(ext_id, value["choice"])]
+from tests.plugins.demo_plugin.tb_demo_plugin import LETTERS, ThreeWay
 
 
+# the plugin package's task type (tests/plugins/demo_plugin), registered here in process; the plugin test
+# installs the same package and finds it by entry point
 @pytest.fixture
 def three_way() -> Iterator[type[ThreeWay]]:
     TASK_TYPES.add("three_way", ThreeWay)

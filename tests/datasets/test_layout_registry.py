@@ -5,9 +5,8 @@ unknown layout's error lists every layout and what it expects."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -15,37 +14,15 @@ from typer.testing import CliRunner
 from tailorbench.cli.app import app
 from tailorbench.datasets import LAYOUTS, Layout, detect_layout, filter_cases, load_benchmark
 from tailorbench.datasets.layouts import all_layouts, check_declaration
-from tailorbench.datasets.rows import InvalidRows, read_jsonl, require_text
 from tailorbench.errors import ConfigError, DataError
-from tailorbench.schema import PairCase
 from tests.helpers.pf_data import make_hub, native_row, write_jsonl
+from tests.plugins.demo_plugin.tb_demo_plugin import ToneLayout
 
 runner = CliRunner()
 
 
-class ToneLayout(Layout):
-    """A benchmark of register: `tone.json` marks the directory, `<split>-<tier>.jsonl` hold the rows."""
-
-    name = "tone"
-    expects = "a directory with tone.json and <split>-<tier>.jsonl files"
-    splits = ("formal", "casual")
-    tiers = ("low", "high")
-    difficulty = ("high", "low")
-
-    def detect(self, path: Path) -> bool:
-        return path.is_dir() and (path / "tone.json").is_file()
-
-    def read(self, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Iterator[PairCase]:
-        for file in sorted(path.glob("*-*.jsonl")):
-            split, tier = file.stem.split("-", 1)
-            for line, row in read_jsonl(file, invalid):
-                try:
-                    yield PairCase(id=f"{file.stem}:{line}", split=split, tier=tier, user_id=str(row["user"]),
-                                   question=require_text(row, "question", file, line),
-                                   chosen=require_text(row, "chosen", file, line),
-                                   rejected=require_text(row, "rejected", file, line))
-                except DataError as error:
-                    invalid.handle(error)
+# the plugin package's layout (tests/plugins/demo_plugin), registered here in process; the plugin test installs
+# the same package and finds it by entry point
 
 
 @pytest.fixture
