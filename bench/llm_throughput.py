@@ -215,24 +215,24 @@ class TailorbenchHarness(Harness):
             fail(f"{self.name}: asked for transport {self.transport}, got {model['transport']} (a proxy variable?)")
 
     async def batch(self, items: list[Any]) -> int:
-        from tailorbench.errors import CredentialsError
-
         # `tailor eval` judges with the cyclic garbage collector paused (evaluate/runner.run_eval): so here
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return await self._batch(items, CredentialsError)
+            return await self._batch(items)
         finally:
             if was_enabled:
                 gc.enable()
 
-    async def _batch(self, items: list[Any], credentials_error: type[Exception]) -> int:
+    async def _batch(self, items: list[Any]) -> int:
+        from tailorbench.errors import CredentialsError
+
         try:
             if self.api == "stream":  # what `tailor eval` runs for an API judge (evaluate/runner.py)
                 verdicts = [verdict async for _, verdict in self.judge.judge_stream(items, asyncio.Event())]
             else:  # one gather over every item
                 verdicts = await self.judge.judge(items)
-        except credentials_error as exc:
+        except CredentialsError as exc:
             self.errors.append(f"CredentialsError: {exc}")
             return 0
         bad = [v for v in verdicts if v.status != "ok"]

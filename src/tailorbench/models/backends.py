@@ -36,9 +36,9 @@ class ModelSpec:
     base_url: str | None = None
 
 
-def parse_model_spec(spec: str) -> ModelSpec:
-    """`BACKEND:ARG` (e.g. `openai:MODEL@http://host:port/v1`, `hf:PATH_OR_HUB_ID`); anything else is a
-    ConfigError naming the known backends."""
+def _split(spec: str) -> tuple[str, type[Any], str]:
+    """(backend name, its class, what follows `name:`); a malformed spec or unknown backend is a ConfigError
+    naming the known backends."""
     name, sep, rest = spec.strip().partition(":")
     name, rest = name.strip().lower(), rest.strip()
     if not sep or not rest:
@@ -46,7 +46,13 @@ def parse_model_spec(spec: str) -> ModelSpec:
                           f"or hf:PATH (backends: {', '.join(BACKENDS.names())})")
     if name not in BACKENDS:
         raise ConfigError(f"unknown model backend {name!r} in {spec!r}; known: {', '.join(BACKENDS.names())}")
-    parsed = _arguments(BACKENDS.get(name), spec, rest)
+    return name, BACKENDS.get(name), rest
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    """`BACKEND:ARG` (e.g. `openai:MODEL@http://host:port/v1`, `hf:PATH_OR_HUB_ID`)."""
+    name, cls, rest = _split(spec)
+    parsed = _arguments(cls, spec, rest)
     return ModelSpec(name, str(parsed["model"]), parsed.get("base_url"))
 
 
@@ -72,10 +78,10 @@ def backend_options(backend: str | type[Any]) -> set[str]:
 
 def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatModel:
     """Build a chat model from its spec; backend options (concurrency, cache, prices ...) come in `options`."""
-    name = parse_model_spec(spec).backend
-    cls = BACKENDS.get(name)
+    name, cls, rest = _split(spec)
+    arguments = _arguments(cls, spec, rest)  # the spec checked (e.g. the base URL) before any option
     options = dict(options or {})
-    accepted = backend_options(name)
+    accepted = backend_options(cls)
     unknown = sorted(set(options) - accepted)
     if unknown:
         raise ConfigError(
@@ -83,8 +89,7 @@ def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatMod
             f"it takes: {', '.join(sorted(accepted))}"
         )
     own = _own_options(cls)
-    api = cls(**_arguments(cls, spec, spec.strip().partition(":")[2].strip()), spec=spec,
-              **{k: v for k, v in options.items() if k in own})
+    api = cls(**arguments, spec=spec, **{k: v for k, v in options.items() if k in own})
     wrapper = {k: v for k, v in options.items() if k in _wrapper_options(cls)}
     model: ChatModel = Model(api, **wrapper)
     return model
