@@ -70,12 +70,12 @@ def test_every_name_resolves() -> None:
 
 
 def test_groups_keep_their_packages() -> None:
-    import tailorbench.build.pipeline
+    import tailorbench.construction.pipeline
     import tailorbench.stages.api
 
     # the import system binds the subpackages on the package; the verb groups keep the names
     assert isinstance(tb.build, tb.VerbGroup) and isinstance(tb.stages, tb.VerbGroup)
-    assert tb.build.pipeline is tailorbench.build.pipeline and tb.stages.api is tailorbench.stages.api
+    assert tb.build.pipeline is tailorbench.construction.pipeline and tb.stages.api is tailorbench.stages.api
     from tailorbench import api
 
     assert tb.build.run is api.build
@@ -143,13 +143,24 @@ def test_annotate_verbs(tmp_path: Path) -> None:
 
     write_native(load_benchmark("demo").cases[:4], bench)
     where = {"directory": tmp_path / "annotation"}
+    from tailorbench.api_models import AnnotationExport, ProjectCreated
+
     made = tb.annotate.create_project("pairs", task="pairwise", n=2, **where)
-    assert made["task_type"] == "pairwise" and made["n_per_item"] == 2
-    assert tb.annotate.import_items("pairs", bench, **where)["items"] == 4
+    assert isinstance(made, ProjectCreated) and made.task_type == "pairwise" and made.n_per_item == 2
+    assert tb.annotate.import_items("pairs", bench, **where).items == 4
     user = tb.annotate.add_annotator("ann1", projects=["pairs"], **where)
-    assert user["login_link"].startswith("http://127.0.0.1:8000/login/")
-    assert [u["name"] for u in tb.annotate.list_annotators(**where)] == ["ann1"]
-    assert tb.annotate.progress("pairs", **where)["flagged"] == []
-    assert [p["project"] for p in tb.annotate.list_projects(**where)] == ["pairs"]
+    assert user.login_link is not None and user.login_link.startswith("http://127.0.0.1:8000/login/")
+    assert [u.name for u in tb.annotate.list_annotators(**where)] == ["ann1"]
+    progress = tb.annotate.progress("pairs", **where)
+    assert progress.flagged == [] and progress.labels_needed == 8 and progress.labels_done == 0
+    assert [p.project for p in tb.annotate.list_projects(**where)] == ["pairs"]
     exported = asyncio.run(tb.annotate.export_async("pairs", tmp_path / "export", **where))
-    assert (tmp_path / "export" / "ratings.jsonl").is_file() and isinstance(exported, dict)
+    assert (tmp_path / "export" / "ratings.jsonl").is_file() and isinstance(exported, AnnotationExport)
+    # the CLI prints the twin's object: the same fields with --json
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    shown = CliRunner().invoke(app, ["annotate", "progress", "pairs", "--dir", str(where["directory"]), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout) == tb.annotate.progress("pairs", **where).to_dict()

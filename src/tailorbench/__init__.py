@@ -13,6 +13,7 @@ import y`) reach the packages as usual.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 
@@ -113,13 +114,13 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TrainResult": ("tailorbench.api_models", "TrainResult"),
 }
 
-#: names that are a group of verbs and a subpackage at once: name -> (module of the verbs (its `__all__`) or
-#: None, the verb `tb.NAME(...)` calls as (module, attribute), or None)
-_GROUPS: dict[str, tuple[str | None, tuple[str, str] | None]] = {
-    "evaluate": (None, ("tailorbench.api", "evaluate")),
-    "build": ("tailorbench.api_build", ("tailorbench.api", "build")),
-    "annotate": ("tailorbench.api_annotate", None),
-    "stages": ("tailorbench.api_stages", None),
+#: names that are a group of verbs: name -> (module of the verbs (its `__all__`) or None, the verb `tb.NAME(...)`
+#: calls as (module, attribute) or None, the package whose modules the group also shows)
+_GROUPS: dict[str, tuple[str | None, tuple[str, str] | None, str]] = {
+    "evaluate": (None, ("tailorbench.api", "evaluate"), "tailorbench.evaluate"),
+    "build": ("tailorbench.api_build", ("tailorbench.api", "build"), "tailorbench.construction"),
+    "annotate": ("tailorbench.api_annotate", None, "tailorbench.annotate"),
+    "stages": ("tailorbench.api_stages", None, "tailorbench.stages"),
 }
 
 #: what `from tailorbench import *` and type checkers see (tests/test_python_api.py: every name resolves)
@@ -174,12 +175,13 @@ __all__ = [
 
 class VerbGroup(types.ModuleType):
     """`tb.stages`, `tb.annotate`, `tb.build`, `tb.evaluate`: the verbs of a module of twins (the names in its
-    `__all__`), then the subpackage of the same name (so `tb.build.pipeline`, `tb.evaluate.runner` and the
-    import system's lookups still find its submodules); `tb.build(...)`, `tb.evaluate(...)` call their verb."""
+    `__all__`), then the package behind them (the subpackage of the same name, so `tb.evaluate.runner` and the
+    import system's lookups still find its submodules; `tb.build.pipeline` is `tailorbench.construction.pipeline`);
+    `tb.build(...)`, `tb.evaluate(...)` call their verb."""
 
-    def __init__(self, name: str, verbs: str | None, call: tuple[str, str] | None) -> None:
+    def __init__(self, name: str, verbs: str | None, call: tuple[str, str] | None, package: str) -> None:
         super().__init__(f"{__name__}.{name}")
-        self.__dict__["_verbs"], self.__dict__["_call"] = verbs, call
+        self.__dict__["_verbs"], self.__dict__["_call"], self.__dict__["_package"] = verbs, call, package
 
     def _verb_names(self) -> tuple[types.ModuleType | None, tuple[str, ...]]:
         if self.__dict__["_verbs"] is None:
@@ -191,10 +193,13 @@ class VerbGroup(types.ModuleType):
         verbs, names = self._verb_names()
         if verbs is not None and name in names:
             return getattr(verbs, name)
-        return getattr(importlib.import_module(self.__name__), name)
+        package = importlib.import_module(self.__dict__["_package"])
+        if not hasattr(package, name) and importlib.util.find_spec(f"{package.__name__}.{name}") is not None:
+            return importlib.import_module(f"{package.__name__}.{name}")  # a submodule not imported yet
+        return getattr(package, name)
 
     def __dir__(self) -> list[str]:
-        package = importlib.import_module(self.__name__)
+        package = importlib.import_module(self.__dict__["_package"])
         return sorted(set(self._verb_names()[1]) | set(dir(package)))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

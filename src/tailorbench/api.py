@@ -30,7 +30,7 @@ from tailorbench.failures import FailureCheck
 from tailorbench.geneval.config import GenEvalConfig
 
 if TYPE_CHECKING:
-    from tailorbench.build.config import BuildConfig
+    from tailorbench.construction.config import BuildConfig
 
 
 def evaluate(config: EvalConfig, out: str | Path, judges: Sequence[str] | None = None,
@@ -251,7 +251,7 @@ def build(config: BuildConfig | str | Path, until: str | None = None, out: str |
           model: str | None = None) -> BuildResult:
     """`tailor build run CONFIG`: the construction pipeline (finished stages reused); `out` and `model`
     override the config's. `build_problems(summary)` of `build.pipeline` says what makes the CLI exit 3."""
-    from tailorbench.build.pipeline import run_build
+    from tailorbench.construction.pipeline import run_build
 
     return BuildResult.model_validate(run_build(_build_config(config, out, model), until=until).as_dict())
 
@@ -259,14 +259,14 @@ def build(config: BuildConfig | str | Path, until: str | None = None, out: str |
 async def build_async(config: BuildConfig | str | Path, until: str | None = None, out: str | Path | None = None,
                       model: str | None = None) -> BuildResult:
     """`build` as a coroutine: the pipeline's calls run on the caller's event loop."""
-    from tailorbench.build.pipeline import run_build_async
+    from tailorbench.construction.pipeline import run_build_async
 
     summary = await run_build_async(_build_config(config, out, model), until, None)
     return BuildResult.model_validate(summary.as_dict())
 
 
 def _build_config(config: BuildConfig | str | Path, out: str | Path | None, model: str | None) -> BuildConfig:
-    from tailorbench.build.config import BuildConfig, load_build_config
+    from tailorbench.construction.config import BuildConfig, load_build_config
 
     overrides: dict[str, str] = {}
     if out is not None:

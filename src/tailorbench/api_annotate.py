@@ -1,6 +1,7 @@
 """Python twins of `tailor annotate ...` (`tb.annotate.*`): the annotation service's projects, imports,
 annotators, progress and export, on the database of a project directory (or `db`, a database URL). Each
-returns the JSON object the verb prints. FastAPI and SQLAlchemy are imported on the first call."""
+returns the object the verb prints (with `--json`) as a pydantic model of `api_models`. FastAPI and
+SQLAlchemy are imported on the first call."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.aio import async_twin
+from tailorbench.api_models import (
+    AnnotationExport,
+    Annotator,
+    ItemsImported,
+    Membership,
+    ProjectCreated,
+    ProjectProgress,
+    Released,
+)
 
 __all__ = [
     "add_annotator",
@@ -48,7 +58,7 @@ def database(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Any:
 
 
 def create_project(name: str, task: str, n: int = 3, instructions: str = "", gold_every: int = 5,
-                   directory: str | Path = DEFAULT_DIR, db: str | None = None) -> dict[str, Any]:
+                   directory: str | Path = DEFAULT_DIR, db: str | None = None) -> ProjectCreated:
     """`tailor annotate project create NAME --task TASK`."""
     from tailorbench.annotate import service
     from tailorbench.annotate.tasks import TASK_TYPES
@@ -58,67 +68,64 @@ def create_project(name: str, task: str, n: int = 3, instructions: str = "", gol
     as_int("--n", n, minimum=1)
     as_int("--gold-every", gold_every, minimum=1)
     pid = service.create_project(database(directory, db), name, task, n, instructions, gold_every)
-    return {"project": name, "id": pid, "task_type": task, "n_per_item": n}
+    return ProjectCreated(project=name, id=pid, task_type=task, n_per_item=n)
 
 
-def list_projects(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[dict[str, Any]]:
+def list_projects(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[ProjectProgress]:
     """`tailor annotate project list`: every project with its progress."""
     from tailorbench.annotate import service
 
     store = database(directory, db)
-    return [service.progress(store, p["id"]) for p in service.list_projects(store)]
+    return [ProjectProgress.model_validate(service.progress(store, p["id"])) for p in service.list_projects(store)]
 
 
 def import_items(project: str, file: str | Path, fmt: str = "auto", directory: str | Path = DEFAULT_DIR,
-                 db: str | None = None) -> dict[str, Any]:
+                 db: str | None = None) -> ItemsImported:
     """`tailor annotate import PROJECT FILE` (all or nothing)."""
     from tailorbench.annotate import service
     from tailorbench.annotate.importer import FORMATS
     from tailorbench.options import as_choice
 
     as_choice("--format", fmt, FORMATS)
-    result: dict[str, Any] = service.import_items(database(directory, db), project, file, fmt)
-    return result
+    return ItemsImported.model_validate(service.import_items(database(directory, db), project, file, fmt))
 
 
 def add_annotator(name: str, projects: Sequence[str] = (), admin: bool = False, base_url: str = DEFAULT_BASE_URL,
-                  directory: str | Path = DEFAULT_DIR, db: str | None = None) -> dict[str, Any]:
+                  directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Annotator:
     """`tailor annotate annotator add NAME`: the personal login link is in the result (shown once)."""
     from tailorbench.annotate import service
 
     role = "admin" if admin else "annotator"
     _, token = service.add_user(database(directory, db), name, role, list(projects))
-    return {"name": name, "role": role, "projects": list(projects),
-            "login_link": f"{base_url.rstrip('/')}/login/{token}"}
+    return Annotator(name=name, role=role, projects=list(projects), login_link=f"{base_url.rstrip('/')}/login/{token}")
 
 
-def join(name: str, project: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> dict[str, Any]:
+def join(name: str, project: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Membership:
     """`tailor annotate annotator join NAME --project P`."""
     from tailorbench.annotate import service
 
     service.add_member(database(directory, db), project, name)
-    return {"name": name, "project": project}
+    return Membership(name=name, project=project)
 
 
 def link(name: str, base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
-         db: str | None = None) -> dict[str, Any]:
+         db: str | None = None) -> Annotator:
     """`tailor annotate annotator link NAME`: a new login link (the old one stops working)."""
     from tailorbench.annotate import service
 
     token = service.rotate_link(database(directory, db), name)
-    return {"name": name, "login_link": f"{base_url.rstrip('/')}/login/{token}"}
+    return Annotator(name=name, login_link=f"{base_url.rstrip('/')}/login/{token}")
 
 
-def list_annotators(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[dict[str, Any]]:
+def list_annotators(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[Annotator]:
     """`tailor annotate annotator list`."""
     from tailorbench.annotate import service
 
-    users: list[dict[str, Any]] = service.list_users(database(directory, db))
-    return users
+    return [Annotator.model_validate(u) for u in service.list_users(database(directory, db))]
 
 
 def progress(project: str, agreement: bool = False, directory: str | Path = DEFAULT_DIR,
-             db: str | None = None) -> dict[str, Any]:
+             db: str | None = None) -> ProjectProgress:
     """`tailor annotate progress PROJECT [--agreement]`."""
     from tailorbench.annotate import service
 
@@ -127,23 +134,23 @@ def progress(project: str, agreement: bool = False, directory: str | Path = DEFA
     out["flagged"] = service.flagged(store, project)
     if agreement:
         out["agreement"] = service.agreement_so_far(store, project, resamples=1000)
-    return out
+    return ProjectProgress.model_validate(out)
 
 
 def release(project: str, older_than_hours: float = 24.0, directory: str | Path = DEFAULT_DIR,
-            db: str | None = None) -> dict[str, Any]:
+            db: str | None = None) -> Released:
     """`tailor annotate release PROJECT`: unfinished assignments older than this go back to the queue."""
     from tailorbench.annotate import service
     from tailorbench.options import as_float
 
     as_float("--older-than-hours", older_than_hours, minimum=0.0)
-    return {"project": project, "released": service.release_stale(database(directory, db), project,
-                                                                  older_than_hours * 3600)}
+    return Released(project=project, released=service.release_stale(database(directory, db), project,
+                                                                    older_than_hours * 3600))
 
 
 def export(project: str, out: str | Path, include_gold: bool = False, min_ratings: int | None = None,
            easy: float = 0.75, medium: float = 0.6, directory: str | Path = DEFAULT_DIR,
-           db: str | None = None) -> dict[str, Any]:
+           db: str | None = None) -> AnnotationExport:
     """`tailor annotate export PROJECT --out DIR`: long-format ratings (and a tiered benchmark for pairwise)."""
     from tailorbench.agreement.tiers import TierRule
     from tailorbench.annotate import service
@@ -154,9 +161,8 @@ def export(project: str, out: str | Path, include_gold: bool = False, min_rating
     TierRule(easy=easy, medium=medium,
              min_ratings=3 if min_ratings is None else as_int("--min-ratings", min_ratings, minimum=2))
     check_writable("--out", out, directory=True)
-    result: dict[str, Any] = service.export(database(directory, db), project, Path(out), include_gold, min_ratings,
-                                            easy, medium)
-    return result
+    return AnnotationExport.model_validate(service.export(database(directory, db), project, Path(out), include_gold,
+                                                          min_ratings, easy, medium))
 
 
 def serve(directory: str | Path = DEFAULT_DIR, db: str | None = None, host: str = "127.0.0.1", port: int = 8000,

@@ -7,9 +7,11 @@ dicts: their keys are the benchmark's own split and tier names.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
@@ -20,7 +22,8 @@ class Output(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The object's fields as read or made (defaults of fields it lacked are not added)."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
     def to_json(self) -> str:
         """The JSON text as the CLI's `--json` prints it."""
@@ -28,6 +31,22 @@ class Output(BaseModel):
 
 
 R = TypeVar("R", bound="RunOutput")
+OutputT = TypeVar("OutputT", bound=Output)
+P = ParamSpec("P")
+
+
+def returning(model: type[OutputT]) -> Callable[[Callable[P, Any]], Callable[P, OutputT]]:
+    """A verb's function whose JSON object (a dict) is returned as `model`: the typed twin of a function the CLI
+    prints from (same arguments, same docstring)."""
+
+    def wrap(fn: Callable[P, Any]) -> Callable[P, OutputT]:
+        @functools.wraps(fn)
+        def typed(*args: P.args, **kwargs: P.kwargs) -> OutputT:
+            return model.model_validate(fn(*args, **kwargs))
+
+        return typed
+
+    return wrap
 
 
 class RunOutput(Output):
@@ -171,3 +190,148 @@ class BuildResult(Output):
     out: str
     stages: list[dict[str, Any]] = []
     model: dict[str, Any] | None = None
+
+
+# -- tb.stages.*: the stage reports (STAGE.json of a report directory) and what the other stage verbs return ----
+
+
+class StageReport(Output):
+    """A stage report as STAGE.json holds it; `notes` are its caveats, `missing_ratings` what did not line up."""
+
+    n_items: int | None = None
+    notes: list[str] = []
+    missing_ratings: dict[str, Any] = {}
+    bootstrap: dict[str, Any] = {}
+
+
+class ExtractionReport(StageReport):
+    """extraction.json: stage 1 (attribute judgments of extracted items, by extractor and source)."""
+
+    n_attributes: int | None = None
+    agreement: dict[str, Any] = {}
+
+
+class RelevanceReport(StageReport):
+    """relevance.json: stage 2 (pairwise and group kappas, human vs model votes)."""
+
+    sources: Any = None
+    raters: Any = None
+    pairwise_kappa: Any = None
+    group_kappa: Any = None
+    f1_vs_human_majority: Any = None
+
+
+class IncorporationReport(StageReport):
+    """incorporation.json: stage 3 (5-point A/B ratings: judges' correlation with humans, by condition)."""
+
+    n_tasks: int | None = None
+    judges: Any = None
+    correlation_with_humans: Any = None
+    by_condition: Any = None
+
+
+class TrainedHeadReport(StageReport):
+    """verifier.json / relevance_classifier.json: a head trained on the human labels (`head` is its .npz)."""
+
+    head: str | None = None
+    threshold: Any = None
+    fit: dict[str, Any] = {}
+
+
+class StageOutput(Output):
+    """What a stage verb that writes one file returns (`out`; model-calling verbs also count their `calls`)."""
+
+    out: str | None = None
+    calls: dict[str, Any] = {}
+
+
+class StageExample(Output):
+    """`tailor stages example`: every report of the bundled example study, as written under `out`."""
+
+    out: str
+    illustrative: bool = True
+    calls: dict[str, Any] = {}
+    extraction: ExtractionReport | None = None
+    relevance: RelevanceReport | None = None
+    incorporation: IncorporationReport | None = None
+    verifier: TrainedHeadReport | None = None
+    relevance_classifier: TrainedHeadReport | None = None
+
+
+class StageSummary(Output):
+    """`tailor stages summary DIR`: the stage reports found in DIR (summary.md/.html written beside them)."""
+
+    extraction: ExtractionReport | None = None
+    relevance: RelevanceReport | None = None
+    incorporation: IncorporationReport | None = None
+
+
+# -- tb.annotate.*: the objects the annotation verbs print ----------------------------------------------------
+
+
+class ProjectCreated(Output):
+    """`tailor annotate project create`."""
+
+    project: str
+    id: int
+    task_type: str
+    n_per_item: int
+
+
+class ProjectProgress(Output):
+    """`tailor annotate progress` (and each row of `project list`): labels needed and done, per annotator;
+    `flagged` and `agreement` when asked for."""
+
+    project: str
+    task_type: str
+    n_per_item: int
+    items: int
+    gold_items: int
+    labels_needed: int
+    labels_done: int
+    items_complete: int
+    percent_done: float
+    annotators: list[dict[str, Any]] = []
+    flagged: list[dict[str, Any]] | None = None
+    agreement: dict[str, Any] | None = None
+
+
+class ItemsImported(Output):
+    """`tailor annotate import`: items and gold items stored (all or nothing)."""
+
+    project: str
+    format: str
+    items: int
+    gold_items: int
+
+
+class Annotator(Output):
+    """`tailor annotate annotator add|link|list`: `login_link` is shown once, when it is made."""
+
+    name: str
+    id: int | None = None
+    role: str | None = None
+    active: bool | None = None
+    projects: list[str] = []
+    login_link: str | None = None
+
+
+class Membership(Output):
+    """`tailor annotate annotator join`."""
+
+    name: str
+    project: str
+
+
+class Released(Output):
+    """`tailor annotate release`: unfinished assignments put back in the queue."""
+
+    project: str
+    released: int
+
+
+class AnnotationExport(Output):
+    """`tailor annotate export`: the files written (long-format ratings; a tiered benchmark for pairwise)."""
+
+    files: Any = None
+    exported_at: str | None = None

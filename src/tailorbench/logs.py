@@ -1,11 +1,14 @@
 """Warnings of the package go through `logging`: one logger per module under `tailorbench`
 (`logs.get_logger(__name__)`).
 
-The `tailorbench` logger has one handler of its own, `WarningLines`: each record as `warning: MESSAGE` (the
+The `tailorbench` logger has one handler of its own, `WarningLines`: each warning as `warning: MESSAGE` (the
 level's name, lower case) on the stderr of the moment, which is what `tailor` has always printed and what
-scripts read. It is a handler like any other: `logging.getLogger("tailorbench").setLevel(logging.ERROR)`
-silences the warnings, removing it (`logs.quiet()`) leaves them to the application's own logging
-configuration, to which records propagate as usual.
+scripts read; an INFO record (a note: how a resumed run ended before, the command that resumes an interrupted
+one) as its message alone. The logger's level is WARNING in Python (notes are silent, as a library's should be;
+`logging.getLogger("tailorbench").setLevel(logging.INFO)` shows them) and INFO under `tailor` (`show_notes`).
+It is a handler like any other: `logging.getLogger("tailorbench").setLevel(logging.ERROR)` silences the
+warnings, removing it (`logs.quiet()`) leaves them to the application's own logging configuration, to which
+records propagate as usual.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ ROOT = "tailorbench"
 
 
 class WarningLines(logging.Handler):
-    """`LEVEL: MESSAGE` lines on `sys.stderr`, looked up per record (so redirected and captured streams get them)."""
+    """`LEVEL: MESSAGE` lines on `sys.stderr` (notes: `MESSAGE`), the stream looked up per record (so redirected
+    and captured streams get them)."""
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            sys.stderr.write(f"{record.levelname.lower()}: {self.format(record)}\n")
+            prefix = f"{record.levelname.lower()}: " if record.levelno >= logging.WARNING else ""
+            sys.stderr.write(f"{prefix}{self.format(record)}\n")
         except Exception:  # a closed stream must not break the work
             self.handleError(record)
 
@@ -29,7 +34,7 @@ class WarningLines(logging.Handler):
 def _install() -> logging.Logger:
     logger = logging.getLogger(ROOT)
     if not any(isinstance(h, WarningLines) for h in logger.handlers):
-        logger.addHandler(WarningLines(logging.WARNING))
+        logger.addHandler(WarningLines())
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.WARNING)
     return logger
@@ -46,3 +51,8 @@ def quiet() -> None:
     logger = logging.getLogger(ROOT)
     for handler in [h for h in logger.handlers if isinstance(h, WarningLines)]:
         logger.removeHandler(handler)
+
+
+def show_notes() -> None:
+    """Let INFO records (notes) through the package's logger: what `tailor` does before running a verb."""
+    _install().setLevel(logging.INFO)

@@ -120,7 +120,7 @@ def test_cli_end_to_end_and_tiers(db_url: str, tmp_path: Path) -> None:
     base = ["--db", db_url]
 
     def cli(*args: str) -> Any:
-        result = runner.invoke(cli_app, ["annotate", *args, *base])
+        result = runner.invoke(cli_app, ["annotate", *args, *base, "--json"])
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 

@@ -104,7 +104,7 @@ def served(plugin_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, st
     base = f"http://127.0.0.1:{port}"
     steps = [("annotate", "project", "create", "tw", "--task", "three_way", "--n", "1"),
              ("annotate", "import", "tw", str(items)),
-             ("annotate", "annotator", "add", "ann", "--project", "tw", "--base-url", base)]
+             ("annotate", "annotator", "add", "ann", "--project", "tw", "--base-url", base, "--json")]
     for step in steps:
         done = tailor(plugin_env, *step, "--dir", str(project), cwd=tmp_path)
         assert done.returncode == 0, done.stderr

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from tailorbench.cli.common import JSON_HELP, print_json, user_errors
+from tailorbench.cli.common import JSON_HELP, emit, print_json, user_errors
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from tailorbench.api_models import Output
 
 annotate_app = typer.Typer(help="Annotation web service: serve, projects, imports, annotators, progress, export.",
                            no_args_is_help=True)
@@ -21,14 +25,8 @@ _DIR = typer.Option(Path("annotation"), "--dir", help="Project directory (holds 
 _DB = typer.Option(None, "--db", help="Database URL, e.g. postgresql+psycopg://USER@HOST:PORT/DB "
                                       "(default: SQLite under --dir; env TAILOR_ANNOTATE_DB).")
 _BASE = typer.Option("http://127.0.0.1:8000", "--base-url", help="Address annotators reach the server at.")
-#: every annotate verb prints its result object as JSON, with or without --json (the flag is the shared vocabulary)
+#: the verbs call their Python twins (`tailorbench.api_annotate`) and print the result: JSON with --json
 _JSON = typer.Option(False, "--json", help=JSON_HELP)
-
-
-def _db(directory: Path, db: str | None) -> Any:
-    from tailorbench.annotate.db import Database, resolve_url
-
-    return Database(resolve_url(db or os.environ.get("TAILOR_ANNOTATE_DB"), directory))
 
 
 @annotate_app.command("serve")
@@ -52,7 +50,7 @@ def serve(
         from tailorbench.options import as_int
 
         as_int("--port", port, minimum=1, maximum=65535)
-        store = _db(directory, db)
+        store = _twins().database(directory, db)
         app = create_app(store, secure_cookies=True if secure_cookies else None)
     if json_out:
         from tailorbench.redact import public_url
@@ -74,28 +72,16 @@ def project_create(
     json_out: bool = _JSON,
 ) -> None:
     """Create a project."""
-    from tailorbench.annotate import service
-
     with user_errors():  # options checked before the database is opened (or created)
-        from tailorbench.annotate.tasks import TASK_TYPES
-        from tailorbench.options import as_choice, as_int
-
-        task = as_choice("--task", task.strip().lower(), tuple(TASK_TYPES.names()))
-        as_int("--n", n, minimum=1)
-        as_int("--gold-every", gold_every, minimum=1)
         text = Path(instructions[1:]).read_text(encoding="utf-8") if instructions.startswith("@") else instructions
-        pid = service.create_project(_db(directory, db), name, task, n, text, gold_every)
-    print_json({"project": name, "id": pid, "task_type": task, "n_per_item": n})
+        _emit(_twins().create_project(name, task, n, text, gold_every, directory, db), json_out)
 
 
 @project_app.command("list")
 def project_list(directory: Path = _DIR, db: str | None = _DB, json_out: bool = _JSON) -> None:
     """List projects with their progress."""
-    from tailorbench.annotate import service
-
     with user_errors():
-        store = _db(directory, db)
-        print_json([service.progress(store, p["id"]) for p in service.list_projects(store)])
+        _emit(_twins().list_projects(directory, db), json_out)
 
 
 @annotate_app.command("import")
@@ -108,14 +94,8 @@ def import_(
     json_out: bool = _JSON,
 ) -> None:
     """Import items (all or nothing: a bad line stops the import and stores nothing)."""
-    from tailorbench.annotate import service
-
     with user_errors():
-        from tailorbench.annotate.importer import FORMATS
-        from tailorbench.options import as_choice
-
-        as_choice("--format", fmt, FORMATS)
-        print_json(service.import_items(_db(directory, db), project, file, fmt))
+        _emit(_twins().import_items(project, file, fmt, directory, db), json_out)
 
 
 @annotator_app.command("add")
@@ -129,12 +109,8 @@ def annotator_add(
     json_out: bool = _JSON,
 ) -> None:
     """Create an annotator (or admin) and print their personal login link (shown once)."""
-    from tailorbench.annotate import service
-
     with user_errors():
-        _, token = service.add_user(_db(directory, db), name, "admin" if admin else "annotator", project)
-    print_json({"name": name, "role": "admin" if admin else "annotator", "projects": project,
-                "login_link": f"{base_url.rstrip('/')}/login/{token}"})
+        _emit(_twins().add_annotator(name, project, admin, base_url, directory, db), json_out)
 
 
 @annotator_app.command("join")
@@ -142,31 +118,23 @@ def annotator_join(name: str = typer.Argument(..., help="Annotator name."),
                    project: str = typer.Option(..., "--project", help="Project to add them to."),
                    directory: Path = _DIR, db: str | None = _DB, json_out: bool = _JSON) -> None:
     """Add an existing annotator to a project."""
-    from tailorbench.annotate import service
-
     with user_errors():
-        service.add_member(_db(directory, db), project, name)
-    print_json({"name": name, "project": project})
+        _emit(_twins().join(name, project, directory, db), json_out)
 
 
 @annotator_app.command("link")
 def annotator_link(name: str = typer.Argument(..., help="Annotator name."), base_url: str = _BASE,
                    directory: Path = _DIR, db: str | None = _DB, json_out: bool = _JSON) -> None:
     """Issue a new login link (the old link and open sessions stop working)."""
-    from tailorbench.annotate import service
-
     with user_errors():
-        token = service.rotate_link(_db(directory, db), name)
-    print_json({"name": name, "login_link": f"{base_url.rstrip('/')}/login/{token}"})
+        _emit(_twins().link(name, base_url, directory, db), json_out)
 
 
 @annotator_app.command("list")
 def annotator_list(directory: Path = _DIR, db: str | None = _DB, json_out: bool = _JSON) -> None:
     """List users, roles and projects."""
-    from tailorbench.annotate import service
-
     with user_errors():
-        print_json(service.list_users(_db(directory, db)))
+        _emit(_twins().list_annotators(directory, db), json_out)
 
 
 @annotate_app.command("progress")
@@ -178,15 +146,8 @@ def progress(
     json_out: bool = _JSON,
 ) -> None:
     """Progress overall and per annotator (with gold scores), flagged items, optionally agreement."""
-    from tailorbench.annotate import service
-
     with user_errors():
-        store = _db(directory, db)
-        out = service.progress(store, project)
-        out["flagged"] = service.flagged(store, project)
-        if agreement:
-            out["agreement"] = service.agreement_so_far(store, project, resamples=1000)
-    print_json(out)
+        _emit(_twins().progress(project, agreement, directory, db), json_out)
 
 
 @annotate_app.command("release")
@@ -198,14 +159,8 @@ def release(
     json_out: bool = _JSON,
 ) -> None:
     """Return unfinished assignments older than the given age to the queue (finished labels are kept)."""
-    from tailorbench.annotate import service
-
     with user_errors():
-        from tailorbench.options import as_float
-
-        as_float("--older-than-hours", older_than_hours, minimum=0.0)
-        n = service.release_stale(_db(directory, db), project, older_than_hours * 3600)
-    print_json({"project": project, "released": n})
+        _emit(_twins().release(project, older_than_hours, directory, db), json_out)
 
 
 @annotate_app.command("export")
@@ -222,18 +177,20 @@ def export(
     json_out: bool = _JSON,
 ) -> None:
     """Export labels in the long rating format (and, for pairwise, a tiered benchmark)."""
-    from tailorbench.annotate import service
-
     with user_errors():  # options and --out checked before the database is opened
-        from tailorbench.agreement.tiers import TierRule
-        from tailorbench.options import as_float, as_int, check_writable
+        _emit(_twins().export(project, out, include_gold, min_ratings, easy, medium, directory, db), json_out)
 
-        as_float("--easy", easy, minimum=0.0, maximum=1.0)
-        as_float("--medium", medium, minimum=0.0, maximum=1.0)
-        TierRule(easy=easy, medium=medium,
-                 min_ratings=3 if min_ratings is None else as_int("--min-ratings", min_ratings, minimum=2))
-        check_writable("--out", out, directory=True)
-        print_json(service.export(_db(directory, db), project, out, include_gold, min_ratings, easy, medium))
+
+def _twins() -> ModuleType:
+    """`tailorbench.api_annotate`, imported when a verb runs (pydantic and SQLAlchemy stay out of `--help`)."""
+    from tailorbench import api_annotate
+
+    return api_annotate
+
+
+def _emit(result: Output | list[Any], as_json: bool) -> None:
+    """A twin's result as the verb prints it (`common.emit`)."""
+    emit([r.to_dict() for r in result] if isinstance(result, list) else result.to_dict(), as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -73,7 +73,7 @@ EXAMPLES: dict[str, str] = {
     "stages train-relevance": "tailor stages train-relevance --items items.jsonl --human h/*.jsonl --out clf/",
     "stages classify-relevance": "tailor stages classify-relevance --items items.jsonl --classifier "
                                  "clf/relevance_classifier.npz --out votes.jsonl",
-    "build run": "tailor build run examples/build/config.yaml --until questions",
+    "build run": "tailor build run examples/construction/config.yaml --until questions",
 }
 
 for _name in _VERBS:

@@ -11,7 +11,7 @@ from tailorbench.cli.common import print_json, user_errors
 from tailorbench.failures import EXIT_FAILED
 
 if TYPE_CHECKING:
-    from tailorbench.build.pipeline import BuildSummary
+    from tailorbench.construction.pipeline import BuildSummary
 
 build_app = typer.Typer(help="Build a pairwise benchmark from user memory: profile -> questions -> answers -> "
                              "pairs -> export.", no_args_is_help=True)
@@ -19,7 +19,7 @@ build_app = typer.Typer(help="Build a pairwise benchmark from user memory: profi
 
 @build_app.command("run")
 def build_run(
-    config: Path = typer.Argument(..., help="build config (YAML); see examples/build/config.yaml"),
+    config: Path = typer.Argument(..., help="build config (YAML); see examples/construction/config.yaml"),
     until: str | None = typer.Option(None, help="stop after this stage: profile, questions, answers, pairs, export"),
     out: Path | None = typer.Option(None, "--out", "-o", help="output directory (overrides `out` in the config)"),
     model: str | None = typer.Option(None, "--model", "-m", help="model spec (overrides `model` in the config), "
@@ -32,8 +32,8 @@ def build_run(
     """Run the pipeline; finished stages are reused, model calls come from the call cache when seen before.
 
     Exit code 3 when a stage produced nothing, or a model stage gave up on items (more than --max-failed)."""
-    from tailorbench.build.config import load_build_config
-    from tailorbench.build.pipeline import build_problems, run_build
+    from tailorbench.construction.config import load_build_config
+    from tailorbench.construction.pipeline import build_problems, run_build
     from tailorbench.failures import check_max_failed
 
     with user_errors():

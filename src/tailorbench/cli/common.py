@@ -70,6 +70,45 @@ def print_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
 
 
+def emit(payload: Any, as_json: bool) -> None:
+    """A verb's result: with `--json` the JSON object alone; otherwise the same fields as `key: value` lines (a
+    list of objects one line per object), for a person to read."""
+    if as_json:
+        print_json(payload)
+        return
+    rows = payload if isinstance(payload, list) else [payload]
+    for row in rows:
+        if isinstance(row, dict) and isinstance(payload, list):
+            typer.echo("  ".join(f"{k}={_scalar(v)}" for k, v in row.items()))
+        elif isinstance(row, dict):
+            for key, value in _flat(row):
+                typer.echo(f"{key}: {value}")
+        else:
+            typer.echo(_scalar(row))
+    if isinstance(payload, list) and not payload:
+        typer.echo("(none)")
+
+
+def _flat(row: dict[str, Any], prefix: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
+    """(dotted key, text) of an object's fields; blocks nested deeper than two levels are shown as JSON."""
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and depth < 2:
+            yield from _flat(value, f"{name}.", depth + 1)
+        else:
+            yield name, _scalar(value)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
+        return ", ".join(_scalar(v) for v in value) if value else "(none)"
+    return json.dumps(value, ensure_ascii=False)
+
+
 def split_csv(values: list[str] | None) -> list[str] | None:
     """`--tier easy,hard --tier medium` -> ['easy', 'hard', 'medium']."""
     if not values:
@@ -171,6 +210,12 @@ class VerbCommand(TyperCommand):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         return super().parse_args(ctx, expand_file_lists(self, args))
+
+    def invoke(self, ctx: Any) -> Any:
+        from tailorbench.logs import show_notes
+
+        show_notes()  # a verb's notes (resume, interrupt, where a report went) reach its user; Python keeps quiet
+        return super().invoke(ctx)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         extra = type(self).help_extra

@@ -20,6 +20,7 @@ from tailorbench.cli.common import (
     MAX_FAILED_HELP,
     N_BOOT_HELP,
     RESAMPLES_ALIAS,
+    emit,
     exit_if_failed,
     n_boot_value,
     parse_pairs,
@@ -165,15 +166,6 @@ def _exit_if_failed(verb: str, info: Mapping[str, Any], max_failed: float | None
     exit_if_failed([FailureCheck(f"stages {verb}", failed, calls, check_max_failed(max_failed), unit="model calls")])
 
 
-def _emit(info: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        print_json(info)
-    else:
-        import json
-
-        typer.echo(json.dumps(info, ensure_ascii=False, indent=2))
-
-
 @stages_app.command("baseline")
 def baseline(
     items: Path = typer.Option(..., "--items", help="Stage-2 item file: index, user_id, prompt, attributes."),
@@ -194,7 +186,7 @@ def baseline(
         as_choice("--method", method, ("bm25", "embedding"))
         _check(out=out, fraction=("--val-fraction", val_fraction))
         info = api.baseline(items, human, method, out, val_fraction, seed, encoder)
-    _emit(info, as_json)
+    emit(info, as_json)
 
 
 @stages_app.command("export-relevance")
@@ -210,7 +202,7 @@ def export_relevance(
     with user_errors():
         _check(out=out)
         info = api.export_relevance(items, out)
-    _emit(info, as_json)
+    emit(info, as_json)
 
 
 @stages_app.command("generate")
@@ -253,7 +245,7 @@ def generate(
         options = _options(model_option, model)
         info = api.generate(items, model, out, condition or None, human, export, predicted, predictor, name,
                             temperature, max_tokens, seed, generic_template, personalized_template, options)
-    _emit(info, as_json)
+    emit(info, as_json)
     _exit_if_failed("generate", info, max_failed)
 
 
@@ -274,7 +266,7 @@ def judge_relevance(
         check_max_failed(max_failed)
         _check(out=out)
         info = api.judge_relevance(items, model, out, name, _options(model_option, model))
-    _emit(info, as_json)
+    emit(info, as_json)
     _exit_if_failed("judge-relevance", info, max_failed)
 
 
@@ -352,7 +344,7 @@ def extract(
         check_max_failed(max_failed)
         _check(out=out)
         info = api.extract(conversations, model, out, name, _options(model_option, model))
-    _emit(info, as_json)
+    emit(info, as_json)
     _exit_if_failed("extract", info, max_failed)
 
 
@@ -368,7 +360,7 @@ def export_tasks(
     with user_errors():
         _check(out=out)
         info = api.export_tasks(items, out)
-    _emit(info, as_json)
+    emit(info, as_json)
 
 
 @stages_app.command("categorise")
@@ -389,7 +381,7 @@ def categorise(
         _check(out=out)
         _options(None, model)
         info = api.categorise(items, human, model, out, name)
-    _emit(info, as_json)
+    emit(info, as_json)
     _exit_if_failed("categorise", info, max_failed)
 
 
@@ -410,7 +402,7 @@ def judge_ab(
         check_max_failed(max_failed)
         _check(out=out)
         info = api.judge_ab(tasks, model, out, name, _options(model_option, model))
-    _emit(info, as_json)
+    emit(info, as_json)
     _exit_if_failed("judge-ab", info, max_failed)
 
 
@@ -509,7 +501,7 @@ def verify(
         _check(out=out)
         options = _options(model_option, model)
         info = api.verify(items, verifier, out, model, rounds, name, template, options, encoder)
-    _emit(info, as_json)
+    emit(info, as_json)
     _exit_if_failed("verify", info, max_failed)
 
 
@@ -557,7 +549,7 @@ def classify_relevance(
     with user_errors():
         _check(out=out)
         info = api.classify_relevance(items, classifier, out, name, encoder)
-    _emit(info, as_json)
+    emit(info, as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from tailorbench.datasets.rows import InvalidRows, parse_jsonl
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.metrics import benchmark_names, compute_metrics
@@ -23,27 +22,26 @@ RESULTS = "results.json"
 _KIND = re.compile(r"[a-z_]+")
 
 
-def prediction_line(path: Path, number: int, line: bytes, note: str = "") -> dict[str, Any]:
-    """One line of predictions.jsonl as a prediction, or a DataError naming file, line and field (`note` is
-    added to a JSON error, e.g. that the run is left as it is)."""
+def parse_predictions(path: Path, data: bytes, note: str = "") -> list[dict[str, Any]]:
+    """The predictions in bytes of predictions.jsonl (read through `datasets.rows`, the one JSONL reader), or a
+    DataError naming file, line and field (`note` is added to its message, e.g. that the run is left as it is)."""
+    rows = []
     try:
-        row = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        raise DataError(path, number, None, f"malformed JSON: {exc.msg}{note}") from None
-    if not isinstance(row, dict):
-        raise DataError(path, number, None, "expected a JSON object (a prediction)")
-    for key in ("case_id", "order"):
-        if not isinstance(row.get(key), str):
-            raise DataError(path, number, key, "missing or not text: not a prediction line")
-    return row
+        for number, row in parse_jsonl(path, data, InvalidRows()):
+            for key in ("case_id", "order"):
+                if not isinstance(row.get(key), str):
+                    raise DataError(path, number, key, "missing or not text: not a prediction line")
+            rows.append(row)
+    except DataError as exc:
+        raise DataError(exc.path, exc.line, exc.field, f"{exc.message}{note}") from None
+    return rows
 
 
 def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "predictions.jsonl"
     if not path.exists():
         raise DataError(path, None, None, "not a run directory: predictions.jsonl is missing")
-    with path.open("rb") as handle:
-        return [prediction_line(path, number, line) for number, line in enumerate(handle, start=1) if line.strip()]
+    return parse_predictions(path, path.read_bytes())
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.report import write_merged, write_run_reports
-from tailorbench.evaluate.results import compute_results, prediction_line
+from tailorbench.evaluate.results import compute_results, parse_predictions
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
@@ -202,10 +202,7 @@ def read_done(path: Path) -> set[tuple[str, str]]:
         return done
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
-    for number, line in enumerate(data[:end].split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        row = prediction_line(path, number, line, " (the run is left as it is)")
+    for row in parse_predictions(path, data[:end], " (the run is left as it is)"):
         done.add((row["case_id"], row["order"]))
     if end != len(data):  # only once every whole line is known good
         with path.open("r+b") as handle:
@@ -453,7 +450,7 @@ def _say_resumed(out: Path, before: dict[str, Any], done: int, todo: int) -> Non
     how = {"running": "was interrupted (its process ended without finishing: killed or crashed)",
            "interrupted": "was interrupted", "stopped": f"was stopped by an error ({before.get('error')})",
            "finished": "is finished"}.get(str(status), f"has status {status!r}")
-    print(f"resume: {out} {how}; {done} verdicts on disk, {todo} to judge", file=sys.stderr)
+    log.info(f"resume: {out} {how}; {done} verdicts on disk, {todo} to judge")
 
 
 def _record_judge(manifest: RunManifest, judge: PairJudge, before: dict[str, Any]) -> None:
@@ -485,10 +482,9 @@ def add_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def _announce_interrupted(out: Path, have: int, total: int) -> str:
-    """Print what is on disk and the exact command that continues the run; returns that command."""
+    """Note what is on disk and the exact command that continues the run; returns that command."""
     command = f"tailor eval --resume {shlex.quote(str(out))}"
-    print(f"interrupted: {have} of {total} verdicts are in {out / PREDICTIONS}; resume with:\n  {command}",
-          file=sys.stderr)
+    log.info(f"interrupted: {have} of {total} verdicts are in {out / PREDICTIONS}; resume with:\n  {command}")
     return command
 
 

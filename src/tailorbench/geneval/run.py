@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-import sys
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -325,6 +324,6 @@ async def _judge(
     if len(written) < len(tasks):  # only a stop leaves tasks unjudged
         command = f"tailor gen-eval --resume {shlex.quote(str(out))}"
         have, total = len(done) + len(written), len(done) + len(tasks)
-        print(f"interrupted: {have} of {total} verdicts are in {path}; resume with:\n  {command}", file=sys.stderr)
+        log.info(f"interrupted: {have} of {total} verdicts are in {path}; resume with:\n  {command}")
         raise RunInterrupted(command)
     return list(judge.warnings)

@@ -25,11 +25,14 @@ import numpy as np
 
 from tailorbench.datasets import Benchmark
 from tailorbench.errors import ConfigError
+from tailorbench.logs import get_logger
 from tailorbench.schema import PairCase
 from tailorbench.train import features
 from tailorbench.train.config import MINILM, RMTrainConfig
 from tailorbench.train.content import CONTENT_FILE, TrainingContent
 from tailorbench.train.data import distinct_triples, load_cases, prepare_data
+
+notes_log = get_logger(__name__)
 
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
@@ -369,9 +372,8 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         summary["heldout"] = {"data": str(heldout[0]), "cases": len(eval_cases),
                               "eval_dir": None if where is None else str(where),
                               "command": reproduce_command(cfg, out, heldout[0])}
-        print(("held-out evaluation (users not trained on): " + (f"{where}/report.md" if where else "not run "
-               "(eval_each_epoch is off)") + f"; reproduce it with:\n  {summary['heldout']['command']}"),
-              file=sys.stderr)
+        notes_log.info("held-out evaluation (users not trained on): " + (f"{where}/report.md" if where else "not "
+                       "run (eval_each_epoch is off)") + f"; reproduce it with:\n  {summary['heldout']['command']}")
     summary["training_content"] = training.summary()
     log.write({"event": "end", **{k: summary[k] for k in ("steps", "pairs_per_s", "wall_seconds")}})
     log.close()
@@ -420,7 +422,7 @@ class _progress:
         if self.enabled:
             self._bar.console.print(text)
         else:
-            print(text, file=sys.stderr)
+            notes_log.info(text)
 
     def close(self) -> None:
         if self.enabled:

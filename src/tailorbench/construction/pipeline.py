@@ -14,7 +14,6 @@ import asyncio
 import hashlib
 import json
 import random
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,14 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.aio import run_sync
-from tailorbench.build import STAGES
-from tailorbench.build.config import PROFILE_SECTIONS, RULES, BuildConfig, load_build_config
-from tailorbench.build.schemas import answer_schema, profile_schema, questions_schema
-from tailorbench.build.structured import StageStats, call_json, load_template
+from tailorbench.construction import STAGES
+from tailorbench.construction.config import PROFILE_SECTIONS, RULES, BuildConfig, load_build_config
+from tailorbench.construction.schemas import answer_schema, profile_schema, questions_schema
+from tailorbench.construction.structured import StageStats, call_json, load_template
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import ConfigError
 from tailorbench.failures import FailureCheck, first_causes
 from tailorbench.files import write_json_atomic, write_jsonl_atomic
+from tailorbench.logs import get_logger
 from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import ChatModel, GenParams
 from tailorbench.options import check_writable
@@ -38,6 +38,8 @@ from tailorbench.prompts import split_messages
 from tailorbench.redact import redact
 from tailorbench.schema import PairCase
 from tailorbench.version import __version__
+
+notes_log = get_logger(__name__)
 
 VARIANTS = {"A1": "full persona", "A2": "masked persona", "A3": "no persona"}
 #: stages whose items are model calls; the others count outcomes (identical answers ...), not failed calls
@@ -423,7 +425,7 @@ async def run_build_async(config: BuildConfig, until: str | None = None, log: Ca
     """Run the stages up to `until` (inclusive), reusing every finished stage whose fingerprint matches."""
     if until is not None and until not in STAGES:
         raise ConfigError(f"unknown stage {until!r}; stages: {', '.join(STAGES)}")
-    say = log or (lambda msg: print(msg, file=sys.stderr))
+    say = log or notes_log.info
     ctx = BuildContext(config, model)
     out = config.out
     check_writable("out", out, directory=True)  # before any work, like every option below

@@ -13,9 +13,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tailorbench.build.config import load_build_config
-from tailorbench.build.pipeline import run_build
 from tailorbench.cli.app import app
+from tailorbench.construction.config import load_build_config
+from tailorbench.construction.pipeline import run_build
 from tailorbench.datasets import load_benchmark
 from tailorbench.errors import ConfigError
 from tests.conftest import LlamaServer

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from tailorbench.build.jsonschema_lite import validate
+from tailorbench.construction.jsonschema_lite import validate
 from tailorbench.models.base import CallFailure, ChatModel, GenParams, Message
 from tailorbench.prompts import compile_template
 

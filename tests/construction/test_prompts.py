@@ -1,5 +1,5 @@
 """Snapshot tests of every stage's rendered prompt: a change to a shipped template is a visible diff here.
-Refresh after an intended change with `TAILORBENCH_UPDATE_SNAPSHOTS=1 pytest tests/build/test_prompts.py`."""
+Refresh after an intended change with `TAILORBENCH_UPDATE_SNAPSHOTS=1 pytest tests/construction/test_prompts.py`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tailorbench.build.config import BuildConfig
-from tailorbench.build.pipeline import (
+from tailorbench.construction.config import BuildConfig
+from tailorbench.construction.pipeline import (
     BuildContext,
     mask_persona,
     render_answer_prompt,

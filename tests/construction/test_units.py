@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tailorbench.build.config import BuildConfig
-from tailorbench.build.jsonschema_lite import validate
-from tailorbench.build.pipeline import assemble_persona, mask_persona
-from tailorbench.build.schemas import answer_schema, profile_schema, questions_schema
-from tailorbench.build.structured import StageStats, parse_json, response_format
+from tailorbench.construction.config import BuildConfig
+from tailorbench.construction.jsonschema_lite import validate
+from tailorbench.construction.pipeline import assemble_persona, mask_persona
+from tailorbench.construction.schemas import answer_schema, profile_schema, questions_schema
+from tailorbench.construction.structured import StageStats, parse_json, response_format
 
 CONFIG = BuildConfig(model="openai:m@http://127.0.0.1:1/v1", memory=Path("m"), out=Path("o"))
 PERSONA = {"Demographics": {"Age": "34", "Gender": "m"}, "Preference": {"Food": "veg", "Music": "jazz"}}

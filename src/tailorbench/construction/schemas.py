@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tailorbench.build.config import PROFILE_SECTIONS, BuildConfig
+from tailorbench.construction.config import PROFILE_SECTIONS, BuildConfig
 
 
 def _obj(props: dict[str, Any]) -> dict[str, Any]:
