@@ -407,7 +407,7 @@ def test_every_verb_refuses_an_out_that_cannot_be_written(tmp_path: Path, verb: 
 def _build_config(tmp_path: Path, out: Path, **changes: str) -> Path:
     """A build config (the small example's shape) with some lines replaced: `generation="{...}"`."""
     lines = {"name": "t", "model": _SERVER, "model_options": "{max_retries: 1}", "memory":
-             str(Path(__file__).parents[2] / "examples" / "build" / "memory.jsonl"), "out": str(out),
+             str(Path(__file__).parents[2] / "examples" / "construction" / "memory.jsonl"), "out": str(out),
              "generation": "{temperature: 0.0, max_tokens: 400}", **changes}
     path = tmp_path / "build.yaml"
     path.write_text("".join(f"{k}: {v}\n" for k, v in lines.items()))

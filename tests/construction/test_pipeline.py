@@ -22,7 +22,7 @@ from tests.conftest import LlamaServer
 
 pytestmark = pytest.mark.server
 
-EXAMPLE_MEMORY = Path(__file__).resolve().parents[2] / "examples" / "build" / "memory.jsonl"
+EXAMPLE_MEMORY = Path(__file__).resolve().parents[2] / "examples" / "construction" / "memory.jsonl"
 
 
 def _config(tmp_path: Path, server: LlamaServer, **over: Any) -> Path:

@@ -8,14 +8,16 @@ from __future__ import annotations
 import gzip
 import hashlib
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from tailorbench.errors import DataError
+
+T = TypeVar("T")
 
 
 def pair_hash(user_id: str, question: str, chosen: str, rejected: str) -> str:
@@ -86,6 +88,22 @@ def parse_jsonl(path: Path, data: bytes, invalid: InvalidRows) -> Iterator[tuple
             invalid.handle(DataError(path, number, None, row))
             continue
         yield number, row
+
+
+def read_appended_jsonl(path: Path, parse: Callable[[Path, bytes], list[T]] | None = None) -> list[T]:
+    """The rows of a JSONL file this package appends to (predictions, verdicts, generations): a torn last line
+    (the process was killed mid-write) is cut off, once every whole line has been read without error (`parse`:
+    bytes -> rows, by default `parse_jsonl` raising the first DataError). No file: no rows."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    rows: list[Any] = (parse(path, data[:end]) if parse is not None
+                       else [row for _, row in parse_jsonl(path, data[:end], InvalidRows())])
+    if end != len(data):
+        with path.open("r+b") as handle:
+            handle.truncate(end)
+    return rows
 
 
 def first_jsonl_row(path: Path) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
+from tailorbench.datasets.rows import read_appended_jsonl
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.judging import Progress, judge_pairs
@@ -197,17 +198,8 @@ def select_cases(config: EvalConfig, benchmark: Benchmark) -> list[PairCase]:
 
 def read_done(path: Path) -> set[tuple[str, str]]:
     """(case_id, order) pairs already in predictions.jsonl. A torn last line (kill -9) is cut off."""
-    done: set[tuple[str, str]] = set()
-    if not path.exists():
-        return done
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    for row in parse_predictions(path, data[:end], " (the run is left as it is)"):
-        done.add((row["case_id"], row["order"]))
-    if end != len(data):  # only once every whole line is known good
-        with path.open("r+b") as handle:
-            handle.truncate(end)
-    return done
+    rows = read_appended_jsonl(path, lambda p, data: parse_predictions(p, data, " (the run is left as it is)"))
+    return {(row["case_id"], row["order"]) for row in rows}
 
 
 def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from tailorbench.datasets.rows import InvalidRows, parse_jsonl
+from tailorbench.datasets.rows import read_appended_jsonl
 from tailorbench.evaluate.settings import ContextBuilder
 from tailorbench.geneval.mentions import find_mentions, value_phrases
 from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, GenParams, Message
@@ -42,15 +42,9 @@ def messages_for(case: PairCase, context: str | None) -> list[Message]:
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The lines of a JSONL file this package writes; a torn last line (kill -9) is cut off first."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end != len(data):
-        with path.open("r+b") as handle:
-            handle.truncate(end)
-    return [row for _, row in parse_jsonl(path, data[:end], InvalidRows())]
+    """The lines of a JSONL file this package writes; a torn last line (kill -9) is cut off."""
+    rows: list[dict[str, Any]] = read_appended_jsonl(path)
+    return rows
 
 
 def _base_row(case: PairCase, role: str, source: str) -> dict[str, Any]:
