@@ -136,6 +136,30 @@ def test_warnings_go_through_logging(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert any(r.name == "tailorbench.memory.rag_setting" and r.levelno == logging.WARNING for r in caplog.records)
 
 
+def test_notes_are_info_records_that_tailor_shows(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A resume's note is an INFO record: quiet in Python by default, on stderr under `tailor`, and the
+    package logger's level is the same after the verb as before it."""
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    run = tmp_path / "run"
+    tb.eval("demo", judge="longer", out=run, limit=4, n_boot=20)
+    capsys.readouterr()
+    tb.eval_resume(run)
+    assert "resume:" not in capsys.readouterr().err
+    with caplog.at_level(logging.INFO, logger="tailorbench"):
+        tb.eval_resume(run)
+    assert any(r.levelno == logging.INFO and r.getMessage().startswith(f"resume: {run} is finished")
+               for r in caplog.records)
+    level = logging.getLogger("tailorbench").level
+    shown = CliRunner().invoke(app, ["eval", "--resume", str(run)])
+    assert shown.exit_code == 0, shown.output
+    assert f"resume: {run} is finished; 8 verdicts on disk, 0 to judge" in shown.stderr
+    assert logging.getLogger("tailorbench").level == level
+
+
 def test_annotate_verbs(tmp_path: Path) -> None:
     """tb.annotate.* on a project directory: what `tailor annotate ...` prints, as Python objects."""
     bench = tmp_path / "bench.jsonl"

@@ -5,7 +5,7 @@ The `tailorbench` logger has one handler of its own, `WarningLines`: each warnin
 level's name, lower case) on the stderr of the moment, which is what `tailor` has always printed and what
 scripts read; an INFO record (a note: how a resumed run ended before, the command that resumes an interrupted
 one) as its message alone. The logger's level is WARNING in Python (notes are silent, as a library's should be;
-`logging.getLogger("tailorbench").setLevel(logging.INFO)` shows them) and INFO under `tailor` (`show_notes`).
+`logging.getLogger("tailorbench").setLevel(logging.INFO)` shows them) and INFO under `tailor` (`showing_notes`).
 It is a handler like any other: `logging.getLogger("tailorbench").setLevel(logging.ERROR)` silences the
 warnings, removing it (`logs.quiet()`) leaves them to the application's own logging configuration, to which
 records propagate as usual.
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 ROOT = "tailorbench"
 
@@ -53,6 +55,14 @@ def quiet() -> None:
         logger.removeHandler(handler)
 
 
-def show_notes() -> None:
-    """Let INFO records (notes) through the package's logger: what `tailor` does before running a verb."""
-    _install().setLevel(logging.INFO)
+@contextmanager
+def showing_notes() -> Iterator[None]:
+    """INFO records (notes) through the package's logger while a `tailor` verb runs; the level the logger had
+    (WARNING, or what the application set) comes back afterwards."""
+    logger = _install()
+    before = logger.level
+    logger.setLevel(min(before, logging.INFO))
+    try:
+        yield
+    finally:
+        logger.setLevel(before)

@@ -212,10 +212,10 @@ class VerbCommand(TyperCommand):
         return super().parse_args(ctx, expand_file_lists(self, args))
 
     def invoke(self, ctx: Any) -> Any:
-        from tailorbench.logs import show_notes
+        from tailorbench.logs import showing_notes
 
-        show_notes()  # a verb's notes (resume, interrupt, where a report went) reach its user; Python keeps quiet
-        return super().invoke(ctx)
+        with showing_notes():  # a verb's notes (resume, interrupt, where a report went) reach its user
+            return super().invoke(ctx)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         extra = type(self).help_extra

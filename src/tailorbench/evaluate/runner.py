@@ -476,7 +476,7 @@ def add_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def _announce_interrupted(out: Path, have: int, total: int) -> str:
     """Note what is on disk and the exact command that continues the run; returns that command."""
     command = f"tailor eval --resume {shlex.quote(str(out))}"
-    log.info(f"interrupted: {have} of {total} verdicts are in {out / PREDICTIONS}; resume with:\n  {command}")
+    log.warning(f"interrupted: {have} of {total} verdicts are in {out / PREDICTIONS}; resume with:\n  {command}")
     return command
 
 

@@ -324,6 +324,6 @@ async def _judge(
     if len(written) < len(tasks):  # only a stop leaves tasks unjudged
         command = f"tailor gen-eval --resume {shlex.quote(str(out))}"
         have, total = len(done) + len(written), len(done) + len(tasks)
-        log.info(f"interrupted: {have} of {total} verdicts are in {path}; resume with:\n  {command}")
+        log.warning(f"interrupted: {have} of {total} verdicts are in {path}; resume with:\n  {command}")
         raise RunInterrupted(command)
     return list(judge.warnings)
