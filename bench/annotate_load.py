@@ -48,6 +48,7 @@ from tailorbench.annotate.models import Assignment, Label
 PG_URL = os.environ.get("TAILOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 ASSIGNMENT_RE = re.compile(rb'action="/a/(\d+)"')
 CSRF_RE = re.compile(rb'name="csrf" value="([^"]+)"')
+NONCE_RE = re.compile(rb'name="nonce" value="([^"]+)"')
 
 
 # --- the bare reference endpoint ---------------------------------------------------------------------
@@ -263,9 +264,12 @@ class Client:
         self.finished = False
 
     async def login(self) -> None:
-        """Log in with the link, then open the first task page (as the browser does before the first label):
-        the clock of a run starts with a page on every screen."""
-        status, _ = await self.http.request("GET", f"/login/{self.token}")
+        """Log in with the link (its confirmation page, then the confirming POST), then open the first task page
+        (as the browser does before the first label): the clock of a run starts with a page on every screen."""
+        status, body = await self.http.request("GET", f"/login/{self.token}")
+        nonce = NONCE_RE.search(body)
+        assert status == 200 and nonce is not None, status
+        status, _ = await self.http.request("POST", f"/login/{self.token}", {"nonce": nonce.group(1).decode()})
         assert status == 303, status
         status, body = await self.http.request("GET", f"/p/{self.pid}")
         assert status == 200, status

@@ -92,11 +92,31 @@ class Annotator:
         return self.client.post(f"/a/{assignment_id}", data={"csrf": csrf, **fields}, follow_redirects=False)
 
 
+NONCE_RE = re.compile(r'name="nonce" value="([^"]+)"')
+
+
+def confirm_login(client: TestClient, token: str) -> Any:
+    """Open a login link and confirm it as the browser does (GET the confirmation page, POST its form); the
+    POST's response."""
+    page = client.get(f"/login/{token}", follow_redirects=False)
+    assert page.status_code == 200, page.text
+    nonce = NONCE_RE.search(page.text)
+    assert nonce is not None, page.text
+    return client.post(f"/login/{token}", data={"nonce": nonce.group(1)}, follow_redirects=False)
+
+
 def login(app: Any, token: str, base_url: str = "http://testserver") -> TestClient:
     client = TestClient(app, base_url=base_url)
-    r = client.get(f"/login/{token}", follow_redirects=False)
+    r = confirm_login(client, token)
     assert r.status_code == 303, r.text
     return client
+
+
+def browser_login(page: Any, base_url: str, token: str) -> None:
+    """Open a login link in a Playwright page and confirm it (the button of the confirmation page)."""
+    page.goto(f"{base_url}/login/{token}")
+    with page.expect_navigation():
+        page.click("#login-form button[type=submit]")
 
 
 @pytest.fixture

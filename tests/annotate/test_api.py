@@ -15,7 +15,7 @@ from tailorbench.annotate import service
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.models import Assignment, Label
 from tailorbench.annotate.web import create_app
-from tests.annotate.conftest import CSRF_RE, DATA, Annotator, login
+from tests.annotate.conftest import CSRF_RE, DATA, Annotator, confirm_login, login
 
 
 def _pairwise(db: Database, n: int = 2, gold_every: int = 5) -> int:
@@ -52,22 +52,22 @@ def test_bad_login_link_and_rate_limit(db: Database) -> None:
     client = login.__globals__["TestClient"](app)
     for _ in range(3):
         assert client.get("/login/not-a-token", follow_redirects=False).status_code == 403
-    # blocked now, even for a valid link, until the window passes
-    assert client.get(f"/login/{token}", follow_redirects=False).status_code == 429
+    # bad links are blocked now, until the window passes; a valid link still logs in
+    assert client.get("/login/not-a-token", follow_redirects=False).status_code == 429
+    assert confirm_login(client, token).status_code == 303
     app.state.limiter.window_s = 0.0
-    assert client.get(f"/login/{token}", follow_redirects=False).status_code == 303
+    assert client.get("/login/not-a-token", follow_redirects=False).status_code == 403
 
 
 def test_cookie_flags(db: Database, app: Any) -> None:
-    _, token = service.add_user(db, "ann", "annotator")
     client = login.__globals__["TestClient"](app)
-    cookie = client.get(f"/login/{token}", follow_redirects=False).headers["set-cookie"].lower()
+    cookie = confirm_login(client, service.add_user(db, "ann", "annotator")[1]).headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie
     secure = login.__globals__["TestClient"](app, base_url="https://testserver")
-    cookie = secure.get(f"/login/{token}", follow_redirects=False).headers["set-cookie"].lower()
+    cookie = confirm_login(secure, service.rotate_link(db, "ann")).headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=lax" in cookie and "; secure" in cookie
-    forced = login.__globals__["TestClient"](create_app(db, secure_cookies=True))
-    assert "; secure" in forced.get(f"/login/{token}", follow_redirects=False).headers["set-cookie"].lower()
+    forced = login.__globals__["TestClient"](create_app(db, secure_cookies=True))  # (its http never logs in)
+    assert "; secure" in forced.get(f"/login/{service.rotate_link(db, 'ann')}").headers["set-cookie"].lower()
 
 
 def test_security_headers_and_escaping(db: Database, app: Any, make_annotator: Any) -> None:
@@ -121,7 +121,7 @@ def test_csrf_missing_stale_and_cross_origin(db: Database, app: Any) -> None:
     first = Annotator(login(app, token), "ann")
     aid, old_csrf, _ = first.page(pid)
     assert first.submit(aid, "").status_code == 403
-    second = Annotator(login(app, token), "ann")  # a new session has its own token
+    second = Annotator(login(app, service.rotate_link(db, "ann")), "ann")  # a new session has its own token
     aid2, new_csrf, _ = second.page(pid)
     assert aid2 == aid
     assert second.submit(aid, old_csrf, choice="1").status_code == 403

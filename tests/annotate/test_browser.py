@@ -14,7 +14,7 @@ import pytest
 from tailorbench.annotate import service
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.web import create_app
-from tests.annotate.conftest import DATA, OUTPUT, LiveServer
+from tests.annotate.conftest import DATA, OUTPUT, LiveServer, browser_login
 
 pytestmark = pytest.mark.browser
 
@@ -73,7 +73,7 @@ def test_keyboard_labelling_reload_resume(browser: Any, live: tuple[Database, Li
     _, token = service.add_user(db, "ann", "annotator", [task])
     context = browser.new_context()
     page = context.new_page()
-    page.goto(f"{server.url}/login/{token}")
+    browser_login(page, server.url, token)
     assert page.url == f"{server.url}/"
     page.click(f"a[data-project='{pid}']")
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -104,10 +104,10 @@ def test_keyboard_labelling_reload_resume(browser: Any, live: tuple[Database, Li
     assert _item(page) == current and len(service.raw_labels(db, task)) == 2
     context.close()
 
-    # a new browser (no cookies) with the same link resumes where the annotator left off
+    # a new browser (no cookies) with a new link resumes where the annotator left off
     again = browser.new_context()
     page = again.new_page()
-    page.goto(f"{server.url}/login/{token}")
+    browser_login(page, server.url, service.rotate_link(db, "ann"))
     page.goto(f"{server.url}/p/{pid}")
     assert _item(page) == current
     labelled.append(_keys(page, PLANS[task]))
@@ -138,14 +138,15 @@ def test_model_html_is_text(browser: Any, live: tuple[Database, LiveServer]) -> 
     _, token = service.add_user(db, "ann", "annotator", ["pw"])
     context = browser.new_context()
     page = context.new_page()
-    page.goto(f"{server.url}/login/{token}")
+    browser_login(page, server.url, token)
     page.goto(f"{server.url}/p/{pid}")
     texts = page.locator(".answer-text").all_inner_texts()
     assert any("<script>window.__xss=1</script><b>bold</b>" in t for t in texts)
     assert page.evaluate("window.__xss") is None
     assert page.locator(".answer-text b").count() == 0
     cookies = context.cookies()
-    assert cookies and all(c["httpOnly"] and c["sameSite"] == "Lax" for c in cookies)
+    assert cookies and all(c["httpOnly"] for c in cookies)
+    assert {c["name"]: c["sameSite"] for c in cookies} == {"tb_session": "Lax", "tb_login": "Strict"}
     assert page.evaluate("document.cookie") == ""
     # an annotator's browser is refused the admin pages
     assert page.goto(f"{server.url}/admin").status == 403  # type: ignore[union-attr]

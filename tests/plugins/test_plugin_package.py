@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,7 +129,11 @@ def served(plugin_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, st
 def test_the_annotation_service_serves_the_plugins_task_type(served: tuple[str, str]) -> None:
     base, link = served
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-    with opener.open(link, timeout=10) as page:  # the login link sets the session and leads to the projects
+    with opener.open(link, timeout=10) as page:  # the login link asks for a confirmation (a form)
+        nonce = re.search(r'name="nonce" value="([^"]+)"', page.read().decode("utf-8"))
+    assert nonce is not None
+    # confirming sets the session and leads to the projects
+    with opener.open(link, data=urllib.parse.urlencode({"nonce": nonce.group(1)}).encode(), timeout=10) as page:
         assert page.status == 200
     with opener.open(f"{base}/p/1", timeout=10) as page:
         html = page.read().decode("utf-8")

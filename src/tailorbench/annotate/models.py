@@ -24,16 +24,23 @@ class Base(DeclarativeBase):
 
 
 class User(Base):
-    """An admin or an annotator. Login is by a personal link whose token is stored only as a hash."""
+    """An admin or an annotator. Login is by a personal link whose token is stored only as a hash; a link logs in
+    once, before `link_expires_at` (the session cookie keeps the person logged in afterwards), and a new link
+    replaces the old one. An inactive account cannot log in and has no sessions."""
 
     __tablename__ = "tb_users"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     role: Mapped[str] = mapped_column(String(20))  # "admin" | "annotator"
+    #: hash of the current login link's token
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: the current link logs in until then (None: no live link)
+    link_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    #: when the current link was used (None: not yet; a used link never logs in again)
+    link_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class WebSession(Base):
@@ -87,8 +94,7 @@ class Item(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     is_gold: Mapped[bool] = mapped_column(Boolean, default=False)
     gold: Mapped[Any] = mapped_column(JSON, nullable=True)
-    #: a regular item's assignments so far, what N caps (kept in step with tb_assignments in the same
-    #: transaction); not counted for gold items, which go to every annotator
+    #: assignments made so far (kept in step with tb_assignments in the same transaction)
     n_assigned: Mapped[int] = mapped_column(Integer, default=0)
     source: Mapped[str] = mapped_column(String(500), default="")
 

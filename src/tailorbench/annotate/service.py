@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import delete, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from tailorbench.agreement.ratings import Rating, RatingSet, write_ratings_jsonl
@@ -31,6 +31,9 @@ from tailorbench.annotate.models import Assignment, Item, Label, Member, Project
 from tailorbench.errors import ConfigError, DataError, TailorError
 
 SESSION_DAYS = 30
+#: how long a new login link logs in (once) by default, and at most
+LINK_DAYS = 7
+MAX_LINK_DAYS = 365
 ROLES = ("admin", "annotator")
 
 
@@ -45,18 +48,36 @@ def token_hash(token: str) -> str:
 # --- users and sessions -----------------------------------------------------------------------------
 
 
-def add_user(db: Database, name: str, role: str = "annotator", projects: list[str] | None = None) -> tuple[int, str]:
-    """Create an account; returns (user id, login token). The token is shown once and stored only hashed."""
+def _aware(stamp: datetime) -> datetime:
+    """A stored timestamp as an aware UTC datetime (SQLite gives them back naive)."""
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+
+
+def _new_link(user: User, link_days: float) -> str:
+    """Give `user` a fresh login link (the previous one stops working); returns its token, shown once."""
+    if not 0 < link_days <= MAX_LINK_DAYS:
+        raise ConfigError(f"a login link lasts more than 0 and at most {MAX_LINK_DAYS} days, got {link_days}")
+    token = secrets.token_urlsafe(24)
+    user.token_hash = token_hash(token)
+    user.link_expires_at = utcnow() + timedelta(days=link_days)
+    user.link_used_at = None
+    return token
+
+
+def add_user(db: Database, name: str, role: str = "annotator", projects: list[str] | None = None,
+             link_days: float = LINK_DAYS) -> tuple[int, str]:
+    """Create an account; returns (user id, login token). The token is shown once, stored only hashed, and logs
+    in once within `link_days`."""
     name = name.strip()
     if not name:
         raise ConfigError("annotator name must not be empty")
     if role not in ROLES:
         raise ConfigError(f"role must be one of {', '.join(ROLES)}")
-    token = secrets.token_urlsafe(24)
     with db.session() as s:
         if s.scalar(select(User.id).where(User.name == name)) is not None:
-            raise ConfigError(f"user {name!r} already exists (use `annotator link --rotate` for a new link)")
-        user = User(name=name, role=role, token_hash=token_hash(token), active=True)
+            raise ConfigError(f"user {name!r} already exists (use `annotator link` for a new link)")
+        user = User(name=name, role=role, active=True)
+        token = _new_link(user, link_days)
         s.add(user)
         s.flush()
         for pname in projects or []:
@@ -64,16 +85,49 @@ def add_user(db: Database, name: str, role: str = "annotator", projects: list[st
         return user.id, token
 
 
-def rotate_link(db: Database, name: str) -> str:
-    """A new login token for `name`; the old link and all their sessions stop working."""
-    token = secrets.token_urlsafe(24)
+def _user(s: Session, name: str, lock: bool = False) -> User:
+    q = select(User).where(User.name == name)
+    user = s.scalar(q.with_for_update() if lock else q)
+    if user is None:
+        raise NotFound(f"no user {name!r}")
+    return user
+
+
+def rotate_link(db: Database, name: str, link_days: float = LINK_DAYS) -> str:
+    """A new login link for `name` (for a lost cookie, a new browser, or a leaked link): the old link and all
+    their sessions stop working. Returns the token (shown once)."""
     with db.session() as s:
-        user = s.scalar(select(User).where(User.name == name))
-        if user is None:
-            raise NotFound(f"no user {name!r}")
-        user.token_hash = token_hash(token)
+        user = _user(s, name, lock=True)
+        token = _new_link(user, link_days)
         s.query(WebSession).filter(WebSession.user_id == user.id).delete()
     return token
+
+
+@dataclass(frozen=True)
+class Activation:
+    """What `set_active` did: the account, and how many unfinished assignments went back to the queue."""
+
+    user_id: int
+    active: bool
+    released: int
+
+
+def set_active(db: Database, name: str, active: bool) -> Activation:
+    """Reactivate an account, or deactivate it: their sessions end (a web process must also drop its cached
+    ones: `SessionCache.drop_user`), their link stops logging in, and their unfinished assignments go back to
+    the queue (finished labels stay)."""
+    with db.session() as s:
+        user = _user(s, name, lock=True)
+        user.active = active
+        released = 0
+        if not active:
+            s.query(WebSession).filter(WebSession.user_id == user.id).delete()
+            items = s.scalars(delete(Assignment).where(Assignment.user_id == user.id, Assignment.done.is_(False))
+                              .returning(Assignment.item_id)).all()
+            for item_id in items:
+                s.execute(update(Item).where(Item.id == item_id).values(n_assigned=Item.n_assigned - 1))
+            released = len(items)
+        return Activation(user.id, active, released)
 
 
 def list_users(db: Database) -> list[dict[str, Any]]:
@@ -83,7 +137,9 @@ def list_users(db: Database) -> list[dict[str, Any]]:
         q = select(Member.user_id, Project.name).join(Project, Project.id == Member.project_id)
         for uid, pname in s.execute(q):
             members[uid].append(pname)
-        return [{"id": u.id, "name": u.name, "role": u.role, "active": u.active, "projects": members[u.id]}
+        return [{"id": u.id, "name": u.name, "role": u.role, "active": u.active, "projects": members[u.id],
+                 "link_expires_at": u.link_expires_at and _aware(u.link_expires_at).isoformat(),
+                 "link_used_at": u.link_used_at and _aware(u.link_used_at).isoformat()}
                 for u in rows]
 
 
@@ -97,11 +153,37 @@ def add_member(db: Database, project: str | int, user: str) -> None:
             s.add(Member(project_id=p.id, user_id=u.id))
 
 
-def login(s: Session, token: str) -> tuple[str, User] | None:
-    """A valid login token -> (new session cookie value, user); None for an unknown token."""
-    user = s.scalar(select(User).where(User.token_hash == token_hash(token), User.active.is_(True)))
+class LinkRefused(TailorError):
+    """A login link that does not log in; `why` is "unknown", "used", "expired" or "inactive" (`user_id`: whose
+    link it is, when known)."""
+
+    def __init__(self, why: str, user_id: int | None = None) -> None:
+        super().__init__(f"login link refused: {why}")
+        self.why = why
+        self.user_id = user_id
+
+
+def check_link(s: Session, token: str, lock: bool = False) -> User:
+    """The user of a live login link (LinkRefused otherwise). Nothing changes: the confirmation page asks this;
+    `lock` holds the user row for `login`."""
+    q = select(User).where(User.token_hash == token_hash(token))
+    user = s.scalar(q.with_for_update() if lock else q)
     if user is None:
-        return None
+        raise LinkRefused("unknown")
+    if not user.active:
+        raise LinkRefused("inactive", user.id)
+    if user.link_used_at is not None:
+        raise LinkRefused("used", user.id)
+    if user.link_expires_at is None or _aware(user.link_expires_at) <= utcnow():
+        raise LinkRefused("expired", user.id)
+    return user
+
+
+def login(s: Session, token: str) -> tuple[str, User]:
+    """Use up a live login link: (new session cookie value, user); LinkRefused otherwise. The row lock (one
+    writer at a time on SQLite) makes two concurrent uses of one link log in once."""
+    user = check_link(s, token, lock=True)
+    user.link_used_at = utcnow()
     cookie = secrets.token_urlsafe(32)
     s.add(WebSession(id_hash=token_hash(cookie), user_id=user.id, csrf=secrets.token_urlsafe(32),
                      expires_at=utcnow() + timedelta(days=SESSION_DAYS)))
@@ -264,23 +346,19 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
         n_gold += n if is_gold else 0
         n_regular += 0 if is_gold else n
         n_done += n if done else 0
-    # Gold items go to everyone: no lock, no count (the unique (item, annotator) constraint is all a gold
-    # assignment needs), so another annotator's transaction never hides one. Regular items, on PostgreSQL: the
-    # job-queue pattern; concurrent annotators lock different items instead of queueing on one, and
-    # `n_assigned < N` is re-checked on the locked row, so N is never exceeded; only when that finds nothing
-    # does the pick wait for the rows others hold (their free slots may outlast those transactions), so
-    # "nothing left" is never said of a slot still open. (SQLite transactions are exclusive: BEGIN IMMEDIATE.)
+    # PostgreSQL: the job-queue pattern; concurrent annotators lock different items instead of queueing on one,
+    # and `n_assigned < N` is re-checked on the locked row, so N is never exceeded. (SQLite transactions are
+    # exclusive already: BEGIN IMMEDIATE.)
     locked = conn.dialect.name != "sqlite"
+    gold_q = statements.GOLD_ITEM_LOCKED if locked else statements.GOLD_ITEM
     regular_q = statements.REGULAR_ITEM_LOCKED if locked else statements.REGULAR_ITEM
-    regular = {**ids, "n": n_per_item}
-    due = gold_due(n_regular, n_gold, gold_every)
-    item = conn.execute(statements.GOLD_ITEM, ids).first() if due else None
+    item = None
+    if gold_due(n_regular, n_gold, gold_every):
+        item = conn.execute(gold_q, ids).first()
     if item is None:
-        item = conn.execute(regular_q, regular).first()
-    if item is None and not due:
-        item = conn.execute(statements.GOLD_ITEM, ids).first()
-    if item is None and locked:
-        item = conn.execute(statements.REGULAR_ITEM_WAIT, regular).first()
+        item = conn.execute(regular_q, {**ids, "n": n_per_item}).first()
+    if item is None:
+        item = conn.execute(gold_q, ids).first()
     if item is None:
         return None
     layout = tasks.task_type(task).new_layout()
@@ -289,8 +367,7 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
     new_id = conn.execute(statements.NEW_ASSIGNMENT, {
         "project_id": project_id, "item_id": item[0], "user_id": user_id, "layout": layout, "is_gold": item[1],
         "done": False, "created_at": utcnow()}).scalar_one()
-    if not item[1]:
-        conn.execute(statements.COUNT_ASSIGNED, {"i": item[0]})
+    conn.execute(statements.COUNT_ASSIGNED, {"i": item[0]})
     return Current(new_id, layout, n_done, (item[2], item[3]))
 
 
@@ -333,8 +410,7 @@ def release_stale(db: Database, project: str | int, older_than_s: float) -> int:
         stale = s.scalars(select(Assignment).where(Assignment.project_id == p.id, Assignment.done.is_(False),
                                                    Assignment.created_at < cutoff)).all()
         for a in stale:
-            if not a.is_gold:  # gold items are not counted (each goes to everyone)
-                s.execute(update(Item).where(Item.id == a.item_id).values(n_assigned=Item.n_assigned - 1))
+            s.execute(update(Item).where(Item.id == a.item_id).values(n_assigned=Item.n_assigned - 1))
             s.delete(a)
         return len(stale)
 

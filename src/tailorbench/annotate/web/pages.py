@@ -111,10 +111,15 @@ class Site:
             return self.who(s, request)
 
     @staticmethod
-    def check_csrf(request: Request, ident: service.Identity, form: dict[str, str]) -> None:
+    def check_origin(request: Request) -> None:
+        """A form posted from another site is refused (browsers send Origin with every POST)."""
         origin = request.headers.get("origin")
         if origin and origin != "null" and origin.rstrip("/") != str(request.base_url).rstrip("/"):
             raise Denied(403, "Cross-site form submission refused.")
+
+    @classmethod
+    def check_csrf(cls, request: Request, ident: service.Identity, form: dict[str, str]) -> None:
+        cls.check_origin(request)
         if not secrets.compare_digest(form.get("csrf", ""), ident.csrf):
             raise Denied(403, "This form has expired (stale security token). Reload the page and try again.")
 

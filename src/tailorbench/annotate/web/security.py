@@ -21,12 +21,16 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
 
 
 class LoginLimiter:
-    """At most `max_failures` bad login links per client address in `window_s`; then every login attempt from
-    that address is refused (429) until the window has passed. Guesses are thus capped; good links are free."""
+    """At most `max_failures` bad login links per client address in `window_s`; then that address's further bad
+    links are answered 429 until the window has passed. Only bad attempts are throttled: the routes look a link
+    up first, so a live link always logs in, even from a throttled address (behind a proxy without
+    --proxy-headers every annotator shares one). A link's 192 random bits are what make it unguessable; the cap
+    keeps a guesser loud and slow. The table holds at most `max_addresses` addresses."""
 
-    def __init__(self, max_failures: int = 10, window_s: float = 60.0) -> None:
+    def __init__(self, max_failures: int = 10, window_s: float = 60.0, max_addresses: int = 10_000) -> None:
         self.max_failures = max_failures
         self.window_s = window_s
+        self.max_addresses = max_addresses
         self._fails: dict[str, deque[float]] = defaultdict(deque)
         self._lock = threading.Lock()
 
@@ -46,6 +50,9 @@ class LoginLimiter:
     def failed(self, key: str) -> None:
         with self._lock:
             now = time.monotonic()
+            if key not in self._fails and len(self._fails) >= self.max_addresses:
+                for quiet in [k for k, q in self._fails.items() if not q or now - q[-1] > self.window_s]:
+                    del self._fails[quiet]
             self._recent(key, now).append(now)
 
 
@@ -84,8 +91,9 @@ class SecurityHeaders:
 class SessionCache:
     """Recently seen sessions by cookie hash, for `ttl_s` seconds: the session lookup runs on every request, so
     a hit saves a query (and, on PostgreSQL, a round trip). Logging out in this process drops the entry at once;
-    a session ended elsewhere (`annotator link` in the CLI, another worker) stays usable here for at most
-    `ttl_s`. Expiry is checked on every hit. Only found sessions are cached; the table is bounded."""
+    deactivating a user or giving them a new link in this process drops theirs; a session ended
+    elsewhere (`annotator link` or `deactivate` in the CLI, another worker) stays usable here for at most `ttl_s`.
+    Expiry is checked on every hit. Only found sessions are cached; the table is bounded."""
 
     def __init__(self, ttl_s: float = 10.0, max_entries: int = 10_000) -> None:
         self.ttl_s = ttl_s
@@ -123,6 +131,12 @@ class SessionCache:
     def drop(self, session_hash: str) -> None:
         with self._lock:
             self._entries.pop(session_hash, None)
+
+    def drop_user(self, user_id: int) -> None:
+        """Forget every cached session of a user (deactivated, or given a new link, in this process)."""
+        with self._lock:
+            for key in [k for k, (_, ident) in self._entries.items() if ident.user_id == user_id]:
+                del self._entries[key]
 
 
 class Denied(Exception):
