@@ -94,7 +94,8 @@ class Item(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     is_gold: Mapped[bool] = mapped_column(Boolean, default=False)
     gold: Mapped[Any] = mapped_column(JSON, nullable=True)
-    #: assignments made so far (kept in step with tb_assignments in the same transaction)
+    #: a regular item's assignments so far, what N caps (kept in step with tb_assignments in the same
+    #: transaction); not counted for gold items, which go to every annotator
     n_assigned: Mapped[int] = mapped_column(Integer, default=0)
     source: Mapped[str] = mapped_column(String(500), default="")
 

@@ -346,19 +346,23 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
         n_gold += n if is_gold else 0
         n_regular += 0 if is_gold else n
         n_done += n if done else 0
-    # PostgreSQL: the job-queue pattern; concurrent annotators lock different items instead of queueing on one,
-    # and `n_assigned < N` is re-checked on the locked row, so N is never exceeded. (SQLite transactions are
-    # exclusive already: BEGIN IMMEDIATE.)
+    # Gold items go to everyone: no lock, no count (the unique (item, annotator) constraint is all a gold
+    # assignment needs), so another annotator's transaction never hides one. Regular items, on PostgreSQL: the
+    # job-queue pattern; concurrent annotators lock different items instead of queueing on one, and
+    # `n_assigned < N` is re-checked on the locked row, so N is never exceeded; only when that finds nothing
+    # does the pick wait for the rows others hold (their free slots may outlast those transactions), so
+    # "nothing left" is never said of a slot still open. (SQLite transactions are exclusive: BEGIN IMMEDIATE.)
     locked = conn.dialect.name != "sqlite"
-    gold_q = statements.GOLD_ITEM_LOCKED if locked else statements.GOLD_ITEM
     regular_q = statements.REGULAR_ITEM_LOCKED if locked else statements.REGULAR_ITEM
-    item = None
-    if gold_due(n_regular, n_gold, gold_every):
-        item = conn.execute(gold_q, ids).first()
+    regular = {**ids, "n": n_per_item}
+    due = gold_due(n_regular, n_gold, gold_every)
+    item = conn.execute(statements.GOLD_ITEM, ids).first() if due else None
     if item is None:
-        item = conn.execute(regular_q, {**ids, "n": n_per_item}).first()
-    if item is None:
-        item = conn.execute(gold_q, ids).first()
+        item = conn.execute(regular_q, regular).first()
+    if item is None and not due:
+        item = conn.execute(statements.GOLD_ITEM, ids).first()
+    if item is None and locked:
+        item = conn.execute(statements.REGULAR_ITEM_WAIT, regular).first()
     if item is None:
         return None
     layout = tasks.task_type(task).new_layout()
@@ -367,7 +371,8 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
     new_id = conn.execute(statements.NEW_ASSIGNMENT, {
         "project_id": project_id, "item_id": item[0], "user_id": user_id, "layout": layout, "is_gold": item[1],
         "done": False, "created_at": utcnow()}).scalar_one()
-    conn.execute(statements.COUNT_ASSIGNED, {"i": item[0]})
+    if not item[1]:
+        conn.execute(statements.COUNT_ASSIGNED, {"i": item[0]})
     return Current(new_id, layout, n_done, (item[2], item[3]))
 
 
@@ -410,7 +415,8 @@ def release_stale(db: Database, project: str | int, older_than_s: float) -> int:
         stale = s.scalars(select(Assignment).where(Assignment.project_id == p.id, Assignment.done.is_(False),
                                                    Assignment.created_at < cutoff)).all()
         for a in stale:
-            s.execute(update(Item).where(Item.id == a.item_id).values(n_assigned=Item.n_assigned - 1))
+            if not a.is_gold:  # gold items are not counted (each goes to everyone)
+                s.execute(update(Item).where(Item.id == a.item_id).values(n_assigned=Item.n_assigned - 1))
             s.delete(a)
         return len(stale)
 

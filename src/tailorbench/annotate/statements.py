@@ -45,11 +45,14 @@ REGULAR_ITEM = (
     .order_by(Item.n_assigned, Item.seq)
     .limit(1)
 )
-# PostgreSQL: the job-queue pattern (see service.next_assignment); FOR NO KEY UPDATE, which does not block other
-# transactions' foreign key checks on the item (see submit_sql.py)
-GOLD_ITEM_LOCKED = GOLD_ITEM.with_for_update(skip_locked=True, of=Item, key_share=True)
+# PostgreSQL, regular items only (a gold item goes to everyone: its row is neither locked nor counted): the
+# job-queue pattern (see service.next_assignment); FOR NO KEY UPDATE, which does not block other transactions'
+# foreign key checks on the item (see submit_sql.py). WAIT: the same pick waiting for the rows others hold, for
+# when the skipping one found nothing (the last free slots may be in another annotator's open transaction).
 REGULAR_ITEM_LOCKED = REGULAR_ITEM.with_for_update(skip_locked=True, of=Item, key_share=True)
+REGULAR_ITEM_WAIT = REGULAR_ITEM.with_for_update(of=Item, key_share=True)
 NEW_ASSIGNMENT = insert(Assignment).returning(Assignment.id)
+#: a regular item's assignments so far, what N caps (gold items are not counted)
 COUNT_ASSIGNED = update(Item).where(Item.id == bindparam("i")).values(n_assigned=Item.n_assigned + 1)
 
 ASSIGNMENT_ROW = (

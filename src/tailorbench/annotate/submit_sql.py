@@ -9,12 +9,16 @@ parameters straight on the pooled DBAPI connection:
 - PostgreSQL: two statements. (1) The submitted assignment, locked (`FOR UPDATE`: a concurrent double submit
   waits here and then sees `done`), with its item's page data, the project's settings, the annotator's counts and
   any other open assignment of theirs. (2) After the form is checked in Python, one statement with
-  data-modifying CTEs: insert the label, close the assignment, pick the next item (`FOR NO KEY UPDATE SKIP
-  LOCKED`, the job-queue pattern: `n_assigned < N` is re-checked on the locked row), insert its assignment and
-  count it. The lock is NO KEY UPDATE, the one the `n_assigned` update takes anyway, not FOR UPDATE: the foreign
-  key checks of other submissions' inserts take KEY SHARE on their items, which FOR UPDATE would block, and
-  within one statement the order of those checks and the pick is not fixed, so FOR UPDATE deadlocks (it did,
-  in the concurrency test); NO KEY UPDATE still keeps two pickers off the same row.
+  data-modifying CTEs: insert the label, close the assignment, pick the next item, insert its assignment and,
+  for a regular item, count it. A regular item is picked `FOR NO KEY UPDATE SKIP LOCKED` (the job-queue
+  pattern: `n_assigned < N` is re-checked on the locked row). The lock is NO KEY UPDATE, the one the
+  `n_assigned` update takes anyway, not FOR UPDATE: the foreign key checks of other submissions' inserts take
+  KEY SHARE on their items, which FOR UPDATE would block, and within one statement the order of those checks
+  and the pick is not fixed, so FOR UPDATE deadlocks (it did, in the concurrency test); NO KEY UPDATE still
+  keeps two pickers off the same row. A gold item goes to every annotator: it is picked without a lock and
+  not counted (nothing caps it; the unique (item, annotator) constraint is all it needs), so another
+  annotator's transaction never hides it (under `SKIP LOCKED` it did: annotators were told they were done
+  with gold items unseen) and nobody queues on it.
 - SQLite: the same steps as separate statements (in-process, each a few µs) inside `BEGIN IMMEDIATE`.
 
 The rules are those of `service.next_assignment` (resume, gold when due, the regular item with the fewest
@@ -23,7 +27,8 @@ assignments, then gold): the decisions made in Python come from `service` itself
 tests/annotate/test_submit_sql.py drives this path and `service` through the same events and compares the two
 databases afterwards. The database's constraints stay the source of truth: one label per assignment, one
 assignment per (item, annotator). Anything unusual (a duplicate submit, a resumed older assignment, nothing left)
-goes back to the ORM functions in `service`, which are the reference.
+goes back to the ORM functions in `service`, which are the reference; "nothing left" among them, which on
+PostgreSQL waits for the regular items other transactions hold before it says so.
 """
 
 from __future__ import annotations
@@ -94,11 +99,17 @@ cls AS (UPDATE tb_assignments SET done = true WHERE id IN (SELECT assignment_id 
 
 
 def _pg_assign(gold: bool) -> str:
-    return f"""pick AS MATERIALIZED ({_PICK[gold]} FOR NO KEY UPDATE OF it SKIP LOCKED),
+    """Pick, assign and (regular items only) count. A gold item goes to every annotator, so its row is neither
+    locked nor counted: a lock would hide it from the others (SKIP LOCKED) or queue them all on it."""
+    if gold:
+        pick, bump = f"pick AS MATERIALIZED ({_PICK[True]})", ""
+    else:
+        pick = f"pick AS MATERIALIZED ({_PICK[False]} FOR NO KEY UPDATE OF it SKIP LOCKED)"
+        bump = ",\nbump AS (UPDATE tb_items SET n_assigned = n_assigned + 1 WHERE id IN (SELECT item_id FROM new))"
+    return f"""{pick},
 new AS (
   INSERT INTO tb_assignments ({_ASSIGN_COLS})
-  SELECT :p, pick.id, :u, :layout::json, pick.is_gold, false, :now FROM pick RETURNING id, item_id),
-bump AS (UPDATE tb_items SET n_assigned = n_assigned + 1 WHERE id IN (SELECT item_id FROM new))
+  SELECT :p, pick.id, :u, :layout::json, pick.is_gold, false, :now FROM pick RETURNING id, item_id){bump}
 SELECT new.id, pick.ext_id, pick.payload FROM new JOIN pick ON pick.id = new.item_id"""
 
 
@@ -263,5 +274,6 @@ class SubmitSQL:
         item_id, is_gold, ext_id, payload = item
         cur.execute(LITE_ASSIGN, {**params, "i": item_id, "is_gold": bool(is_gold)})
         new_id = cur.fetchone()[0]
-        cur.execute(LITE_BUMP, {"i": item_id})
+        if not is_gold:
+            cur.execute(LITE_BUMP, {"i": item_id})
         return new_id, ext_id, payload
