@@ -20,11 +20,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, exists, func, select, update
+from sqlalchemy import delete, exists, func, select, text, update
 from sqlalchemy.orm import Session
 
 from tailorbench.agreement.ratings import Rating, RatingSet, write_ratings_jsonl
-from tailorbench.annotate import statements, tasks
+from tailorbench.annotate import counts, statements, tasks
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.importer import read_import
 from tailorbench.annotate.models import Assignment, Item, Label, Member, Project, User, WebSession, utcnow
@@ -445,24 +445,33 @@ def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]
 
 
 def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: int | None = None) -> dict[str, Any]:
-    """Everything a task page needs for the annotator's own assignment (404 for anyone else's); `done_count`
-    when the caller already knows it."""
+    """Everything a task page needs for the annotator's own assignment (404 for anyone else's), with their place
+    in the project (counts.py: one query for their side of it). `done_count` is no longer needed (the same
+    query counts it) and is ignored."""
     row = _assignment_row(s, user_id, assignment_id)
-    if done_count is None:
-        done_count = s.connection().execute(statements.DONE_COUNT,
-                                            {"u": user_id, "p": row.project_id}).scalar_one()
-    return task_view(assignment_id, row.done, row, row.ext_id, row.payload, row.layout, done_count)
+    conn = s.connection()
+    done = unfinished = 0
+    for _gold, finished, n in conn.execute(statements.MY_COUNTS, {"u": user_id, "p": row.project_id}):
+        done += n if finished else 0
+        unfinished += 0 if finished else n
+    free = counts.remaining(conn.engine).free(row.project_id, user_id, row.n_per_item, done + unfinished,
+                                              lambda sql, params: conn.execute(text(sql), params).scalar_one())
+    return task_view(assignment_id, row.done, row, row.ext_id, row.payload, row.layout, done,
+                     counts.place(done, unfinished, free))
 
 
 def task_view(assignment_id: int, done: bool, project_row: Any, ext_id: str, payload: dict[str, Any],
-              layout: dict[str, Any], done_count: int) -> dict[str, Any]:
+              layout: dict[str, Any], done_count: int, place: counts.Place | None = None) -> dict[str, Any]:
     """What a task page shows (`assignment_view`'s dict), from the project's columns (`project_id`, `name`,
     `task_type`, `instructions` attributes of `project_row`) and the item and assignment; shared with the
-    plain-SQL submission path (submit_sql.py)."""
+    plain-SQL submission path (submit_sql.py). `place`: the annotator's "item X of N" (counts.py); without it
+    the page shows only how many they have done. `persona`: the item's profile as stored (the page shows it
+    in sections)."""
     p = project_row
     project = {"id": p.project_id, "name": p.name, "task_type": p.task_type, "instructions": p.instructions}
     return {"assignment": {"id": assignment_id, "done": done}, "project": project, "item_id": ext_id,
-            "done_count": done_count, "view": tasks.task_type(p.task_type).view(payload, layout)}
+            "done_count": done_count, "place": place, "persona": persona if isinstance(persona, dict) else None,
+            "view": tasks.task_type(p.task_type).view(payload, layout)}
 
 
 # --- admin: progress, agreement, flags, export ------------------------------------------------------
@@ -487,6 +496,7 @@ def progress(db: Database, project: str | int) -> dict[str, Any]:
             select(Assignment.user_id, Assignment.is_gold, Assignment.done, func.count())
             .where(Assignment.project_id == p.id).group_by(Assignment.user_id, Assignment.is_gold, Assignment.done)
         ):
+    persona = payload.get("persona")
             row = per_user.setdefault(uid, {"annotator": str(uid), "assigned": 0, "done": 0, "gold_done": 0,
                                             "gold_score": None, "flagged": 0, "last_submission": None})
             if not is_gold:

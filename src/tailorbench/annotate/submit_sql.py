@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tailorbench.annotate import tasks
+from tailorbench.annotate import counts, tasks
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.models import Label, utcnow
 from tailorbench.annotate.service import gold_due, label_fields, task_view
@@ -249,8 +249,17 @@ class SubmitSQL:
             if got is None:
                 return Result(project_id, None)
             new_id, ext_id, new_payload = got
+            # the annotator's place on the new page (counts.py; a count only now and then)
+            free = counts.remaining(self.db.engine).free(project_id, user_id, n_per_item, n_regular + n_gold + 1,
+                                                         lambda sql, ps: self._scalar(cur, sql, ps))
         page = Page(project_id, name, task, instructions)
-        return Result(project_id, task_view(new_id, False, page, ext_id, _json(new_payload), new_layout, n_done + 1))
+        return Result(project_id, task_view(new_id, False, page, ext_id, _json(new_payload), new_layout, n_done + 1,
+                                            counts.place(n_done + 1, 1, free)))
+
+    def _scalar(self, cur: Any, sql: str, params: dict[str, Any]) -> Any:
+        """One value of a `:name`-style query run on this transaction's cursor."""
+        cur.execute(_pg(sql) if self.pg else sql, params)
+        return cur.fetchone()[0]
 
     def _store_and_assign(self, cur: Any, params: dict[str, Any], gold_first: bool) -> tuple[int, str, Any] | None:
         """Label stored, assignment closed, next one made (gold or regular first, then the other kind):

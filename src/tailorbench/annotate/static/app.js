@@ -1,6 +1,8 @@
 // Keyboard-first task pages. Rows ([data-row]) hold one question each; a key matching an input's data-key
-// (or data-alt) in the current row picks it and moves on; Enter submits; j/k move; f flags; n notes; Esc leaves
-// a text field. No framework, no build step.
+// (or data-alt) in the current row picks it and moves on; Enter submits; j/k move; f flags; n notes; p folds
+// the persona; Esc leaves a text field. Every task page opens at the top (the persona first); the dock (the
+// bar of choice controls and Submit held at the bottom of the window) stays in view. No framework, no build
+// step.
 (function () {
   "use strict";
   // A submit is answered with the next task page directly (one request per label). The address bar would
@@ -11,15 +13,34 @@
   if (here && here !== window.location.pathname) window.history.replaceState(null, "", here);
   const form = document.querySelector("form.task");
   if (!form) return;
+  // a task page opens at the top: never where the previous page (or a reload) was scrolled to
+  if ("scrollRestoration" in window.history) window.history.scrollRestoration = "manual";
+  const dock = form.querySelector(".dock");
+  // rows scrolled into view stop above the dock, not behind it
+  function padForDock() {
+    if (dock) document.documentElement.style.scrollPaddingBottom = dock.offsetHeight + "px";
+  }
+  padForDock();
+  window.addEventListener("resize", padForDock);
   const started = Date.now();
   const rows = Array.from(form.querySelectorAll("[data-row]"));
   let current = 0;
 
-  function setRow(i) {
+  function reveal(row) {
+    if (dock && dock.contains(row)) {  // the dock is always in view: scroll within it only (it may scroll)
+      const r = row.getBoundingClientRect(), d = dock.getBoundingClientRect();
+      if (r.top < d.top) dock.scrollTop -= d.top - r.top;
+      else if (r.bottom > d.bottom) dock.scrollTop += r.bottom - d.bottom;
+      return;
+    }
+    row.scrollIntoView({ block: "nearest" });
+  }
+
+  function setRow(i, scroll) {
     if (!rows.length) return;
     current = Math.max(0, Math.min(rows.length - 1, i));
     rows.forEach((r, k) => r.classList.toggle("current", k === current));
-    rows[current].scrollIntoView({ block: "nearest" });
+    if (scroll !== false) reveal(rows[current]);
   }
 
   function firstUnanswered() {
@@ -82,8 +103,12 @@
       (note || form.querySelector("#note")).focus(); ev.preventDefault(); return;
     }
     if (key === "m") { const m = form.querySelector("#missing"); if (m) { m.focus(); ev.preventDefault(); } return; }
+    if (key === "p") { const p = document.getElementById("persona"); if (p) { p.open = !p.open; ev.preventDefault(); } return; }
     if (key === "?") { const h = document.querySelector("details.instructions"); if (h) h.open = !h.open; }
   });
 
-  setRow(Math.max(0, firstUnanswered()));
+  // the first row to answer is marked, not scrolled to: scrolling to it (a tall row of answers) opened long
+  // items hundreds of pixels down, the persona and Submit off screen
+  setRow(Math.max(0, firstUnanswered()), false);
 })();
+

@@ -4,6 +4,7 @@ logged-in identity, the CSRF check, form reading, rendering of message, task and
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,6 +40,40 @@ def known_export_files() -> set[str]:
 
 
 class TaskTemplates(BaseLoader):
+#: nesting below this depth is shown as JSON text (a persona is a few levels deep; this bounds the recursion)
+PERSONA_DEPTH = 8
+
+
+def readable(key: Any) -> str:
+    """A persona key as a label: `favorite_music` -> "Favorite music" (keys in other scripts unchanged)."""
+    words = " ".join(str(key).replace("_", " ").split())
+    return words[:1].upper() + words[1:]
+
+
+def _persona_text(value: Any, depth: int = 0) -> str:
+    if isinstance(value, dict):
+        if depth >= PERSONA_DEPTH:
+            return json.dumps(value, ensure_ascii=False)
+        return "; ".join(f"{readable(k)}: {_persona_text(v, depth + 1)}" for k, v in value.items())
+    if isinstance(value, list):
+        if depth >= PERSONA_DEPTH:
+            return json.dumps(value, ensure_ascii=False)
+        return "; ".join(_persona_text(v, depth + 1) for v in value)
+    return "" if value is None else str(value)
+
+
+def persona_sections(persona: Any) -> list[tuple[str, list[tuple[str, str]]]]:
+    """A persona profile as the task pages show it, one foldable section per top-level object: (title, [(label,
+    text)]), labels readable, nested values as one line of text; top-level fields that are not objects come
+    first, in a section "Profile". Texts are escaped by the template like every other model-written text."""
+    if not isinstance(persona, dict):
+        return []
+    loose = [(readable(k), _persona_text(v)) for k, v in persona.items() if not isinstance(v, dict)]
+    sections = [(readable(k), [(readable(sk), _persona_text(sv, 1)) for sk, sv in v.items()])
+                for k, v in persona.items() if isinstance(v, dict)]
+    return ([("Profile", loose)] if loose else []) + sections
+
+
     """Finds a template in the `template_dir` of a task type loaded so far (after the package's own)."""
 
     def get_source(self, environment: Environment, template: str) -> tuple[str, str | None, Callable[[], bool]]:
@@ -64,6 +99,7 @@ def compiled_templates() -> Jinja2Templates:
     templates.env.loader = ChoiceLoader([templates.env.loader, TaskTemplates()])
     templates.env.globals["task_title"] = tasks.task_title
     for name in templates.env.list_templates(extensions=["html"]):
+    templates.env.globals["persona_sections"] = persona_sections
         templates.env.get_template(name)  # compiled now, not by the first request of each page
     return templates
 
