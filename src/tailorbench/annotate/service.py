@@ -469,6 +469,7 @@ def task_view(assignment_id: int, done: bool, project_row: Any, ext_id: str, pay
     in sections)."""
     p = project_row
     project = {"id": p.project_id, "name": p.name, "task_type": p.task_type, "instructions": p.instructions}
+    persona = payload.get("persona")
     return {"assignment": {"id": assignment_id, "done": done}, "project": project, "item_id": ext_id,
             "done_count": done_count, "place": place, "persona": persona if isinstance(persona, dict) else None,
             "view": tasks.task_type(p.task_type).view(payload, layout)}
@@ -496,7 +497,6 @@ def progress(db: Database, project: str | int) -> dict[str, Any]:
             select(Assignment.user_id, Assignment.is_gold, Assignment.done, func.count())
             .where(Assignment.project_id == p.id).group_by(Assignment.user_id, Assignment.is_gold, Assignment.done)
         ):
-    persona = payload.get("persona")
             row = per_user.setdefault(uid, {"annotator": str(uid), "assigned": 0, "done": 0, "gold_done": 0,
                                             "gold_score": None, "flagged": 0, "last_submission": None})
             if not is_gold:

@@ -39,7 +39,6 @@ def known_export_files() -> set[str]:
     return {*EXPORT_FILES, *(f for _, cls in tasks.TASK_TYPES.load_all() for f in cls.export_files)}
 
 
-class TaskTemplates(BaseLoader):
 #: nesting below this depth is shown as JSON text (a persona is a few levels deep; this bounds the recursion)
 PERSONA_DEPTH = 8
 
@@ -74,6 +73,7 @@ def persona_sections(persona: Any) -> list[tuple[str, list[tuple[str, str]]]]:
     return ([("Profile", loose)] if loose else []) + sections
 
 
+class TaskTemplates(BaseLoader):
     """Finds a template in the `template_dir` of a task type loaded so far (after the package's own)."""
 
     def get_source(self, environment: Environment, template: str) -> tuple[str, str | None, Callable[[], bool]]:
@@ -98,8 +98,8 @@ def compiled_templates() -> Jinja2Templates:
     assert templates.env.loader is not None
     templates.env.loader = ChoiceLoader([templates.env.loader, TaskTemplates()])
     templates.env.globals["task_title"] = tasks.task_title
-    for name in templates.env.list_templates(extensions=["html"]):
     templates.env.globals["persona_sections"] = persona_sections
+    for name in templates.env.list_templates(extensions=["html"]):
         templates.env.get_template(name)  # compiled now, not by the first request of each page
     return templates
 
