@@ -19,6 +19,11 @@ from tailorbench.errors import DataError
 
 ImportFormat = Literal["auto", "paircase", "pipeline", "items"]
 FORMATS: tuple[str, ...] = ("auto", "paircase", "pipeline", "items")
+#: how deep an item's objects and lists may nest (a persona is a few levels; the JSON encoders, the page
+#: renderer and the databases' JSON functions all have lower limits than a hostile file)
+MAX_DEPTH = 32
+#: the longest item id the database column holds
+MAX_ID_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,22 @@ class ParsedItem:
     payload: dict[str, Any]
     gold: Any
     line: int
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply `value`'s dicts and lists nest (a scalar: 0), without recursion (the value may be hostile)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:  # deep enough to refuse: stop looking
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _nonblank_lines(path: Path) -> list[int]:
@@ -132,7 +153,15 @@ def read_import(path: str | Path, task: TaskType | str, fmt: str = "auto") -> tu
         if it.ext_id in seen:
             raise DataError(path, it.line, "id", f"duplicate id {it.ext_id!r} (first on line {seen[it.ext_id]})")
         seen[it.ext_id] = it.line
-        orjson.dumps(it.payload)  # the payload must survive the JSON column unchanged
+        if len(it.ext_id) > MAX_ID_CHARS:
+            raise DataError(path, it.line, "id", f"{len(it.ext_id)} characters long; at most {MAX_ID_CHARS}")
+        for value in (it.payload, it.gold):
+            if nesting_depth(value) > MAX_DEPTH:
+                raise DataError(path, it.line, None, f"nested deeper than {MAX_DEPTH} levels of objects and lists")
+        try:
+            orjson.dumps(it.payload)  # the payload must survive the JSON column unchanged
+        except orjson.JSONEncodeError as exc:
+            raise DataError(path, it.line, None, f"not storable as JSON: {exc}") from None
     if not items:
         raise DataError(path, None, None, "file has no rows")
     return fmt, items

@@ -14,13 +14,13 @@ import hashlib
 import json
 import secrets
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, exists, func, select, text, update
+from sqlalchemy import delete, exists, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from tailorbench.agreement.ratings import Rating, RatingSet, write_ratings_jsonl
@@ -261,11 +261,21 @@ def list_projects(db: Database, user_id: int | None = None) -> list[dict[str, An
                  "instructions": p.instructions} for p in s.scalars(q)]
 
 
-def import_items(db: Database, project: str | int, path: str | Path, fmt: str = "auto") -> dict[str, Any]:
-    """Read and check the whole file, then insert every item in one transaction (all or nothing)."""
+#: items inserted per statement by `import_items` (and the step of its progress reports)
+IMPORT_BATCH = 1000
+
+
+def import_items(db: Database, project: str | int, path: str | Path, fmt: str = "auto",
+                 progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Read and check the whole file, then insert every item in one transaction (all or nothing).
+    `progress(rows read, rows stored)` is called once the file is read and checked (nothing stored yet, no
+    transaction open) and after every batch of `IMPORT_BATCH` stored rows."""
     with db.session() as s:
         task = tasks.task_type(_project(s, project).task_type)
     used, items = read_import(path, task, fmt)
+    if progress is not None:
+        progress(len(items), 0)
+    source = Path(path).name
     with db.session() as s:
         p = s.get(Project, _project(s, project).id, with_for_update=True)
         assert p is not None
@@ -278,11 +288,13 @@ def import_items(db: Database, project: str | int, path: str | Path, fmt: str = 
             if it.ext_id in existing:
                 raise DataError(path, it.line, "id", f"item {it.ext_id!r} is already in project {p.name!r}")
         seq = p.next_seq
-        s.add_all(
-            Item(project_id=p.id, ext_id=it.ext_id, seq=seq + i, payload=it.payload, is_gold=it.gold is not None,
-                 gold=it.gold, n_assigned=0, source=f"{Path(path).name}:{it.line}")
-            for i, it in enumerate(items)
-        )
+        for start in range(0, len(items), IMPORT_BATCH):
+            s.execute(insert(Item), [
+                {"project_id": p.id, "ext_id": it.ext_id, "seq": seq + start + i, "payload": it.payload,
+                 "is_gold": it.gold is not None, "gold": it.gold, "n_assigned": 0, "source": f"{source}:{it.line}"}
+                for i, it in enumerate(items[start:start + IMPORT_BATCH])])
+            if progress is not None:
+                progress(len(items), min(start + IMPORT_BATCH, len(items)))
         p.next_seq = seq + len(items)
     n_gold = sum(it.gold is not None for it in items)
     return {"project": str(project), "format": used, "items": len(items) - n_gold, "gold_items": n_gold}
@@ -305,14 +317,28 @@ def gold_due(n_regular: int, n_gold: int, gold_every: int) -> bool:
     return n_regular >= (n_gold + 1) * gold_every
 
 
+#: the longest note a label keeps (the task pages' note field says the same)
+MAX_NOTE_CHARS = 2000
+#: the longest time on one item that is stored (a day): more is a broken or forged form
+MAX_DURATION_MS = 86_400_000
+
+
 def label_fields(form: Mapping[str, str]) -> tuple[bool, str, int | None]:
-    """(flagged, note, duration in ms) of a submitted task form, stored with every label; a duration that is
-    not a whole number is not stored."""
-    try:
-        duration: int | None = int(form.get("elapsed_ms") or "")
-    except ValueError:
-        duration = None
-    return (form.get("flag") or "") in ("1", "on", "true"), (form.get("note") or "").strip(), duration
+    """(flagged, note, duration in ms) of a submitted task form, stored with every label; both submission
+    paths call it after the task type's `parse_form`. An empty duration (no script ran) is stored as unknown;
+    a note over MAX_NOTE_CHARS or a duration that is not a whole number of ms in 0..MAX_DURATION_MS is a
+    FormError (422, nothing stored)."""
+    note = (form.get("note") or "").strip()
+    if len(note) > MAX_NOTE_CHARS:
+        raise tasks.FormError(f"the note is {len(note):,} characters long; at most {MAX_NOTE_CHARS:,} are kept")
+    raw = (form.get("elapsed_ms") or "").strip()
+    duration: int | None = None
+    if raw:
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= len(str(MAX_DURATION_MS))
+                and int(raw) <= MAX_DURATION_MS):
+            raise tasks.FormError(f"elapsed_ms must be a whole number of milliseconds from 0 to {MAX_DURATION_MS}")
+        duration = int(raw)
+    return (form.get("flag") or "") in ("1", "on", "true"), note, duration
 
 
 @dataclass(frozen=True)

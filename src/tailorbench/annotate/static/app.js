@@ -112,3 +112,34 @@
   setRow(Math.max(0, firstUnanswered()), false);
 })();
 
+// Admin project page: while an import job is queued or running, its row shows the rows read and stored
+// (polled from the project's imports.json); once every job has ended the page reloads, so the result and the
+// project's counts are current.
+(function () {
+  "use strict";
+  const table = document.querySelector("table[data-imports]");
+  const active = (state) => state === "queued" || state === "running";
+  if (!table || !Array.from(table.querySelectorAll("tr[data-job]")).some((r) => active(r.dataset.state))) return;
+
+  function show(job) {
+    const row = table.querySelector('tr[data-job="' + job.id + '"]');
+    if (!row) return;
+    row.dataset.state = job.state;
+    row.querySelector(".state").textContent = job.state;
+    row.querySelector(".read").textContent = String(job.read);
+    row.querySelector(".stored").textContent = String(job.stored);
+    row.querySelector(".result").textContent = job.message;
+  }
+
+  function poll() {
+    fetch(table.dataset.imports, { credentials: "same-origin", cache: "no-store" })
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error("HTTP " + r.status))))
+      .then((got) => {
+        got.jobs.forEach(show);
+        if (got.jobs.some((job) => active(job.state))) window.setTimeout(poll, 1000);
+        else window.location.reload();
+      })
+      .catch(() => window.setTimeout(poll, 5000));
+  }
+  window.setTimeout(poll, 1000);
+})();

@@ -16,8 +16,13 @@ from tailorbench.annotate.models import utcnow
 
 #: the session cookie (HttpOnly, SameSite=Lax, Secure over https)
 COOKIE = "tb_session"
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
-       "base-uri 'none'; frame-ancestors 'none'")
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+#: the answer to an unexpected error (no template: the page must not depend on what may have failed)
+ERROR_PAGE = (b"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Server error</title>"
+              b"<link rel=\"stylesheet\" href=\"/static/app.css\"></head><body><main><h1>Server error</h1>"
+              b"<p id=\"message\">Something went wrong on the server. Try again; if it happens again, tell "
+              b"the study's organiser.</p></main></body></html>")
 
 
 class LoginLimiter:
@@ -58,7 +63,10 @@ class LoginLimiter:
 
 class SecurityHeaders:
     """Pure ASGI middleware (cheaper than BaseHTTPMiddleware on every request): CSP, no framing, no sniffing,
-    no referrer (login links carry tokens), and no caching of pages that hold labels or tokens."""
+    no referrer (login links carry tokens), and no caching of pages that hold labels or tokens. On every
+    answer, error pages included: an unexpected exception is answered here with a plain 500 page carrying
+    them (Starlette's own 500 comes from its outermost middleware, outside this one), then re-raised so the
+    server logs it; the page shows no traceback or path."""
 
     _COMMON: tuple[tuple[bytes, bytes], ...] = (
         (b"content-security-policy", CSP.encode()),
@@ -75,9 +83,12 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
         static = scope["path"].startswith("/static/")
+        started = False
 
         async def send_with_headers(message: Any) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 headers = list(message.get("headers", []))
                 headers.extend(self._COMMON)
                 if not static:
@@ -85,7 +96,15 @@ class SecurityHeaders:
                 message["headers"] = headers
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            if not started:
+                await send_with_headers({"type": "http.response.start", "status": 500, "headers": [
+                    (b"content-type", b"text/html; charset=utf-8"),
+                    (b"content-length", str(len(ERROR_PAGE)).encode())]})
+                await send_with_headers({"type": "http.response.body", "body": ERROR_PAGE})
+            raise
 
 
 class SessionCache:
@@ -140,7 +159,8 @@ class SessionCache:
 
 
 class Denied(Exception):
-    """Raised inside a request to answer with a page and a status (401 / 403 / 404)."""
+    """Raised inside a request to answer with a message page and a status (401 / 403 / 404 / 422 / 429); the
+    message is shown as it is, so it must never hold a server path or a traceback."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
