@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from tailorbench.api import tiers_async as tiers_async
     from tailorbench.api import train_rm as train_rm
     from tailorbench.api import train_rm_async as train_rm_async
+    from tailorbench.api import view as view
+    from tailorbench.api import view_async as view_async
     from tailorbench.api_models import AgreeResult as AgreeResult
     from tailorbench.api_models import BuildResult as BuildResult
     from tailorbench.api_models import CompareResult as CompareResult
@@ -98,6 +100,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "cache_stats": ("tailorbench.api", "cache_stats"),
     "cache_clear": ("tailorbench.api", "cache_clear"),
     "run_failures": ("tailorbench.api", "run_failures"),
+    "view": ("tailorbench.api", "view"),
+    "view_async": ("tailorbench.api", "view_async"),
     # today's names (`evaluate` is a group below: `tailorbench.evaluate` is also a subpackage)
     "resume": ("tailorbench.api", "resume"),
     "resume_async": ("tailorbench.api", "resume_async"),
@@ -170,6 +174,8 @@ __all__ = [
     "tiers_async",
     "train_rm",
     "train_rm_async",
+    "view",
+    "view_async",
 ]
 
 

@@ -287,6 +287,17 @@ def train_rm(config: Any = None, progress: bool = False, **overrides: Any) -> Tr
     return TrainResult.model_validate(run(config, progress=progress, **overrides))
 
 
+def view(runs: Sequence[str | Path], bundle: str | Path | None = None, host: str = "127.0.0.1", port: int = 0,
+         allow_remote: bool = False, n_boot: int = 1000, seed: int = 0, serve: bool = True) -> Any:
+    """`tailor view`: the viewer over run directories of every kind (`tailorbench.view.viewer.Viewer`). With
+    `bundle`, written there as a static site (`.index` is its index.html); else served on loopback (any free
+    port by default) in a background thread: `.url` while it runs, `.stop()` ends it (docs/view.md)."""
+    from tailorbench.view.viewer import open_viewer
+
+    return open_viewer(runs, bundle=bundle, host=host, port=port, allow_remote=allow_remote, n_boot=n_boot,
+                       seed=seed, serve=serve)
+
+
 # `*_async` twins of the blocking verbs (a worker thread each; eval and build run on the caller's loop above)
 resume_async = async_twin(resume)
 eval_many_async = async_twin(eval_many)
@@ -303,3 +314,4 @@ gen_eval_resume_async = async_twin(gen_eval_resume)
 train_rm_async = async_twin(train_rm)
 check_data_async = async_twin(check_data)
 convert_data_async = async_twin(convert_data)
+view_async = async_twin(view)

@@ -16,7 +16,7 @@ from tailorbench.failures import EXIT_INTERRUPTED
 #: verb modules under tailorbench.cli, registered in this order
 _VERBS: tuple[str, ...] = (
     "eval_cmd", "report_cmd", "data_cmd", "agree_cmd", "cache_cmd", "train_cmd", "annotate_cmd", "stages_cmd",
-    "build_cmd", "gen_eval_cmd",
+    "build_cmd", "gen_eval_cmd", "view_cmd",
 )
 
 app = typer.Typer(
@@ -33,6 +33,7 @@ EXAMPLES: dict[str, str] = {
     "eval": "tailor eval --data demo --judge longer --judge random --setting persona --out runs/demo",
     "report": "tailor report runs/demo/* --out reports/demo",
     "compare": "tailor compare runs/a runs/b --n-boot 2000 --json",
+    "view": "tailor view runs/demo/* --port 8765   (or: tailor view runs/demo/* --bundle site/)",
     "agree": "tailor agree ratings.jsonl --order A,B --n-boot 1000 --out agreement.json",
     "tiers": "tailor tiers ratings.jsonl --items items.jsonl --out benchmark.jsonl",
     "train-rm": "tailor train-rm --data demo --out models/rm --epochs 1 --batch-size 8",

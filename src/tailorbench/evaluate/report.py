@@ -466,6 +466,15 @@ def inline_html(text: str) -> str:
 
 
 def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
+    return html_page(title, render_html_body(runs, title), REPORT_STYLE)
+
+
+#: the report's own style beyond the page style (the viewer's stylesheet carries the same rule)
+REPORT_STYLE = ".note{font-size:12px;color:#555;max-width:60em}"
+
+
+def render_html_body(runs: Sequence[dict[str, Any]], title: str) -> str:
+    """The report's HTML without its page: what report.html holds and what `tailor view` shows (one rendering)."""
     body = [f"<h1>{html.escape(title)}</h1>"]
     for section in report_sections(runs):
         tag = f"h{section.level}"
@@ -478,7 +487,7 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
         if section.header is not None:
             body.append(html_table(section.header, section.rows, section.row_classes))
         body += [f"<p class='note'>{inline_html(note)}</p>" for note in section.after]
-    return html_page(title, "".join(body), ".note{font-size:12px;color:#555;max-width:60em}")
+    return "".join(body)
 
 
 def _single_run_details(r: dict[str, Any]) -> list[Section]:
