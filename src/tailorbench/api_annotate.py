@@ -44,6 +44,7 @@ __all__ = [
     "release",
     "release_async",
     "serve",
+    "serve_limits",
 ]
 
 DEFAULT_DIR = Path("annotation")
@@ -128,12 +129,10 @@ def progress(project: str, agreement: bool = False, directory: str | Path = DEFA
              db: str | None = None) -> ProjectProgress:
     """`tailor annotate progress PROJECT [--agreement]`."""
     from tailorbench.annotate import service
-    from tailorbench.annotate.quality import annotator_quality
 
     store = database(directory, db)
     out: dict[str, Any] = service.progress(store, project)
     out["flagged"] = service.flagged(store, project)
-    out["quality"] = annotator_quality(store, project)
     if agreement:
         out["agreement"] = service.agreement_so_far(store, project, resamples=1000)
     return ProjectProgress.model_validate(out)
@@ -168,16 +167,26 @@ def export(project: str, out: str | Path, include_gold: bool = False, min_rating
 
 
 def serve(directory: str | Path = DEFAULT_DIR, db: str | None = None, host: str = "127.0.0.1", port: int = 8000,
-          secure_cookies: bool = False, proxy_headers: bool = False) -> None:
-    """`tailor annotate serve`: run the web service until interrupted (blocks)."""
+          secure_cookies: bool = False, proxy_headers: bool = False, max_form_kib: int = 64,
+          max_import_mib: int = 100) -> None:
+    """`tailor annotate serve`: run the web service until interrupted (blocks). A request body over
+    `max_form_kib` KiB (an import upload: `max_import_mib` MiB) is answered 413 before it is read."""
     import uvicorn
 
     from tailorbench.annotate.web import create_app
+
+    app = create_app(database(directory, db), secure_cookies=True if secure_cookies else None,
+                     **serve_limits(port, max_form_kib, max_import_mib))
+    uvicorn.run(app, host=host, port=port, proxy_headers=proxy_headers, log_level="warning", access_log=False)
+
+
+def serve_limits(port: int, max_form_kib: int, max_import_mib: int) -> dict[str, int]:
+    """`serve`'s numbers checked (ConfigError naming the option): create_app's body limits in bytes."""
     from tailorbench.options import as_int
 
     as_int("--port", port, minimum=1, maximum=65535)
-    app = create_app(database(directory, db), secure_cookies=True if secure_cookies else None)
-    uvicorn.run(app, host=host, port=port, proxy_headers=proxy_headers, log_level="warning", access_log=False)
+    return {"max_form_bytes": as_int("--max-form-kib", max_form_kib, minimum=1, maximum=100 << 10) << 10,
+            "max_import_bytes": as_int("--max-import-mib", max_import_mib, minimum=1, maximum=10 << 10) << 20}
 
 
 create_project_async = async_twin(create_project)

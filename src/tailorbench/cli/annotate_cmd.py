@@ -39,6 +39,9 @@ def serve(
                                         help="Always mark cookies Secure (set when a TLS proxy is in front)."),
     proxy_headers: bool = typer.Option(False, "--proxy-headers",
                                        help="Trust X-Forwarded-Proto/For from the proxy (for https detection)."),
+    max_form_kib: int = typer.Option(64, "--max-form-kib", help="Largest request body (forms, submissions), in "
+                                     "KiB: a larger one is answered 413 before it is read."),
+    max_import_mib: int = typer.Option(100, "--max-import-mib", help="Largest admin import upload, in MiB."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": {url, database}, before serving"),
 ) -> None:
     """Run the web service (migrations are applied on start)."""
@@ -47,11 +50,9 @@ def serve(
     from tailorbench.annotate.web import create_app
 
     with user_errors():
-        from tailorbench.options import as_int
-
-        as_int("--port", port, minimum=1, maximum=65535)
+        limits = _twins().serve_limits(port, max_form_kib, max_import_mib)
         store = _twins().database(directory, db)
-        app = create_app(store, secure_cookies=True if secure_cookies else None)
+        app = create_app(store, secure_cookies=True if secure_cookies else None, **limits)
     if json_out:
         from tailorbench.redact import public_url
 
