@@ -470,10 +470,12 @@ def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]
     return Submitted(row.project_id, False)
 
 
-def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: int | None = None) -> dict[str, Any]:
+def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: int | None = None,
+                    quota: int | None = None) -> dict[str, Any]:
     """Everything a task page needs for the annotator's own assignment (404 for anyone else's), with their place
-    in the project (counts.py: one query for their side of it). `done_count` is no longer needed (the same
-    query counts it) and is ignored."""
+    in the project (counts.py: one query for their side of it; `quota`: their number of items, when they have
+    one, e.g. a study participant's). `done_count` is no longer needed (the same query counts it) and is
+    ignored."""
     row = _assignment_row(s, user_id, assignment_id)
     conn = s.connection()
     done = unfinished = 0
@@ -483,7 +485,7 @@ def assignment_view(s: Session, user_id: int, assignment_id: int, done_count: in
     free = counts.remaining(conn.engine).free(row.project_id, user_id, row.n_per_item, done + unfinished,
                                               lambda sql, params: conn.execute(text(sql), params).scalar_one())
     return task_view(assignment_id, row.done, row, row.ext_id, row.payload, row.layout, done,
-                     counts.place(done, unfinished, free))
+                     counts.place(done, unfinished, free, quota))
 
 
 def task_view(assignment_id: int, done: bool, project_row: Any, ext_id: str, payload: dict[str, Any],
