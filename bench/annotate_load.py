@@ -3,20 +3,24 @@
 Every client is an annotator logged in with their link who does the real page flow as a browser does: GET the
 task page once, then for each label POST the form with the assignment id and CSRF token of the page on screen;
 the POST answers (200) with the next task page, whose form the next submission uses. One request per
-submission; after a failed request (server restart) the client GETs its current page again. Three runs per
-database:
+submission. Three runs per database:
   (a) open loop: 100 clients, each with Poisson arrivals at 3 submissions/s, for 30 s: achieved submissions/s
       and p50/p99 latency of a submission (measured from the scheduled arrival, so queueing counts);
   (b) closed loop: 32 clients back to back: the sustained submissions/s, and its ratio to a bare FastAPI endpoint
       that validates the same form body and inserts one row (same database, measured in the same run, right
       before and right after the service, to the mean of the two);
-  (c) closed loop with a server restart (SIGTERM + start) in the middle: labels the clients saw confirmed but
-      the database lacks (lost) and labels stored twice (duplicated); goal 0 and 0.
+  (c) restart: 80 clients label a project with gold items (N = 3, a gold item due after every 5 regular ones)
+      back to back to the end, with the server stopped (SIGTERM) and started again when half the labels are in;
+      a client whose request failed re-sends the same POST (even-numbered clients) or reloads its task page
+      (odd). Checked: labels the clients saw confirmed but the database lacks (lost), labels or assignments
+      stored twice (duplicated), regular items without exactly N labels, gold labels missing (every annotator
+      labels every gold item before the done page), assignments left open; goal 0 for each.
 The clients run in this process on uvloop (when installed) with a lean HTTP/1.1 client on asyncio streams
 (`LeanHttp`), which takes far less CPU from the server on a small machine than httpx (`--client httpx`).
-Run: .venv/bin/python bench/annotate_load.py [--db sqlite|postgres|both] [--quick] [--http h11|httptools]
-     [--loop asyncio|uvloop] [--workers N]   (uvicorn flags for both servers; default: auto choice, 1 worker)
-     [--client lean|httpx]
+Run: .venv/bin/python bench/annotate_load.py [--db sqlite|postgres|both] [--quick] [--only restart]
+     [--http h11|httptools] [--loop asyncio|uvloop] [--workers N]   (uvicorn flags for both servers; default:
+     auto choice, 1 worker) [--client lean|httpx]
+It exits with an error naming every goal of (c) a database missed.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -43,7 +48,7 @@ from sqlalchemy import create_engine, func, select, text
 
 from tailorbench.annotate import service
 from tailorbench.annotate.db import Database, resolve_url
-from tailorbench.annotate.models import Assignment, Label
+from tailorbench.annotate.models import Assignment, Item, Label
 
 PG_URL = os.environ.get("TAILOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 ASSIGNMENT_RE = re.compile(rb'action="/a/(\d+)"')
@@ -255,13 +260,21 @@ def make_http(base: str) -> LeanHttp | HttpxHttp:
 
 
 class Client:
-    def __init__(self, base: str, token: str, pid: int) -> None:
+    """One annotator's browser. After a failed request it either reloads the task page (`resend=False`, the
+    page flow resumes the same assignment) or re-sends the very POST that failed (`resend=True`: a retry or a
+    resubmitted reload; the server answers a repeat of a stored label with the current page and stores
+    nothing)."""
+
+    def __init__(self, base: str, token: str, pid: int, resend: bool = False) -> None:
         self.http = make_http(base)
-        self.token, self.pid = token, pid
+        self.token, self.pid, self.resend = token, pid, resend
         self.confirmed: list[int] = []
         #: the form on screen: (assignment id, CSRF token); None = fetch the current page first
         self.form: tuple[int, str] | None = None
+        #: a POST that got no answer, re-sent as it was (`resend`)
+        self.unanswered: tuple[int, dict[str, str]] | None = None
         self.finished = False
+        self.resent = self.reloaded = 0
 
     async def login(self) -> None:
         """Log in with the link (its confirmation page, then the confirming POST), then open the first task page
@@ -285,21 +298,32 @@ class Client:
         self.form = (int(m.group(1)), csrf.group(1).decode())
 
     async def one(self) -> float | None:
-        """One submission by the page flow; its seconds (a GET of the page first only when no page is on
-        screen: the first time and after an error), or None when no work is left."""
+        """One submission by the page flow; its seconds (a GET of the page first only when a failed request
+        left no page on screen and the client reloads), or None once the done page is on screen."""
         t0 = time.perf_counter()
-        if self.form is None:
-            status, body = await self.http.request("GET", f"/p/{self.pid}")
-            if status != 200:
-                raise HttpError(f"GET page: {status}")
-            self._read(body)
-        if self.finished or self.form is None:
+        if self.finished:  # the done page is on screen: the annotator stops there
             return None
-        aid, csrf = self.form
-        self.form = None  # until the answer arrives: after an error the next try reloads the page
-        status, body = await self.http.request("POST", f"/a/{aid}", {"csrf": csrf, "choice": random.choice("12")})
+        if self.unanswered is not None:
+            aid, form = self.unanswered
+            self.resent += 1
+        else:
+            if self.form is None:
+                self.reloaded += 1
+                status, body = await self.http.request("GET", f"/p/{self.pid}")
+                if status != 200:
+                    raise HttpError(f"GET page: {status}")
+                self._read(body)
+            if self.form is None:
+                return None
+            aid, csrf = self.form
+            form = {"csrf": csrf, "choice": random.choice("12")}
+            self.form = None  # until the answer arrives: after an error the next try reloads the page ...
+            if self.resend:  # ... or sends this POST again
+                self.unanswered = (aid, form)
+        status, body = await self.http.request("POST", f"/a/{aid}", form)
         if status != 200:
             raise HttpError(f"POST submission: {status}")
+        self.unanswered = None
         self.confirmed.append(aid)
         self._read(body)
         return time.perf_counter() - t0
@@ -330,33 +354,55 @@ async def open_loop(clients: list[Client], rate: float, duration: float) -> dict
             "p50_ms": _pct(lat, 50), "p99_ms": _pct(lat, 99)}
 
 
-async def closed_loop(clients: list[Client], duration: float, restart: Server | None = None) -> dict[str, Any]:
+async def closed_loop(clients: list[Client], duration: float) -> dict[str, Any]:
     done = 0
+    start = time.perf_counter()
+
+    async def run(c: Client) -> None:
+        nonlocal done
+        while time.perf_counter() - start < duration:
+            if await c.one() is None:
+                return
+            done += 1
+
+    await asyncio.gather(*(run(c) for c in clients))
+    elapsed = time.perf_counter() - start
+    return {"clients": len(clients), "duration_s": round(elapsed, 1), "submissions": done,
+            "per_s": round(done / elapsed, 1)}
+
+
+async def restart_run(clients: list[Client], server: Server, labels: int, limit_s: float) -> dict[str, Any]:
+    """Every client labels back to back until its done page; the server is stopped and started again once
+    half of the project's `labels` are confirmed. Failed requests are retried by each client's own way
+    (`Client.resend`). Stops at `limit_s` if the clients have not all finished (the audit then shows it)."""
     errors = 0
     start = time.perf_counter()
 
     async def run(c: Client) -> None:
-        nonlocal done, errors
-        while time.perf_counter() - start < duration:
+        nonlocal errors
+        while time.perf_counter() - start < limit_s:
             try:
-                got = await c.one()
+                if await c.one() is None:
+                    return
             except HttpError:
-                errors += 1  # the server is restarting: retry (the page flow resumes the same assignment)
+                errors += 1  # the server is restarting: try again (re-send or reload)
                 await asyncio.sleep(0.05)
-                continue
-            if got is None:
-                return
-            done += 1
 
     tasks = [asyncio.create_task(run(c)) for c in clients]
-    if restart is not None:
-        await asyncio.sleep(duration / 2)
-        await asyncio.to_thread(restart.stop)
-        await asyncio.to_thread(restart.start)
+    while sum(len(c.confirmed) for c in clients) < labels // 2 and not all(t.done() for t in tasks):
+        await asyncio.sleep(0.01)
+    at = sum(len(c.confirmed) for c in clients)
+    t0 = time.perf_counter()
+    await asyncio.to_thread(server.stop)
+    await asyncio.to_thread(server.start)
+    down_s = time.perf_counter() - t0
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - start
-    return {"clients": len(clients), "duration_s": round(elapsed, 1), "submissions": done,
-            "per_s": round(done / elapsed, 1), "retried_errors": errors}
+    return {"clients": len(clients), "resending_clients": sum(c.resend for c in clients),
+            "duration_s": round(elapsed, 1), "restart_after_labels": at, "restart_s": round(down_s, 1),
+            "failed_requests": errors, "posts_resent": sum(c.resent for c in clients),
+            "pages_reloaded": sum(c.reloaded for c in clients),
+            "finished_clients": sum(c.finished for c in clients)}
 
 
 async def bare_loop(base: str, n_clients: int, duration: float) -> float:
@@ -398,17 +444,23 @@ def uvicorn_impl() -> dict[str, str]:
 # --- one database --------------------------------------------------------------------------------------
 
 
-def setup(db_url: str, n_items: int, n_clients: int, name: str) -> tuple[int, list[str]]:
+N_PER_ITEM = 3
+
+
+def setup(db_url: str, n_items: int, n_clients: int, name: str, n_gold: int = 0,
+          gold_every: int = 1_000_000) -> tuple[int, list[str]]:
     db = Database(db_url)
     try:
-        pid = service.create_project(db, name, "pairwise", 3, "", 1_000_000)
+        pid = service.create_project(db, name, "pairwise", N_PER_ITEM, "", gold_every)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "items.jsonl"
             with path.open("w") as f:
-                for i in range(n_items):
+                for i in range(n_items + n_gold):
+                    gold = {"gold": "A"} if i >= n_items else {}
                     f.write(json.dumps({"id": f"{name}-{i}", "split": "general", "user_id": f"u{i % 50}",
                                         "persona": {"age": 30 + i % 40, "likes": "tea"}, "question": f"Q {i}?",
-                                        "answer_a": f"Answer A {i} " * 20, "answer_b": f"Answer B {i} " * 20})
+                                        "answer_a": f"Answer A {i} " * 20, "answer_b": f"Answer B {i} " * 20,
+                                        **gold})
                             + "\n")
             service.import_items(db, name, path)
         tokens = [service.add_user(db, f"{name}-ann{i}", "annotator", [name])[1] for i in range(n_clients)]
@@ -418,26 +470,76 @@ def setup(db_url: str, n_items: int, n_clients: int, name: str) -> tuple[int, li
 
 
 def audit(db_url: str, pid: int, clients: list[Client]) -> dict[str, int]:
+    """What the database holds against what the clients saw confirmed, and the assignment rules at the end."""
     db = Database(db_url, run_migrations=False)
     try:
         with db.session() as s:
             stored = set(s.scalars(select(Label.assignment_id).where(Label.project_id == pid)))
             n_labels = s.scalar(select(func.count()).select_from(Label).where(Label.project_id == pid)) or 0
             pairs = s.execute(select(Assignment.item_id, Assignment.user_id).where(Assignment.project_id == pid)).all()
+            n_open = s.scalar(select(func.count()).select_from(Assignment).where(
+                Assignment.project_id == pid, Assignment.done.is_(False))) or 0
+            items = dict(s.execute(select(Item.id, Item.is_gold).where(Item.project_id == pid)).all())
+            labelled = s.execute(select(Label.item_id, Label.user_id).where(Label.project_id == pid)).all()
     finally:
         db.dispose()
     confirmed = [a for c in clients for a in c.confirmed]
-    return {"confirmed": len(confirmed), "stored": n_labels, "lost": len(set(confirmed) - stored),
-            "duplicated": (n_labels - len(stored)) + (len(pairs) - len(set(pairs)))}
+    per_item = Counter(i for i, _ in labelled)
+    users = {u for _, u in labelled}
+    gold = [i for i, g in items.items() if g]
+    gold_seen = set(labelled)
+    return {"labels_expected": N_PER_ITEM * (len(items) - len(gold)) + len(gold) * len(clients),
+            "confirmed": len(confirmed), "stored": n_labels, "lost": len(set(confirmed) - stored),
+            "duplicated": (n_labels - len(stored)) + (len(pairs) - len(set(pairs))),
+            "regular_items_not_n": sum(per_item[i] != N_PER_ITEM for i, g in items.items() if not g),
+            "gold_labels_missing": sum((i, u) not in gold_seen for i in gold for u in users)
+            + len(gold) * (len(clients) - len(users)),
+            "open_assignments": n_open}
 
 
-async def bench_db(kind: str, db_url: str, quick: bool) -> dict[str, Any]:
+#: the restart run (c): clients, and a gold item due after every GOLD_EVERY regular ones
+RESTART_CLIENTS, GOLD_EVERY = 80, 5
+#: what (c) must show as 0 (`finished_clients` must be all of them)
+RESTART_GOALS = ("lost", "duplicated", "regular_items_not_n", "gold_labels_missing", "open_assignments")
+
+
+async def restart_check(db_url: str, server: Server, quick: bool) -> dict[str, Any]:
+    """(c): a project with gold items labelled to the end by 80 clients across a server restart, then audited."""
+    n_items, n_gold = (400, 10) if quick else (2000, 20)
+    pid, tokens = setup(db_url, n_items, RESTART_CLIENTS, "restart", n_gold, GOLD_EVERY)
+    server.start()
+    try:
+        clients = [Client(f"http://127.0.0.1:{server.port}", t, pid, resend=i % 2 == 0) for i, t in enumerate(tokens)]
+        await asyncio.gather(*(c.login() for c in clients))
+        out = await restart_run(clients, server, N_PER_ITEM * n_items + n_gold * RESTART_CLIENTS, 600.0)
+        out["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
+    finally:
+        server.stop()
+    out["project"] = {"regular_items": n_items, "gold_items": n_gold, "n_per_item": N_PER_ITEM,
+                      "gold_every": GOLD_EVERY}
+    out.update(audit(db_url, pid, clients))
+    return out
+
+
+def restart_failures(result: dict[str, Any]) -> list[str]:
+    """The goals of (c) that a result misses, in words (empty when all are met)."""
+    c = result["c_restart"]
+    missed = [f"{result['database']}: {goal} = {c[goal]}" for goal in RESTART_GOALS if c[goal]]
+    if c["finished_clients"] != c["clients"]:
+        missed.append(f"{result['database']}: only {c['finished_clients']} of {c['clients']} clients finished")
+    return missed
+
+
+async def bench_db(kind: str, db_url: str, quick: bool, only_restart: bool = False) -> dict[str, Any]:
     scale = 0.2 if quick else 1.0
     port = free_port()
     server = Server(db_url, "tailorbench.annotate.web:app_from_env", port)
     base = f"http://127.0.0.1:{port}"
     out: dict[str, Any] = {"database": kind, "uvicorn": uvicorn_impl(), "client": CLIENT_KIND[0]}
-    pid, tokens = setup(db_url, 5000, 100, "load")
+    if only_restart:
+        out["c_restart"] = await restart_check(db_url, server, quick)
+        return out
+    pid, tokens = setup(db_url, 8000, 100, "load")  # 24,000 labels: (a) and (b) never run out of work
     server.start()
     try:
         clients = [Client(base, t, pid) for t in tokens]
@@ -468,16 +570,7 @@ async def bench_db(kind: str, db_url: str, quick: bool) -> dict[str, Any]:
     out["b_closed_loop"]["bare_endpoint_per_s"] = round(bare_rate, 1)
     out["b_closed_loop"]["bare_before_after_per_s"] = [round(r, 1) for r in bare_rates]
     out["b_closed_loop"]["ratio"] = round(out["b_closed_loop"]["per_s"] / bare_rate, 2)
-    pid2, tokens2 = setup(db_url, 8000, 32, "restart")  # 24,000 labels: more than 16 s at full speed
-    server.start()
-    try:
-        clients2 = [Client(base, t, pid2) for t in tokens2]
-        await asyncio.gather(*(c.login() for c in clients2))
-        out["c_restart"] = await closed_loop(clients2, 16 * scale, restart=server)
-        out["c_restart"]["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
-    finally:
-        server.stop()
-    out["c_restart"].update(audit(db_url, pid2, clients2))
+    out["c_restart"] = await restart_check(db_url, server, quick)
     return out
 
 
@@ -493,7 +586,9 @@ def run_async(coro: Any) -> Any:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", choices=["sqlite", "postgres", "both"], default="both")
-    ap.add_argument("--quick", action="store_true", help="a fifth of the durations (smoke run)")
+    ap.add_argument("--quick", action="store_true",
+                    help="a fifth of the durations and a fifth of the restart run's items (smoke run)")
+    ap.add_argument("--only", choices=["restart"], help="run only (c), the restart run")
     ap.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto", help="uvicorn --http")
     ap.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto", help="uvicorn --loop")
     ap.add_argument("--workers", type=int, default=1, help="uvicorn --workers, for both servers (default 1)")
@@ -509,7 +604,7 @@ def main() -> None:
     results = []
     if args.db in ("sqlite", "both"):
         with tempfile.TemporaryDirectory() as tmp:
-            results.append(run_async(bench_db("sqlite", resolve_url(None, tmp), args.quick)))
+            results.append(run_async(bench_db("sqlite", resolve_url(None, tmp), args.quick, bool(args.only))))
     if args.db in ("postgres", "both"):
         schema = f"tb_bench_{uuid.uuid4().hex[:8]}"
         admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
@@ -517,12 +612,15 @@ def main() -> None:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))
         try:
             url = f"{PG_URL}?options=-csearch_path%3D{schema}"
-            results.append(run_async(bench_db("postgres", url, args.quick)))
+            results.append(run_async(bench_db("postgres", url, args.quick, bool(args.only))))
         finally:
             with admin.connect() as conn:
                 conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
             admin.dispose()
     print(json.dumps(results, indent=2))
+    missed = [m for r in results for m in restart_failures(r)]
+    if missed:
+        sys.exit("restart run (c) missed its goals: " + "; ".join(missed))
 
 
 if __name__ == "__main__":

@@ -129,10 +129,12 @@ def progress(project: str, agreement: bool = False, directory: str | Path = DEFA
              db: str | None = None) -> ProjectProgress:
     """`tailor annotate progress PROJECT [--agreement]`."""
     from tailorbench.annotate import service
+    from tailorbench.annotate.quality import annotator_quality
 
     store = database(directory, db)
     out: dict[str, Any] = service.progress(store, project)
     out["flagged"] = service.flagged(store, project)
+    out["quality"] = annotator_quality(store, project)
     if agreement:
         out["agreement"] = service.agreement_so_far(store, project, resamples=1000)
     return ProjectProgress.model_validate(out)

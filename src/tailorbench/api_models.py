@@ -294,6 +294,8 @@ class ProjectProgress(Output):
     annotators: list[dict[str, Any]] = []
     flagged: list[dict[str, Any]] | None = None
     agreement: dict[str, Any] | None = None
+    #: per annotator: median time per item, kappa against the others' majority, agreement with gold (quality.py)
+    quality: dict[str, dict[str, Any]] | None = None
 
 
 class ItemsImported(Output):

@@ -15,7 +15,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from tailorbench.annotate import service, tasks
+from tailorbench.annotate import quality, service, tasks
 from tailorbench.annotate.models import Project
 from tailorbench.annotate.web.import_jobs import ImportJobs, upload_name
 from tailorbench.annotate.web.pages import Site, export_files, known_export_files
@@ -97,6 +97,7 @@ def router(site: Site, imports: ImportJobs) -> APIRouter:
             "formats": ["auto", *tasks.task_type(prog["task_type"]).import_formats],
             "message": request.query_params.get("msg", ""),
             "imports": imports.for_project(project_id),
+            "quality": quality.annotator_quality(db, project_id), "min_shared": quality.MIN_SHARED,
         })
 
     @routes.get("/admin/p/{project_id:id}/agreement.json")
