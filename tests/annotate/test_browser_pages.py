@@ -122,7 +122,7 @@ def _ab_items(path: Path) -> Path:
 def test_ab_page_persona_open_and_scale_in_view(browser: Any, live: tuple[Database, LiveServer],  # noqa: F811
                                                  tmp_path: Path) -> None:
     db, server = live
-    pid = service.create_project(db, "ab", "ab_rating", 1, "", 100)
+    pid = service.create_project(db, "ab", "ab_rating", 1, "Rate each attribute.", 100)
     service.import_items(db, "ab", _ab_items(tmp_path / "ab.jsonl"))
     _, token = service.add_user(db, "ann", "annotator", ["ab"])
     page = _page(browser, server, token)
