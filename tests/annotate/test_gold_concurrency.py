@@ -173,3 +173,25 @@ def test_a_regular_item_held_by_another_transaction_is_still_offered(db: Databas
     assert holder is None or holder.waited  # it waited for the other transaction instead of skipping the item
     assert _page(db, alice, pid) is not None and _page(db, service.add_user(db, "cid", "annotator", ["pw"])[0],
                                                        pid) is None  # N = 2: full now
+
+
+def test_released_work_leaves_gold_uncounted(db: Database, tmp_path: Path) -> None:
+    """Open assignments taken back (a deactivated account, a stale assignment) give regular items their slot
+    back and leave gold items' count alone: gold items are never counted."""
+    pid = _project(db, tmp_path, 1, 1)
+    alice, bob = (service.add_user(db, n, "annotator", ["pw"])[0] for n in ("alice", "bob"))
+    sql = SubmitSQL(db)
+
+    def counted() -> dict[str, int]:
+        with db.session() as s:
+            return dict(s.execute(select(Item.ext_id, Item.n_assigned)).all())
+
+    first = _page(db, alice, pid)
+    assert first is not None
+    got = sql.submit_and_next(alice, first, {"choice": "1"})
+    assert got.view is not None and got.view["item_id"] == "g0"  # regular work done: the gold item next
+    assert counted() == {"c0": 1, "g0": 0}
+    assert service.set_active(db, "alice", False).released == 1
+    assert _page(db, bob, pid) is not None and counted() == {"c0": 2, "g0": 0}
+    assert service.release_stale(db, "pw", 0) == 1
+    assert counted() == {"c0": 1, "g0": 0}

@@ -124,8 +124,9 @@ def set_active(db: Database, name: str, active: bool) -> Activation:
             s.query(WebSession).filter(WebSession.user_id == user.id).delete()
             items = s.scalars(delete(Assignment).where(Assignment.user_id == user.id, Assignment.done.is_(False))
                               .returning(Assignment.item_id)).all()
-            for item_id in items:
-                s.execute(update(Item).where(Item.id == item_id).values(n_assigned=Item.n_assigned - 1))
+            for item_id in items:  # gold items are not counted (each goes to everyone)
+                s.execute(update(Item).where(Item.id == item_id, Item.is_gold.is_(False))
+                          .values(n_assigned=Item.n_assigned - 1))
             released = len(items)
         return Activation(user.id, active, released)
 
