@@ -15,6 +15,8 @@ from sklearn.metrics import cohen_kappa_score
 from tailorbench import api_annotate
 from tailorbench.annotate import quality, service
 from tailorbench.annotate.db import Database
+from tailorbench.annotate.web import create_app
+from tests.annotate.conftest import login
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -49,6 +51,13 @@ def _items(path: Path, n: int, n_gold: int) -> Path:
         rows.append(row)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+def _admin_page(db: Database, pid: int) -> str:
+    _, token = service.add_user(db, "boss", "admin")
+    r = login(create_app(db), token).get(f"/admin/p/{pid}")
+    assert r.status_code == 200, r.text
+    return r.text
 
 
 def _label_all(db: Database, pid: int, uid: int, choose: Any, ms: int) -> None:
@@ -101,9 +110,11 @@ def test_annotator_quality(db: Database, tmp_path: Path) -> None:
         assert q["median_seconds"] == float(list(flips).index(name) + 1)  # every label of theirs took k + 1 s
         assert q["gold_items"] == 2
         assert q["gold_agreement"] == (0.5 if name == "bob" else 1.0)
-    # the CLI twin carries the same block
+    # the CLI twin carries the same block; the admin page shows it
     progress = api_annotate.progress("pw", db=db.url)
     assert progress.quality == got
+    html = _admin_page(db, pid)
+    assert f"{got['ann']['kappa']:.2f} (14 shared)" in html and "50% of 2" in html and "3.0 s" in html
 
 
 def test_kappa_waits_for_ten_shared_items(db: Database, tmp_path: Path) -> None:
@@ -114,4 +125,5 @@ def test_kappa_waits_for_ten_shared_items(db: Database, tmp_path: Path) -> None:
         _label_all(db, pid, uid, lambda ext: "A", 500)
     got = quality.annotator_quality(db, pid)
     assert got["ann"]["shared_items"] == 6 and got["ann"]["kappa"] is None
+    assert "n/a (6 shared)" in _admin_page(db, pid)
     assert got["ann"]["gold_agreement"] is None and got["ann"]["median_seconds"] == 0.5
