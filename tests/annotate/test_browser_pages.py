@@ -101,8 +101,9 @@ def test_long_pairwise_item_opens_at_the_top(browser: Any, live: tuple[Database,
     first = page.locator(".persona-section").first
     first.locator("summary").click()
     assert first.get_attribute("open") is None
-    # the dock's Submit button works like Enter
-    page.locator("#choice-2").check()
+    # clicking an answer picks it (the card is the dock's radio's label); the dock's Submit works like Enter
+    page.locator("#card-2 h3").click()
+    assert page.is_checked("#choice-2") and not page.is_checked("#choice-1")
     with page.expect_navigation():
         page.locator("#submit").click()
     assert page.evaluate("window.scrollY") == 0 and _place(page) == (4, 4, 0)
