@@ -4,10 +4,9 @@
 stays light): `tb.eval`, `tb.report`, `tb.compare`, `tb.agree`, `tb.tiers`, `tb.train_rm`, `tb.gen_eval`,
 `tb.build`, `tb.annotate.*`, `tb.stages.*`, each with an `*_async` twin; see docs/python.md.
 
-`tb.build`, `tb.annotate`, `tb.stages` (and `tb.evaluate`, today's name of `tb.eval` over several judges) name
-verbs and packages at once: attribute access gives the verbs
-first and the package's own attributes (its submodules) after, and imports (`from tailorbench.stages.x
-import y`) reach the packages as usual.
+`tb.build`, `tb.annotate`, `tb.stages`, `tb.view` (and `tb.evaluate`, today's name of `tb.eval` over several
+judges) name verbs and packages at once: attribute access gives the verbs first and the package's own attributes
+(its submodules) after, and imports (`from tailorbench.stages.x import y`) reach the packages as usual.
 """
 
 from __future__ import annotations
@@ -100,7 +99,6 @@ _LAZY: dict[str, tuple[str, str]] = {
     "cache_stats": ("tailorbench.api", "cache_stats"),
     "cache_clear": ("tailorbench.api", "cache_clear"),
     "run_failures": ("tailorbench.api", "run_failures"),
-    "view": ("tailorbench.api", "view"),
     "view_async": ("tailorbench.api", "view_async"),
     # today's names (`evaluate` is a group below: `tailorbench.evaluate` is also a subpackage)
     "resume": ("tailorbench.api", "resume"),
@@ -125,6 +123,7 @@ _GROUPS: dict[str, tuple[str | None, tuple[str, str] | None, str]] = {
     "build": ("tailorbench.api_build", ("tailorbench.api", "build"), "tailorbench.construction"),
     "annotate": ("tailorbench.api_annotate", None, "tailorbench.annotate"),
     "stages": ("tailorbench.api_stages", None, "tailorbench.stages"),
+    "view": (None, ("tailorbench.api", "view"), "tailorbench.view"),
 }
 
 #: what `from tailorbench import *` and type checkers see (tests/test_python_api.py: every name resolves)

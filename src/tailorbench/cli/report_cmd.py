@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import typer
@@ -25,6 +26,7 @@ def report_command(
         print_json(results)
     else:
         typer.echo((out / "report.md").read_text(encoding="utf-8"))
+        typer.echo("browse the cases: tailor view " + " ".join(shlex.quote(str(r)) for r in runs))
 
 
 def compare_command(

@@ -18,7 +18,7 @@ import orjson
 from tailorbench.errors import DataError, TailorError
 from tailorbench.files import write_text_atomic
 from tailorbench.logs import get_logger
-from tailorbench.redact import redact, redact_obj
+from tailorbench.redact import MASK, SECRET_QUERY_KEYS, redact, redact_obj
 
 log = get_logger(__name__)
 
@@ -157,7 +157,17 @@ def _public_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(block, dict):
         config["training_overlap"] = {k: v for k, v in block.items() if k != "cases"}
     keep = {k: v for k, v in manifest.items() if k not in ("config", "tier_overlap", "user_attributes")}
-    return dict(redact_obj({**keep, "config": config}))
+    return dict(_mask_keys(redact_obj({**keep, "config": config})))
+
+
+def _mask_keys(value: Any) -> Any:
+    """Values under credential-like keys (`api_key`, `token`, ...) masked, beyond what `redact` masks."""
+    if isinstance(value, dict):
+        return {k: MASK if str(k).strip().lower().replace("-", "_") in SECRET_QUERY_KEYS and v else _mask_keys(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_keys(v) for v in value]
+    return value
 
 
 def _load_cases(manifest: Mapping[str, Any], wanted: set[str]) -> tuple[dict[str, Any], str]:

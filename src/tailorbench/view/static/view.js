@@ -536,7 +536,7 @@
     else if (page === "users") { renderUsers(); }
     else if (page === "user") { renderUser(params); }
     else if (page === "runs") { renderRuns(); }
-    document.body.dataset.page = page;
+    document.body.dataset.route = page;
   }
 
   setupFilters();
