@@ -22,11 +22,15 @@ from tailorbench.api_models import (
 )
 
 __all__ = [
+    "activate",
+    "activate_async",
     "add_annotator",
     "add_annotator_async",
     "create_project",
     "create_project_async",
     "database",
+    "deactivate",
+    "deactivate_async",
     "export",
     "export_async",
     "import_items",
@@ -91,14 +95,31 @@ def import_items(project: str, file: str | Path, fmt: str = "auto", directory: s
     return ItemsImported.model_validate(service.import_items(database(directory, db), project, file, fmt))
 
 
+def _with_link(store: Any, name: str, token: str, base_url: str) -> Annotator:
+    """The account as `annotator list` shows it, with its new login link (shown once)."""
+    from tailorbench.annotate import service
+
+    row = next(u for u in service.list_users(store) if u["name"] == name)
+    return Annotator.model_validate({**row, "login_link": f"{base_url.rstrip('/')}/login/{token}"})
+
+
+def _link_days(link_days: float) -> float:
+    from tailorbench.annotate.service import MAX_LINK_DAYS
+    from tailorbench.options import as_float
+
+    return as_float("--link-days", link_days, minimum=0, maximum=MAX_LINK_DAYS, exclusive_minimum=True)
+
+
 def add_annotator(name: str, projects: Sequence[str] = (), admin: bool = False, base_url: str = DEFAULT_BASE_URL,
-                  directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Annotator:
-    """`tailor annotate annotator add NAME`: the personal login link is in the result (shown once)."""
+                  directory: str | Path = DEFAULT_DIR, db: str | None = None, link_days: float = 7.0) -> Annotator:
+    """`tailor annotate annotator add NAME`: the personal login link is in the result (shown once); it logs in
+    once, within `link_days`."""
     from tailorbench.annotate import service
 
     role = "admin" if admin else "annotator"
-    _, token = service.add_user(database(directory, db), name, role, list(projects))
-    return Annotator(name=name, role=role, projects=list(projects), login_link=f"{base_url.rstrip('/')}/login/{token}")
+    store = database(directory, db)
+    _, token = service.add_user(store, name.strip(), role, list(projects), _link_days(link_days))
+    return _with_link(store, name.strip(), token, base_url)
 
 
 def join(name: str, project: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Membership:
@@ -110,12 +131,34 @@ def join(name: str, project: str, directory: str | Path = DEFAULT_DIR, db: str |
 
 
 def link(name: str, base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
-         db: str | None = None) -> Annotator:
-    """`tailor annotate annotator link NAME`: a new login link (the old one stops working)."""
+         db: str | None = None, link_days: float = 7.0) -> Annotator:
+    """`tailor annotate annotator link NAME`: a new login link, logging in once within `link_days` (the old link
+    and the account's sessions stop working)."""
     from tailorbench.annotate import service
 
-    token = service.rotate_link(database(directory, db), name)
-    return Annotator(name=name, login_link=f"{base_url.rstrip('/')}/login/{token}")
+    store = database(directory, db)
+    return _with_link(store, name, service.rotate_link(store, name, _link_days(link_days)), base_url)
+
+
+def deactivate(name: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Annotator:
+    """`tailor annotate annotator deactivate NAME`: the account cannot log in, its sessions end, and its
+    unfinished assignments go back to the queue (`released`); its labels stay."""
+    return _set_active(name, False, directory, db)
+
+
+def activate(name: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Annotator:
+    """`tailor annotate annotator activate NAME`: a deactivated account may log in again (with a live link:
+    `annotator link NAME` issues one)."""
+    return _set_active(name, True, directory, db)
+
+
+def _set_active(name: str, active: bool, directory: str | Path, db: str | None) -> Annotator:
+    from tailorbench.annotate import service
+
+    store = database(directory, db)
+    done = service.set_active(store, name, active)
+    row = next(u for u in service.list_users(store) if u["id"] == done.user_id)
+    return Annotator.model_validate({**row, "released": done.released})
 
 
 def list_annotators(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[Annotator]:
@@ -197,6 +240,8 @@ import_items_async = async_twin(import_items)
 add_annotator_async = async_twin(add_annotator)
 join_async = async_twin(join)
 link_async = async_twin(link)
+deactivate_async = async_twin(deactivate)
+activate_async = async_twin(activate)
 list_annotators_async = async_twin(list_annotators)
 progress_async = async_twin(progress)
 release_async = async_twin(release)

@@ -308,7 +308,9 @@ class ItemsImported(Output):
 
 
 class Annotator(Output):
-    """`tailor annotate annotator add|link|list`: `login_link` is shown once, when it is made."""
+    """`tailor annotate annotator add|link|list|deactivate|activate`: `login_link` is shown once, when it is made;
+    it logs in once, until `link_expires_at` (`link_used_at`: when it did). `released`: the unfinished
+    assignments a deactivation gave back to the queue."""
 
     name: str
     id: int | None = None
@@ -316,6 +318,9 @@ class Annotator(Output):
     active: bool | None = None
     projects: list[str] = []
     login_link: str | None = None
+    link_expires_at: str | None = None
+    link_used_at: str | None = None
+    released: int | None = None
 
 
 class Membership(Output):

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 annotate_app = typer.Typer(help="Annotation web service: serve, projects, imports, annotators, progress, export.",
                            no_args_is_help=True)
 project_app = typer.Typer(help="Create and list projects.", no_args_is_help=True)
-annotator_app = typer.Typer(help="Create annotators and admins, print login links.", no_args_is_help=True)
+annotator_app = typer.Typer(help="Create annotators and admins, print login links, deactivate accounts.",
+                             no_args_is_help=True)
 annotate_app.add_typer(project_app, name="project")
 annotate_app.add_typer(annotator_app, name="annotator")
 
@@ -25,6 +26,7 @@ _DIR = typer.Option(Path("annotation"), "--dir", help="Project directory (holds 
 _DB = typer.Option(None, "--db", help="Database URL, e.g. postgresql+psycopg://USER@HOST:PORT/DB "
                                       "(default: SQLite under --dir; env TAILOR_ANNOTATE_DB).")
 _BASE = typer.Option("http://127.0.0.1:8000", "--base-url", help="Address annotators reach the server at.")
+_LINK_DAYS = typer.Option(7.0, "--link-days", help="Days the login link stays valid (it logs in once).")
 #: the verbs call their Python twins (`tailorbench.api_annotate`) and print the result: JSON with --json
 _JSON = typer.Option(False, "--json", help=JSON_HELP)
 
@@ -105,13 +107,14 @@ def annotator_add(
     project: list[str] = typer.Option([], "--project", help="Project(s) this annotator works on."),
     admin: bool = typer.Option(False, "--admin", help="Create an admin instead of an annotator."),
     base_url: str = _BASE,
+    link_days: float = _LINK_DAYS,
     directory: Path = _DIR,
     db: str | None = _DB,
     json_out: bool = _JSON,
 ) -> None:
-    """Create an annotator (or admin) and print their personal login link (shown once)."""
+    """Create an annotator (or admin) and print their personal login link (shown once; it logs in once)."""
     with user_errors():
-        _emit(_twins().add_annotator(name, project, admin, base_url, directory, db), json_out)
+        _emit(_twins().add_annotator(name, project, admin, base_url, directory, db, link_days), json_out)
 
 
 @annotator_app.command("join")
@@ -125,10 +128,27 @@ def annotator_join(name: str = typer.Argument(..., help="Annotator name."),
 
 @annotator_app.command("link")
 def annotator_link(name: str = typer.Argument(..., help="Annotator name."), base_url: str = _BASE,
-                   directory: Path = _DIR, db: str | None = _DB, json_out: bool = _JSON) -> None:
-    """Issue a new login link (the old link and open sessions stop working)."""
+                   link_days: float = _LINK_DAYS, directory: Path = _DIR, db: str | None = _DB,
+                   json_out: bool = _JSON) -> None:
+    """Issue a new login link, e.g. for a lost cookie (the old link and open sessions stop working)."""
     with user_errors():
-        _emit(_twins().link(name, base_url, directory, db), json_out)
+        _emit(_twins().link(name, base_url, directory, db, link_days), json_out)
+
+
+@annotator_app.command("deactivate")
+def annotator_deactivate(name: str = typer.Argument(..., help="Annotator name."), directory: Path = _DIR,
+                         db: str | None = _DB, json_out: bool = _JSON) -> None:
+    """Deactivate an account: no more logins, its sessions end, its unfinished items go back to the queue."""
+    with user_errors():
+        _emit(_twins().deactivate(name, directory, db), json_out)
+
+
+@annotator_app.command("activate")
+def annotator_activate(name: str = typer.Argument(..., help="Annotator name."), directory: Path = _DIR,
+                       db: str | None = _DB, json_out: bool = _JSON) -> None:
+    """Reactivate a deactivated account (`annotator link NAME` gives it a new login link if needed)."""
+    with user_errors():
+        _emit(_twins().activate(name, directory, db), json_out)
 
 
 @annotator_app.command("list")

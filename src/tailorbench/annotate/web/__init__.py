@@ -1,12 +1,12 @@
 """The annotation web app (FastAPI + Jinja2, no front-end build). Pages for annotators (one per task type,
 keyboard-first) and for admins (progress, agreement so far, flags, imports, export).
 
-One router per area, each a module of this package: `auth` (login by link, logout), `annotator` (the task pages
-and the submission), `admin`, `health` (health check and static files); `pages.Site` is what they share (the
-database, the compiled templates, the session cache, the login limiter, the plain-SQL submission path and the
-page helpers) and `security` what guards every request, `limits` the cap on request bodies (checked before a
-body is read, so before any login check), `ids` the `{name:id}` path parameter (a number an id column holds,
-else 404), `import_jobs` the admin imports running off the event loop.
+One router per area, each a module of this package: `auth` (login by link, logout), `annotator` (the task pages and
+the submission), `admin`, `users` (accounts, login links, deactivation), `health` (health check and static files);
+`pages.Site` is what they share (the database, the compiled templates, the session cache, the login limiter, the
+plain-SQL submission path and the page helpers) and `security` what guards every request, `limits` the cap on
+request bodies (checked before a body is read, so before any login check), `ids` the `{name:id}` path parameter (a
+number an id column holds, else 404), `import_jobs` the admin imports running off the event loop.
 
 Security model: login by personal link -> server-side session whose random id lives in an HttpOnly, SameSite=Lax
 cookie (Secure over https); every form carries the session's CSRF token; annotators reach only their own
@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException
 from tailorbench.annotate.db import Database
 
 # `ids` registers the `{name:id}` path convertor the routers use
-from tailorbench.annotate.web import admin, annotator, auth, health, ids  # noqa: F401
+from tailorbench.annotate.web import admin, annotator, auth, health, ids, users  # noqa: F401
 from tailorbench.annotate.web.import_jobs import ImportJobs
 from tailorbench.annotate.web.limits import MAX_FORM_BYTES, MAX_IMPORT_BYTES, BodyLimit
 from tailorbench.annotate.web.pages import Site
@@ -79,7 +79,8 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
         """FastAPI's parameter check: a plain message, never its details (they echo the input)."""
         return site.denied_page(request, Denied(422, "The request is not valid."))
 
-    for area in (health.router(), auth.router(site), annotator.router(site), admin.router(site, imports)):
+    for area in (health.router(), auth.router(site), annotator.router(site), admin.router(site, imports),
+                 users.router(site)):
         # the areas' routes go into the app's own route list, in this order: `app.include_router` would match
         # every request through FastAPI's nested-router layer, measured at 90-190 µs more per request
         app.router.routes.extend(area.routes)

@@ -1,5 +1,5 @@
-"""The admin pages: projects and their progress, agreement so far, flagged labels, imports, members, exports, and
-users with their login links. Every route asks for an admin session (403 for anyone else)."""
+"""The admin pages: projects and their progress, agreement so far, flagged labels, imports, members and exports
+(users and their login links: `users`). Every route asks for an admin session (403 for anyone else)."""
 
 from __future__ import annotations
 
@@ -168,28 +168,5 @@ def router(site: Site, imports: ImportJobs) -> APIRouter:
             raise Denied(404, f"{name} is not written for this project's task type.")
         media = "text/csv" if name.endswith(".csv") else "application/json"
         return FileResponse(path, media_type=media, filename=name, background=BackgroundTask(shutil.rmtree, tmp))
-
-    @routes.get("/admin/users")
-    def admin_users(request: Request) -> HTMLResponse:
-        with site.tx() as s:
-            ident = site.who(s, request, admin=True)
-        return site.page(request, "admin_users.html", {"me": ident, "users": service.list_users(db),
-                                                       "projects": service.list_projects(db), "link": None})
-
-    @routes.post("/admin/users")
-    async def admin_add_user(request: Request) -> HTMLResponse:
-        form = await site.read_form(request)
-        with site.tx() as s:
-            ident = site.who(s, request, admin=True)
-            site.check_csrf(request, ident, form)
-        projects = [form["project"]] if form.get("project") else []
-        try:
-            _, token = service.add_user(db, form.get("name", ""), form.get("role") or "annotator", projects)
-        except TailorError as exc:
-            raise Denied(422, str(exc)) from None
-        link = f"{str(request.base_url).rstrip('/')}/login/{token}"
-        return site.page(request, "admin_users.html", {"me": ident, "users": service.list_users(db),
-                                                       "projects": service.list_projects(db), "link": link,
-                                                       "link_name": form.get("name", "")})
 
     return routes

@@ -67,12 +67,11 @@ def router(site: Site) -> APIRouter:
                 if exc.why == "used" and current is not None and current.user_id == exc.user_id:
                     return RedirectResponse(home(current.role), status_code=303)  # their link, clicked again
                 raise refuse(request, exc.why) from None
-            name, user_id = user.name, user.id
+            name = user.name
         key = request.cookies.get(LOGIN_COOKIE) or secrets.token_urlsafe(32)
-        same = current is not None and current.user_id == user_id
         response = site.page(request, "login.html", {
-            "me": None, "name": name, "token": token, "nonce": login_nonce(key, token),
-            "current": current, "same": same, "home": home(current.role) if current else "/"})
+            "me": None, "name": name, "token": token, "nonce": login_nonce(key, token), "current": current,
+            "home": home(current.role) if current else "/"})
         response.set_cookie(LOGIN_COOKIE, key, max_age=LOGIN_COOKIE_S, httponly=True, secure=site.is_secure(request),
                             samesite="strict", path="/login/")
         return response
