@@ -1,5 +1,6 @@
 """`rm:PATH_OR_HUB_ID`: a reward model (sequence classifier, one output) scores (context, question, answer)
-for each answer; the higher score wins and equal scores abstain. Checkpoints written by `tailor train-rm`
+for each answer; the higher score wins and equal scores abstain. `rm:vllm:PATH` scores a plain classifier on
+vLLM's pooling runner (models/reward_vllm.py) instead of transformers. Checkpoints written by `tailor train-rm`
 load the same way (their sidecar restores the input format, truncation and any extra head terms).
 
 Every triple of the run is scored once in `prepare` (the runner judges both orders, and the real data reuses
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeBase, JudgeOptions, check_options, register_judge, truncation_warning
@@ -20,11 +21,14 @@ from tailorbench.options import as_choice, as_int
 from tailorbench.schema import JudgeInput, Verdict
 from tailorbench.train.content import TrainingContent, read_dir, reconstruct
 
+if TYPE_CHECKING:
+    from tailorbench.models.reward_vllm import VLLMRewardModel
+
 
 class RewardModelJudge(JudgeBase):
     batch_size = 1024
 
-    def __init__(self, scorer: HFRewardModel, training: TrainingContent | None = None) -> None:
+    def __init__(self, scorer: HFRewardModel | VLLMRewardModel, training: TrainingContent | None = None) -> None:
         super().__init__()
         self.scorer = scorer
         self._scores: dict[Triple, tuple[float, bool]] = {}
@@ -84,6 +88,11 @@ class RewardModelJudge(JudgeBase):
                 out.append(Verdict(choice="A" if sa > sb else "B", scores=scores, truncated=ca or cb))
         return out
 
+    async def aclose(self) -> None:
+        close = getattr(self.scorer, "close", None)  # rm:vllm: hands its engine back
+        if callable(close):
+            close()
+
     def describe(self) -> dict[str, Any]:
         out = {"spec": self.spec, **self.scorer.describe(), "unique_inputs_scored": len(self._scores)}
         if self.training is not None:
@@ -109,6 +118,8 @@ def _checkpoint_content(path: str) -> tuple[TrainingContent | None, str | None]:
 def _rm(arg: str | None, options: JudgeOptions) -> RewardModelJudge:
     if not arg:
         raise ConfigError("rm needs a model: rm:PATH_OR_HUB_ID (a checkpoint directory or a hub id)")
+    if arg.startswith("vllm:"):
+        return _rm_vllm(arg.removeprefix("vllm:"), options)
     extra = check_options("rm", options.extra, ("max_length", "precision", "rm_batch_size", "device"))
     max_length = extra.get("max_length")
     scorer = HFRewardModel(
@@ -117,5 +128,25 @@ def _rm(arg: str | None, options: JudgeOptions) -> RewardModelJudge:
         precision=as_choice("precision", extra.get("precision", "auto"), ("auto", "bf16", "fp32")),
         batch_size=as_int("rm_batch_size", extra.get("rm_batch_size", 32), minimum=1),
         device=str(extra.get("device", "cpu")),
+    )
+    return RewardModelJudge(scorer)
+
+
+def _rm_vllm(path: str, options: JudgeOptions) -> RewardModelJudge:
+    """`rm:vllm:PATH`: the same judge on vLLM's pooling runner (models/reward_vllm.py); engine options as for
+    the vllm chat backend (models/vllm_engine.py)."""
+    from tailorbench.models.reward_vllm import VLLMRewardModel
+    from tailorbench.models.vllm_engine import VLLMEngineConfig
+
+    if not path:
+        raise ConfigError("rm:vllm: needs a model: rm:vllm:PATH_OR_HUB_ID")
+    engine = VLLMEngineConfig.names()
+    extra = check_options("rm", options.extra, ("max_length", "rm_batch_size", *sorted(engine)))
+    max_length = extra.get("max_length")
+    scorer = VLLMRewardModel(
+        path,
+        max_length=as_int("max_length", max_length, minimum=8) if max_length not in (None, "") else None,
+        batch_size=as_int("rm_batch_size", extra.get("rm_batch_size", 1024), minimum=1),
+        config=VLLMEngineConfig.from_options({k: v for k, v in extra.items() if k in engine}, owner="rm:vllm"),
     )
     return RewardModelJudge(scorer)

@@ -1,4 +1,5 @@
-"""Model backends by name: `openai:MODEL[@URL]`, `hf:PATH`, or a plugin's (`tailorbench.backends` entry points).
+"""Model backends by name: `openai:MODEL[@URL]`, `hf:PATH`, `vllm:PATH`, or a plugin's (`tailorbench.backends`
+entry points).
 
 A backend is a `ModelAPI` class (models/model.py: one attempt of a call) registered with
 `@BACKENDS.register("name")`. `make_chat_model` builds it as `cls(**cls.parse_arg(spec, arg), spec=spec,
@@ -12,6 +13,7 @@ are imported on first use, so `tailor --help` never pays for torch.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +25,8 @@ from tailorbench.registry import Registry
 
 BACKENDS: Registry[type[Any]] = Registry(
     "model backend", "tailorbench.backends",
-    lazy={"openai": "tailorbench.models.openai_compat", "hf": "tailorbench.models.hf_local"},
+    lazy={"openai": "tailorbench.models.openai_compat", "hf": "tailorbench.models.hf_local",
+          "vllm": "tailorbench.models.vllm_backend"},
 )
 #: arguments of a backend's __init__ that come from the spec, not from options
 _FROM_SPEC = frozenset({"self", "model", "spec", "base_url"})
@@ -62,7 +65,12 @@ def _arguments(cls: type[Any], spec: str, rest: str) -> dict[str, Any]:
 
 
 def _own_options(cls: type[Any]) -> set[str]:
-    return set(inspect.signature(cls.__init__).parameters) - _FROM_SPEC
+    """The class's keyword arguments, and the fields of its `config_type` (a dataclass of engine options that
+    its `**kwargs` take, e.g. the vllm backend's)."""
+    params = inspect.signature(cls.__init__).parameters
+    names = {n for n, p in params.items() if p.kind is not inspect.Parameter.VAR_KEYWORD} - _FROM_SPEC
+    config = getattr(cls, "config_type", None)
+    return names | ({f.name for f in dataclasses.fields(config)} if dataclasses.is_dataclass(config) else set())
 
 
 def _wrapper_options(cls: type[Any]) -> frozenset[str]:

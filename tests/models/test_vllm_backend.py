@@ -1,0 +1,252 @@
+"""The vLLM backends (`vllm:`, `rm:vllm:`) against the HF ones on the same tiny models.
+
+vLLM runs in its own venv (scripts/ensure_vllm_venv.py builds it once into the test cache; `make test` does):
+tests/models/vllm_checks.py runs there, once per session, starting each engine once, and writes what it saw to
+a JSON file; these tests compare it with the HF backends run here. A machine without the venv fails with the
+command that builds it, never passes by skipping. Option checks and the refusal of the feature-head recipe need
+no engine and run in this venv alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from tailorbench.cli.app import app
+from tailorbench.errors import ConfigError
+from tailorbench.judges.base import JudgeOptions, make_judge
+from tailorbench.models.backends import backend_options, make_chat_model
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKS = Path(__file__).with_name("vllm_checks.py")
+HOW_TO_BUILD = ("run `make test`, or build it directly with `.venv/bin/python scripts/ensure_vllm_venv.py` "
+                "(cache: $TAILORBENCH_CACHE or ~/.cache/tailorbench)")
+#: |logprob(vLLM) - logprob(HF)| allowed on the tiny fp32 model (float reductions differ between the kernels)
+LOGPROB_TOL = 2e-3
+#: label margins below this are near-ties: a flipped verdict there is reported, not failed
+NEAR_TIE = 1e-2
+#: |score(vLLM pooling) - score(HF)| allowed for the fp32 sequence classifier
+SCORE_TOL = 1e-4
+
+
+def _venv_module() -> ModuleType:
+    path = REPO_ROOT / "scripts" / "ensure_vllm_venv.py"
+    spec = importlib.util.spec_from_file_location("tailorbench_vllm_venv", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def vllm_paths() -> Any:
+    venv = _venv_module()
+    paths = venv.vllm_paths()
+    if not venv.models_current(paths):
+        pytest.fail(f"tiny vLLM test models missing or stale under {paths.llama.parent}: {HOW_TO_BUILD}",
+                    pytrace=False)
+    return paths
+
+
+@pytest.fixture(scope="session")
+def vllm_report(vllm_paths: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Run tests/models/vllm_checks.py once in the vLLM venv; its JSON report."""
+    if not _venv_module().venv_current(vllm_paths):
+        pytest.fail(f"the vLLM venv is missing or stale at {vllm_paths.venv}: {HOW_TO_BUILD}", pytrace=False)
+    work = tmp_path_factory.mktemp("vllm")
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "TAILORBENCH_CALL_CACHE": str(work / "calls.sqlite"),
+           "PYTHONPATH": str(REPO_ROOT / "src"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "TOKENIZERS_PARALLELISM": "false", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    cmd = [str(vllm_paths.python), str(CHECKS), "--llama", str(vllm_paths.llama), "--seqcls", str(vllm_paths.seqcls),
+           "--work", str(work)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, check=False)
+    if proc.returncode != 0 or not (work / "report.json").is_file():
+        pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}",
+                    pytrace=False)
+    report: dict[str, Any] = json.loads((work / "report.json").read_text())
+    return report
+
+
+def _rows(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _key(row: dict[str, Any]) -> tuple[str, str]:
+    return str(row["case_id"]), str(row["order"])
+
+
+@pytest.fixture(scope="module")
+def hf_runs(vllm_paths: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    """The same `tailor eval` runs as the vLLM checks, with `llm:hf:` on the same model (its own cache)."""
+    work = tmp_path_factory.mktemp("hf")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, extra in (("logprobs", ["--judge-option", "verdict=logprobs"]), ("text", [])):
+        run = work / name
+        result = CliRunner().invoke(app, [
+            "eval", "--data", "demo", "--no-progress", "--limit", "4", "--judge", f"llm:hf:{vllm_paths.llama}",
+            "--judge-option", "dtype=float32", "--judge-option", f"cache_path={work / 'calls.sqlite'}",
+            "--out", str(run), *extra])
+        assert result.exit_code == 0, result.output
+        out[name] = _rows(run)
+    return out
+
+
+# -- options and refusals (no engine) -------------------------------------------------------------------------
+
+
+def test_engine_options_are_the_config_fields() -> None:
+    options = backend_options("vllm")
+    assert {"tensor_parallel_size", "max_model_len", "gpu_memory_utilization", "dtype", "enforce_eager",
+            "chunk_size", "cache_path", "cache_policy"} <= options
+    assert "concurrency" not in options  # a local engine: it batches, the wrapper does not limit it
+    with pytest.raises(ConfigError, match="tensor_parallel_size"):
+        make_chat_model("vllm:/nowhere", {"tensor_parallel_size": "two"})
+    with pytest.raises(ConfigError, match="gpu_memory_utilization"):
+        make_chat_model("vllm:/nowhere", {"gpu_memory_utilization": "1.5"})
+    with pytest.raises(ConfigError, match="do not apply to the vllm backend"):
+        make_chat_model("vllm:/nowhere", {"device": "cuda"})
+    model = make_chat_model("vllm:/nowhere", {"enforce_eager": "true", "max_model_len": "256"})
+    assert model.describe()["engine"]["enforce_eager"] is True  # typed; nothing starts before the first call
+
+
+def test_feature_head_checkpoint_is_refused_naming_the_hf_path(vllm_paths: Any, tmp_path: Path) -> None:
+    from tailorbench.models.reward_hf import RewardFormat, write_format
+
+    ckpt = tmp_path / "feature-head"
+    shutil.copytree(vllm_paths.seqcls, ckpt)
+    write_format(ckpt, RewardFormat(features=["persona_overlap", "answer_ngrams"], feature_weights=[0.5, 1.0],
+                                    feature_mean=[0.0, 0.0], feature_std=[1.0, 1.0]),
+                 {"trained_by": "tailor train-rm"})
+    with pytest.raises(ConfigError) as caught:
+        make_judge(f"rm:vllm:{ckpt}")
+    message = str(caught.value)
+    assert f"rm:{ckpt}" in message and "persona_overlap" in message and "answer_ngrams" in message
+    with pytest.raises(ConfigError, match="unknown rm judge option"):
+        make_judge(f"rm:vllm:{vllm_paths.seqcls}", JudgeOptions(extra={"precision": "bf16"}))
+
+
+# -- against the engine (one vLLM process for the session) ----------------------------------------------------
+
+
+@pytest.mark.slow
+def test_vllm_judge_end_to_end(vllm_report: dict[str, Any]) -> None:
+    for name in ("logprobs", "text"):
+        rows = vllm_report[name]["first"]["rows"]
+        assert len(rows) == 8 and {r["status"] for r in rows} == {"ok"}, rows  # 4 cases x 2 orders
+        assert not any(r["cached"] for r in rows)
+        model = vllm_report[name]["first"]["manifest"]["config"]["judge_description"]["model"]
+        assert model["backend"] == "vllm" and model["engine_requests"] == 8
+        assert model["engine"]["enforce_eager"] is True and model["stats"]["requests"] == 8
+    assert all(r["scores"] for r in vllm_report["logprobs"]["first"]["rows"])
+
+
+@pytest.mark.slow
+def test_rerun_from_cache_makes_no_engine_call(vllm_report: dict[str, Any]) -> None:
+    for name in ("logprobs", "text"):
+        first, again = vllm_report[name]["first"], vllm_report[name]["again"]
+        assert all(r["cached"] for r in again["rows"])
+        model = again["manifest"]["config"]["judge_description"]["model"]
+        assert model["engine_calls"] == 0 and model["stats"]["requests"] == 0 and model["stats"]["cache_hits"] == 8
+        assert [(_key(r), r["choice"]) for r in first["rows"]] == [(_key(r), r["choice"]) for r in again["rows"]]
+
+
+@pytest.mark.slow
+def test_chunks_and_resume_redo_only_what_was_lost(vllm_report: dict[str, Any]) -> None:
+    chunked = vllm_report["chunked"]
+    model = chunked["full"]["manifest"]["config"]["judge_description"]["model"]
+    assert model["chunk_size"] == 2 and model["largest_chunk"] == 2 and model["engine_requests"] == 8
+    resumed = chunked["resumed"]
+    assert sorted(_key(r) for r in resumed["rows"]) == sorted(_key(r) for r in chunked["full"]["rows"])
+    again = resumed["manifest"]["config"]["judge_description"]["model"]
+    assert again["engine_requests"] == chunked["dropped"]  # the lost lines only, nothing finished repeated
+    before = {_key(r): r["choice"] for r in chunked["full"]["rows"]}
+    assert all(before[_key(r)] == r["choice"] for r in resumed["rows"])
+
+
+@pytest.mark.slow
+def test_verdicts_equal_the_hf_backend(vllm_report: dict[str, Any], hf_runs: dict[str, list[dict[str, Any]]],
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Greedy text verdicts are equal; logprob verdicts are equal except near-ties, which are reported."""
+    hf_text = {_key(r): r for r in hf_runs["text"]}
+    for row in vllm_report["text"]["first"]["rows"]:
+        assert (row["raw"], row["choice"]) == (hf_text[_key(row)]["raw"], hf_text[_key(row)]["choice"]), row
+    hf_lp = {_key(r): r for r in hf_runs["logprobs"]}
+    near_ties = []
+    for row in vllm_report["logprobs"]["first"]["rows"]:
+        ref = hf_lp[_key(row)]
+        for label, value in ref["scores"].items():
+            assert abs(row["scores"][label] - value) <= LOGPROB_TOL, (row["scores"], ref["scores"])
+        if row["choice"] != ref["choice"]:
+            margin = abs(ref["scores"]["A"] - ref["scores"]["B"])
+            assert margin < NEAR_TIE, (row, ref)
+            near_ties.append((_key(row), margin))
+    with capsys.disabled():
+        if near_ties:
+            print(f"\nvLLM vs HF: {len(near_ties)} near-tie verdict(s) differ (margin < {NEAR_TIE}): {near_ties}")
+
+
+@pytest.mark.slow
+def test_generation_and_label_scores_equal_the_hf_backend(vllm_report: dict[str, Any], vllm_paths: Any) -> None:
+    import asyncio
+
+    from tailorbench.models.base import CallFailure, GenParams
+
+    sys.path.insert(0, str(CHECKS.parent))
+    try:
+        import vllm_checks
+    finally:
+        sys.path.remove(str(CHECKS.parent))
+    direct = vllm_report["direct"]
+    model = make_chat_model(f"hf:{vllm_paths.llama}", {"cache_policy": "off"})
+
+    async def hf() -> list[Any]:
+        out = []
+        for prompt in vllm_checks.CHAT_PROMPTS:
+            text = await model.chat(prompt, GenParams(temperature=0.0, max_tokens=16))
+            with_lp = await model.chat(prompt, GenParams(temperature=0.0, max_tokens=8, logprobs=True,
+                                                         top_logprobs=5))
+            scored = await model.choice_logprobs(prompt, ("A", "B"), GenParams(max_tokens=1, logprobs=True))
+            assert not isinstance(text, CallFailure) and not isinstance(with_lp, CallFailure)
+            assert not isinstance(scored, CallFailure)
+            out.append((text.text, with_lp.logprobs or [], scored[0]))
+        await model.aclose()
+        return out
+
+    for k, (text, token_logprobs, choices) in enumerate(asyncio.run(hf())):
+        assert direct["text"][k] == text
+        vllm_tokens = direct["token_logprobs"][k]
+        assert [t[0] for t in vllm_tokens] == [t.token for t in token_logprobs]
+        for (_, logprob, _top), ref in zip(vllm_tokens, token_logprobs):
+            assert abs(logprob - ref.logprob) <= LOGPROB_TOL
+        assert set(direct["choices"][k]) == set(choices) == {"A", "B"}  # exact for both labels, in or out of the top
+        for label, value in choices.items():
+            assert abs(direct["choices"][k][label] - value) <= LOGPROB_TOL
+
+
+@pytest.mark.slow
+def test_pooling_scores_equal_the_hf_reward_model(vllm_report: dict[str, Any], vllm_paths: Any) -> None:
+    from tailorbench.models.reward_hf import HFRewardModel
+
+    sys.path.insert(0, str(CHECKS.parent))
+    try:
+        import vllm_checks
+    finally:
+        sys.path.remove(str(CHECKS.parent))
+    scorer = HFRewardModel(str(vllm_paths.seqcls), precision="fp32", max_length=64)
+    scores, flags = scorer.score(vllm_checks.TRIPLES)
+    pooled = vllm_report["pooling"]
+    assert pooled["truncated"] == flags.tolist() and any(pooled["truncated"])
+    for got, want in zip(pooled["scores"], scores.tolist()):
+        assert abs(got - want) <= SCORE_TOL, (pooled["scores"], scores.tolist())
+    assert len(set(pooled["scores"])) == len(pooled["scores"])  # distinct inputs, distinct scores

@@ -1,0 +1,144 @@
+"""The vLLM half of tests/models/test_vllm_backend.py, run with the vLLM venv's python (vLLM pins its own
+transformers, so it cannot run in the project venv). One process, so the chat engine starts once (about 34 s on
+a CPU) and the pooling engine once: every check that needs an engine is here, and its findings go to one JSON
+file that the test compares with the HF backends in the project venv.
+
+    VLLM_CPU_KVCACHE_SPACE=1 python tests/models/vllm_checks.py --llama DIR --seqcls DIR --work DIR
+
+vLLM spawns its engine process, hence the `__main__` guard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+#: engine options of every check (a CPU: bounded memory, no compilation)
+ENGINE = {"dtype": "float32", "max_model_len": 2048, "gpu_memory_utilization": 0.1, "enforce_eager": True}
+#: chat prompts for greedy generation (text and token logprobs)
+CHAT_PROMPTS = [
+    [{"role": "user", "content": "hello there"}],
+    [{"role": "system", "content": "the user likes tea"}, {"role": "user", "content": "recommend a book please"}],
+    [{"role": "user", "content": "Persona: the user likes hiking.\nQuestion: which answer is better?\n"
+                                 "Answer A: a long one. Answer B: a short one.\nAnswer A or B."}],
+]
+#: (context, question, answer) triples for the pooling check; the long one is cut at max_length 64
+TRIPLES: list[tuple[str | None, str, str]] = [
+    ("the user likes hiking and coffee", "which trail should I take?", "the river trail near the city"),
+    (None, "what should I cook tonight?", "a simple soup with garden vegetables"),
+    ("the user is a student who reads books", "how do I plan my week?", "write a short plan every morning"),
+    ("the user likes music " * 30, "any advice?", "listen to new music while you work " * 10),
+]
+
+
+def _eval(args: list[str]) -> dict[str, Any]:
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    out = CliRunner().invoke(app, ["eval", "--data", "demo", "--no-progress", "--json", *args])
+    if out.exit_code != 0:
+        raise SystemExit(f"tailor eval {' '.join(args)} exited {out.exit_code}:\n{out.output}")
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def _run_files(run: Path) -> dict[str, Any]:
+    rows = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines() if line.strip()]
+    return {"rows": rows, "manifest": json.loads((run / "manifest.json").read_text())}
+
+
+def _options(extra: dict[str, Any]) -> list[str]:
+    return [arg for k, v in {**ENGINE, **extra}.items() for arg in ("--judge-option", f"{k}={v}")]
+
+
+async def _chat_checks(llama: str) -> dict[str, Any]:
+    """Greedy generation (text, then with token logprobs) and label scoring straight through the backend."""
+    from tailorbench.models.backends import make_chat_model
+    from tailorbench.models.base import CallFailure, GenParams
+
+    model = make_chat_model(f"vllm:{llama}", {**ENGINE, "cache_policy": "off"})
+    out: dict[str, Any] = {"text": [], "token_logprobs": [], "choices": []}
+    greedy = GenParams(temperature=0.0, max_tokens=16)
+    with_lp = GenParams(temperature=0.0, max_tokens=8, logprobs=True, top_logprobs=5)
+    for prompt in CHAT_PROMPTS:
+        for params, key in ((greedy, "text"), (with_lp, "token_logprobs")):
+            result = await model.chat(prompt, params)
+            assert not isinstance(result, CallFailure), result
+            if key == "text":
+                out[key].append(result.text)
+            else:
+                out[key].append([[t.token, t.logprob, t.top] for t in result.logprobs or []])
+        scored = await model.choice_logprobs(prompt, ("A", "B"), GenParams(max_tokens=1, logprobs=True))
+        assert not isinstance(scored, CallFailure), scored
+        out["choices"].append(scored[0])
+    out["describe"] = model.describe()
+    await model.aclose()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--llama", required=True)
+    parser.add_argument("--seqcls", required=True)
+    parser.add_argument("--work", required=True, type=Path)
+    args = parser.parse_args()
+    work: Path = args.work
+    report: dict[str, Any] = {}
+
+    from tailorbench.aio import run_sync
+    from tailorbench.models.backends import make_chat_model
+
+    # one reference held for the whole script: every judge below shares this engine (models/vllm_engine.py)
+    hold = make_chat_model(f"vllm:{args.llama}", dict(ENGINE))
+    began = time.perf_counter()
+    run_sync(hold.preflight())
+    report["engine_start_s"] = round(time.perf_counter() - began, 1)
+
+    judge = f"llm:vllm:{args.llama}"
+    for name, extra in (("logprobs", {"verdict": "logprobs"}), ("text", {})):
+        first = work / f"{name}-1"
+        began = time.perf_counter()
+        _eval(["--judge", judge, "--limit", "4", "--out", str(first), *_options(extra)])
+        seconds = round(time.perf_counter() - began, 2)
+        again = work / f"{name}-2"
+        _eval(["--judge", judge, "--limit", "4", "--out", str(again), *_options(extra)])
+        report[name] = {"first": _run_files(first), "again": _run_files(again), "first_s": seconds}
+
+    # chunks and resume: chunk_size=2, no cache; the last 3 lines lost as if the process had died; resume
+    chunked = work / "chunked"
+    _eval(["--judge", judge, "--limit", "4", "--out", str(chunked),
+           *_options({"verdict": "logprobs", "chunk_size": 2, "cache_policy": "off"})])
+    lines = (chunked / "predictions.jsonl").read_text().splitlines(keepends=True)
+    full = _run_files(chunked)
+    (chunked / "predictions.jsonl").write_text("".join(lines[:-3]))
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    resumed = CliRunner().invoke(app, ["eval", "--resume", str(chunked), "--no-progress"])
+    if resumed.exit_code != 0:
+        raise SystemExit(f"resume exited {resumed.exit_code}:\n{resumed.output}")
+    report["chunked"] = {"full": full, "resumed": _run_files(chunked), "dropped": 3}
+
+    report["direct"] = run_sync(_chat_checks(args.llama))
+    run_sync(hold.aclose())  # the chat engine shuts down before the pooling one starts
+
+    from tailorbench.judges.base import JudgeOptions, make_judge
+
+    rm = make_judge(f"rm:vllm:{args.seqcls}", JudgeOptions(extra={**ENGINE, "max_model_len": 512,
+                                                                  "max_length": 64}))
+    scorer = rm.scorer  # type: ignore[attr-defined]
+    began = time.perf_counter()
+    scores, flags = scorer.score(TRIPLES)
+    report["pooling"] = {"scores": scores.tolist(), "truncated": flags.tolist(), "describe": scorer.describe(),
+                         "seconds": round(time.perf_counter() - began, 1)}
+    run_sync(rm.aclose())
+    (work / "report.json").write_text(json.dumps(report, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
