@@ -8,7 +8,7 @@
   var COMPARE = DATA.compare || {};
   var RUNS = Object.keys(DATA).filter(function (k) { return k !== "compare"; })
     .map(function (k) { return DATA[k]; }).sort(function (a, b) { return a.number - b.number; });
-  var PAGE = 200;
+  var PAGE = 100;
   var FILTERS = ["run", "split", "tier", "user", "outcome", "order", "consistency", "overlap", "training", "q"];
   var COLUMN = {split: "split", tier: "tier", user: "user", overlap: "overlap", training: "training"};
   var shown = PAGE;
@@ -242,14 +242,17 @@
       ensureAllText(scope).then(function () { if (location.hash.indexOf("#/cases") === 0) { renderCases(readState(currentParams())); } });
     }
     lastMatch = match(state);
-    var cases = new Set();
+    var nCases = 0, seen = {};
     for (var j = 0; j < lastMatch.idx.length; j++) {
-      cases.add(lastMatch.runs[j] + ":" + DATA[lastMatch.runs[j]].preds.case[lastMatch.idx[j]]);
+      var r = lastMatch.runs[j], marks = seen[r];
+      if (!marks) { marks = seen[r] = new Uint8Array(DATA[r].cases.id.length); }
+      var k = DATA[r].preds.case[lastMatch.idx[j]];
+      if (!marks[k]) { marks[k] = 1; nCases += 1; }
     }
     var count = $("#count");
     count.dataset.count = String(lastMatch.idx.length);
-    count.dataset.cases = String(cases.size);
-    count.textContent = lastMatch.idx.length + " verdicts on " + cases.size + " cases";
+    count.dataset.cases = String(nCases);
+    count.textContent = lastMatch.idx.length + " verdicts on " + nCases + " cases";
     drawRows();
     document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
   }
@@ -543,11 +546,15 @@
   setupCompare();
   window.addEventListener("hashchange", route);
   route();
+  document.body.dataset.readyMs = String(performance.now());
   document.body.dataset.ready = "1";
   // after the first paint: the texts, so search, export and case pages need not wait
   var later = window.requestIdleCallback || function (fn) { return setTimeout(fn, 200); };
   later(function () {
-    ensureAllText(RUNS.filter(function (r) { return r.preds; })).then(function () {
+    var withText = RUNS.filter(function (r) { return r.preds; });
+    ensureAllText(withText).then(function () {
+      withText.forEach(haystacks);  // the search's lower-cased texts, once, before the first search needs them
+      document.body.dataset.textMs = String(performance.now());
       document.body.dataset.text = "1";
     }, function (e) { status(String(e.message)); });
   });
