@@ -14,11 +14,14 @@ from tailorbench.aio import async_twin
 from tailorbench.api_models import (
     AnnotationExport,
     Annotator,
+    CrowdStudy,
     ItemsImported,
     Membership,
+    ParticipantLink,
     ProjectCreated,
     ProjectProgress,
     Released,
+    StudyReleased,
 )
 
 __all__ = [
@@ -49,6 +52,16 @@ __all__ = [
     "release_async",
     "serve",
     "serve_limits",
+    "study_close",
+    "study_close_async",
+    "study_create",
+    "study_create_async",
+    "study_list",
+    "study_list_async",
+    "study_reissue",
+    "study_reissue_async",
+    "study_release",
+    "study_release_async",
 ]
 
 DEFAULT_DIR = Path("annotation")
@@ -211,6 +224,63 @@ def export(project: str, out: str | Path, include_gold: bool = False, min_rating
                                                           min_ratings, easy, medium))
 
 
+def study_create(project: str, quota: int, max_participants: int, completion_code: str,
+                 screenout_code: str | None = None, screenout_gold_below: float | None = None,
+                 screenout_after_gold: int = 2, time_limit_min: int = 60, completion_url: str | None = None,
+                 param_id: str = "PROLIFIC_PID", param_study: str = "STUDY_ID", param_session: str = "SESSION_ID",
+                 base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
+                 db: str | None = None) -> CrowdStudy:
+    """`tailor annotate study create PROJECT --quota N --max-participants M --completion-code CODE`: open the
+    project to a crowd platform; the study URL to give the platform is in the result (shown once)."""
+    from tailorbench.annotate import studies
+    from tailorbench.options import as_int
+
+    as_int("--quota", quota, minimum=1)
+    as_int("--max-participants", max_participants, minimum=1)
+    as_int("--time-limit-min", time_limit_min, minimum=1)
+    params = (param_id, param_study, param_session)
+    store = database(directory, db)
+    sid, secret = studies.create_study(store, project, quota, max_participants, completion_code, screenout_code,
+                                       screenout_gold_below, screenout_after_gold, time_limit_min,
+                                       completion_url or studies.PROLIFIC_COMPLETION_URL, params)
+    row = next(s for s in studies.list_studies(store) if s["id"] == sid)
+    return CrowdStudy.model_validate({**row, "link": studies.study_url(base_url, secret, params)})
+
+
+def study_list(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[CrowdStudy]:
+    """`tailor annotate study list`: every study, its settings and its participants by status."""
+    from tailorbench.annotate import studies
+
+    return [CrowdStudy.model_validate(s) for s in studies.list_studies(database(directory, db))]
+
+
+def study_close(study: int, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> CrowdStudy:
+    """`tailor annotate study close STUDY`: the link lets nobody in any more (participants in keep working)."""
+    from tailorbench.annotate import studies
+
+    return CrowdStudy.model_validate(studies.close_study(database(directory, db), study))
+
+
+def study_release(study: int, returned: Sequence[str] = (), directory: str | Path = DEFAULT_DIR,
+                  db: str | None = None) -> StudyReleased:
+    """`tailor annotate study release STUDY [--returned ID ...]`: participants past the time limit (and those
+    reported as returned) give their unfinished items back to the queue and their places to others."""
+    from tailorbench.annotate import studies
+
+    return StudyReleased.model_validate(studies.release(database(directory, db), study, list(returned)))
+
+
+def study_reissue(participant: str, study: int | None = None, base_url: str = DEFAULT_BASE_URL,
+                  directory: str | Path = DEFAULT_DIR, db: str | None = None) -> ParticipantLink:
+    """`tailor annotate study reissue PARTICIPANT_ID`: a personal login link for a participant (their platform
+    id) who lost their cookie; their old sessions end."""
+    from tailorbench.annotate import studies
+
+    part, name, token = studies.reissue(database(directory, db), participant, study)
+    return ParticipantLink(external_id=part.external_id, study=part.study_id, name=name, status=part.status,
+                           login_link=f"{base_url.rstrip('/')}/login/{token}")
+
+
 def serve(directory: str | Path = DEFAULT_DIR, db: str | None = None, host: str = "127.0.0.1", port: int = 8000,
           secure_cookies: bool = False, proxy_headers: bool = False, max_form_kib: int = 64,
           max_import_mib: int = 100) -> None:
@@ -246,3 +316,8 @@ list_annotators_async = async_twin(list_annotators)
 progress_async = async_twin(progress)
 release_async = async_twin(release)
 export_async = async_twin(export)
+study_create_async = async_twin(study_create)
+study_list_async = async_twin(study_list)
+study_close_async = async_twin(study_close)
+study_release_async = async_twin(study_release)
+study_reissue_async = async_twin(study_reissue)

@@ -342,3 +342,44 @@ class AnnotationExport(Output):
 
     files: Any = None
     exported_at: str | None = None
+
+
+class CrowdStudy(Output):
+    """`tailor annotate study create|list|close`: a project opened to a crowd platform (Prolific by default).
+    `link` (the study URL to give the platform, with its placeholders) is shown once, when the study is made;
+    `participants` counts them by status (active, finished, screened_out, timed_out, returned)."""
+
+    id: int
+    project: str | None = None
+    open: bool | None = None
+    quota: int | None = None
+    max_participants: int | None = None
+    time_limit_min: int | None = None
+    completion_url: str | None = None
+    completion_code: str | None = None
+    screenout_code: str | None = None
+    screenout_gold_below: float | None = None
+    screenout_after_gold: int | None = None
+    params: list[str] = []
+    participants: dict[str, int] = {}
+    link: str | None = None
+
+
+class StudyReleased(Output):
+    """`tailor annotate study release`: participants taken out (past the time limit, or reported as returned)
+    and their unfinished assignments put back in the queue."""
+
+    id: int
+    timed_out: int
+    returned: int
+    released: int
+
+
+class ParticipantLink(Output):
+    """`tailor annotate study reissue`: a participant's personal login link (shown once), for a lost cookie."""
+
+    external_id: str
+    study: int
+    name: str
+    status: str
+    login_link: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -134,3 +134,61 @@ class Label(Base):
     note: Mapped[str] = mapped_column(Text, default="")
     duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     submitted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Study(Base):
+    """A project opened to a crowd platform that sends participants by redirect (Prolific by default): one study
+    link whose secret is stored only hashed, a quota of items per participant, a cap on participants, a time
+    limit after which an unfinished participant's items go back to the queue, and the platform's completion
+    URL and codes (see studies.py)."""
+
+    __tablename__ = "tb_studies"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("tb_projects.id", ondelete="CASCADE"), index=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    #: items (gold included) one participant gets at most
+    quota: Mapped[int] = mapped_column(Integer)
+    #: participants working or finished at most (timed-out, returned and screened-out ones free their place)
+    max_participants: Mapped[int] = mapped_column(Integer)
+    #: minutes from entering after which an unfinished participant's open assignments are released
+    time_limit_min: Mapped[int] = mapped_column(Integer)
+    #: where a participant is sent when done; "{code}" is replaced by the completion (or screen-out) code
+    completion_url: Mapped[str] = mapped_column(String(1000))
+    completion_code: Mapped[str] = mapped_column(String(100))
+    screenout_code: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    #: screen-out rule: mean gold score below this after `screenout_after_gold` gold items
+    screenout_gold_below: Mapped[float | None] = mapped_column(Float, nullable=True)
+    screenout_after_gold: Mapped[int] = mapped_column(Integer, default=2)
+    #: the URL parameters the platform fills in (Prolific: PROLIFIC_PID, STUDY_ID, SESSION_ID)
+    param_id: Mapped[str] = mapped_column(String(100))
+    param_study: Mapped[str] = mapped_column(String(100))
+    param_session: Mapped[str] = mapped_column(String(100))
+    is_open: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Participant(Base):
+    """One platform participant in a study, with the account made for them (role "participant"): the platform's
+    ids as they came in the link, when they consented, and where they stand."""
+
+    __tablename__ = "tb_participants"
+    __table_args__ = (
+        UniqueConstraint("study_id", "external_id", name="uq_tb_participants_study_external"),
+        Index("ix_tb_participants_study_status", "study_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("tb_studies.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("tb_users.id", ondelete="CASCADE"), unique=True)
+    #: the platform's participant id (Prolific: PROLIFIC_PID)
+    external_id: Mapped[str] = mapped_column(String(100))
+    external_study_id: Mapped[str] = mapped_column(String(100), default="")
+    external_session_id: Mapped[str] = mapped_column(String(100), default="")
+    #: "active" | "finished" | "screened_out" | "timed_out" | "returned"
+    status: Mapped[str] = mapped_column(String(20))
+    consent_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    #: when their open assignments went back to the queue (timed out or returned)
+    released_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -615,10 +615,14 @@ def items_records(db: Database, project: str | int) -> list[dict[str, Any]]:
 
 
 def raw_labels(db: Database, project: str | int) -> list[dict[str, Any]]:
-    """Every label with what the long format cannot hold: shown order, notes, flags, timing, gold."""
+    """Every label with what the long format cannot hold: shown order, notes, flags, timing, gold, and a crowd
+    study participant's platform ids (`external_id`, `external_study_id`, `external_session_id`; None else)."""
+    from tailorbench.annotate.studies import NO_PLATFORM_IDS, platform_ids  # studies builds on this module
+
     with db.session() as s:
         p = _project(s, project)
         task = tasks.task_type(p.task_type)
+        crowd = platform_ids(s, p.id)
         q = (select(Label, Item, User, Assignment).join(Item, Item.id == Label.item_id)
              .join(User, User.id == Label.user_id).join(Assignment, Assignment.id == Label.assignment_id)
              .where(Label.project_id == p.id).order_by(Label.id))
@@ -627,7 +631,8 @@ def raw_labels(db: Database, project: str | int) -> list[dict[str, Any]]:
             out.append({"item": item.ext_id, "rater": user.name, "task_type": p.task_type, "value": label.value,
                         "shown_order": task.shown_order(a.layout),
                         "gold": item.gold if item.is_gold else None, "flagged": label.flagged, "note": label.note,
-                        "duration_ms": label.duration_ms, "submitted_at": label.submitted_at.isoformat()})
+                        "duration_ms": label.duration_ms, "submitted_at": label.submitted_at.isoformat(),
+                        **crowd.get(user.id, NO_PLATFORM_IDS)})
         return out
 
 

@@ -55,6 +55,13 @@ EXAMPLES: dict[str, str] = {
     "annotate annotator deactivate": "tailor annotate annotator deactivate alice --dir annotation",
     "annotate annotator activate": "tailor annotate annotator activate alice --dir annotation",
     "annotate annotator list": "tailor annotate annotator list --dir annotation",
+    "annotate study create": "tailor annotate study create study --quota 40 --max-participants 30 "
+                             "--completion-code C1A2B3 --screenout-code S9 --screenout-gold-below 0.5 "
+                             "--time-limit-min 90 --param-id PROLIFIC_PID --dir annotation",
+    "annotate study list": "tailor annotate study list --dir annotation",
+    "annotate study close": "tailor annotate study close 1 --dir annotation",
+    "annotate study release": "tailor annotate study release 1 --returned 5f0c0ffee0c0ffee0c0ffee0 --dir annotation",
+    "annotate study reissue": "tailor annotate study reissue 5f0c0ffee0c0ffee0c0ffee0 --study 1 --dir annotation",
     "stages relevance": "tailor stages relevance --human h/*.jsonl --votes m/*.jsonl --out reports/",
     "stages baseline": "tailor stages baseline --items items.jsonl --human h/*.jsonl --out votes.jsonl",
     "stages export-relevance": "tailor stages export-relevance --items items.jsonl --out tasks.jsonl",

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from tailorbench.annotate import service, tasks
+from tailorbench.annotate import service, studies, tasks
 from tailorbench.annotate.submit_sql import Conflict, Gone
 from tailorbench.annotate.web.pages import Site
 from tailorbench.annotate.web.security import Denied
@@ -53,7 +53,10 @@ def router(site: Site) -> APIRouter:
         ident = site.who_now(request)
         site.check_csrf(request, ident, form)
         try:
-            got = site.submit_sql.submit_and_next(ident.user_id, assignment_id, form)
+            if ident.role == studies.ROLE:  # crowd participants: the reference path, which counts their quota
+                got = studies.submit_and_next(site.db, ident.user_id, assignment_id, form)
+            else:
+                got = site.submit_sql.submit_and_next(ident.user_id, assignment_id, form)
         except Gone:
             raise Denied(404, "No such assignment.") from None
         except tasks.FormError as exc:  # rolled back: nothing stored; show the page again with the reason

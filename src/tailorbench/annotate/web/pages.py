@@ -14,14 +14,15 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import BaseLoader, ChoiceLoader, Environment, TemplateNotFound
 from sqlalchemy.orm import Session
 
-from tailorbench.annotate import service, tasks
+from tailorbench.annotate import service, studies, tasks
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.submit_sql import SubmitSQL
+from tailorbench.annotate.web import study
 from tailorbench.annotate.web.security import COOKIE, Denied, LoginLimiter, SessionCache
 
 PACKAGE_FILES = resources.files("tailorbench.annotate")
@@ -185,8 +186,11 @@ class Site:
         return self.page(request, "done.html", {"me": ident, "counts": counts, "project_id": project_id,
                                                 "page_url": f"/p/{project_id}"})
 
-    def current_page(self, request: Request, ident: service.Identity, project_id: int) -> HTMLResponse:
-        """The annotator's current task page (resume, or a new assignment), or the done page."""
+    def current_page(self, request: Request, ident: service.Identity, project_id: int) -> Response:
+        """The annotator's current task page (resume, or a new assignment), or the done page; a crowd study's
+        participant gets theirs from web/study.py (quota, time limit, the completion redirect)."""
+        if ident.role == studies.ROLE:
+            return study.current_page(self, request, ident, project_id)
         with self.tx() as s:
             try:
                 a = service.next_assignment(s, ident.user_id, project_id)
