@@ -264,6 +264,8 @@ def test_leaderboard_and_stage_reports_are_the_reports_own_tables(page: Any, ser
     assert board.locator("svg").count() >= 2  # the CI bar chart and the length-ratio chart
     text = board.inner_text()
     assert "Length-controlled view" in text and "Win rates" in text and "Stage 3" in text
+    # the relevance stage's per-item votes, humans and models side by side
+    assert "Per-item votes, humans and models" in text and "ann_1 (human)" in text and "bm25 (model)" in text
     _open(page, served + "#/runs")
     manifest = page.locator("[data-manifest='0']")
     manifest.locator("summary").click()

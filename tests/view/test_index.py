@@ -149,3 +149,24 @@ def test_report_points_to_the_viewer(runs: Runs, tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", str(runs.mixed), str(runs.longer), "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     assert f"browse the cases: tailor view {runs.mixed} {runs.longer}" in result.output
+
+
+def test_tailor_view_serves_until_stopped(runs: Runs) -> None:
+    """The verb itself: it prints where it serves (`--json`: the object) and serves the page there."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "tailorbench.cli.app", "view", str(runs.longer), "--port", "0",
+                             "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline()]
+        while lines[-1] and lines[-1].rstrip() != "}":
+            lines.append(proc.stdout.readline())
+        info = json.loads("".join(lines))
+        assert info["url"].startswith("http://127.0.0.1:") and info["runs"] == [str(runs.longer)]
+        with urllib.request.urlopen(info["url"] + "view.js") as response:
+            assert response.headers["Content-Security-Policy"] == CSP and b"textContent" in response.read()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
