@@ -299,8 +299,10 @@ def test_deep_persona_fails_the_import_with_its_line(db: Database, app: Any) -> 
 def test_import_errors_name_the_upload_never_the_temp_path(db: Database, app: Any) -> None:
     pid = service.create_project(db, "pw", "pairwise", 2, "", 5)
     admin, csrf = _admin(db, app)
+    twice = (DATA / "paircase.jsonl").read_bytes().splitlines(keepends=True)[0] * 2  # a paircase duplicate id
     for body, what in ((b"not json\n", "bad.jsonl:1"), (_rows("r") + _rows("r"), "bad.jsonl:3: field 'id'"),
                        (b"", "bad.jsonl: file has no rows"),
+                       (twice, "(first at bad.jsonl:1)"),
                        (json.dumps({"id": "i" * 301, "persona": {}}).encode(), "bad.jsonl:1")):
         job = _import(app, admin, csrf, pid, "bad.jsonl", body)
         assert job["state"] == "failed" and what in job["message"], job

@@ -48,11 +48,13 @@ def test_server_answers_while_a_large_import_runs(db: Database, app: Any, tmp_pa
     # are answered while it is provably running (without the job, the upload request itself would not return)
     real = service.import_items
     read_done, release = threading.Event(), threading.Event()
+    reported: list[tuple[int, int]] = []
 
     def gated(*args: Any, progress: Any = None, **kwargs: Any) -> Any:
         def report(read: int, stored: int) -> None:
             progress(read, stored)
-            if stored == 0:
+            reported.append((read, stored))
+            if (read, stored) == (N_ROWS, 0):
                 read_done.set()
                 assert release.wait(120), "the test never released the import"
         return real(*args, progress=report, **kwargs)
@@ -87,6 +89,8 @@ def test_server_answers_while_a_large_import_runs(db: Database, app: Any, tmp_pa
                           "message": f"imported {N_ROWS} items and 0 gold items (items)"}, status
         project_page = admin.get(f"/admin/p/{pid}").text
         assert f"imported {N_ROWS} items" in project_page and 'data-state="done"' in project_page
+    assert (1000, 0) in reported  # rows read, reported while reading
+    assert (N_ROWS, 1000) in reported and reported[-1] == (N_ROWS, N_ROWS)  # then stored in batches
     with db.session() as s:
         assert s.scalar(select(func.count()).select_from(Item).where(Item.ext_id.like("big%"))) == N_ROWS
         assert s.scalar(select(func.count()).select_from(Label)) == 1

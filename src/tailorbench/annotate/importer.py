@@ -6,6 +6,7 @@ transaction, so a bad line never leaves half an import behind. Every error names
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,17 @@ FORMATS: tuple[str, ...] = ("auto", "paircase", "pipeline", "items")
 MAX_DEPTH = 32
 #: the longest item id the database column holds
 MAX_ID_CHARS = 300
+#: `read_import` reports the rows read so far after every this many
+REPORT_EVERY = 1000
+
+#: `on_row(rows read so far)`, called while a file is read
+OnRow = Callable[[int], None] | None
+
+
+def _counted(out: list[ParsedItem], item: ParsedItem, on_row: OnRow) -> None:
+    out.append(item)
+    if on_row is not None and len(out) % REPORT_EVERY == 0:
+        on_row(len(out))
 
 
 @dataclass(frozen=True)
@@ -85,19 +97,19 @@ def _gold_from_meta(meta: dict[str, Any]) -> str | None:
     return "A" if meta.get("gold") is True else None
 
 
-def _read_paircase(path: Path) -> list[ParsedItem]:
+def _read_paircase(path: Path, on_row: OnRow = None) -> list[ParsedItem]:
     lines = _nonblank_lines(path)
-    out = []
+    out: list[ParsedItem] = []
     for line, case in zip(lines, read_native(path, InvalidRows())):
         meta = {**case.meta, "source_tier": case.tier}
         payload = _pair_payload(case.id, case.split, case.user_id, case.persona, case.question, case.chosen,
                                 case.rejected, meta)
-        out.append(ParsedItem(case.id, payload, _gold_from_meta(case.meta), line))
+        _counted(out, ParsedItem(case.id, payload, _gold_from_meta(case.meta), line), on_row)
     return out
 
 
-def _read_pipeline(path: Path, task: TaskType) -> list[ParsedItem]:
-    out = []
+def _read_pipeline(path: Path, task: TaskType, on_row: OnRow = None) -> list[ParsedItem]:
+    out: list[ParsedItem] = []
     for line, row in read_jsonl(path, InvalidRows()):
         case_id = row.get("id") or f"{path.stem}:{line}"
         try:
@@ -110,25 +122,26 @@ def _read_pipeline(path: Path, task: TaskType) -> list[ParsedItem]:
         if payload["answer_a"] == payload["answer_b"]:
             raise DataError(path, line, "rejected", "identical to 'chosen': not a pair")
         payload["meta"]["source_chosen"] = "A"
-        out.append(ParsedItem(payload["id"], payload, _gold_from_meta(payload["meta"]), line))
+        _counted(out, ParsedItem(payload["id"], payload, _gold_from_meta(payload["meta"]), line), on_row)
     return out
 
 
-def _read_items(path: Path, task: TaskType) -> list[ParsedItem]:
-    out = []
+def _read_items(path: Path, task: TaskType, on_row: OnRow = None) -> list[ParsedItem]:
+    out: list[ParsedItem] = []
     for line, row in read_jsonl(path, InvalidRows()):
         try:
             ext_id, payload, gold = task.item_from_row(row)
         except ItemError as exc:
             raise DataError(path, line, exc.field, exc.message) from None
-        out.append(ParsedItem(ext_id, payload, gold, line))
+        _counted(out, ParsedItem(ext_id, payload, gold, line), on_row)
     return out
 
 
-def read_import(path: str | Path, task: TaskType | str, fmt: str = "auto") -> tuple[str, list[ParsedItem]]:
+def read_import(path: str | Path, task: TaskType | str, fmt: str = "auto",
+                on_row: OnRow = None) -> tuple[str, list[ParsedItem]]:
     """(format used, items) of a whole file; raises DataError on the first bad line or duplicate id. The
     paircase and pipeline readers build pairwise payloads; a task type accepts them by listing them in its
-    `import_formats`."""
+    `import_formats`. `on_row(n)` hears of the rows read so far, every REPORT_EVERY rows."""
     path = Path(path)
     if isinstance(task, str):
         task = task_type(task)
@@ -143,11 +156,11 @@ def read_import(path: str | Path, task: TaskType | str, fmt: str = "auto") -> tu
         raise DataError(path, None, None, f"{fmt} files import into {' or '.join(takers) or 'no'} projects only "
                                           f"(this one is {task.name})")
     if fmt == "paircase":
-        items = _read_paircase(path)
+        items = _read_paircase(path, on_row)
     elif fmt == "pipeline":
-        items = _read_pipeline(path, task)
+        items = _read_pipeline(path, task, on_row)
     else:
-        items = _read_items(path, task)
+        items = _read_items(path, task, on_row)
     seen: dict[str, int] = {}
     for it in items:
         if it.ext_id in seen:

@@ -89,7 +89,8 @@ class ImportJobs:
         try:
             got = service.import_items(self.db, job.project_id, path, job.format, progress=progress)
         except DataError as exc:  # named by the upload's name, never by the server's temporary path
-            job.message = f"Nothing was imported: {DataError(job.file, exc.line, exc.field, exc.message)}"
+            where = DataError(job.file, exc.line, exc.field, exc.message)
+            job.message = f"Nothing was imported: {str(where).replace(str(path), job.file)}"
             job.state = "failed"
         except TailorError as exc:
             job.message = f"Nothing was imported: {str(exc).replace(str(path), job.file)}"
