@@ -85,7 +85,10 @@ def _key_files(run_dir: Path, kind: str) -> list[Path]:
     if kind == "stage":
         from tailorbench.stages.report import STAGES
 
-        return [run_dir / f"{s}.json" for s in STAGES]
+        reports = [run_dir / f"{s}.json" for s in STAGES]
+        relevance = run_dir / "relevance.json"
+        sources = json.loads(relevance.read_text(encoding="utf-8")).get("sources") or [] if relevance.is_file() else []
+        return [*reports, *(Path(str(p)) for p in sources)]  # the per-item votes come from the sources
     if kind == "gen-eval":
         return [run_dir / "manifest.json", run_dir / "verdicts.jsonl", run_dir / "generations.jsonl",
                 run_dir / "results.json"]

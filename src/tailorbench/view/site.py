@@ -141,11 +141,13 @@ def build_site(paths: Sequence[Path], n_boot: int = 1000, seed: int = 0) -> Site
 
 
 def write_bundle(site: Site, out: Path) -> Path:
-    """The site as files in `out` (opens from disk: `out/index.html`)."""
+    """The site as files in `out` (opens from disk: `out/index.html`); data files an earlier bundle left there
+    are removed first, so a smaller run's bundle holds no shard of a larger one."""
     out.mkdir(parents=True, exist_ok=True)
+    for pattern in ("data-*.js", "text-*.js", "personas-*.js"):
+        for stale in out.glob(pattern):
+            if stale.name not in site.files:
+                stale.unlink()
     for name, data in site.files.items():
-        if name.endswith((".js", ".css", ".html")) and not name.startswith(("view.",)):
-            write_text_atomic(out / name, data.decode())
-        else:
-            (out / name).write_bytes(data)
+        write_text_atomic(out / name, data.decode())
     return out / "index.html"

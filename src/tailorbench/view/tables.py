@@ -84,11 +84,12 @@ def relevance_votes(report: dict[str, Any]) -> str:
         return ""
     raters = sorted(groups, key=lambda r: (groups[r] != HUMAN, r))
     rows = []
-    for item in sorted(votes, key=lambda k: split_key(k)[:2])[:MAX_VOTE_ROWS]:
-        _, user, attribute = split_key(item)
+    for item in sorted(votes, key=split_key)[:MAX_VOTE_ROWS]:
+        index, user, attribute = split_key(item)
         cast = votes[item]
-        rows.append([user, attribute, *("–" if r not in cast else "yes" if cast[r] else "no" for r in raters)])
-    header = ["user", "attribute", *(f"{r} ({groups[r]})" for r in raters)]
+        rows.append([str(index), user, attribute,
+                     *("–" if r not in cast else "yes" if cast[r] else "no" for r in raters)])
+    header = ["item", "user", "attribute", *(f"{r} ({groups[r]})" for r in raters)]
     note = (f"<p class='note'>Relevant? per attribute and rater, from the files the report read; "
             f"{len(votes)} items{f', the first {MAX_VOTE_ROWS} shown' if len(votes) > MAX_VOTE_ROWS else ''}"
             + (f"; not readable any more: {html.escape(', '.join(missing))}" if missing else "") + ".</p>")

@@ -424,6 +424,10 @@
     if (!a || !b || !a.preds || !b.preds) { root.appendChild(el("p", {text: "Pick two runs."})); return; }
     $("#compare-a").value = String(a.number); $("#compare-b").value = String(b.number);
     if (a === b) { root.appendChild(el("p", {text: "Pick two different runs."})); return; }
+    if (a.kind !== b.kind) {
+      root.appendChild(el("p", {text: "A " + a.kind + " run and a " + b.kind + " run score different things: pick two runs of one kind."}));
+      return;
+    }
     var lo = Math.min(a.number, b.number), hi = Math.max(a.number, b.number), sign = a.number === lo ? 1 : -1;
     var rows = COMPARE[lo + "-" + hi];
     root.appendChild(el("h3", {text: "Paired difference A − B (accuracy points, 95% paired-bootstrap CI)"}));
