@@ -17,7 +17,8 @@ from tailorbench.annotate import service
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.models import Item, Label
 from tailorbench.annotate.web.security import COOKIE
-from tests.annotate.conftest import ASSIGNMENT_RE, CSRF_RE, DATA, LiveServer, login
+from tests.annotate.conftest import ASSIGNMENT_RE, CSRF_RE, DATA, LiveServer, browser_login, login
+from tests.annotate.test_browser import browser  # noqa: F401  (the fixture)
 
 N_ROWS = 50_000
 
@@ -96,3 +97,49 @@ def test_server_answers_while_a_large_import_runs(db: Database, app: Any, tmp_pa
         assert s.scalar(select(func.count()).select_from(Label)) == 1
         seqs = s.scalars(select(Item.seq).order_by(Item.seq)).all()
     assert seqs == list(range(len(seqs)))  # import order kept, no gaps after the earlier import
+
+
+@pytest.mark.browser
+def test_project_page_follows_the_job_in_a_browser(db: Database, app: Any, browser: Any,  # noqa: F811
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """In chromium: the admin uploads a file on the project page, lands on it with the job running (the job
+    is held after reading), and, without touching the page, sees it end: app.js polls imports.json (allowed by
+    the CSP) and reloads once the job is done, so the result and the new item count show."""
+    pid = service.create_project(db, "pw", "pairwise", 2, "", 5)
+    _, token = service.add_user(db, "boss", "admin")
+    real = service.import_items
+    read_done, release = threading.Event(), threading.Event()
+
+    def gated(*args: Any, progress: Any = None, **kwargs: Any) -> Any:
+        def report(read: int, stored: int) -> None:
+            progress(read, stored)
+            if stored == 0:
+                read_done.set()
+                assert release.wait(120), "the test never released the import"
+        return real(*args, progress=report, **kwargs)
+
+    monkeypatch.setattr(service, "import_items", gated)
+    with LiveServer(app) as server:
+        context = browser.new_context()
+        page = context.new_page()
+        errors: list[str] = []  # script errors (a fetch the CSP blocked included) and failed requests
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" and "404" not in m.text else None)
+        page.on("response", lambda r: errors.append(r.url) if r.status >= 400 and "favicon" not in r.url else None)
+        browser_login(page, server.url, token)
+        page.goto(f"{server.url}/admin/p/{pid}")
+        page.set_input_files('input[name="file"]', files=[{"name": "pairwise.jsonl", "mimeType": "application/json",
+                                                           "buffer": (DATA / "pairwise.jsonl").read_bytes()}])
+        with page.expect_navigation():
+            page.click('form[action$="/import"] button[type=submit]')
+        try:
+            assert read_done.wait(60)
+            assert page.locator("#imports tr[data-job]").first.get_attribute("data-state") in ("queued", "running")
+        finally:
+            release.set()
+        page.wait_for_selector('#imports tr[data-state="done"]')  # after app.js's reload
+        assert "imported" in page.locator("#imports .result").first.inner_text()
+        prog = service.progress(db, pid)
+        assert prog["items"] + prog["gold_items"] == 4  # the file's rows, stored
+        assert page.locator("#overall").inner_text().startswith(f"{prog['items']} items ({prog['gold_items']} gold)")
+        assert errors == []
+        context.close()
