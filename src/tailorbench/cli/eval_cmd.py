@@ -59,6 +59,13 @@ def eval_command(
         None, help="rag setting: memory JSONL (user_id, id, text, ...); without it, persona facts are retrieved"),
     max_failed: float | None = typer.Option(
         None, "--max-failed", help=MAX_FAILED_HELP + " (with --resume: the run's own value unless given)"),
+    executor: str = typer.Option(
+        "local", help="where the judge runs: local (this process) or ray (workers on a Ray cluster, docs/scale.md)"),
+    ray_address: str | None = typer.Option(
+        None, help="--executor ray: the cluster (HOST:PORT, ray://HOST:PORT, auto); default $RAY_ADDRESS, else a "
+        "local one"),
+    executor_option: list[str] | None = typer.Option(
+        None, "--executor-option", help="KEY=VALUE for the executor (ray: workers, num_cpus, num_gpus, depth, ...)"),
     progress: bool = typer.Option(True, help="progress bar on stderr"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": results.json (a list of them for several)"),
 ) -> None:
@@ -94,6 +101,8 @@ def eval_command(
                 skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,  # type: ignore[arg-type]
                 judge_options=parse_pairs(judge_option, "--judge-option"), batch_size=batch_size,
                 setting_options=rag_options(retriever, top_k, memory), max_failed=check_max_failed(max_failed),
+                executor=executor, ray_address=ray_address,  # type: ignore[arg-type]
+                executor_options=parse_pairs(executor_option, "--executor-option"),
             )
             runs = api.evaluate(config, out, judges, settings, progress=progress)
         results = [load_results(r) for r in runs]

@@ -89,13 +89,16 @@ async def judge_pairs(
     out: Path,
     progress: Progress | None = None,
     stop: asyncio.Event | None = None,
-    max_inflight: int = 4,
+    max_inflight: int | None = None,
 ) -> list[dict[str, Any]]:
     """Judge every task and append `row(task, verdict, judge.spec)` to `out` (JSON lines) the moment its
     verdict lands (a streaming judge) or its batch lands (any other judge). Once `stop` is set nothing new
     starts; what is in flight is finished and written. An exception from the judge ends the loop, after every
-    finished verdict is written. Returns the rows written, in the order they were written."""
+    finished verdict is written. Returns the rows written, in the order they were written. Batches in flight:
+    `max_inflight`, else the judge's own `max_inflight` where it has one (an executor's workers x depth), else 4."""
     stop = stop or asyncio.Event()
+    if max_inflight is None:
+        max_inflight = int(getattr(judge, "max_inflight", 4))
     progress = progress or Progress(0, "", False)
     with out.open("ab") as handle:
         if isinstance(judge, StreamingJudge):

@@ -26,6 +26,7 @@ from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.datasets.rows import read_appended_jsonl
 from tailorbench.errors import ConfigError, DataError
+from tailorbench.evaluate.counters import add_counts
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
@@ -83,6 +84,13 @@ class EvalConfig:
     #: the run fails (exit code 3) when more than this share of its verdicts failed (calls that never returned
     #: a usable answer); not a property of the predictions, kept here so `--resume` applies the same rule
     max_failed: float = 0.0
+    #: where the judge's batches run: `local` (this process) or `ray` (actors on a Ray cluster,
+    #: evaluate/executors.py); not a property of the predictions, kept so that `--resume` runs the same way
+    executor: Literal["local", "ray"] = "local"
+    #: the Ray cluster (`HOST:PORT`, `ray://HOST:PORT`, `auto`); None: $RAY_ADDRESS, else a local one for the run
+    ray_address: str | None = None
+    #: the executor's options (`--executor-option KEY=VALUE`: workers, num_cpus, num_gpus, depth, ...)
+    executor_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -309,6 +317,9 @@ async def _run(
     judge: PairJudge | None,
 ) -> Path:
     config = validate_config(config)  # every option checked before anything is loaded or judged
+    if judge is not None and config.executor != "local":
+        raise ConfigError(f"--executor {config.executor} builds the judge on each worker from its spec: "
+                          "pass the spec (config.judge), not a judge object")
     check_writable("--out", out, directory=True)
     options = SettingOptions(config.persona_sections, config.setting_options)
     benchmark = benchmark or load_benchmark(config.data, skip_invalid=config.skip_invalid)
@@ -344,9 +355,7 @@ async def _run_locked(
              if (t.case.id, t.order) not in done]
     if before:
         _say_resumed(out, before, len(done), len(tasks))
-    judge = judge or make_judge(
-        config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options)
-    )
+    judge = judge or run_judge(config)
     manifest = _manifest(config, benchmark, cases, judge)
     manifest.config["resumed_with_done"] = len(done)
     _check_training_overlap(judge, cases, manifest)
@@ -399,6 +408,16 @@ async def _run_locked(
     write_json_atomic(out / MANIFEST, manifest.model_dump())
     finalize_run(out, None if done else written)
     return out
+
+
+def run_judge(config: EvalConfig) -> PairJudge:
+    """The run's judge: built here (`--executor local`), or a pool of workers that each build it on a Ray
+    cluster (`--executor ray`, evaluate/executors.py), which the judge loop drives the same way."""
+    from tailorbench.evaluate.executors import check_executor, make_ray_judge
+
+    options = JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options)
+    ray = check_executor(config.executor, config.ray_address, config.executor_options)
+    return make_judge(config.judge, options) if ray is None else make_ray_judge(config.judge, options, ray)
 
 
 def _check_training_overlap(judge: PairJudge, cases: Sequence[PairCase], manifest: RunManifest) -> None:
@@ -457,20 +476,6 @@ def _record_judge(manifest: RunManifest, judge: PairJudge, before: dict[str, Any
         manifest.config["call_stats"] = add_counts(earlier, stats) if isinstance(earlier, dict) else dict(stats)
     elif isinstance(earlier, dict):
         manifest.config["call_stats"] = earlier
-
-
-def add_counts(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Counters of two processes: numbers summed, nested dicts merged the same way, anything else from `b`."""
-    out = dict(a)
-    for key, value in b.items():
-        old = out.get(key)
-        if isinstance(value, dict) and isinstance(old, dict):
-            out[key] = add_counts(old, value)
-        elif isinstance(value, int | float) and isinstance(old, int | float) and not isinstance(value, bool):
-            out[key] = old + value
-        else:
-            out[key] = value if value is not None else old
-    return out
 
 
 def _announce_interrupted(out: Path, have: int, total: int) -> str:
@@ -553,6 +558,9 @@ def validate_config(config: EvalConfig) -> EvalConfig:
         skip_invalid=as_bool("--skip-invalid", config.skip_invalid),
         max_failed=check_max_failed(as_float("--max-failed", config.max_failed, minimum=0.0, maximum=1.0)),
     )
+    from tailorbench.evaluate.executors import check_executor
+
+    check_executor(config.executor, config.ray_address, config.executor_options)
     if top_k is not None:
         typed.setting_options = {**config.setting_options, "top_k": as_int("--top-k", top_k, minimum=1)}
     return typed
