@@ -109,12 +109,15 @@ def test_two_uses_of_one_link_at_once_log_in_once(db: Database) -> None:
 def test_links_expire(db: Database, app: Any) -> None:
     _, token = service.add_user(db, "ann", "annotator", link_days=2)
     assert _about(_user(db, "ann")["link_expires_at"], timedelta(days=2))
+    admin, _ = _admin(db, app)
+    assert "unused, valid until" in admin.get("/admin/users").text
     client = TestClient(app)
     page = client.get(f"/login/{token}")  # the page was opened while the link was live ...
     with db.session() as s:
         s.execute(update(User).where(User.name == "ann").values(link_expires_at=utcnow() - timedelta(seconds=1)))
     r = client.post(f"/login/{token}", data={"nonce": _nonce(page.text)}, follow_redirects=False)
     assert r.status_code == 403 and "expired" in r.text and _home(client) == 401  # ... and confirmed too late
+    assert "expired 20" in admin.get("/admin/users").text
     assert client.get(f"/login/{token}").status_code == 403
     with pytest.raises(service.ConfigError, match="at most 365 days"):
         service.rotate_link(db, "ann", link_days=400)
@@ -189,6 +192,8 @@ def test_deactivation_ends_sessions_at_once_and_releases_work(db: Database, app:
     # an admin cannot lock themselves out from the page
     r = admin.post("/admin/users/active", data={"csrf": admin_csrf, "name": "boss", "active": "0"})
     assert r.status_code == 422 and _user(db, "boss")["active"]
+    r = admin.post("/admin/users/link", data={"csrf": admin_csrf, "name": "boss"})
+    assert r.status_code == 422 and admin.get("/admin").status_code == 200  # still logged in
     # reactivated: a new link logs in and the annotator goes on
     assert admin.post("/admin/users/active", data={"csrf": admin_csrf, "name": "ann", "active": "1"}).status_code == 200
     r = admin.post("/admin/users/link", data={"csrf": admin_csrf, "name": "ann", "link_days": "1"})

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from tailorbench.annotate import service
+from tailorbench.annotate.models import utcnow
 from tailorbench.annotate.web.pages import Site
 from tailorbench.annotate.web.security import Denied
 from tailorbench.errors import TailorError
@@ -30,7 +31,8 @@ def router(site: Site) -> APIRouter:
 
     def users_page(request: Request, ident: service.Identity, **extra: Any) -> HTMLResponse:
         ctx = {"me": ident, "users": service.list_users(db), "projects": service.list_projects(db),
-               "link": None, "link_name": "", "message": "", "link_days": service.LINK_DAYS, **extra}
+               "link": None, "link_name": "", "message": "", "link_days": service.LINK_DAYS,
+               "now": utcnow().isoformat(), **extra}
         return site.page(request, "admin_users.html", ctx)
 
     async def admin_form(request: Request) -> tuple[service.Identity, dict[str, str]]:
@@ -65,6 +67,8 @@ def router(site: Site) -> APIRouter:
         """A new link for an account (a lost cookie, a new browser): the old link and its sessions end."""
         ident, form = await admin_form(request)
         name = form.get("name", "")
+        if name == ident.name:  # a new link ends the account's sessions: this one too
+            raise Denied(422, "A new link for your own account would log you out here (use the command line).")
         try:
             token = service.rotate_link(db, name, _link_days(form))
         except TailorError as exc:
