@@ -269,11 +269,11 @@ IMPORT_BATCH = 1000
 def import_items(db: Database, project: str | int, path: str | Path, fmt: str = "auto",
                  progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Read and check the whole file, then insert every item in one transaction (all or nothing).
-    `progress(rows read, rows stored)` is called once the file is read and checked (nothing stored yet, no
-    transaction open) and after every batch of `IMPORT_BATCH` stored rows."""
+    `progress(rows read, rows stored)` is called while the file is read, once it is read and checked (nothing
+    stored yet, no transaction open) and after every batch of `IMPORT_BATCH` stored rows."""
     with db.session() as s:
         task = tasks.task_type(_project(s, project).task_type)
-    used, items = read_import(path, task, fmt)
+    used, items = read_import(path, task, fmt, None if progress is None else lambda n: progress(n, 0))
     if progress is not None:
         progress(len(items), 0)
     source = Path(path).name
