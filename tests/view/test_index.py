@@ -141,6 +141,10 @@ def test_bundle_writes_the_data_as_scripts(runs: Runs, tmp_path: Path) -> None:
     page = (out / "index.html").read_text(encoding="utf-8")
     # the reports' own tables (one rendering): the pairwise leaderboard, gen-eval's and the stage reports'
     assert "Length-controlled view" in page and "Stage 2" in page and "Win rates" in page
+    # no secret of a manifest reaches any file of the site
+    for path in out.iterdir():
+        text = path.read_text(encoding="utf-8")
+        assert "SECRET123" not in text and "hunter2" not in text, path.name
     # model text never reaches the page's HTML: it is in the data scripts, escaped for a script context
     assert XSS not in page and "</script><img" not in (out / "text-0-0.js").read_text(encoding="utf-8")
 
@@ -170,3 +174,17 @@ def test_tailor_view_serves_until_stopped(runs: Runs) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_run_whose_data_is_gone_is_shown_without_case_text(runs: Runs, tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "moved"
+    shutil.copytree(runs.longer, run)
+    (run / INDEX).unlink(missing_ok=True)
+    manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    manifest["data"] = str(tmp_path / "gone.jsonl")
+    (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    index = load_index(run)
+    assert "could not be read" in index["data_note"] and len(index["preds"]["case"]) == len(runs.predictions(run))
+    assert all(text[0] is None for text in index["text"]["cases"])
