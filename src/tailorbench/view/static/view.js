@@ -342,7 +342,8 @@
   function renderCase(params) {
     var root = clear($("#case")), id = params.get("id") || "";
     var holders = RUNS.filter(function (r) { return r.preds && caseIndex(r).has(id); });
-    var first = DATA[params.get("run")] && caseIndex(DATA[params.get("run")]).has(id) ? DATA[params.get("run")] : holders[0];
+    var named = RUNS.filter(function (r) { return String(r.number) === params.get("run"); })[0];
+    var first = named && holders.indexOf(named) >= 0 ? named : holders[0];
     if (!first) { root.appendChild(el("p", {text: "No run holds the case " + id + "."})); return; }
     var at = caseIndex(first).get(id), c = first.cases, user = first.names.user[c.user[at]];
     root.appendChild(el("h2", {text: "Case " + id}));
@@ -420,8 +421,11 @@
     var root = clear($("#compare"));
     var pairwise = RUNS.filter(function (r) { return r.preds; });
     if (pairwise.length < 2) { root.appendChild(el("p", {text: "Open two runs or more to compare them."})); return; }
-    var a = DATA[params.get("a") || pairwise[0].number], b = DATA[params.get("b") || pairwise[1].number];
-    if (!a || !b || !a.preds || !b.preds) { root.appendChild(el("p", {text: "Pick two runs."})); return; }
+    var pick = function (key, fallback) {
+      return pairwise.filter(function (r) { return String(r.number) === (params.get(key) || String(fallback)); })[0];
+    };
+    var a = pick("a", pairwise[0].number), b = pick("b", pairwise[1].number);
+    if (!a || !b) { root.appendChild(el("p", {text: "Pick two runs."})); return; }
     $("#compare-a").value = String(a.number); $("#compare-b").value = String(b.number);
     if (a === b) { root.appendChild(el("p", {text: "Pick two different runs."})); return; }
     if (a.kind !== b.kind) {
