@@ -188,3 +188,12 @@ def test_a_run_whose_data_is_gone_is_shown_without_case_text(runs: Runs, tmp_pat
     index = load_index(run)
     assert "could not be read" in index["data_note"] and len(index["preds"]["case"]) == len(runs.predictions(run))
     assert all(text[0] is None for text in index["text"]["cases"])
+
+
+def test_the_script_writes_no_html() -> None:
+    """Every text reaches the page through textContent: the viewer's script has no HTML sink at all."""
+    from importlib import resources
+
+    script = (resources.files("tailorbench.view") / "static" / "view.js").read_text(encoding="utf-8")
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+        assert sink not in script, sink
