@@ -176,6 +176,8 @@ class RayJudgePool:
             self._shutdown(ray)
             raise
         self._nodes = {info["node"] for info in infos}
+        #: the first workers' process ids (what a benchmark reads their CPU time by)
+        self.worker_pids = [int(info["pid"]) for info in infos]
         first = infos[0]
         self._inner_batch = int(first["batch_size"])
         explicit = (options.batch_size is not None or "batch_size" in options.extra
