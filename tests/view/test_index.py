@@ -197,3 +197,18 @@ def test_the_script_writes_no_html() -> None:
     script = (resources.files("tailorbench.view") / "static" / "view.js").read_text(encoding="utf-8")
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
         assert sink not in script, sink
+
+
+def test_a_torn_last_line_is_left_out_and_left_alone(runs: Runs, tmp_path: Path) -> None:
+    """A run being written (or killed mid-line): the viewer reads the whole lines and never changes the file."""
+    import shutil
+
+    run = tmp_path / "torn"
+    shutil.copytree(runs.longer, run)
+    path = run / "predictions.jsonl"
+    torn = path.read_bytes() + b'{"case_id": "c99", "ord'
+    path.write_bytes(torn)
+    index = load_index(run)
+    assert len(index["preds"]["case"]) == len(runs.predictions(runs.longer))
+    assert path.read_bytes() == torn
+    assert "The report could not be computed" in index["report"] and "malformed JSON" in index["report"]

@@ -199,6 +199,13 @@ def _human(meta: Mapping[str, Any]) -> Any:
     return None
 
 
+def _whole_lines(path: Path) -> bytes:
+    """A file a run appends to, up to its last newline: the line a running or killed process is writing is left
+    out (and left as it is: the viewer never changes a run directory)."""
+    data = path.read_bytes()
+    return data[: data.rfind(b"\n") + 1]
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -302,10 +309,13 @@ def _case_text(builder: _Builder, found: Mapping[str, Any], answers: Mapping[str
 
 
 def _pairwise_index(run_dir: Path) -> dict[str, Any]:
-    from tailorbench.evaluate.results import read_manifest, read_predictions
+    from tailorbench.evaluate.results import parse_predictions, read_manifest
 
     manifest = read_manifest(run_dir)
-    predictions = read_predictions(run_dir)
+    path = run_dir / "predictions.jsonl"
+    if not path.is_file():
+        raise DataError(path, None, None, "not a run directory: predictions.jsonl is missing")
+    predictions = parse_predictions(path, _whole_lines(path))
     overlap: Mapping[str, str] = manifest.get("tier_overlap") or {}
     block = (manifest.get("config") or {}).get("training_overlap")
     classes: Mapping[str, str] | None = (block.get("cases") or {}) if isinstance(block, dict) else None
@@ -333,12 +343,15 @@ def _pairwise_index(run_dir: Path) -> dict[str, Any]:
 
 
 def _geneval_index(run_dir: Path) -> dict[str, Any]:
-    from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
+    from tailorbench.datasets.rows import InvalidRows, parse_jsonl
+    from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE
     from tailorbench.geneval.run import VERDICTS
 
+    def rows(path: Path) -> list[dict[str, Any]]:
+        return [row for _, row in parse_jsonl(path, _whole_lines(path), InvalidRows())] if path.is_file() else []
+
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    generations = read_rows(run_dir / GENERATIONS) if (run_dir / GENERATIONS).is_file() else []
-    verdicts = read_rows(run_dir / VERDICTS) if (run_dir / VERDICTS).is_file() else []
+    generations, verdicts = rows(run_dir / GENERATIONS), rows(run_dir / VERDICTS)
     answers: dict[str, dict[str, str]] = {}
     for row in generations:
         answers.setdefault(str(row["case_id"]), {})[str(row.get("role"))] = str(row.get("answer") or "")

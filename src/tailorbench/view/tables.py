@@ -21,7 +21,17 @@ def page_body(page: str) -> str:
 
 
 def report_body(kind: str, run_dirs: Sequence[Path]) -> str:
-    """The merged report of runs of one kind, as `tailor report RUN...` renders it in report.html."""
+    """The merged report of runs of one kind, as `tailor report RUN...` renders it in report.html; a run the
+    report refuses (e.g. a torn last line, which only `--resume` may cut) gets its error instead."""
+    from tailorbench.errors import TailorError
+
+    try:
+        return _report_body(kind, run_dirs)
+    except TailorError as exc:
+        return f"<p class='warn'>The report could not be computed: {html.escape(str(exc))}</p>"
+
+
+def _report_body(kind: str, run_dirs: Sequence[Path]) -> str:
     if kind == "gen-eval":
         from tailorbench.geneval.report import render_html
         from tailorbench.geneval.results import load_results as load_gen
