@@ -127,6 +127,9 @@ def test_quota_completion_and_consent(db: Database, app: Any, tmp_path: Path) ->
     pid = _project(db, tmp_path)
     sid, secret = studies.create_study(db, "crowd", quota=3, max_participants=5, completion_code="CODE-1")
     part = _enter(app, secret, "5f0c0ffee0c0ffee0c0ffee0", pid)
+    aid, _ = part.current()
+    for page in (part.page(), part.client.get(f"/a/{aid}")):  # their place counts down from the quota
+        assert 'id="place-total">3<' in page.text and 'id="place-remaining">2<' in page.text
     n, last = _label_until_done(part)
     assert n == 3  # the quota, though 8 items are there
     # the last submission answers with a page that moves on to the completion page, and that to the platform

@@ -208,7 +208,7 @@ def release_timed_out(s: Session, study: Study, returned: Sequence[str] = ()) ->
             out["returned"] += 1
     cutoff = now - timedelta(minutes=study.time_limit_min)
     for part in s.scalars(select(Participant).where(Participant.study_id == study.id, Participant.status == "active",
-                                                    Participant.started_at <= cutoff)):
+                                                    Participant.started_at <= cutoff)).all():
         out["released"] += _leave(s, part, "timed_out")
         out["timed_out"] += 1
     return out
@@ -412,6 +412,21 @@ def next_assignment(s: Session, user_id: int, project_id: int) -> service.Curren
         if current is None:
             return _exit(s, study, part, "finished")
     return current
+
+
+def quota(s: Session, user_id: int, project_id: int) -> int | None:
+    """A participant's quota in `project_id` (what their task pages count down from); None for anyone else."""
+    return s.scalar(select(Study.quota).join(Participant, Participant.study_id == Study.id)
+                    .where(Participant.user_id == user_id, Study.project_id == project_id))
+
+
+def assignment_quota(s: Session, role: str, assignment_id: int) -> int | None:
+    """`quota` of the participant holding `assignment_id` (None, and no query, for other roles)."""
+    if role != ROLE:
+        return None
+    return s.scalar(select(Study.quota).join(Participant, Participant.study_id == Study.id)
+                    .join(Assignment, Assignment.user_id == Participant.user_id)
+                    .where(Assignment.id == assignment_id, Assignment.project_id == Study.project_id))
 
 
 def exit_url(s: Session, user_id: int) -> str | None:

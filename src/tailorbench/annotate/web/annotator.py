@@ -39,7 +39,8 @@ def router(site: Site) -> APIRouter:
         with site.tx() as s:
             ident = site.who(s, request)
             try:
-                ctx = service.assignment_view(s, ident.user_id, assignment_id)
+                ctx = service.assignment_view(s, ident.user_id, assignment_id,
+                                              quota=studies.assignment_quota(s, ident.role, assignment_id))
             except service.NotFound:
                 raise Denied(404, "No such assignment.") from None
         if ctx["assignment"]["done"]:

@@ -51,7 +51,8 @@ def current_page(site: Site, request: Request, ident: service.Identity, project_
         if step is None:
             counts = service.my_counts(s, ident.user_id, project_id)
         elif isinstance(step, service.Current):
-            ctx = service.assignment_view(s, ident.user_id, step.id, step.done_count)
+            ctx = service.assignment_view(s, ident.user_id, step.id,
+                                          quota=studies.quota(s, ident.user_id, project_id))
     if step is None:
         return site.done_page(request, ident, project_id, counts)
     if isinstance(step, studies.Exit):
