@@ -223,6 +223,11 @@ def test_gen_eval_case_shows_generated_beside_reference_with_both_orders(page: A
     winners = {v["order"]: v["winner"] for v in verdicts if v["case_id"] == case}
     for order, winner in winners.items():
         assert (winner or "") in page.locator(f"[data-verdict='2-{order}']").inner_text()
+    assert page.locator("[data-verdict^='0-']").count() == 0
+    # the pairwise runs judged other answers to the same question: their verdicts are on their own case page
+    _open(page, served + f"#/case?run=0&id={case}")
+    page.wait_for_selector("[data-verdict='0-AB']")
+    assert page.locator("[data-verdict^='2-']").count() == 0
     _open(page, served + "#/cases?run=2")
     assert _count(page) == len(verdicts)
 

@@ -212,3 +212,14 @@ def test_a_torn_last_line_is_left_out_and_left_alone(runs: Runs, tmp_path: Path)
     assert len(index["preds"]["case"]) == len(runs.predictions(runs.longer))
     assert path.read_bytes() == torn
     assert "The report could not be computed" in index["report"] and "malformed JSON" in index["report"]
+
+
+def test_a_host_that_is_not_loopback_is_served_with_the_flag_and_a_warning(
+        runs: Runs, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="tailorbench"):
+        viewer = tb.view([runs.longer], host="0.0.0.0", allow_remote=True)
+    try:
+        assert viewer.url.startswith("http://0.0.0.0:")
+        assert any("not loopback" in r.getMessage() for r in caplog.records)
+    finally:
+        viewer.stop()

@@ -345,6 +345,10 @@
     var named = RUNS.filter(function (r) { return String(r.number) === params.get("run"); })[0];
     var first = named && holders.indexOf(named) >= 0 ? named : holders[0];
     if (!first) { root.appendChild(el("p", {text: "No run holds the case " + id + "."})); return; }
+    // the verdicts of the runs that judged this very case: same kind (same two answers) and same data
+    holders = holders.filter(function (r) {
+      return r.kind === first.kind && r.manifest.dataset_fingerprint === first.manifest.dataset_fingerprint;
+    });
     var at = caseIndex(first).get(id), c = first.cases, user = first.names.user[c.user[at]];
     root.appendChild(el("h2", {text: "Case " + id}));
     var facts = [["split", first.names.split[c.split[at]]], ["tier", first.names.tier[c.tier[at]]],
