@@ -228,7 +228,7 @@ def study_create(project: str, quota: int, max_participants: int, completion_cod
                  screenout_code: str | None = None, screenout_gold_below: float | None = None,
                  screenout_after_gold: int = 2, time_limit_min: int = 60, completion_url: str | None = None,
                  param_id: str = "PROLIFIC_PID", param_study: str = "STUDY_ID", param_session: str = "SESSION_ID",
-                 base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
+                 consent: str = "", base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
                  db: str | None = None) -> CrowdStudy:
     """`tailor annotate study create PROJECT --quota N --max-participants M --completion-code CODE`: open the
     project to a crowd platform; the study URL to give the platform is in the result (shown once)."""
@@ -242,7 +242,7 @@ def study_create(project: str, quota: int, max_participants: int, completion_cod
     store = database(directory, db)
     sid, secret = studies.create_study(store, project, quota, max_participants, completion_code, screenout_code,
                                        screenout_gold_below, screenout_after_gold, time_limit_min,
-                                       completion_url or studies.PROLIFIC_COMPLETION_URL, params)
+                                       completion_url or studies.PROLIFIC_COMPLETION_URL, params, consent)
     row = next(s for s in studies.list_studies(store) if s["id"] == sid)
     return CrowdStudy.model_validate({**row, "link": studies.study_url(base_url, secret, params)})
 

@@ -361,6 +361,7 @@ class CrowdStudy(Output):
     screenout_gold_below: float | None = None
     screenout_after_gold: int | None = None
     params: list[str] = []
+    consent: str | None = None
     participants: dict[str, int] = {}
     link: str | None = None
 

@@ -149,11 +149,13 @@ def test_quota_completion_and_consent(db: Database, app: Any, tmp_path: Path) ->
 
 def test_consent_is_required_and_bound_to_the_browser(db: Database, app: Any, tmp_path: Path) -> None:
     pid = _project(db, tmp_path)
-    _, secret = studies.create_study(db, "crowd", quota=2, max_participants=5, completion_code="C")
+    _, secret = studies.create_study(db, "crowd", quota=2, max_participants=5, completion_code="C",
+                                     consent="<b>Ethics</b> approval 42; contact the researcher via the platform.")
     client = TestClient(app)
     query = _query("p1")
     r = _consent_page(client, secret, query)
     assert "up to <b>2</b>" in r.text and "Pick the answer that fits the person." in r.text
+    assert "&lt;b&gt;Ethics&lt;/b&gt; approval 42" in r.text  # the researcher's text, as text
     assert "samesite=strict" in r.headers["set-cookie"].lower()
     nonce = NONCE_RE.search(r.text)
     assert nonce is not None
@@ -341,10 +343,13 @@ def test_study_verbs(tmp_path: Path) -> None:
     d = str(tmp_path / "ann")
     assert runner.invoke(cli_app, ["annotate", "project", "create", "crowd", "--task", "pairwise", "--dir", d]
                          ).exit_code == 0
+    (tmp_path / "consent.txt").write_text("Approved by the ethics board (ref. 42).", encoding="utf-8")
     r = runner.invoke(cli_app, ["annotate", "study", "create", "crowd", "--quota", "5", "--max-participants", "20",
-                                "--completion-code", "C0DE", "--time-limit-min", "45", "--dir", d, "--json"])
+                                "--completion-code", "C0DE", "--time-limit-min", "45", "--consent",
+                                f"@{tmp_path / 'consent.txt'}", "--dir", d, "--json"])
     assert r.exit_code == 0, r.output
     made = json.loads(r.output)
+    assert made["consent"] == "Approved by the ethics board (ref. 42)."
     assert re.fullmatch(r"http://127\.0\.0\.1:8000/s/[\w-]+\?PROLIFIC_PID=\{\{%PROLIFIC_PID%\}\}"
                         r"&STUDY_ID=\{\{%STUDY_ID%\}\}&SESSION_ID=\{\{%SESSION_ID%\}\}", made["link"])
     assert made["quota"] == 5 and made["completion_url"] == studies.PROLIFIC_COMPLETION_URL

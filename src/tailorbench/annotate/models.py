@@ -164,6 +164,8 @@ class Study(Base):
     param_id: Mapped[str] = mapped_column(String(100))
     param_study: Mapped[str] = mapped_column(String(100))
     param_session: Mapped[str] = mapped_column(String(100))
+    #: the researcher's own consent and information text, shown on the consent page above the service's
+    consent: Mapped[str] = mapped_column(Text, default="")
     is_open: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

@@ -50,6 +50,7 @@ STATUSES = ("active", "finished", "screened_out", "timed_out", "returned")
 EXTERNAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,99}")
 _PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")
 _CODE = re.compile(r"[A-Za-z0-9_-]{1,100}")
+MAX_CONSENT = 20_000
 
 
 class Refused(Exception):
@@ -91,9 +92,10 @@ def create_study(db: Database, project: str | int, quota: int, max_participants:
                  screenout_code: str | None = None, screenout_gold_below: float | None = None,
                  screenout_after_gold: int = 2, time_limit_min: int = 60,
                  completion_url: str = PROLIFIC_COMPLETION_URL,
-                 params: Sequence[str] = PROLIFIC_PARAMS) -> tuple[int, str]:
+                 params: Sequence[str] = PROLIFIC_PARAMS, consent: str = "") -> tuple[int, str]:
     """Open a study on `project`; returns (study id, link secret). The secret is shown once, stored hashed.
-    `params`: the URL parameter names of the participant id, the platform's study id and session id."""
+    `params`: the URL parameter names of the participant id, the platform's study id and session id;
+    `consent`: the researcher's consent and information text (the consent page shows it first)."""
     if quota < 1 or max_participants < 1 or time_limit_min < 1:
         raise ConfigError("--quota, --max-participants and --time-limit-min must be at least 1")
     completion_code = _check_code("--completion-code", completion_code)
@@ -103,6 +105,8 @@ def create_study(db: Database, project: str | int, quota: int, max_participants:
         screenout_code = _check_code("--screenout-code", screenout_code)
     if screenout_gold_below is not None and not 0.0 < screenout_gold_below <= 1.0:
         raise ConfigError(f"--screenout-gold-below: a gold score in (0, 1], got {screenout_gold_below}")
+    if len(consent) > MAX_CONSENT:
+        raise ConfigError(f"--consent: at most {MAX_CONSENT} characters, got {len(consent)}")
     if screenout_after_gold < 1:
         raise ConfigError("--screenout-after-gold must be at least 1")
     if not completion_url.startswith(("https://", "http://")):
@@ -116,7 +120,8 @@ def create_study(db: Database, project: str | int, quota: int, max_participants:
                       max_participants=max_participants, time_limit_min=time_limit_min,
                       completion_url=completion_url, completion_code=completion_code, screenout_code=screenout_code,
                       screenout_gold_below=screenout_gold_below, screenout_after_gold=screenout_after_gold,
-                      param_id=params[0], param_study=params[1], param_session=params[2], is_open=True)
+                      param_id=params[0], param_study=params[1], param_session=params[2],
+                      consent=consent.strip(), is_open=True)
         s.add(study)
         s.flush()
         return study.id, secret
@@ -158,7 +163,7 @@ def describe(study: Study) -> dict[str, Any]:
             "completion_url": study.completion_url, "completion_code": study.completion_code,
             "screenout_code": study.screenout_code, "screenout_gold_below": study.screenout_gold_below,
             "screenout_after_gold": study.screenout_after_gold,
-            "params": [study.param_id, study.param_study, study.param_session]}
+            "params": [study.param_id, study.param_study, study.param_session], "consent": study.consent}
 
 
 def close_study(db: Database, study_id: int) -> dict[str, Any]:

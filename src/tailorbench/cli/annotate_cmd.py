@@ -225,6 +225,8 @@ def study_create(
     param_study: str = typer.Option("STUDY_ID", "--param-study", help="URL parameter of the platform's study id."),
     param_session: str = typer.Option("SESSION_ID", "--param-session",
                                       help="URL parameter of the platform's session id."),
+    consent: str = typer.Option("", "--consent", help="Your consent and information text, or @FILE to read it "
+                                "(the consent page shows it first)."),
     base_url: str = _BASE,
     directory: Path = _DIR,
     db: str | None = _DB,
@@ -232,9 +234,10 @@ def study_create(
 ) -> None:
     """Open a project to a crowd platform and print the study URL to give it (shown once)."""
     with user_errors():
+        text = Path(consent[1:]).read_text(encoding="utf-8") if consent.startswith("@") else consent
         _emit(_twins().study_create(project, quota, max_participants, completion_code, screenout_code,
                                     screenout_gold_below, screenout_after_gold, time_limit_min, completion_url,
-                                    param_id, param_study, param_session, base_url, directory, db), json_out)
+                                    param_id, param_study, param_session, text, base_url, directory, db), json_out)
 
 
 @study_app.command("list")

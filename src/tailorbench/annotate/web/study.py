@@ -90,7 +90,8 @@ def router(site: Site) -> APIRouter:
                 mine = studies.check_entry(s, study, ids, ident.user_id if ident else None)
                 project = service._project(s, study.project_id)
                 info = {"project": project.name, "instructions": project.instructions, "quota": study.quota,
-                        "time_limit_min": study.time_limit_min, "external_id": ids.external_id}
+                        "time_limit_min": study.time_limit_min, "external_id": ids.external_id,
+                        "consent": study.consent}
         except studies.Refused as exc:
             return refused_page(site, request, exc)
         if mine is not None:  # their own browser: straight back to their work

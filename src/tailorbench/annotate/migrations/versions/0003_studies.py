@@ -37,6 +37,7 @@ def upgrade() -> None:
         sa.Column("param_id", sa.String(100), nullable=False),
         sa.Column("param_study", sa.String(100), nullable=False),
         sa.Column("param_session", sa.String(100), nullable=False),
+        sa.Column("consent", sa.Text, nullable=False),
         sa.Column("is_open", sa.Boolean, nullable=False),
         _ts("created_at"),
     )
