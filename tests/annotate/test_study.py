@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -189,6 +190,30 @@ def test_participant_cap(db: Database, app: Any, tmp_path: Path) -> None:
     assert r.status_code == 403 and "Study full" in r.text and COOKIE not in r.cookies
     r = _consent_page(TestClient(app), secret, _query("p4"))
     assert r.status_code == 403 and "This study is full" in r.text
+    with db.session() as s:
+        assert s.scalar(select(func.count()).select_from(Participant)) == 2
+
+
+def test_cap_holds_when_participants_enter_at_once(db: Database, app: Any, tmp_path: Path) -> None:
+    _project(db, tmp_path)
+    _, secret = studies.create_study(db, "crowd", quota=2, max_participants=2, completion_code="C")
+    forms = []
+    for i in range(6):  # six browsers on the consent page while the places are free
+        client = TestClient(app)
+        nonce = NONCE_RE.search(_consent_page(client, secret, _query(f"p{i}")).text)
+        assert nonce is not None
+        forms.append((client, f"/s/{secret}?{_query(f'p{i}')}", nonce.group(1)))
+    codes: list[int] = []
+
+    def accept(client: TestClient, url: str, nonce: str) -> None:
+        codes.append(client.post(url, data={"nonce": nonce, "consent": "yes"}, follow_redirects=False).status_code)
+
+    threads = [threading.Thread(target=accept, args=form) for form in forms]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(codes) == [303, 303, 403, 403, 403, 403]
     with db.session() as s:
         assert s.scalar(select(func.count()).select_from(Participant)) == 2
 
