@@ -51,7 +51,7 @@ def annotator_quality(db: Database, project: str | int) -> dict[str, dict[str, A
     share with at least one other annotator), `kappa` (None below MIN_SHARED shared items or undefined),
     `gold_items` and `gold_agreement` (share matching; None without gold labels)."""
     with db.session() as s:
-        p = service._project(s, project)
+        p = service.find_project(s, project)
         task = tasks.task_type(p.task_type)
         rows = s.execute(
             select(User.name, Item.ext_id, Item.is_gold, Item.gold, Label.value, Label.duration_ms)

@@ -27,7 +27,18 @@ from tailorbench.agreement.ratings import Rating, RatingSet, write_ratings_jsonl
 from tailorbench.annotate import counts, statements, tasks
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.importer import read_import
-from tailorbench.annotate.models import Assignment, Item, Label, Member, Project, User, WebSession, utcnow
+from tailorbench.annotate.models import (
+    Assignment,
+    Item,
+    Label,
+    Member,
+    Participant,
+    Project,
+    Study,
+    User,
+    WebSession,
+    utcnow,
+)
 from tailorbench.errors import ConfigError, DataError, TailorError
 
 SESSION_DAYS = 30
@@ -81,7 +92,7 @@ def add_user(db: Database, name: str, role: str = "annotator", projects: list[st
         s.add(user)
         s.flush()
         for pname in projects or []:
-            s.add(Member(project_id=_project(s, pname).id, user_id=user.id))
+            s.add(Member(project_id=find_project(s, pname).id, user_id=user.id))
         return user.id, token
 
 
@@ -146,7 +157,7 @@ def list_users(db: Database) -> list[dict[str, Any]]:
 
 def add_member(db: Database, project: str | int, user: str) -> None:
     with db.session() as s:
-        p = _project(s, project)
+        p = find_project(s, project)
         u = s.scalar(select(User).where(User.name == user))
         if u is None:
             raise NotFound(f"no user {user!r}")
@@ -224,7 +235,8 @@ def logout(s: Session, session_hash: str) -> None:
 # --- projects and imports ---------------------------------------------------------------------------
 
 
-def _project(s: Session, name_or_id: str | int) -> Project:
+def find_project(s: Session, name_or_id: str | int) -> Project:
+    """A project by name or id, or NotFound."""
     if isinstance(name_or_id, int):
         p = s.get(Project, name_or_id)
     else:
@@ -272,13 +284,13 @@ def import_items(db: Database, project: str | int, path: str | Path, fmt: str = 
     `progress(rows read, rows stored)` is called while the file is read, once it is read and checked (nothing
     stored yet, no transaction open) and after every batch of `IMPORT_BATCH` stored rows."""
     with db.session() as s:
-        task = tasks.task_type(_project(s, project).task_type)
+        task = tasks.task_type(find_project(s, project).task_type)
     used, items = read_import(path, task, fmt, None if progress is None else lambda n: progress(n, 0))
     if progress is not None:
         progress(len(items), 0)
     source = Path(path).name
     with db.session() as s:
-        p = s.get(Project, _project(s, project).id, with_for_update=True)
+        p = s.get(Project, find_project(s, project).id, with_for_update=True)
         assert p is not None
         ids = [it.ext_id for it in items]
         existing: set[str] = set()
@@ -437,7 +449,7 @@ def release_stale(db: Database, project: str | int, older_than_s: float) -> int:
     slot of N); the items go back to the queue. Finished work is never touched. Returns how many."""
     cutoff = utcnow() - timedelta(seconds=older_than_s)
     with db.session() as s:
-        p = _project(s, project)
+        p = find_project(s, project)
         s.execute(select(Project.id).where(Project.id == p.id).with_for_update())
         stale = s.scalars(select(Assignment).where(Assignment.project_id == p.id, Assignment.done.is_(False),
                                                    Assignment.created_at < cutoff)).all()
@@ -510,7 +522,7 @@ def task_view(assignment_id: int, done: bool, project_row: Any, ext_id: str, pay
 def progress(db: Database, project: str | int) -> dict[str, Any]:
     """Progress of a project overall and per annotator, with each annotator's gold score."""
     with db.session() as s:
-        p = _project(s, project)
+        p = find_project(s, project)
         n_items = s.scalar(select(func.count()).select_from(Item).where(Item.project_id == p.id,
                                                                         Item.is_gold.is_(False))) or 0
         n_gold = s.scalar(select(func.count()).select_from(Item).where(Item.project_id == p.id,
@@ -562,7 +574,7 @@ def progress(db: Database, project: str | int) -> dict[str, Any]:
 def ratings(db: Database, project: str | int, include_gold: bool = False) -> RatingSet:
     """The project's labels in the long rating format (rater = annotator name, group = human)."""
     with db.session() as s:
-        p = _project(s, project)
+        p = find_project(s, project)
         q = (select(Item.ext_id, User.name, Label.value).join(Item, Item.id == Label.item_id)
              .join(User, User.id == Label.user_id).where(Label.project_id == p.id).order_by(Item.seq, User.name))
         if not include_gold:
@@ -580,7 +592,7 @@ def agreement_so_far(db: Database, project: str | int, resamples: int = 200) -> 
     from tailorbench.agreement.report import AgreeOptions, agreement_report
 
     with db.session() as s:
-        task = tasks.task_type(_project(s, project).task_type)
+        task = tasks.task_type(find_project(s, project).task_type)
     rs = ratings(db, project)
     per_item = Counter(r.item for r in rs.ratings)
     if len({r.rater for r in rs.ratings}) < 2 or not any(n >= 2 for n in per_item.values()):
@@ -594,7 +606,7 @@ def agreement_so_far(db: Database, project: str | int, resamples: int = 200) -> 
 
 def flagged(db: Database, project: str | int) -> list[dict[str, Any]]:
     with db.session() as s:
-        p = _project(s, project)
+        p = find_project(s, project)
         q = (select(Item.ext_id, User.name, Label.note, Label.submitted_at).join(Item, Item.id == Label.item_id)
              .join(User, User.id == Label.user_id).where(Label.project_id == p.id, Label.flagged.is_(True))
              .order_by(Label.submitted_at))
@@ -604,7 +616,7 @@ def flagged(db: Database, project: str | int) -> list[dict[str, Any]]:
 def items_records(db: Database, project: str | int) -> list[dict[str, Any]]:
     """The project's items as imported (pairwise: the items format `tailor tiers --items` reads)."""
     with db.session() as s:
-        p = _project(s, project)
+        p = find_project(s, project)
         out = []
         for item in s.scalars(select(Item).where(Item.project_id == p.id).order_by(Item.seq)):
             rec = dict(item.payload)
@@ -614,13 +626,25 @@ def items_records(db: Database, project: str | int) -> list[dict[str, Any]]:
         return out
 
 
+NO_PLATFORM_IDS: dict[str, str | None] = {"external_id": None, "external_study_id": None,
+                                          "external_session_id": None}
+
+
+def platform_ids(s: Session, project_id: int) -> dict[int, dict[str, str | None]]:
+    """{user id: external_id, external_study_id, external_session_id} of the project's study participants,
+    for the exports."""
+    q = (select(Participant.user_id, Participant.external_id, Participant.external_study_id,
+                Participant.external_session_id).join(Study, Study.id == Participant.study_id)
+         .where(Study.project_id == project_id))
+    return {uid: {"external_id": e, "external_study_id": st, "external_session_id": se}
+            for uid, e, st, se in s.execute(q)}
+
+
 def raw_labels(db: Database, project: str | int) -> list[dict[str, Any]]:
     """Every label with what the long format cannot hold: shown order, notes, flags, timing, gold, and a crowd
     study participant's platform ids (`external_id`, `external_study_id`, `external_session_id`; None else)."""
-    from tailorbench.annotate.studies import NO_PLATFORM_IDS, platform_ids  # studies builds on this module
-
     with db.session() as s:
-        p = _project(s, project)
+        p = find_project(s, project)
         task = tasks.task_type(p.task_type)
         crowd = platform_ids(s, p.id)
         q = (select(Label, Item, User, Assignment).join(Item, Item.id == Label.item_id)
@@ -665,7 +689,7 @@ def export(db: Database, project: str | int, out_dir: str | Path, include_gold: 
     files = ["ratings.jsonl", "ratings.csv", "items.jsonl", "labels.jsonl"]
     summary: dict[str, Any] = {"out": str(out), "ratings": len(rs.ratings), "items": len(items)}
     with db.session() as s:
-        p = _project(s, project)
+        p = find_project(s, project)
         task, n = tasks.task_type(p.task_type), p.n_per_item
     summary.update(task.export_extra(out, rs, tasks.ExportOptions(n, min_ratings, easy, medium)))
     files += task.export_files

@@ -115,7 +115,7 @@ def create_study(db: Database, project: str | int, quota: int, max_participants:
         raise ConfigError(f"the URL parameter names are three distinct names (id, study, session), got {params!r}")
     secret = secrets.token_urlsafe(24)
     with db.session() as s:
-        p = service._project(s, project)
+        p = service.find_project(s, project)
         study = Study(project_id=p.id, secret_hash=secret_hash(secret), quota=quota,
                       max_participants=max_participants, time_limit_min=time_limit_min,
                       completion_url=completion_url, completion_code=completion_code, screenout_code=screenout_code,
@@ -459,15 +459,6 @@ def submit_and_next(db: Database, user_id: int, assignment_id: int, form: Mappin
     return Result(got.project_id, None)
 
 
-NO_PLATFORM_IDS: dict[str, str | None] = {"external_id": None, "external_study_id": None,
-                                          "external_session_id": None}
-
-
-def platform_ids(s: Session, project_id: int) -> dict[int, dict[str, str | None]]:
-    """{user id: external_id, external_study_id, external_session_id} of the project's study participants,
-    for the exports."""
-    q = (select(Participant.user_id, Participant.external_id, Participant.external_study_id,
-                Participant.external_session_id).join(Study, Study.id == Participant.study_id)
-         .where(Study.project_id == project_id))
-    return {uid: {"external_id": e, "external_study_id": st, "external_session_id": se}
-            for uid, e, st, se in s.execute(q)}
+# the platform ids of the exports: service.NO_PLATFORM_IDS, service.platform_ids (exports sit below studies)
+NO_PLATFORM_IDS = service.NO_PLATFORM_IDS
+platform_ids = service.platform_ids

@@ -22,7 +22,6 @@ from sqlalchemy.orm import Session
 from tailorbench.annotate import service, studies, tasks
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.submit_sql import SubmitSQL
-from tailorbench.annotate.web import study
 from tailorbench.annotate.web.security import COOKIE, Denied, LoginLimiter, SessionCache
 
 PACKAGE_FILES = resources.files("tailorbench.annotate")
@@ -114,6 +113,8 @@ class Site:
         self.secure_cookies = secure_cookies
         self.limiter = limiter
         self.sessions = sessions
+        #: a crowd study participant's current page (web/study.py sets it when its routes are added)
+        self.participant_page: Callable[[Site, Request, service.Identity, int], Response] | None = None
         self.templates = compiled_templates()
         self.submit_sql = SubmitSQL(db)
 
@@ -189,8 +190,8 @@ class Site:
     def current_page(self, request: Request, ident: service.Identity, project_id: int) -> Response:
         """The annotator's current task page (resume, or a new assignment), or the done page; a crowd study's
         participant gets theirs from web/study.py (quota, time limit, the completion redirect)."""
-        if ident.role == studies.ROLE:
-            return study.current_page(self, request, ident, project_id)
+        if ident.role == studies.ROLE and self.participant_page is not None:
+            return self.participant_page(self, request, ident, project_id)
         with self.tx() as s:
             try:
                 a = service.next_assignment(s, ident.user_id, project_id)

@@ -67,6 +67,7 @@ def current_page(site: Site, request: Request, ident: service.Identity, project_
 
 def router(site: Site) -> APIRouter:
     routes = APIRouter()
+    site.participant_page = current_page  # the annotator routes hand participants' pages to this module
 
     @routes.get("/s/complete")
     def complete(request: Request) -> Response:
@@ -88,7 +89,7 @@ def router(site: Site) -> APIRouter:
                 ids = studies.entry_params(study, dict(request.query_params))
                 ident = site.sessions.lookup(s, request.cookies.get(COOKIE))
                 mine = studies.check_entry(s, study, ids, ident.user_id if ident else None)
-                project = service._project(s, study.project_id)
+                project = service.find_project(s, study.project_id)
                 info = {"project": project.name, "instructions": project.instructions, "quota": study.quota,
                         "time_limit_min": study.time_limit_min, "external_id": ids.external_id,
                         "consent": study.consent}
