@@ -56,17 +56,17 @@ def cluster() -> Iterator[str]:
         nodes.shutdown()
 
 
-def _rows(run: Path) -> list[dict[str, Any]]:
-    path = run / "predictions.jsonl"
+def _rows(run: Path, name: str = "predictions.jsonl") -> list[dict[str, Any]]:
+    path = run / name
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _comparable(run: Path) -> list[str]:
-    """The prediction lines, sorted, without what differs between two runs of the same calls."""
+def _comparable(run: Path, name: str = "predictions.jsonl") -> list[str]:
+    """The prediction (or verdict) lines, sorted, without what differs between two runs of the same calls."""
     out = []
-    for row in _rows(run):
+    for row in _rows(run, name):
         row.pop("latency_s")
         row.pop("cached")
         out.append(json.dumps(row, sort_keys=True))
@@ -187,6 +187,25 @@ def test_a_killed_driver_resumes_losing_nothing(
         assert proxy.count(CHAT) - CALLS <= in_flight  # repeated: at most the batches in flight at the kill
     assert _comparable(run) == _comparable(tmp_path / "local")  # nothing lost, nothing twice
     assert _executor(run)["status"] == "finished"
+
+
+@pytest.mark.server
+def test_gen_eval_judges_on_the_cluster(cluster: str, llama_server: LlamaServer, tmp_path: Path) -> None:
+    """gen-eval's verdicts and its judge-validation run go through the executor; generation stays local."""
+    from tailorbench.geneval.config import GenEvalConfig
+    from tailorbench.geneval.run import run_gen_eval
+
+    config = GenEvalConfig(model=f"openai:{llama_server.model}@{llama_server.base_url}", judge="longer",
+                           per_tier=2, max_tokens=24, n_boot=50, validate_cases=4)
+    run_gen_eval(config, tmp_path / "local", progress=False)
+    run_gen_eval(replace(config, executor="ray", ray_address=cluster), tmp_path / "ray", progress=False)
+    assert _comparable(tmp_path / "ray", "verdicts.jsonl") == _comparable(tmp_path / "local", "verdicts.jsonl")
+    assert len(_rows(tmp_path / "ray", "verdicts.jsonl")) == 24  # 12 cases x 2 orders
+    validation = tmp_path / "ray" / "judge_validation"
+    assert _comparable(validation) == _comparable(tmp_path / "local" / "judge_validation")
+    assert _executor(validation)["workers"] == 2
+    manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())
+    assert manifest["config"]["executor"] == "ray"
 
 
 def test_options_are_checked_before_any_work(tmp_path: Path) -> None:

@@ -49,6 +49,13 @@ def gen_eval_command(
     resume: Path | None = typer.Option(None, help="continue an interrupted gen-eval run directory"),
     max_failed: float | None = typer.Option(
         None, "--max-failed", help=MAX_FAILED_HELP + "; counts failed generations and verdicts"),
+    executor: str = typer.Option(
+        "local", help="where the judge runs: local, or ray (workers on a Ray cluster; generation stays here)"),
+    ray_address: str | None = typer.Option(
+        None, help="--executor ray: the cluster (HOST:PORT, ray://HOST:PORT, auto); default $RAY_ADDRESS, else a "
+        "local one"),
+    executor_option: list[str] | None = typer.Option(
+        None, "--executor-option", help="KEY=VALUE for the executor (ray: workers, num_cpus, num_gpus, depth, ...)"),
     progress: bool = typer.Option(True, help="progress bars on stderr"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": results.json"),
 ) -> None:
@@ -80,7 +87,8 @@ def gen_eval_command(
                 judge_options=parse_pairs(judge_option, "--judge-option"),
                 setting_options=rag_options(retriever, top_k, memory), batch_size=batch_size,
                 judge_run=str(judge_run) if judge_run else None, validate_cases=validate_cases,
-                max_failed=check_max_failed(max_failed),
+                max_failed=check_max_failed(max_failed), executor=executor, ray_address=ray_address,
+                executor_options=parse_pairs(executor_option, "--executor-option"),
             )
             run = api.gen_eval(config, out, progress=progress)
         results = load_results(run)

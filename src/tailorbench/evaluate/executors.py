@@ -166,6 +166,7 @@ class RayJudgePool:
         self._spec, self._options = spec, options
         self._token = uuid.uuid4().hex[:8]
         self._generation = 0
+        self._closed = False
         self._owns_connection = _connect(ray, settings.address)
         try:
             self.workers = self._worker_count(ray)
@@ -238,6 +239,11 @@ class RayJudgePool:
         return [_get(ray, ref) for ref in refs]
 
     async def aclose(self) -> None:
+        """End the workers (after each flushed its judge: cache writes on disk) and the connection this pool
+        opened; a second call does nothing (gen-eval closes its judge after the verdicts and at the end)."""
+        if self._closed:
+            return
+        self._closed = True
         ray = _import_ray()
         closing = [slot.actor.close.remote() for slot in self._slots]
         try:
@@ -338,6 +344,14 @@ class RayJudgePool:
             "redone_verdicts": self.redone_verdicts, "worker_errors": self._errors[:5],
         }
         return out
+
+
+def build_judge(spec: str, options: JudgeOptions, executor: str = "local", address: str | None = None,
+                executor_options: dict[str, Any] | None = None) -> PairJudge:
+    """The judge of a run on its executor: built here (`local`), or a pool of Ray workers that each build it
+    (`ray`); the judge loop drives either the same way. `tailor eval` and gen-eval's judging build it here."""
+    settings = check_executor(executor, address, executor_options or {})
+    return make_judge(spec, options) if settings is None else make_ray_judge(spec, options, settings)
 
 
 def make_ray_judge(spec: str, options: JudgeOptions, settings: RaySettings) -> RayJudgePool:

@@ -38,7 +38,6 @@ from tailorbench.files import write_json_atomic
 from tailorbench.judges.base import (
     JudgeOptions,
     PairJudge,
-    make_judge,
     pre_work_warnings,
     split_spec_options,
 )
@@ -413,11 +412,10 @@ async def _run_locked(
 def run_judge(config: EvalConfig) -> PairJudge:
     """The run's judge: built here (`--executor local`), or a pool of workers that each build it on a Ray
     cluster (`--executor ray`, evaluate/executors.py), which the judge loop drives the same way."""
-    from tailorbench.evaluate.executors import check_executor, make_ray_judge
+    from tailorbench.evaluate.executors import build_judge
 
     options = JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options)
-    ray = check_executor(config.executor, config.ray_address, config.executor_options)
-    return make_judge(config.judge, options) if ray is None else make_ray_judge(config.judge, options, ray)
+    return build_judge(config.judge, options, config.executor, config.ray_address, config.executor_options)
 
 
 def _check_training_overlap(judge: PairJudge, cases: Sequence[PairCase], manifest: RunManifest) -> None:

@@ -45,3 +45,8 @@ class GenEvalConfig:
     validate_cases: int = 50
     #: the run fails (exit code 3) when more than this share of its calls (generations and verdicts) failed
     max_failed: float = 0.0
+    #: where the judge's batches run (verdicts and the validation run; generation stays in this process):
+    #: `local` or `ray` (evaluate/executors.py, docs/scale.md), with the cluster's address and the options
+    executor: str = "local"
+    ray_address: str | None = None
+    executor_options: dict[str, Any] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from pydantic import Field
 from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
+from tailorbench.evaluate.executors import build_judge, check_executor
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
@@ -41,7 +42,7 @@ from tailorbench.geneval.report import write_reports
 from tailorbench.geneval.results import RESULTS, compute_results
 from tailorbench.geneval.sampling import stratified_sample
 from tailorbench.geneval.validation import VALIDATION, validate_judge
-from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge, pre_work_warnings
+from tailorbench.judges.base import JudgeOptions, PairJudge, pre_work_warnings
 from tailorbench.logs import get_logger
 from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import GenParams
@@ -142,6 +143,7 @@ def _check(config: GenEvalConfig, out: Path) -> None:
     if config.setting_options.get("top_k") is not None:
         as_int("--top-k", config.setting_options["top_k"], minimum=1)
     check_writable("--out", out, directory=True)
+    check_executor(config.executor, config.ray_address, config.executor_options)
     for spec in (config.model, *([] if config.reference == CHOSEN else [config.reference])):
         make_chat_model(spec, {"seed": config.seed, **config.model_options})
 
@@ -150,8 +152,9 @@ def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, prog
     """Run every step into `out` (or continue it with `resume`) and write results and reports."""
     _check(config, out)
     # built first, so a bad judge option is an error before any generation; closed after its verdicts
-    judge = make_judge(
-        config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options))
+    judge = build_judge(
+        config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options),
+        config.executor, config.ray_address, config.executor_options)
     try:
         return _run_checked(config, out, resume, progress, judge)
     finally:

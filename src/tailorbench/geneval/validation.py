@@ -86,7 +86,8 @@ def validate_judge(config: GenEvalConfig, out: Path, progress: bool = False) -> 
         splits=config.splits, tiers=config.tiers, limit=config.validate_cases,
         persona_sections=config.persona_sections, skip_invalid=config.skip_invalid, n_boot=config.n_boot,
         judge_options=dict(config.judge_options), setting_options=dict(config.setting_options),
-        batch_size=config.batch_size,
+        batch_size=config.batch_size, executor=config.executor,  # type: ignore[arg-type]
+        ray_address=config.ray_address, executor_options=dict(config.executor_options),
     )
     run_dir = out / VALIDATION_DIR
     run_eval(eval_config, run_dir, resume=True, progress=progress)
