@@ -27,6 +27,8 @@ from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeOptions, make_judge
 from tailorbench.models.backends import backend_options, make_chat_model
 
+#: two engine starts on a loaded 2-core machine took up to 4.5 minutes in all
+pytestmark = pytest.mark.timeout(900)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKS = Path(__file__).with_name("vllm_checks.py")
 HOW_TO_BUILD = ("run `make test`, or build it directly with `.venv/bin/python scripts/ensure_vllm_venv.py` "
@@ -70,7 +72,7 @@ def vllm_report(vllm_paths: Any, tmp_path_factory: pytest.TempPathFactory) -> di
            "TOKENIZERS_PARALLELISM": "false", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     cmd = [str(vllm_paths.python), str(CHECKS), "--llama", str(vllm_paths.llama), "--seqcls", str(vllm_paths.seqcls),
            "--work", str(work)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=840, check=False)
     if proc.returncode != 0 or not (work / "report.json").is_file():
         pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}",
                     pytrace=False)
@@ -172,6 +174,16 @@ def test_chunks_and_resume_redo_only_what_was_lost(vllm_report: dict[str, Any]) 
     assert again["engine_requests"] == chunked["dropped"]  # the lost lines only, nothing finished repeated
     before = {_key(r): r["choice"] for r in chunked["full"]["rows"]}
     assert all(before[_key(r)] == r["choice"] for r in resumed["rows"])
+
+
+@pytest.mark.slow
+def test_gen_eval_generates_and_judges_through_the_backend(vllm_report: dict[str, Any]) -> None:
+    gen = vllm_report["gen_eval"]
+    assert gen["generations"] and gen["verdicts"]
+    generated = [row for row in gen["generations"] if row["role"] == "model"]
+    assert generated and all(str(row.get("answer", "")).strip() for row in generated), generated[:2]
+    assert {row["status"] for row in gen["verdicts"]} == {"ok"}
+    assert gen["manifest"]["model"].startswith("vllm:") and gen["manifest"]["judge"].startswith("llm:vllm:")
 
 
 @pytest.mark.slow

@@ -124,6 +124,18 @@ def main() -> None:
         raise SystemExit(f"resume exited {resumed.exit_code}:\n{resumed.output}")
     report["chunked"] = {"full": full, "resumed": _run_files(chunked), "dropped": 3}
 
+    # gen-eval: generation and its judge through the same backend (and the same engine)
+    gen = work / "gen-eval"
+    model_options = [arg for k, v in ENGINE.items() for arg in ("--model-option", f"{k}={v}")]
+    done = CliRunner().invoke(app, ["gen-eval", "--data", "demo", "--model", f"vllm:{args.llama}", "--judge", judge,
+                                    "--per-tier", "1", "--validate-cases", "0", "--max-tokens", "16",
+                                    "--no-progress", "--out", str(gen), *model_options, *_options({})])
+    if done.exit_code != 0:
+        raise SystemExit(f"gen-eval exited {done.exit_code}:\n{done.output}")
+    report["gen_eval"] = {name: [json.loads(line) for line in (gen / f"{name}.jsonl").read_text().splitlines()
+                                 if line.strip()] for name in ("generations", "verdicts")}
+    report["gen_eval"]["manifest"] = json.loads((gen / "manifest.json").read_text())
+
     report["direct"] = run_sync(_chat_checks(args.llama))
     run_sync(hold.aclose())  # the chat engine shuts down before the pooling one starts
 

@@ -2,10 +2,11 @@
 wrapper in models/model.py caches, counts and resumes, as for every backend).
 
 Why chunks: vLLM is fastest when it schedules many requests at once, and a run must lose little when it dies.
-Calls that arrive together (the LLM judge dispatches `chunk_size` at a time: `batch_size` below is what its
-dispatch window reads) go to the engine as one `LLM.generate` of up to `chunk_size` requests; each call's
-answer lands when its chunk completes, the wrapper caches it and the judge loop appends its verdict, so a crash
-loses at most the chunk in flight and `--resume` redoes only that.
+Calls that arrive together go to the engine as one `LLM.generate` of up to `chunk_size` requests, one chunk at
+a time; each call's answer lands when its chunk completes, the wrapper caches it and the judge loop appends its
+verdict, so a crash loses at most the chunk in the engine and `--resume` redoes only that. The LLM judge keeps
+two chunks dispatched (`batch_size` below is what its dispatch window reads): while the engine runs one, the
+next is tokenized, so the engine does not wait for the tokenizer (about 4 ms per 1,400-token prompt here).
 
 Prompts are rendered and tokenized here with the model's own tokenizer (chat template, generation prompt, no
 extra special tokens), exactly as the `hf:` backend does, and handed to the engine as token ids, so both
@@ -64,6 +65,9 @@ class VLLMChatAPI:
         self._pending: list[_Call] = []
         self._worker: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        #: the engine or tokenizer could not start: every later call fails with this
+        self._broken: ConfigError | None = None
+        self._arrived = asyncio.Event()
         #: `LLM.generate` calls and the calls they served (and the largest chunk); a cached run makes none
         self.engine_calls = 0
         self.engine_requests = 0
@@ -72,8 +76,9 @@ class VLLMChatAPI:
 
     @property
     def batch_size(self) -> int:
-        """The judge's dispatch window (judges/llm.dispatch_window): one chunk."""
-        return self.chunk_size
+        """The judge's dispatch window (judges/llm.dispatch_window): the chunk in the engine and the next one,
+        tokenized meanwhile (so the engine never waits for the tokenizer between chunks)."""
+        return 2 * self.chunk_size
 
     @property
     def max_length(self) -> int | None:
@@ -131,6 +136,7 @@ class VLLMChatAPI:
 
     async def _submit(self, call: _Call) -> ChatResult:
         self._pending.append(call)
+        self._arrived.set()
         if self._worker is None or self._worker.done():
             self._worker = asyncio.ensure_future(self._drain())
         outcome: ChatResult | CallFailure = await call.future
@@ -139,48 +145,89 @@ class VLLMChatAPI:
         return outcome
 
     async def _drain(self) -> None:
+        """Chunks to the engine one at a time; the next chunk is tokenized while the engine runs this one."""
         seen = -1
         while len(self._pending) != seen and len(self._pending) < self.chunk_size:
             seen = len(self._pending)
             await asyncio.sleep(0)  # every caller of these event-loop turns enqueues first
-        while self._pending:
+        running: asyncio.Future[None] | None = None
+        while True:
+            if running is not None and not running.done() and len(self._pending) < self.chunk_size:
+                await self._more_or_done(running)  # fill the next chunk while the engine works
+                continue
+            if not self._pending:
+                if running is None:
+                    return
+                await running  # calls that arrive meanwhile are the next chunk
+                running = None
+                continue
             chunk, self._pending = self._pending[: self.chunk_size], self._pending[self.chunk_size :]
-            began = time.perf_counter()
             try:
-                async with self._lock:
-                    results = await asyncio.to_thread(self._run_chunk, chunk)
-            except ConfigError as exc:  # the engine cannot start: every waiting call raises it, the run stops
-                for call in [*chunk, *self._pending]:
-                    if not call.future.done():
-                        call.future.set_exception(exc)
-                self._pending = []
-                return
-            except Exception as exc:  # a failed chunk fails its calls, counted; the run goes on
-                failure = CallFailure(f"{type(exc).__name__}: {exc}", "local", 1, time.perf_counter() - began)
-                results = [failure] * len(chunk)
-            elapsed = (time.perf_counter() - began) / len(chunk)
-            for call, result in zip(chunk, results):
-                if isinstance(result, ChatResult):
-                    result.latency_s = elapsed
-                if not call.future.done():
-                    call.future.set_result(result)
+                prompts = await asyncio.to_thread(self._prompts, chunk)
+            except ConfigError as exc:
+                self._fail_all(chunk, exc)
+                continue
+            if running is not None:
+                await running
+            running = asyncio.ensure_future(self._execute(chunk, prompts))
 
-    # -- compute (worker thread) ----------------------------------------------------------------------------
+    async def _more_or_done(self, running: asyncio.Future[None]) -> None:
+        """Until another call arrives or the running chunk ends."""
+        self._arrived.clear()
+        waiter: asyncio.Future[Any] = asyncio.ensure_future(self._arrived.wait())
+        pair: set[asyncio.Future[Any]] = {waiter, running}
+        try:
+            await asyncio.wait(pair, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
 
-    def _run_chunk(self, chunk: Sequence[_Call]) -> list[ChatResult | CallFailure]:
+    def _fail_all(self, chunk: Sequence[_Call], exc: ConfigError) -> None:
+        """The engine or the tokenizer cannot start: every waiting call raises it, the run stops."""
+        self._broken = exc
+        for call in [*chunk, *self._pending]:
+            if not call.future.done():
+                call.future.set_exception(exc)
+        self._pending = []
+
+    async def _execute(self, chunk: Sequence[_Call], prompts: list[list[int]]) -> None:
+        began = time.perf_counter()
+        if self._broken is not None:
+            self._fail_all(chunk, self._broken)
+            return
+        try:
+            async with self._lock:
+                results = await asyncio.to_thread(self._run_chunk, chunk, prompts)
+        except ConfigError as exc:
+            self._fail_all(chunk, exc)
+            return
+        except Exception as exc:  # a failed chunk fails its calls, counted; the run goes on
+            failure = CallFailure(f"{type(exc).__name__}: {exc}", "local", 1, time.perf_counter() - began)
+            results = [failure] * len(chunk)
+        elapsed = (time.perf_counter() - began) / len(chunk)
+        for call, result in zip(chunk, results):
+            if isinstance(result, ChatResult):
+                result.latency_s = elapsed
+            if not call.future.done():
+                call.future.set_result(result)
+
+    # -- compute (worker threads) ---------------------------------------------------------------------------
+
+    def _prompts(self, chunk: Sequence[_Call]) -> list[list[int]]:
+        return [self._ids(c.messages) for c in chunk]
+
+    def _run_chunk(self, chunk: Sequence[_Call], prompts: list[list[int]]) -> list[ChatResult | CallFailure]:
         """One `LLM.generate` for the chunk (each call its own sampling parameters); a prompt too long for the
         engine fails alone."""
         engine = self._load()
         with engine.lock:
-            return self._run_locked(engine.llm, chunk)
+            return self._run_locked(engine.llm, chunk, prompts)
 
-    def _run_locked(self, llm: Any, chunk: Sequence[_Call]) -> list[ChatResult | CallFailure]:
+    def _run_locked(self, llm: Any, chunk: Sequence[_Call], prompts: list[list[int]]) -> list[ChatResult | CallFailure]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         limit = self.config.max_model_len or int(llm.llm_engine.model_config.max_model_len)
         out: list[ChatResult | CallFailure | None] = [None] * len(chunk)
-        prompts: list[list[int]] = [self._ids(c.messages) for c in chunk]
         runs: list[int] = []
         for i, ids in enumerate(prompts):
             if len(ids) + 1 > limit:
@@ -190,11 +237,12 @@ class VLLMChatAPI:
         if runs:
             sampling = [self._sampling(SamplingParams, chunk[i]) for i in runs]
             answers = self._generate(llm, [TokensPrompt(prompt_token_ids=prompts[i]) for i in runs], sampling)
-            choice_rows = [i for i, answer in zip(runs, answers) if chunk[i].kind == "choice"]
-            for i, answer in zip(runs, answers):
+            answer_of = dict(zip(runs, answers))
+            choice_rows = [i for i in runs if chunk[i].kind == "choice"]
+            for i in runs:
                 if chunk[i].kind != "choice":
-                    out[i] = self._chat_result(chunk[i].params, prompts[i], answer)
-            chosen = self._choice_results([(chunk[i], prompts[i], answers[runs.index(i)]) for i in choice_rows])
+                    out[i] = self._chat_result(chunk[i].params, prompts[i], answer_of[i])
+            chosen = self._choice_results([(chunk[i], prompts[i], answer_of[i]) for i in choice_rows])
             for i, result in zip(choice_rows, chosen):
                 out[i] = result
         return [r for r in out if r is not None]
