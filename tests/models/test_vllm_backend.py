@@ -138,6 +138,17 @@ def test_feature_head_checkpoint_is_refused_naming_the_hf_path(vllm_paths: Any, 
         make_judge(f"rm:vllm:{vllm_paths.seqcls}", JudgeOptions(extra={"precision": "bf16"}))
 
 
+def test_a_cache_without_the_venv_is_not_current(tmp_path: Path) -> None:
+    """What the fixtures ask before failing with the build command (a machine without the venv never passes)."""
+    venv = _venv_module()
+    paths = venv.VLLMPaths(tmp_path)
+    assert not venv.venv_current(paths) and not venv.models_current(paths)
+    paths.python.parent.mkdir(parents=True)
+    paths.python.write_text("")
+    paths.venv_stamp.write_text(json.dumps({"vllm": "0.1.0"}))  # another vLLM: stale
+    assert not venv.venv_current(paths)
+
+
 # -- against the engine (one vLLM process for the session) ----------------------------------------------------
 
 
