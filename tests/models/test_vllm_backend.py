@@ -122,6 +122,16 @@ def test_engine_options_are_the_config_fields() -> None:
     assert model.describe()["engine"]["enforce_eager"] is True  # typed; nothing starts before the first call
 
 
+def test_without_vllm_the_run_stops_with_the_install_line(vllm_paths: Any, tmp_path: Path) -> None:
+    """The project venv has no vLLM: the judge's preflight says how to install it (exit 2), before any verdict."""
+    assert importlib.util.find_spec("vllm") is None, "the project venv holds no vLLM (it pins its own transformers)"
+    result = CliRunner().invoke(app, ["eval", "--data", "demo", "--no-progress", "--limit", "1", "--judge",
+                                      f"llm:vllm:{vllm_paths.llama}", "--out", str(tmp_path / "run"),
+                                      "--judge-option", "cache_policy=off"])
+    assert result.exit_code == 2, result.output
+    assert "tailorbench[vllm]" in result.output and "environment of its own" in result.output
+
+
 def test_feature_head_checkpoint_is_refused_naming_the_hf_path(vllm_paths: Any, tmp_path: Path) -> None:
     from tailorbench.models.reward_hf import RewardFormat, write_format
 
