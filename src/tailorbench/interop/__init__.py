@@ -1,0 +1,86 @@
+"""Annotation tools in and out: tailorbench items as Label Studio, Argilla (v2) or Potato projects, and those
+tools' exports back into the long rating format (docs/interop.md).
+
+One module per tool (`label_studio.py`, `argilla.py`, `potato.py`), each with `export(units, out, ...)` and
+`read_export(path) -> (RatingSet, ImportReport)`; `units.py` holds what they share (the units, the recorded
+answer sides, the mapping back to canonical labels, the counts). Above `annotate/` and `agreement/`, which
+never import it: the CLI and the Python API call it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tailorbench.agreement.ratings import merge_ratings, read_ratings_file
+from tailorbench.agreement.records import RatingSet
+from tailorbench.errors import ConfigError
+from tailorbench.interop import argilla, label_studio, potato
+from tailorbench.interop.units import ImportReport, ratings_of, units_from_items
+
+#: the tool formats, as users type them
+FORMATS = ("label-studio", "argilla", "potato")
+_READERS = {"label-studio": label_studio, "argilla": argilla, "potato": potato}
+
+
+def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
+    if fmt not in allowed:
+        raise ConfigError(f"option --format must be one of {', '.join(allowed)}, got {fmt!r}")
+    return fmt
+
+
+def detect_format(path: str | Path) -> str | None:
+    """The tool whose export `path` is (Label Studio JSON, Argilla records, a Potato project), or None."""
+    path = Path(path)
+    for name, module in _READERS.items():
+        if module.looks_like(path):
+            return name
+    return None
+
+
+def export_items(items: str | Path, task: str, fmt: str, out: str | Path, seed: int = 0, min_submitted: int = 3,
+                 predictions: list[str | Path] | None = None) -> dict[str, Any]:
+    """Write the units of an items file as a `fmt` project under `out` (answer sides drawn with `seed`); judge
+    verdicts in the long format (`predictions`) ride along as Label Studio predictions / Argilla suggestions."""
+    check_format(fmt)
+    units = units_from_items(items, task, seed)
+    verdicts = ratings_of(merge_ratings(read_ratings_file(p) for p in predictions).ratings, units) \
+        if predictions else None
+    out = Path(out)
+    if fmt == "label-studio":
+        files = label_studio.export(units, out, verdicts)
+    elif fmt == "argilla":
+        files = argilla.export(units, out, min_submitted, verdicts)
+    else:
+        if verdicts:
+            raise ConfigError("Potato has no place for judge verdicts: --predictions works with label-studio "
+                              "and argilla")
+        files = potato.export(units, out)
+    return {"format": fmt, "task": task, "units": len(units), "swapped": sum(u.swap for u in units),
+            "seed": seed, "files": [str(f) for f in files], "predictions": sum(map(len, (verdicts or {}).values()))}
+
+
+def read_export(path: str | Path, fmt: str = "auto") -> tuple[RatingSet, ImportReport]:
+    """A tool's export -> (long-format ratings, counts); `auto` detects the tool from the content."""
+    if fmt == "auto":
+        found = detect_format(path)
+        if found is None:
+            raise ConfigError(f"{path}: not a Label Studio, Argilla or Potato export; give --format")
+        fmt = found
+    return _READERS[check_format(fmt)].read_export(path)
+
+
+def read_ratings_any(paths: list[str | Path], fmt: str = "auto") -> RatingSet:
+    """What `tailor agree` / `tailor tiers` read: each path a tool's export (detected, or all forced to `fmt`) or,
+    under `auto`, whatever else the long-format reader reads; merged as `agreement.read_ratings` merges."""
+    if fmt != "auto":
+        check_format(fmt, ("auto", "long", *FORMATS))
+    parts = []
+    for path in paths:
+        tool = detect_format(path) if fmt == "auto" else (None if fmt == "long" else fmt)
+        parts.append(read_ratings_file(path) if tool is None else read_export(path, tool)[0])
+    return merge_ratings(parts)
+
+
+__all__ = ["FORMATS", "ImportReport", "check_format", "detect_format", "export_items", "read_export",
+           "read_ratings_any"]

@@ -1,0 +1,203 @@
+"""Argilla (v2): dataset settings (fields, questions, metadata, `TaskDistribution(min_submitted=N)`) and records
+from tailorbench units, in the JSON the `argilla` SDK itself reads (`rg.Settings.from_json`, `Record.from_dict`);
+responses back into the long format, with submitted, discarded and draft responses kept apart.
+
+Records read back: the nested records of `Dataset.to_disk` / `records.to_json` (`responses: {question: [{value,
+user_id[, status]}]}`; to_disk leaves the status out, so those responses are read as submitted and the report
+says so), or flattened rows (`records.to_list(flatten=True)`, what `to_hub` publishes: `Q.responses`,
+`Q.responses.users`, `Q.responses.status`) as a JSON list or JSONL. The unit rides in the record's metadata
+(`tb_unit`, `tb_task`, `tb_swap`), hidden from annotators.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from tailorbench.agreement.records import Label, RatingSet
+from tailorbench.annotate.tasks import JUDGMENTS, SCALE
+from tailorbench.datasets.rows import InvalidRows, read_jsonl
+from tailorbench.errors import DataError
+from tailorbench.interop.units import Collector, ImportReport, Unit, prediction_label, shown_answer, unit_from_meta
+
+SETTINGS_FILE = "settings.json"
+RECORDS_FILE = "records.json"
+#: metadata of every record: the unit (hidden from annotators)
+META = ("tb_unit", "tb_item", "tb_task", "tb_swap")
+
+
+def _entry(name: str, kind: str, settings: dict[str, Any], title: str, required: bool) -> dict[str, Any]:
+    return {"id": None, "inserted_at": None, "updated_at": None, "name": name, "settings": settings,
+            "title": title, "description": None, "required": required, "dataset_id": None, "type": kind}
+
+
+def _text_field(name: str, title: str, required: bool = True) -> dict[str, Any]:
+    return _entry(name, "text", {"type": "text", "use_markdown": False}, title, required)
+
+
+def _label(name: str, options: dict[str, str], title: str) -> dict[str, Any]:
+    settings = {"type": "label_selection", "options": [{"text": t, "value": v} for v, t in options.items()],
+                "visible_options": None}
+    return _entry(name, "label_selection", settings, title, True)
+
+
+def _rating(name: str, values: range, title: str, required: bool) -> dict[str, Any]:
+    return _entry(name, "rating", {"type": "rating", "options": [{"value": v} for v in values]}, title, required)
+
+
+def settings(task: str, min_submitted: int, guidelines: str | None = None) -> dict[str, Any]:
+    """`rg.Settings(...).serialize()` of a task type's dataset (what `Settings.to_json` writes)."""
+    fields = []
+    if task in ("pairwise", "ab_rating"):
+        fields.append(_text_field("persona", "The person", required=False))
+    if task == "pairwise":
+        fields += [_text_field("question", "Question"), _text_field("answer1", "Answer 1"),
+                   _text_field("answer2", "Answer 2")]
+        questions = [_label("choice", {"left": "Answer 1", "right": "Answer 2"},
+                            "Which answer fits this person better?"),
+                     _rating("confidence", range(1, 4), "How confident are you? (1 = not very, 3 = very)", False)]
+    elif task == "attributes":
+        fields += [_text_field("conversation", "Conversation"), _text_field("attribute", "Inferred attribute")]
+        questions = [_label("judgment", {j: j for j in JUDGMENTS}, "Is the attribute supported by the conversation?")]
+    elif task == "relevance":
+        fields += [_text_field("prompt", "Prompt"), _text_field("attribute", "Attribute of the user")]
+        questions = [_label("relevant", {"yes": "yes", "no": "no"},
+                            "Should this attribute change the response to the prompt?")]
+    else:
+        fields += [_text_field("prompt", "Prompt"), _text_field("answer1", "Answer 1"),
+                   _text_field("answer2", "Answer 2"), _text_field("attribute", "Attribute")]
+        scale = ", ".join(f"{n} = {text}" for n, text in SCALE)
+        questions = [_rating("score", range(1, 6), f"Answer 2 compared with answer 1 for this attribute: {scale}",
+                             True)]
+    metadata = [{"id": None, "inserted_at": None, "updated_at": None, "name": name,
+                 "settings": {"visible_for_annotators": False, "type": "terms", "values": None}, "title": name,
+                 "visible_for_annotators": False, "dataset_id": None} for name in META]
+    return {"guidelines": guidelines, "questions": questions, "fields": fields, "vectors": [], "metadata": metadata,
+            "allow_extra_metadata": False, "distribution": {"strategy": "overlap", "min_submitted": min_submitted},
+            "mapping": None}
+
+
+def _suggestion(unit: Unit, judge: str, label: Label) -> dict[str, Any]:
+    answer = shown_answer(unit, prediction_label(unit, label))
+    name, value = {"pairwise": ("choice", answer.get("side")), "attributes": ("judgment", answer.get("judgment")),
+                   "relevance": ("relevant", answer.get("relevant")),
+                   "ab_rating": ("score", answer.get("score"))}[unit.task]
+    return {name: {"value": value, "score": None, "agent": judge}}
+
+
+def _meta(unit: Unit) -> dict[str, str]:
+    """Terms metadata are strings: the swap as "true" / "false"."""
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in unit.meta().items()}
+
+
+def export(units: list[Unit], out: Path, min_submitted: int,
+           verdicts: dict[str, list[tuple[str, Label]]] | None = None) -> list[Path]:
+    """Write `settings.json` and `records.json` (a record per unit; Argilla holds one suggestion per question,
+    so a unit's first judge verdict is its suggestion)."""
+    records = []
+    for unit in units:
+        preds = (verdicts or {}).get(unit.uid, [])
+        records.append({"id": unit.uid, "fields": {k: v for k, v in unit.fields.items() if v},
+                        "metadata": _meta(unit), "suggestions": _suggestion(unit, *preds[0]) if preds else {},
+                        "responses": {}, "vectors": {}, "status": "pending"})
+    out.mkdir(parents=True, exist_ok=True)
+    task = units[0].task if units else "pairwise"
+    (out / SETTINGS_FILE).write_text(json.dumps(settings(task, min_submitted), ensure_ascii=False, indent=1) + "\n",
+                                     encoding="utf-8")
+    (out / RECORDS_FILE).write_text(json.dumps(records, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return [out / SETTINGS_FILE, out / RECORDS_FILE]
+
+
+_QUESTION_KEY = {"choice": "side", "confidence": "confidence", "judgment": "judgment", "relevant": "relevant",
+                 "score": "score"}
+
+
+def _responses(record: dict[str, Any]) -> dict[str, list[tuple[str, Any, str | None]]]:
+    """user -> [(question, value, status or None)] of a nested or flattened record."""
+    by_user: dict[str, list[tuple[str, Any, str | None]]] = defaultdict(list)
+    nested = record.get("responses")
+    if isinstance(nested, dict):
+        for question, answers in nested.items():
+            for a in answers if isinstance(answers, list) else []:
+                if isinstance(a, dict):
+                    by_user[str(a.get("user_id") or "")].append((question, a.get("value"), a.get("status")))
+        return by_user
+    for key, values in record.items():
+        if not key.endswith(".responses") or not isinstance(values, list):
+            continue
+        question = key[: -len(".responses")]
+        users = record.get(f"{key}.users") or [""] * len(values)
+        statuses = record.get(f"{key}.status") or [None] * len(values)
+        for value, user, status in zip(values, users, statuses):
+            by_user[str(user or "")].append((question, value, status))
+    return by_user
+
+
+def _unit(record: dict[str, Any]) -> Unit | str:
+    nested = record.get("metadata")
+    meta: dict[str, Any] = nested if isinstance(nested, dict) else record
+    values = {k: meta.get(k) for k in META}
+    if isinstance(values["tb_swap"], str):
+        values["tb_swap"] = {"true": True, "false": False}.get(values["tb_swap"].lower(), values["tb_swap"])
+    return unit_from_meta(values)
+
+
+def _records(path: Path) -> list[tuple[int, Any]]:
+    """(position or line, record) of a records file: a JSON list, or JSONL."""
+    if path.is_dir():
+        path = path / RECORDS_FILE
+    if not path.is_file():
+        raise DataError(path, None, None, "no such file (an Argilla export is records.json or a to_disk folder)")
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, None, None, f"malformed JSON: {exc}") from None
+        return list(enumerate(data, start=1))
+    return list(read_jsonl(path, InvalidRows()))
+
+
+def read_export(path: str | Path) -> tuple[RatingSet, ImportReport]:
+    """Argilla records (nested or flattened) -> long-format ratings and the counts: discarded and draft responses,
+    responses without a value, and unmappable ones kept apart. Lines are JSONL lines or positions in a list."""
+    path = Path(path)
+    col = Collector("argilla")
+    col.source(path)
+    no_status = 0
+    for line, record in _records(path):
+        if not isinstance(record, dict):
+            col.unmappable(path, line, "record is not an object")
+            continue
+        unit = _unit(record)
+        for user, answers in _responses(record).items():
+            statuses = {s for _, _, s in answers}
+            if "discarded" in statuses:
+                col.count("discarded")
+                continue
+            if "draft" in statuses:
+                col.count("draft")
+                continue
+            no_status += None in statuses
+            answer = {_QUESTION_KEY.get(q, q): v for q, v, _ in answers if v is not None}
+            if not answer:
+                col.count("empty")
+                continue
+            col.answer(unit, user, answer, path, line)
+    if no_status:
+        col.report.notes.append(f"{no_status} annotators' responses carry no status (Dataset.to_disk leaves it "
+                                "out): read as submitted")
+    return col.ratings, col.report
+
+
+def looks_like(path: Path) -> bool:
+    """A to_disk folder, or a records file whose first record has Argilla's keys (`responses` / `Q.responses`)."""
+    if path.is_dir():
+        return (path / RECORDS_FILE).is_file() and ((path / ".argilla").is_dir() or (path / SETTINGS_FILE).is_file())
+    if not path.is_file() or path.suffix.lower() not in (".json", ".jsonl"):
+        return False
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        head = handle.read(65536)
+    return ('"responses"' in head or '.responses"' in head) and '"annotations"' not in head
