@@ -92,7 +92,7 @@ def test_preflight_fails_fast(llama_server: LlamaServer, call_cache: Path, monke
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         asyncio.run(preflight("openai:gpt-4o-mini"))
     with pytest.raises(ConfigError, match="unknown model backend"):
-        make_chat_model("vllm:qwen")
+        make_chat_model("nosuch:qwen")
 
 
 def test_client_errors_are_not_retried(llama_server: LlamaServer, call_cache: Path) -> None:
