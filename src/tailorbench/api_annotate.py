@@ -16,6 +16,7 @@ from tailorbench.api_models import (
     Annotator,
     CrowdStudy,
     ItemsImported,
+    LabelsImported,
     Membership,
     ParticipantLink,
     ProjectCreated,
@@ -36,8 +37,12 @@ __all__ = [
     "deactivate_async",
     "export",
     "export_async",
+    "export_items",
+    "export_items_async",
     "import_items",
     "import_items_async",
+    "import_labels",
+    "import_labels_async",
     "join",
     "join_async",
     "link",
@@ -209,12 +214,20 @@ def release(project: str, older_than_hours: float = 24.0, directory: str | Path 
 
 def export(project: str, out: str | Path, include_gold: bool = False, min_ratings: int | None = None,
            easy: float = 0.75, medium: float = 0.6, directory: str | Path = DEFAULT_DIR,
-           db: str | None = None) -> AnnotationExport:
-    """`tailor annotate export PROJECT --out DIR`: long-format ratings (and a tiered benchmark for pairwise)."""
+           db: str | None = None, fmt: str = "native", seed: int = 0,
+           predictions: Sequence[str | Path] = ()) -> AnnotationExport:
+    """`tailor annotate export PROJECT --out DIR`: long-format ratings (and a tiered benchmark for pairwise); with
+    `fmt` label-studio | argilla | potato, the project's items as that tool's project instead (docs/interop.md)."""
     from tailorbench.agreement.tiers import TierRule
     from tailorbench.annotate import service
     from tailorbench.options import as_float, as_int, check_writable
 
+    if fmt != "native":
+        from tailorbench.interop import FORMATS, check_format
+
+        check_format(fmt, ("native", *FORMATS))
+        check_writable("--out", out, directory=True)
+        return _export_tool(project, Path(out), fmt, seed, predictions, database(directory, db))
     as_float("--easy", easy, minimum=0.0, maximum=1.0)
     as_float("--medium", medium, minimum=0.0, maximum=1.0)
     TierRule(easy=easy, medium=medium,
@@ -222,6 +235,52 @@ def export(project: str, out: str | Path, include_gold: bool = False, min_rating
     check_writable("--out", out, directory=True)
     return AnnotationExport.model_validate(service.export(database(directory, db), project, Path(out), include_gold,
                                                           min_ratings, easy, medium))
+
+
+def _export_tool(project: str, out: Path, fmt: str, seed: int, predictions: Sequence[str | Path],
+                 store: Any) -> AnnotationExport:
+    """A project's items (as `export` writes items.jsonl) through `export_items`, `min_submitted` = its n."""
+    import json
+    import tempfile
+
+    from tailorbench.annotate import service
+
+    with store.session() as s:
+        p = service.find_project(s, project)
+        task, n = p.task_type, p.n_per_item
+    with tempfile.TemporaryDirectory() as tmp:
+        items = Path(tmp) / "items.jsonl"
+        items.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n"
+                                 for row in service.items_records(store, project)), encoding="utf-8")
+        return export_items(items, task, fmt, out, seed, n, predictions)
+
+
+def export_items(items: str | Path, task: str, fmt: str, out: str | Path, seed: int = 0, min_submitted: int = 3,
+                 predictions: Sequence[str | Path] = ()) -> AnnotationExport:
+    """`tailor annotate export-items ITEMS --task T --format F --out DIR`: an items file (no database) as a Label
+    Studio, Argilla or Potato project; answer sides drawn per item with `seed`; judge verdicts (long-format
+    files, `predictions`) as Label Studio predictions / Argilla suggestions."""
+    from tailorbench.interop import export_items as write
+    from tailorbench.options import as_int, check_writable
+
+    as_int("--min-submitted", min_submitted, minimum=1)
+    check_writable("--out", out, directory=True)
+    return AnnotationExport.model_validate(write(items, task, fmt, out, seed, min_submitted, list(predictions)))
+
+
+def import_labels(file: str | Path, out: str | Path, fmt: str = "auto") -> LabelsImported:
+    """`tailor annotate import-labels FILE --out ratings.jsonl`: a Label Studio, Argilla or Potato export (detected,
+    or `fmt`) -> the long rating format, with the counts of everything that is not a rating."""
+    from tailorbench.agreement.ratings import merge_ratings, write_ratings_jsonl
+    from tailorbench.interop import FORMATS, check_format, read_export
+    from tailorbench.options import check_writable
+
+    check_format(fmt, ("auto", *FORMATS))
+    check_writable("--out", out)
+    ratings, report = read_export(file, fmt)
+    merge_ratings([ratings])  # one label type, as every reader of the long format requires
+    write_ratings_jsonl(ratings.ratings, out)
+    return LabelsImported.model_validate({**report.to_dict(), "out": str(out)})
 
 
 def study_create(project: str, quota: int, max_participants: int, completion_code: str,
@@ -316,6 +375,8 @@ list_annotators_async = async_twin(list_annotators)
 progress_async = async_twin(progress)
 release_async = async_twin(release)
 export_async = async_twin(export)
+export_items_async = async_twin(export_items)
+import_labels_async = async_twin(import_labels)
 study_create_async = async_twin(study_create)
 study_list_async = async_twin(study_list)
 study_close_async = async_twin(study_close)

@@ -344,6 +344,17 @@ class AnnotationExport(Output):
     exported_at: str | None = None
 
 
+class LabelsImported(Output):
+    """`tailor annotate import-labels`: an annotation tool's export read into the long format (`out`), with what
+    was not a rating counted by reason (`not_rated`) and every unmappable row (`unmappable`: path, line, reason)."""
+
+    tool: str
+    out: str | None = None
+    ratings: int = 0
+    not_rated: dict[str, int] = {}
+    unmappable: list[dict[str, Any]] = []
+
+
 class CrowdStudy(Output):
     """`tailor annotate study create|list|close`: a project opened to a crowd platform (Prolific by default).
     `link` (the study URL to give the platform, with its placeholders) is shown once, when the study is made;

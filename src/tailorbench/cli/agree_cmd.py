@@ -19,7 +19,8 @@ from tailorbench.errors import ConfigError, DataError
 
 
 def agree(
-    files: list[Path] = typer.Argument(..., help="Long-format ratings (.jsonl/.csv) or run directories."),
+    files: list[Path] = typer.Argument(..., help="Long-format ratings (.jsonl/.csv), run directories, or Label "
+                                       "Studio, Argilla or Potato exports."),
     order: str | None = typer.Option(
         None,
         "--order",
@@ -32,9 +33,12 @@ def agree(
     level: float = typer.Option(0.95, "--level", help="Confidence level of the intervals."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     out: Path | None = typer.Option(None, "--out", help="Also write the result object to this JSON file."),
+    fmt: str = typer.Option("auto", "--format", help="auto (each file detected: a Label Studio, Argilla or Potato "
+                            "export, else the long format) | long | label-studio | argilla | potato."),
 ) -> None:
     """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs."""
-    from tailorbench.agreement import AgreeOptions, agreement_report, read_ratings
+    from tailorbench.agreement import AgreeOptions, agreement_report
+    from tailorbench.interop import read_ratings_any
     from tailorbench.options import as_float, check_writable
 
     with user_errors():
@@ -44,7 +48,7 @@ def agree(
             raise ConfigError(f"option --level must be a number below 1, got {level!r}")
         if out is not None:
             check_writable("--out", out)
-        ratings = read_ratings(files)
+        ratings = read_ratings_any(list(files), fmt)
         orders = order.split(",") if order else None
         report = agreement_report(ratings, orders, AgreeOptions(n_boot, seed, level, positive))
         if out is not None:
@@ -66,7 +70,8 @@ def agree(
 
 
 def tiers(
-    ratings_file: Path = typer.Argument(..., help="Long-format pairwise labels (item = pair id, label A/B)."),
+    ratings_file: Path = typer.Argument(..., help="Long-format pairwise labels (item = pair id, label A/B), or a "
+                                        "Label Studio, Argilla or Potato export of a pairwise project."),
     items: Path = typer.Option(
         ..., "--items", help="Items JSONL: id, split, user_id, persona, question, answer_a, answer_b."
     ),
@@ -78,10 +83,12 @@ def tiers(
     resamples: int | None = RESAMPLES_ALIAS,
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP + ": the summary"),
+    fmt: str = typer.Option("auto", "--format", help="auto (each file detected: a Label Studio, Argilla or Potato "
+                            "export, else the long format) | long | label-studio | argilla | potato."),
 ) -> None:
     """Tier pairwise annotations by per-item agreement and write PairCase records."""
-    from tailorbench.agreement.ratings import read_ratings
     from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
+    from tailorbench.interop import read_ratings_any
     from tailorbench.options import as_float, check_writable
 
     with user_errors():
@@ -90,7 +97,7 @@ def tiers(
         rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
         n_boot = n_boot_value(n_boot, resamples)
         check_writable("--out", out)
-        cases, summary = build_tiers(items, read_ratings([ratings_file]), rule, n_boot, seed)
+        cases, summary = build_tiers(items, read_ratings_any([ratings_file], fmt), rule, n_boot, seed)
         if not cases:
             raise DataError(ratings_file, None, None, "no item has a tier (skipped: " + (", ".join(
                 f"{n} {why}" for why, n in summary["skipped_items"].items()) or "none") + f"); {out} not written")

@@ -30,6 +30,8 @@ _DB = typer.Option(None, "--db", help="Database URL, e.g. postgresql+psycopg://U
                                       "(default: SQLite under --dir; env TAILOR_ANNOTATE_DB).")
 _BASE = typer.Option("http://127.0.0.1:8000", "--base-url", help="Address annotators reach the server at.")
 _LINK_DAYS = typer.Option(7.0, "--link-days", help="Days the login link stays valid (it logs in once).")
+_PREDICTIONS = typer.Option([], "--predictions", help="Tool formats: judge verdicts (long format or run "
+                            "directory) attached as Label Studio predictions / Argilla suggestions.")
 #: the verbs call their Python twins (`tailorbench.api_annotate`) and print the result: JSON with --json
 _JSON = typer.Option(False, "--json", help=JSON_HELP)
 
@@ -196,13 +198,50 @@ def export(
     min_ratings: int | None = typer.Option(None, "--min-ratings", help="Tiering: ratings an item needs."),
     easy: float = typer.Option(0.75, "--easy", help="Tiering: minimum P_i for the easy tier."),
     medium: float = typer.Option(0.6, "--medium", help="Tiering: minimum P_i for the medium tier."),
+    fmt: str = typer.Option("native", "--format", help="native (the long format and the files above) | "
+                            "label-studio | argilla | potato: the project's items as that tool's project."),
+    seed: int = typer.Option(0, "--seed", help="Tool formats: the seed of the answer sides drawn per item."),
+    predictions: list[Path] = _PREDICTIONS,
     directory: Path = _DIR,
     db: str | None = _DB,
     json_out: bool = _JSON,
 ) -> None:
-    """Export labels in the long rating format (and, for pairwise, a tiered benchmark)."""
+    """Export labels in the long rating format (and, for pairwise, a tiered benchmark), or the items as a Label
+    Studio, Argilla or Potato project."""
     with user_errors():  # options and --out checked before the database is opened
-        _emit(_twins().export(project, out, include_gold, min_ratings, easy, medium, directory, db), json_out)
+        _emit(_twins().export(project, out, include_gold, min_ratings, easy, medium, directory, db, fmt, seed,
+                              predictions), json_out)
+
+
+@annotate_app.command("export-items")
+def export_items(
+    items: Path = typer.Argument(..., help="Items JSONL of the task type (what `annotate import` reads)."),
+    task: str = typer.Option(..., "--task", help="pairwise | attributes | relevance | ab_rating"),
+    fmt: str = typer.Option(..., "--format", help="label-studio | argilla | potato"),
+    out: Path = typer.Option(..., "--out", help="Directory for the tool's project files."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the answer sides drawn per item."),
+    min_submitted: int = typer.Option(3, "--min-submitted",
+                                      help="Argilla: annotators per record (TaskDistribution min_submitted)."),
+    predictions: list[Path] = _PREDICTIONS,
+    json_out: bool = _JSON,
+) -> None:
+    """Write an items file as a Label Studio, Argilla or Potato project (no database needed)."""
+    with user_errors():
+        _emit(_twins().export_items(items, task, fmt, out, seed, min_submitted, predictions), json_out)
+
+
+@annotate_app.command("import-labels")
+def import_labels(
+    file: Path = typer.Argument(..., help="A Label Studio JSON export, Argilla records (or a to_disk folder), or "
+                                          "a Potato project folder."),
+    out: Path = typer.Option(..., "--out", help="Long-format ratings JSONL to write."),
+    fmt: str = typer.Option("auto", "--format", help="auto (detected from the content) | label-studio | argilla "
+                                                     "| potato"),
+    json_out: bool = _JSON,
+) -> None:
+    """Read an annotation tool's export into the long rating format; prints what was not a rating, by reason."""
+    with user_errors():
+        _emit(_twins().import_labels(file, out, fmt), json_out)
 
 
 @study_app.command("create")

@@ -47,6 +47,9 @@ EXAMPLES: dict[str, str] = {
     "annotate progress": "tailor annotate progress study --agreement --dir annotation",
     "annotate release": "tailor annotate release study --older-than-hours 12 --dir annotation",
     "annotate export": "tailor annotate export study --out exports/study --dir annotation",
+    "annotate export-items": "tailor annotate export-items items.jsonl --task pairwise --format label-studio "
+                             "--out ls-project",
+    "annotate import-labels": "tailor annotate import-labels project-1-export.json --out ratings.jsonl",
     "annotate project create": "tailor annotate project create study --task pairwise --n 3 --dir annotation",
     "annotate project list": "tailor annotate project list --dir annotation",
     "annotate annotator add": "tailor annotate annotator add alice --project study --dir annotation",
