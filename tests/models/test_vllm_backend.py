@@ -216,15 +216,18 @@ def test_verdicts_equal_the_hf_backend(vllm_report: dict[str, Any], hf_runs: dic
         assert (row["raw"], row["choice"]) == (hf_text[_key(row)]["raw"], hf_text[_key(row)]["choice"]), row
     hf_lp = {_key(r): r for r in hf_runs["logprobs"]}
     near_ties = []
+    largest = 0.0
     for row in vllm_report["logprobs"]["first"]["rows"]:
         ref = hf_lp[_key(row)]
         for label, value in ref["scores"].items():
+            largest = max(largest, abs(row["scores"][label] - value))
             assert abs(row["scores"][label] - value) <= LOGPROB_TOL, (row["scores"], ref["scores"])
         if row["choice"] != ref["choice"]:
             margin = abs(ref["scores"]["A"] - ref["scores"]["B"])
             assert margin < NEAR_TIE, (row, ref)
             near_ties.append((_key(row), margin))
     with capsys.disabled():
+        print(f"\nvLLM vs HF: largest label logprob difference {largest:.2g} (tolerance {LOGPROB_TOL})")
         if near_ties:
             print(f"\nvLLM vs HF: {len(near_ties)} near-tie verdict(s) differ (margin < {NEAR_TIE}): {near_ties}")
 
