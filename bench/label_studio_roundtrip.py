@@ -1,0 +1,201 @@
+"""Round trip through a real Label Studio server: tailorbench's export in, three annotators' labels through its
+API, its JSON export back into tailorbench; the kappas must equal those of the same labels given directly.
+
+Label Studio (1.23.2) runs from its own virtual environment under ~/.cache/tailorbench/label-studio-venv
+(created here on first use; never the project's), on loopback, with a data folder in a temporary directory.
+For each of two task types (pairwise: 36 pairs of the demo benchmark; A/B rating: 12 items x 2 attributes) it
+creates a project with the exported labeling config, imports the exported tasks (answers on swapped sides for
+about half of them, drawn from the export's seed), creates three annotators, submits each one's label of every
+task through `/api/tasks/ID/annotations` (the side or score that label means on that task's layout) plus one
+skipped annotation, exports `/api/projects/ID/export?exportType=JSON` and reads it with
+`tailorbench.interop.read_export`.
+
+Run: .venv/bin/python bench/label_studio_roundtrip.py [--out result.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tailorbench.agreement import AgreeOptions, agreement_report
+from tailorbench.agreement.records import Label, Rating, RatingSet
+from tailorbench.datasets import load_benchmark
+from tailorbench.interop import export_items, read_export
+
+VERSION = "1.23.2"
+VENV = Path.home() / ".cache" / "tailorbench" / "label-studio-venv"
+TOKEN = "tailorbench-bench-token-0123456789abcdef"
+ANNOTATORS = ("ann1@example.org", "ann2@example.org", "ann3@example.org")
+
+
+def ensure_venv() -> Path:
+    """Label Studio's own environment (a few minutes the first time)."""
+    exe = VENV / "bin" / "label-studio"
+    if not exe.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", f"label-studio=={VERSION}"], check=True)
+    return exe
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_items(folder: Path) -> dict[str, Path]:
+    """A pairwise items file from the demo benchmark and a small A/B-rating items file."""
+    pairs = folder / "pairwise.jsonl"
+    with pairs.open("w", encoding="utf-8") as handle:
+        for case in load_benchmark("demo").cases[:36]:
+            handle.write(json.dumps({"id": case.id, "split": case.split, "user_id": case.user_id,
+                                     "persona": case.persona, "question": case.question, "answer_a": case.chosen,
+                                     "answer_b": case.rejected}) + "\n")
+    ab = folder / "ab_rating.jsonl"
+    with ab.open("w", encoding="utf-8") as handle:
+        for i in range(12):
+            handle.write(json.dumps({"id": f"ab{i}", "prompt": f"Suggest a dinner for tonight ({i})",
+                                     "generic": "Pasta carbonara.",
+                                     "personalized": "A lentil curry you can cook before your night shift.",
+                                     "attributes": [{"id": "veg", "text": "vegetarian"},
+                                                    {"id": "night", "text": "works night shifts"}]}) + "\n")
+    return {"pairwise": pairs, "ab_rating": ab}
+
+
+def start(exe: Path, data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "LABEL_STUDIO_USERNAME": "admin@example.org", "LABEL_STUDIO_PASSWORD": "bench-password-1",
+           "LABEL_STUDIO_USER_TOKEN": TOKEN, "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true"}
+    log = (data_dir / "server.log").open("wb")
+    return subprocess.Popen([str(exe), "start", "--host", "127.0.0.1", "--port", str(port), "--no-browser",
+                             "--data-dir", str(data_dir)], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_healthy(base: str, proc: subprocess.Popen[bytes], limit_s: float = 300) -> float:
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < limit_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"label-studio exited with {proc.returncode} (see server.log)")
+        try:
+            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                return time.perf_counter() - t0
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise RuntimeError(f"label-studio did not answer /health within {limit_s} s")
+
+
+def enable_legacy_token(data_dir: Path) -> None:
+    """The API refuses the first user's token until legacy tokens are enabled (../shared/notes/environment.md)."""
+    with sqlite3.connect(data_dir / "label_studio.sqlite3") as db:
+        db.execute("UPDATE jwt_auth_jwtsettings SET legacy_api_tokens_enabled = 1")
+
+
+def shown(task: str, swap: bool, label: Label) -> dict[str, Any]:
+    """The result an annotator who means `label` submits on a task whose answers are swapped or not."""
+    if task == "pairwise":
+        first = (label == "B") if swap else (label == "A")
+        return {"from_name": "choice", "to_name": "choice", "type": "pairwise",
+                "value": {"selected": "left" if first else "right"}}
+    assert isinstance(label, int)
+    return {"from_name": "score", "to_name": "answer2", "type": "rating",
+            "value": {"rating": 3 - label if swap else 3 + label}}
+
+
+def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: dict[str, int],
+             rng: random.Random) -> dict[str, Any]:
+    summary = export_items(items, task, "label-studio", work / task, seed=11)
+    config = (work / task / "config.xml").read_text(encoding="utf-8")
+    project = client.post("/api/projects", json={"title": f"tailorbench {task}", "label_config": config})
+    project.raise_for_status()
+    pid = project.json()["id"]
+    tasks_json = json.loads((work / task / "tasks.json").read_text(encoding="utf-8"))
+    client.post(f"/api/projects/{pid}/import", json=tasks_json).raise_for_status()
+    listed = client.get("/api/tasks", params={"project": pid, "page_size": 1000}).json()
+    ls_tasks = listed["tasks"] if isinstance(listed, dict) else listed
+    space: list[Label] = ["A", "B"] if task == "pairwise" else [-2, -1, 0, 1, 2]
+    labels: dict[tuple[str, str], Label] = {}
+    t0 = time.perf_counter()
+    for t in ls_tasks:
+        data = t["data"]
+        truth = rng.choice(space)
+        for uid in users.values():
+            label = truth if rng.random() < 0.7 else rng.choice(space)
+            labels[data["tb_unit"], str(uid)] = label
+            client.post(f"/api/tasks/{t['id']}/annotations",
+                        json={"result": [shown(task, data["tb_swap"], label)], "completed_by": uid,
+                              "lead_time": round(rng.uniform(3, 30), 2)}).raise_for_status()
+    # one skipped annotation (Label Studio's Skip: was_cancelled), which must be counted, not rated
+    client.post(f"/api/tasks/{ls_tasks[0]['id']}/annotations",
+                json={"result": [], "was_cancelled": True,
+                      "completed_by": client.get("/api/current-user/whoami").json()["id"]}).raise_for_status()
+    annotate_s = time.perf_counter() - t0
+    export = client.get(f"/api/projects/{pid}/export", params={"exportType": "JSON"})
+    export.raise_for_status()
+    path = work / f"{task}-export.json"
+    path.write_bytes(export.content)
+    ratings, report = read_export(path)
+    got = {(r.item, r.rater): r.label for r in ratings.ratings}
+    direct = RatingSet(ratings=[Rating(item, rater, label) for (item, rater), label in labels.items()])
+    opts = AgreeOptions(200, 0)
+    mine, want = agreement_report(ratings, None, opts), agreement_report(direct, None, opts)
+    return {"task": task, "units": summary["units"], "swapped": summary["swapped"], "annotations": len(labels),
+            "labels_equal": got == labels, "fleiss_kappa": mine["fleiss_kappa"]["value"],
+            "fleiss_kappa_direct": want["fleiss_kappa"]["value"],
+            "kappas_equal": mine["fleiss_kappa"] == want["fleiss_kappa"]
+            and mine["krippendorff_alpha"] == want["krippendorff_alpha"],
+            "not_rated": dict(report.not_rated), "unmappable": report.unmappable,
+            "annotate_s": round(annotate_s, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="Write the result JSON here too.")
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    exe = ensure_venv()
+    with tempfile.TemporaryDirectory() as tmp:
+        work, data_dir = Path(tmp), Path(tmp) / "ls-data"
+        data_dir.mkdir()
+        items = write_items(work)
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        proc = start(exe, data_dir, port)
+        try:
+            started_s = wait_healthy(base, proc)
+            enable_legacy_token(data_dir)
+            with httpx.Client(base_url=base, headers={"Authorization": f"Token {TOKEN}"}, timeout=60) as client:
+                users = {}
+                for email in ANNOTATORS:
+                    made = client.post("/api/users", json={"email": email, "username": email.split("@")[0]})
+                    made.raise_for_status()
+                    users[email] = made.json()["id"]
+                rng = random.Random(5)
+                results = [run_task(client, task, path, work, users, rng) for task, path in items.items()]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    out = {"label_studio": VERSION, "started_s": round(started_s, 1), "total_s": round(time.perf_counter() - t0, 1),
+           "results": results}
+    text = json.dumps(out, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    if not all(r["labels_equal"] and r["kappas_equal"] and not r["unmappable"] for r in results):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
