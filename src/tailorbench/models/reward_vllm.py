@@ -123,8 +123,8 @@ class VLLMRewardModel:
             chunk = encoded[start : start + self.batch_size]
             self.engine_calls += 1
             with engine.lock:
-                results = llm.classify([TokensPrompt(prompt_token_ids=list(e["input_ids"])) for e in chunk],
-                                       pooling_params=params, use_tqdm=False)
+                results = llm.classify([_prompt(TokensPrompt, e) for e in chunk], pooling_params=params,
+                                       use_tqdm=False)
             for k, result in enumerate(results):
                 out[start + k] = float(np.asarray(result.outputs.probs, dtype=np.float64).reshape(-1)[0])
         return out
@@ -139,3 +139,11 @@ class VLLMRewardModel:
         index = np.fromiter((row[t] for t in triples), np.int64, len(triples))
         return scores[index], flags[index]
 
+
+def _prompt(tokens_prompt: Any, encoded: dict[str, Any]) -> Any:
+    """The engine's input of one encoded triple; segment-pair formats (BERT-style) keep their token types
+    (vLLM passes them to cross-encoder models; untested here: the tests' classifier uses a chat template)."""
+    prompt = tokens_prompt(prompt_token_ids=list(encoded["input_ids"]))
+    if any(encoded.get("token_type_ids") or ()):  # all zeros is the engine's default
+        prompt["token_type_ids"] = list(encoded["token_type_ids"])
+    return prompt
