@@ -84,3 +84,26 @@ def test_unmappable_records_are_counted_with_their_line(tmp_path: Path) -> None:
     assert not ratings.ratings and report.not_rated == {"unmappable": 3}
     assert [u["line"] for u in report.unmappable] == [1, 2, 3]
     assert "tb_swap" in report.unmappable[0]["reason"] and "middle" in report.unmappable[1]["reason"]
+
+
+def test_hub_parquet_and_sdk_records(tmp_path: Path) -> None:
+    """`to_hub` pushes the flattened records through `datasets` (parquet under data/, settings under .argilla/);
+    records straight from the SDK (`to_list(flatten=True)`) read the same."""
+    datasets = pytest.importorskip("datasets")
+    rows = read_json(DATA / "argilla_sdk_pairwise_records_flat.json")
+    hub = tmp_path / "hub"
+    (hub / ".argilla").mkdir(parents=True)
+    (hub / ".argilla" / "settings.json").write_text((DATA / "argilla_sdk_pairwise_settings.json").read_text())
+    (hub / "data").mkdir()
+    datasets.Dataset.from_list(rows).to_parquet(str(hub / "data" / "train-00000-of-00001.parquet"))
+    want, _ = read_export(DATA / "argilla_sdk_pairwise_records_flat.json")
+    for path in (hub, hub / "data" / "train-00000-of-00001.parquet"):
+        assert detect_format(path) == "argilla"
+        got, report = read_export(path)
+        assert [(r.item, r.rater, r.label) for r in got.ratings] == [(r.item, r.rater, r.label) for r in want.ratings]
+        assert report.not_rated == {"draft": 1, "discarded": 1}
+    from tailorbench.interop.argilla import read_records
+
+    sdk, report = read_records(rows)
+    assert [(r.item, r.label) for r in sdk.ratings] == [(r.item, r.label) for r in want.ratings]
+    assert report.sources == ["argilla-sdk"]

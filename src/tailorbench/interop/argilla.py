@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -144,12 +145,31 @@ def _unit(record: dict[str, Any]) -> Unit | str:
     return unit_from_meta(values)
 
 
+def _parquet_rows(paths: list[Path]) -> list[tuple[int, Any]]:
+    """The rows of `to_hub`'s parquet files (the flattened records), numbered across the files."""
+    try:
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ImportError:
+        raise DataError(paths[0], None, None, "reading parquet files needs pyarrow (pip install pyarrow)") from None
+    rows: list[Any] = []
+    for part in paths:
+        rows.extend(pq.read_table(part).to_pylist())
+    return list(enumerate(rows, start=1))
+
+
 def _records(path: Path) -> list[tuple[int, Any]]:
-    """(position or line, record) of a records file: a JSON list, or JSONL."""
+    """(position or line, record) of a records file: a JSON list, JSONL, parquet (to_hub), or a folder holding
+    records.json (to_disk) or parquet files (a downloaded hub dataset)."""
     if path.is_dir():
+        parquet = sorted(path.rglob("*.parquet"))
+        if not (path / RECORDS_FILE).is_file() and parquet:
+            return _parquet_rows(parquet)
         path = path / RECORDS_FILE
     if not path.is_file():
-        raise DataError(path, None, None, "no such file (an Argilla export is records.json or a to_disk folder)")
+        raise DataError(path, None, None, "no such file (an Argilla export is records.json, records as JSONL or "
+                                          "parquet, or a to_disk or hub folder)")
+    if path.suffix.lower() == ".parquet":
+        return _parquet_rows([path])
     text = path.read_text(encoding="utf-8")
     if text.lstrip().startswith("["):
         try:
@@ -164,12 +184,22 @@ def read_export(path: str | Path) -> tuple[RatingSet, ImportReport]:
     """Argilla records (nested or flattened) -> long-format ratings and the counts: discarded and draft responses,
     responses without a value, and unmappable ones kept apart. Lines are JSONL lines or positions in a list."""
     path = Path(path)
+    return _read(_records(path), path)
+
+
+def read_records(records: Iterable[Any], source: str = "argilla-sdk") -> tuple[RatingSet, ImportReport]:
+    """`read_export` of records in memory, straight from the SDK: `dataset.records.to_list(flatten=True)` (or
+    nested dicts); lines in the report are their positions, `source` their name."""
+    return _read(enumerate(records, start=1), source)
+
+
+def _read(numbered: Iterable[tuple[int, Any]], source: str | Path) -> tuple[RatingSet, ImportReport]:
     col = Collector("argilla")
-    col.source(path)
+    col.source(source)
     no_status = 0
-    for line, record in _records(path):
+    for line, record in numbered:
         if not isinstance(record, dict):
-            col.unmappable(path, line, "record is not an object")
+            col.unmappable(source, line, "record is not an object")
             continue
         unit = _unit(record)
         for user, answers in _responses(record).items():
@@ -185,7 +215,7 @@ def read_export(path: str | Path) -> tuple[RatingSet, ImportReport]:
             if not answer:
                 col.count("empty")
                 continue
-            col.answer(unit, user, answer, path, line)
+            col.answer(unit, user, answer, source, line)
     if no_status:
         col.report.notes.append(f"{no_status} annotators' responses carry no status (Dataset.to_disk leaves it "
                                 "out): read as submitted")
@@ -193,11 +223,20 @@ def read_export(path: str | Path) -> tuple[RatingSet, ImportReport]:
 
 
 def looks_like(path: Path) -> bool:
-    """A to_disk folder, or a records file whose first record has Argilla's keys (`responses` / `Q.responses`)."""
+    """A to_disk or hub folder (`.argilla/` or settings.json beside records.json or parquet files), a parquet
+    file with `Q.responses` columns, or a records file whose start has Argilla's keys."""
     if path.is_dir():
-        return (path / RECORDS_FILE).is_file() and ((path / ".argilla").is_dir() or (path / SETTINGS_FILE).is_file())
-    if not path.is_file() or path.suffix.lower() not in (".json", ".jsonl"):
+        config = (path / ".argilla").is_dir() or (path / SETTINGS_FILE).is_file()
+        return config and ((path / RECORDS_FILE).is_file() or any(path.rglob("*.parquet")))
+    suffix = path.suffix.lower()
+    if not path.is_file() or suffix not in (".json", ".jsonl", ".parquet"):
         return False
+    if suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            return False
+        return any(name.endswith(".responses") for name in pq.read_schema(path).names)
     with path.open(encoding="utf-8", errors="replace") as handle:
         head = handle.read(65536)
     return ('"responses"' in head or '.responses"' in head) and '"annotations"' not in head

@@ -244,7 +244,8 @@ class Collector:
         self._seen[unit.uid, rater] = where
         if unit.task == "pairwise":
             conf = answer.get("confidence")
-            self.report.confidence[str(conf) if conf in CONFIDENCE else "not given"] += 1
+            given = "not given" if conf is None else str(conf) if conf in CONFIDENCE else "outside 1-3"
+            self.report.confidence[given] += 1
         self.report.annotations += 1
         self.report.ratings += 1
         self.ratings.ratings.append(Rating(unit.uid, rater, label, "human", str(path), line))
