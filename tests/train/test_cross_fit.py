@@ -12,6 +12,7 @@ import pytest
 
 from tailorbench.datasets import write_native
 from tailorbench.errors import ConfigError
+from tailorbench.logs import showing_notes
 from tailorbench.schema import PairCase
 from tailorbench.train import features
 from tailorbench.train.api import train_rm
@@ -177,7 +178,8 @@ def test_research_figures_are_opt_in(tmp_path: Path, capsys: pytest.CaptureFixtu
     shared, model = _shared_rows(tmp_path), tiny_bert(tmp_path / "m")
     plain = _train(shared, tmp_path / "plain", model, cross_fit_folds=2)
     capsys.readouterr()
-    summary = _train(shared, tmp_path / "research", model, cross_fit_folds=2, research_figures=True)
+    with showing_notes():  # the figures are notes (INFO records), shown as under `tailor`
+        summary = _train(shared, tmp_path / "research", model, cross_fit_folds=2, research_figures=True)
     printed = capsys.readouterr().err
     assert "hard by rows shared with other tiers: contradicted (1)" in printed
     assert "repeated (1)" in printed and "medium by rows shared" not in printed

@@ -22,6 +22,7 @@ from tailorbench.datasets import load_benchmark, write_native
 from tailorbench.evaluate.results import compute_results
 from tailorbench.evaluate.runner import EvalConfig, run_eval
 from tailorbench.judges.base import JudgeBase
+from tailorbench.logs import showing_notes
 from tailorbench.schema import JudgeInput, PairCase, Verdict
 from tailorbench.train.api import train_rm
 from tailorbench.train.content import CONTENT_FILE, TrainingContent, pair_hash, persona_hash
@@ -36,7 +37,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     write_native(toy_cases(n_users=8, per_user=6), data)
     out = root / "rm"
     err = io.StringIO()
-    with contextlib.redirect_stderr(err):
+    with contextlib.redirect_stderr(err), showing_notes():  # notes are INFO records, shown as under `tailor`
         summary = train_rm(model=tiny_bert(root / "base"), data=str(data), out=str(out), eval_fraction=0.25,
                            max_length=64, batch_size=8, epochs=2, learning_rate=3e-3, warmup_ratio=0.0,
                            precision="fp32", n_boot=20, seed=0)

@@ -372,8 +372,8 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         summary["heldout"] = {"data": str(heldout[0]), "cases": len(eval_cases),
                               "eval_dir": None if where is None else str(where),
                               "command": reproduce_command(cfg, out, heldout[0])}
-        notes_log.info("held-out evaluation (users not trained on): " + (f"{where}/report.md" if where else "not "
-                       "run (eval_each_epoch is off)") + f"; reproduce it with:\n  {summary['heldout']['command']}")
+        bar.note("held-out evaluation (users not trained on): " + (f"{where}/report.md" if where else "not run "
+                 "(eval_each_epoch is off)") + f"; reproduce it with:\n  {summary['heldout']['command']}")
     summary["training_content"] = training.summary()
     log.write({"event": "end", **{k: summary[k] for k in ("steps", "pairs_per_s", "wall_seconds")}})
     log.close()
@@ -399,10 +399,13 @@ def _no_decay(name: str) -> bool:
 
 
 class _progress:
-    """A rich progress bar on stderr with the running loss (silent when disabled)."""
+    """A rich progress bar on stderr with the running loss. Notes are part of the progress display: printed with
+    the bar, as plain lines when asked for progress without steps (train_scope features: no bar would stop), and
+    INFO records of the logger when progress is off (`tailor train-rm --no-progress` shows them, Python not)."""
 
     def __init__(self, total: int, enabled: bool) -> None:
-        self.enabled = enabled and total > 0  # no steps (train_scope features): notes go to stderr as text
+        self.requested = enabled
+        self.enabled = enabled and total > 0
         if not self.enabled:
             return
         from rich.console import Console
@@ -421,6 +424,8 @@ class _progress:
     def note(self, text: str) -> None:
         if self.enabled:
             self._bar.console.print(text)
+        elif self.requested:
+            sys.stderr.write(text + "\n")
         else:
             notes_log.info(text)
 
