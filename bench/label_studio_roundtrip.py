@@ -3,12 +3,13 @@ API, its JSON export back into tailorbench; the kappas must equal those of the s
 
 Label Studio (1.23.2) runs from its own virtual environment under ~/.cache/tailorbench/label-studio-venv
 (created here on first use; never the project's), on loopback, with a data folder in a temporary directory.
-For each of two task types (pairwise: 36 pairs of the demo benchmark; A/B rating: 12 items x 2 attributes) it
-creates a project with the exported labeling config, imports the exported tasks (answers on swapped sides for
-about half of them, drawn from the export's seed), creates three annotators, submits each one's label of every
-task through `/api/tasks/ID/annotations` (the side or score that label means on that task's layout) plus one
-skipped annotation, exports `/api/projects/ID/export?exportType=JSON` and reads it with
-`tailorbench.interop.read_export`.
+For each of the four task types (pairwise: 36 pairs of the demo benchmark; attributes, relevance: 8 items x 3
+attributes; A/B rating: 12 items x 2 attributes) it creates a project with the exported labeling config (the
+pairwise one with a tie choice added, as a user's config might), imports the exported tasks (answers on swapped
+sides for about half of them, drawn from the export's seed), creates three annotators, submits each one's label
+of every task through `/api/tasks/ID/annotations` (the side or score that label means on that task's layout),
+plus one skipped annotation and, for pairwise, three ties by a fourth user, exports
+`/api/projects/ID/export?exportType=JSON` and reads it with `tailorbench.interop.read_export`.
 
 Run: .venv/bin/python bench/label_studio_roundtrip.py [--out result.json]
 """
@@ -38,6 +39,8 @@ from tailorbench.interop import export_items, read_export
 VERSION = "1.23.2"
 VENV = Path.home() / ".cache" / "tailorbench" / "label-studio-venv"
 TOKEN = "tailorbench-bench-token-0123456789abcdef"
+#: the statistics (values and intervals) that must equal those of the labels given directly
+STATISTICS = ("fleiss_kappa", "krippendorff_alpha", "pairwise_cohen_kappa")
 ANNOTATORS = ("ann1@example.org", "ann2@example.org", "ann3@example.org")
 
 
@@ -64,6 +67,14 @@ def write_items(folder: Path) -> dict[str, Path]:
             handle.write(json.dumps({"id": case.id, "split": case.split, "user_id": case.user_id,
                                      "persona": case.persona, "question": case.question, "answer_a": case.chosen,
                                      "answer_b": case.rejected}) + "\n")
+    attrs = ["works night shifts", {"id": "job", "text": "nurse"}, "likes jazz"]
+    (folder / "attributes.jsonl").write_text("".join(json.dumps({
+        "id": f"at{i}", "conversation": [{"role": "user", "content": f"I work nights at the hospital ({i})"},
+                                         {"role": "assistant", "content": "That sounds demanding."}],
+        "attributes": attrs}) + "\n" for i in range(8)), encoding="utf-8")
+    (folder / "relevance.jsonl").write_text("".join(json.dumps({
+        "id": f"rv{i}", "prompt": f"Suggest a weekend plan ({i})", "attributes": attrs}) + "\n" for i in range(8)),
+        encoding="utf-8")
     ab = folder / "ab_rating.jsonl"
     with ab.open("w", encoding="utf-8") as handle:
         for i in range(12):
@@ -72,7 +83,8 @@ def write_items(folder: Path) -> dict[str, Path]:
                                      "personalized": "A lentil curry you can cook before your night shift.",
                                      "attributes": [{"id": "veg", "text": "vegetarian"},
                                                     {"id": "night", "text": "works night shifts"}]}) + "\n")
-    return {"pairwise": pairs, "ab_rating": ab}
+    return {"pairwise": pairs, "attributes": folder / "attributes.jsonl", "relevance": folder / "relevance.jsonl",
+            "ab_rating": ab}
 
 
 def start(exe: Path, data_dir: Path, port: int) -> subprocess.Popen[bytes]:
@@ -109,6 +121,9 @@ def shown(task: str, swap: bool, label: Label) -> dict[str, Any]:
         first = (label == "B") if swap else (label == "A")
         return {"from_name": "choice", "to_name": "choice", "type": "pairwise",
                 "value": {"selected": "left" if first else "right"}}
+    if task in ("attributes", "relevance"):
+        name, value = ("judgment", label) if task == "attributes" else ("relevant", "yes" if label else "no")
+        return {"from_name": name, "to_name": "attribute", "type": "choices", "value": {"choices": [value]}}
     assert isinstance(label, int)
     return {"from_name": "score", "to_name": "answer2", "type": "rating",
             "value": {"rating": 3 - label if swap else 3 + label}}
@@ -118,6 +133,9 @@ def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: di
              rng: random.Random) -> dict[str, Any]:
     summary = export_items(items, task, "label-studio", work / task, seed=11)
     config = (work / task / "config.xml").read_text(encoding="utf-8")
+    if task == "pairwise":  # a user's config with a tie choice, which the Pairwise tag lacks
+        config = config.replace("</View>", '  <Choices name="tie" toName="answer1" choice="single">\n'
+                                '    <Choice value="Tie"/>\n  </Choices>\n</View>')
     project = client.post("/api/projects", json={"title": f"tailorbench {task}", "label_config": config})
     project.raise_for_status()
     pid = project.json()["id"]
@@ -125,7 +143,8 @@ def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: di
     client.post(f"/api/projects/{pid}/import", json=tasks_json).raise_for_status()
     listed = client.get("/api/tasks", params={"project": pid, "page_size": 1000}).json()
     ls_tasks = listed["tasks"] if isinstance(listed, dict) else listed
-    space: list[Label] = ["A", "B"] if task == "pairwise" else [-2, -1, 0, 1, 2]
+    space: list[Label] = {"pairwise": ["A", "B"], "attributes": ["accepted", "uncertain", "rejected"],
+                          "relevance": [True, False]}.get(task, [-2, -1, 0, 1, 2])
     labels: dict[tuple[str, str], Label] = {}
     t0 = time.perf_counter()
     for t in ls_tasks:
@@ -138,9 +157,14 @@ def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: di
                         json={"result": [shown(task, data["tb_swap"], label)], "completed_by": uid,
                               "lead_time": round(rng.uniform(3, 30), 2)}).raise_for_status()
     # one skipped annotation (Label Studio's Skip: was_cancelled), which must be counted, not rated
+    admin = client.get("/api/current-user/whoami").json()["id"]
     client.post(f"/api/tasks/{ls_tasks[0]['id']}/annotations",
-                json={"result": [], "was_cancelled": True,
-                      "completed_by": client.get("/api/current-user/whoami").json()["id"]}).raise_for_status()
+                json={"result": [], "was_cancelled": True, "completed_by": admin}).raise_for_status()
+    if task == "pairwise":  # three ties, by the admin
+        for t in ls_tasks[1:4]:
+            client.post(f"/api/tasks/{t['id']}/annotations", json={"completed_by": admin, "result": [
+                {"from_name": "tie", "to_name": "answer1", "type": "choices", "value": {"choices": ["Tie"]}}]},
+                        ).raise_for_status()
     annotate_s = time.perf_counter() - t0
     export = client.get(f"/api/projects/{pid}/export", params={"exportType": "JSON"})
     export.raise_for_status()
@@ -150,12 +174,12 @@ def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: di
     got = {(r.item, r.rater): r.label for r in ratings.ratings}
     direct = RatingSet(ratings=[Rating(item, rater, label) for (item, rater), label in labels.items()])
     opts = AgreeOptions(200, 0)
-    mine, want = agreement_report(ratings, None, opts), agreement_report(direct, None, opts)
+    order = ["rejected", "uncertain", "accepted"] if task == "attributes" else None
+    mine, want = agreement_report(ratings, order, opts), agreement_report(direct, order, opts)
     return {"task": task, "units": summary["units"], "swapped": summary["swapped"], "annotations": len(labels),
             "labels_equal": got == labels, "fleiss_kappa": mine["fleiss_kappa"]["value"],
             "fleiss_kappa_direct": want["fleiss_kappa"]["value"],
-            "kappas_equal": mine["fleiss_kappa"] == want["fleiss_kappa"]
-            and mine["krippendorff_alpha"] == want["krippendorff_alpha"],
+            "kappas_equal": all(mine[k] == want[k] for k in STATISTICS),
             "not_rated": dict(report.not_rated), "unmappable": report.unmappable,
             "annotate_s": round(annotate_s, 1)}
 
