@@ -90,8 +90,6 @@ def _answer(labels: dict[str, Any]) -> dict[str, Any] | str:
             answer["side"] = SIDES.get(label, label)
         else:
             answer[scheme] = label
-    if "choice" in answer:
-        answer["side"] = answer.pop("choice")
     return answer
 
 
