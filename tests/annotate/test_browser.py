@@ -5,7 +5,6 @@ HTML is shown as text. Screenshots of each task page go to $TAILORBENCH_TEST_OUT
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,24 +14,14 @@ from tailorbench.annotate import service
 from tailorbench.annotate.db import Database
 from tailorbench.annotate.web import create_app
 from tests.annotate.conftest import DATA, OUTPUT, LiveServer, browser_login
+from tests.helpers.browser import chromium
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (never `playwright install`)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
