@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from tailorbench.api import gen_eval_resume_async as gen_eval_resume_async
     from tailorbench.api import gen_eval_run as gen_eval
     from tailorbench.api import gen_eval_run_async as gen_eval_async
+    from tailorbench.api import push_data as push_data
+    from tailorbench.api import push_data_async as push_data_async
     from tailorbench.api import report_runs as report
     from tailorbench.api import report_runs_async as report_async
     from tailorbench.api import resume as resume
@@ -96,6 +98,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "check_data_async": ("tailorbench.api", "check_data_async"),
     "convert_data": ("tailorbench.api", "convert_data"),
     "convert_data_async": ("tailorbench.api", "convert_data_async"),
+    "push_data": ("tailorbench.api", "push_data"),
+    "push_data_async": ("tailorbench.api", "push_data_async"),
     "cache_stats": ("tailorbench.api", "cache_stats"),
     "cache_clear": ("tailorbench.api", "cache_clear"),
     "run_failures": ("tailorbench.api", "run_failures"),
@@ -163,6 +167,8 @@ __all__ = [
     "gen_eval_async",
     "gen_eval_resume",
     "gen_eval_resume_async",
+    "push_data",
+    "push_data_async",
     "report",
     "report_async",
     "resume",

@@ -131,6 +131,23 @@ def convert_data(data: str | Path, out: str | Path, skip_invalid: bool = False) 
     return write_native(load_benchmark(data, skip_invalid=skip_invalid).cases, Path(out))
 
 
+def push_data(data: str | Path, repo_id: str, license: str | None, private: bool = False,
+              dry_run: str | Path | None = None, skip_invalid: bool = False) -> dict[str, Any]:
+    """`tailor data push`: a benchmark in any layout to the hub dataset `repo_id` as native JSONL with a dataset
+    card (`license` is required); with `dry_run`, the folder is only written there."""
+    from tailorbench.datasets.hub_push import push_data as _push
+
+    return _push(data, repo_id, license, private=private, dry_run=dry_run, skip_invalid=skip_invalid)
+
+
+def push_report(runs: Sequence[str | Path], out: str | Path, repo_id: str, private: bool = False) -> dict[str, Any]:
+    """`tailor report --push`: the runs' results (results.jsonl) and the report at `out` (its card) to the hub
+    dataset `repo_id`, in one upload; `report` must have written `out` first."""
+    from tailorbench.datasets.hub_push import push_report as _push
+
+    return _push([Path(r) for r in runs], Path(out), repo_id, private=private)
+
+
 def cache_stats(path: str | Path | None = None) -> dict[str, Any]:
     """`tailor cache stats`: entries and size of the call cache, per backend / model / base URL."""
     from tailorbench.models.cache import cache_stats as _stats
@@ -188,10 +205,18 @@ def compare_runs(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed:
     return CompareResult.model_validate(compare(run_a, run_b, n_boot=n_boot, seed=seed))
 
 
-def report_runs(runs: Sequence[str | Path], out: str | Path) -> list[EvalResult | GenEvalResult]:
-    """`tailor report RUN...` returning each run's results (`report` returns them as dicts)."""
+def report_runs(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
+                private: bool = False) -> list[EvalResult | GenEvalResult]:
+    """`tailor report RUN...` returning each run's results (`report` returns them as dicts); with `push`
+    (OWNER/NAME), also published as a hub leaderboard (`push_report`)."""
     results: list[EvalResult | GenEvalResult] = []
+    if push is not None:
+        from tailorbench.datasets.hub_repo import check_repo_id
+
+        check_repo_id(push)
     merged = report(runs, out)
+    if push is not None:
+        push_report(runs, out, push, private=private)
     for run, r in zip(runs if len(runs) == len(merged) else [None] * len(merged), merged):
         kind = GenEvalResult if r.get("kind") == "gen-eval" else EvalResult
         results.append(kind.model_validate(r).located(run))
@@ -318,4 +343,5 @@ gen_eval_resume_async = async_twin(gen_eval_resume)
 train_rm_async = async_twin(train_rm)
 check_data_async = async_twin(check_data)
 convert_data_async = async_twin(convert_data)
+push_data_async = async_twin(push_data)
 view_async = async_twin(view)

@@ -40,6 +40,7 @@ EXAMPLES: dict[str, str] = {
     "gen-eval": "tailor gen-eval --model openai:MODEL@http://127.0.0.1:8080/v1 --judge longer --out runs/gen",
     "data check": "tailor data check demo --json",
     "data convert": "tailor data convert personafeedback --out pf.jsonl",
+    "data push": "tailor data push tiers/benchmark.jsonl me/my-bench --license cc-by-4.0 --dry-run hub/",
     "cache stats": "tailor cache stats --json",
     "cache clear": "tailor cache clear --model gpt-4o-mini --older-than-days 30 --yes",
     "annotate serve": "tailor annotate serve --dir annotation --port 8000",

@@ -1,4 +1,5 @@
-"""`tailor data check|convert`: integrity of a benchmark; conversion to native JSONL."""
+"""`tailor data check|convert|push`: integrity of a benchmark; conversion to native JSONL; publication on the
+Hugging Face hub."""
 
 from __future__ import annotations
 
@@ -62,6 +63,32 @@ def convert_command(
         print_json({"out": str(out), "cases": n})
     else:
         typer.echo(f"wrote {n} cases to {out}", err=True)
+
+
+@data_app.command("push")
+def push_command(
+    path: str = typer.Argument(..., help="demo, personafeedback, or a path in any supported layout"),
+    repo: str = typer.Argument(..., help="the hub dataset repository, OWNER/NAME"),
+    license: str | None = typer.Option(None, "--license", help="the licence the data is shared under (required; "
+                                                                "an SPDX id such as cc-by-4.0)"),
+    private: bool = typer.Option(False, "--private", help="create the repository private (when it is new)"),
+    dry_run: Path | None = typer.Option(None, "--dry-run", help="write the folder that would be uploaded here; "
+                                                                  "upload nothing"),
+    skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": {repo, rows, license, files, uploaded}"),
+) -> None:
+    """Push a benchmark to a Hugging Face dataset repository: native JSONL, its tiers and a dataset card with the
+    integrity report, in one upload."""
+    from tailorbench import api
+
+    with user_errors():
+        summary = api.push_data(path, repo, license, private=private, dry_run=dry_run, skip_invalid=skip_invalid)
+    if json_out:
+        print_json(summary)
+    elif dry_run is not None:
+        typer.echo(f"wrote {summary['rows']} cases and the card to {dry_run} (nothing uploaded)", err=True)
+    else:
+        typer.echo(f"pushed {summary['rows']} cases to {repo}: {summary['uploaded']}", err=True)
 
 
 def register(app: typer.Typer) -> None:

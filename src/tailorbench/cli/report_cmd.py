@@ -15,13 +15,23 @@ def report_command(
     runs: list[Path] = typer.Argument(..., help="run directories"),
     out: Path = typer.Option(Path("."), "--out", "-o", help="where report.md and report.html go"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": the merged results"),
+    push: str | None = typer.Option(None, "--push", help="also publish the leaderboard to this hub dataset, "
+                                                          "OWNER/NAME (results.jsonl and the report as its card)"),
+    private: bool = typer.Option(False, "--private", help="with --push: create the repository private (when new)"),
 ) -> None:
     """Merge run directories into one leaderboard (report.md, report.html). A run whose manifest says running
     while no process holds its lock is shown as interrupted."""
     from tailorbench import api
 
     with user_errors():
+        if push is not None:
+            from tailorbench.datasets.hub_repo import check_repo_id
+
+            check_repo_id(push)
         results = api.report(runs, out)
+        pushed = api.push_report(runs, out, push, private=private) if push is not None else None
+    if pushed is not None:
+        typer.echo(f"pushed the leaderboard of {pushed['runs']} runs to {push}: {pushed['uploaded']}", err=True)
     if json_out:
         print_json(results)
     else:

@@ -52,8 +52,9 @@ def detect_layout(path: Path) -> str:
 
 def load_benchmark(data: str | Path, skip_invalid: bool = False, layout: str | None = None,
                    options: Mapping[str, Any] | None = None) -> Benchmark:
-    """Load `demo`, `personafeedback` (hub), or a path in any registered layout (detected, or the one named by
-    `layout`); `options` go to the layout (the scored layout: `score_column`, `min_gap`)."""
+    """Load `demo`, `personafeedback` (hub), `hf:OWNER/NAME[@REV]` (pushed by `tailor data push`), or a path in
+    any registered layout (detected, or the one named by `layout`); `options` go to the layout (the scored
+    layout: `score_column`, `min_gap`)."""
     invalid = InvalidRows(skip=skip_invalid)
     spec = str(data)
     if spec == DEMO:
@@ -62,6 +63,10 @@ def load_benchmark(data: str | Path, skip_invalid: bool = False, layout: str | N
         from tailorbench.datasets.hub import fetch_personafeedback
 
         path = fetch_personafeedback()
+    elif spec.startswith("hf:"):
+        from tailorbench.datasets.hub_repo import fetch_pushed
+
+        path = fetch_pushed(spec)
     else:
         path = Path(spec).expanduser()
     if layout is None:

@@ -1,0 +1,187 @@
+"""Benchmarks and leaderboards on the Hugging Face hub (`tailor data push`, `--data hf:OWNER/NAME`,
+`tailor report --push`): a folder is written locally first (what `--dry-run DIR` keeps), then uploaded in one
+`HfApi.upload_folder` call; reading back goes through `snapshot_download`, so the hub cache and
+HF_HUB_OFFLINE=1 are honoured.
+
+A pushed benchmark is one native JSONL file, `data/benchmark.jsonl`, with its split/tier declaration
+`data/benchmark.layout.json` next to it (the native layout's sidecar), `tiers.json` when the source carried one
+(`tailor tiers` / `tailor annotate export`), and README.md: the dataset card (YAML header with the licence and
+`configs` so `datasets.load_dataset(OWNER/NAME)` reads the data file).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.datasets.hub_repo import DATA_FILE, LAYOUT_FILE, check_repo_id
+from tailorbench.errors import ConfigError, DataError
+
+TIERS_FILE = "tiers.json"
+RESULTS_FILE = "results.jsonl"
+
+
+def _tiers_of(files: list[Path]) -> dict[str, Any] | None:
+    """tiers.json beside the files the benchmark was read from (`tailor tiers`, `tailor annotate export`)."""
+    for candidate in dict.fromkeys(f.parent / TIERS_FILE for f in files):
+        if candidate.is_file():
+            try:
+                tiers = json.loads(candidate.read_text(encoding="utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise DataError(candidate, None, None, f"not readable JSON: {exc}") from None
+            if not isinstance(tiers, dict):
+                raise DataError(candidate, None, None, "expected a JSON object (what `tailor tiers` writes)")
+            return tiers
+    return None
+
+
+def _yaml_header(fields: dict[str, Any]) -> str:
+    import yaml
+
+    return "---\n" + yaml.safe_dump(fields, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def _tier_lines(tiers: dict[str, Any]) -> list[str]:
+    rule = tiers.get("rule") or {}
+    lines = ["## Tiers", "", f"Tiered by {rule.get('statistic', 'per-item agreement')}"
+             + (f", at least {rule['min_ratings']} ratings per item" if "min_ratings" in rule else "") + ".", "",
+             "| tier | rule | items | Fleiss' kappa | 95% CI |", "|---|---|---:|---:|---|"]
+    for name, stats in (tiers.get("tiers") or {}).items():
+        kappa = (stats or {}).get("fleiss_kappa") or {}
+        value = kappa.get("value")
+        ci = kappa.get("ci")
+        lines.append(f"| {name} | {rule.get(name, '')} | {(stats or {}).get('n', 0)} | "
+                     f"{'-' if value is None else f'{value:.3f}'} | "
+                     f"{'-' if not ci or None in ci else f'[{ci[0]:.3f}, {ci[1]:.3f}]'} |")
+    return [*lines, ""]
+
+
+def _card(repo_id: str, license: str, report: dict[str, Any], tiers: dict[str, Any] | None) -> str:
+    header = _yaml_header({
+        "license": license,
+        "pretty_name": repo_id.split("/")[1],
+        "tags": ["tailorbench", "personalization", "pairwise-preference"],
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": DATA_FILE}]}],
+    })
+    per_cell = report.get("rows_per_split_tier") or {}
+    lines = [
+        f"# {repo_id}", "",
+        f"A personalization benchmark in tailorbench's native JSONL layout ({report['rows']} pairs), written by "
+        f"`tailor data push`. Evaluate with `tailor eval --data hf:{repo_id}`.", "",
+        f"Licence: **{license}** (named by whoever pushed it).", "",
+        "## Fields", "",
+        "One pair per line of `" + DATA_FILE + "` (the hub's single `train` split holds every row; the benchmark's "
+        "own splits are the `split` column):", "",
+        "| field | meaning |", "|---|---|",
+        "| `id` | the case's id |", "| `split` | the benchmark split |", "| `tier` | the difficulty tier |",
+        "| `user_id` | the user the answers are for |", "| `persona` | that user's profile (JSON object) |",
+        "| `question` | the user's question |", "| `chosen` | the answer preferred for this user |",
+        "| `rejected` | the other answer |", "| `meta` | provenance (`pair_hash`, agreement, ...) |", "",
+        "## Splits and tiers", "",
+        f"Splits: {', '.join(report['splits'])}; tiers: {', '.join(report['tiers'])} "
+        f"(declared in `{LAYOUT_FILE}`).", "",
+        "| split/tier | rows |", "|---|---:|", *(f"| {cell} | {n} |" for cell, n in per_cell.items()), "",
+    ]
+    if tiers is not None:
+        lines += _tier_lines(tiers)
+    shown = {k: v for k, v in report.items() if k not in ("skipped", "source")}
+    lines += ["## Integrity report (`tailor data check`)", "", "```json",
+              json.dumps(shown, ensure_ascii=False, indent=2), "```", ""]
+    return header + "\n" + "\n".join(lines)
+
+
+def write_data_folder(data: str | Path, folder: str | Path, repo_id: str, license: str | None,
+                      skip_invalid: bool = False) -> dict[str, Any]:
+    """The folder `tailor data push` uploads: the benchmark as native JSONL, its declaration, tiers.json when the
+    source carries one, and the dataset card. Refuses without a licence."""
+    from tailorbench.datasets.check import integrity_report
+    from tailorbench.datasets.loader import load_benchmark
+    from tailorbench.datasets.native import write_native
+    from tailorbench.datasets.rows import fingerprint_files
+
+    check_repo_id(repo_id)
+    if license is None or not license.strip():
+        raise ConfigError("--license is required: name the licence the data is shared under (an SPDX id such as "
+                          "cc-by-4.0, or `other`); tailorbench does not choose one for you")
+    benchmark = load_benchmark(data, skip_invalid=skip_invalid)
+    report = integrity_report(benchmark)
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = write_native(benchmark.cases, out / DATA_FILE)
+    (out / LAYOUT_FILE).write_text(json.dumps(benchmark.names(), ensure_ascii=False) + "\n", encoding="utf-8")
+    tiers = _tiers_of(benchmark.files)
+    if tiers is not None:
+        (out / TIERS_FILE).write_text(json.dumps(tiers, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    (out / "README.md").write_text(_card(repo_id, license.strip(), report, tiers), encoding="utf-8")
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    return {"repo": repo_id, "folder": str(out), "rows": rows, "license": license.strip(), "files": files,
+            "fingerprint": fingerprint_files([out / DATA_FILE, out / LAYOUT_FILE])}
+
+
+def write_report_folder(runs: Sequence[Path], report_dir: Path, folder: Path, repo_id: str) -> dict[str, Any]:
+    """The folder `tailor report --push` uploads: results.jsonl (each run's results.json, one row per run, with
+    the run's directory name as `run`) and the report as the card."""
+    check_repo_id(repo_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for run in runs:
+        path = run / "results.json"
+        if not path.is_file():
+            raise DataError(path, None, None, "no results.json: the run has not finished (nothing to publish)")
+        rows.append(json.dumps({"run": run.name, **json.loads(path.read_text(encoding="utf-8"))},
+                               ensure_ascii=False))
+    (folder / RESULTS_FILE).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    header = _yaml_header({
+        "pretty_name": repo_id.split("/")[1],
+        "tags": ["tailorbench", "leaderboard"],
+        "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": RESULTS_FILE}]}],
+    })
+    body = (report_dir / "report.md").read_text(encoding="utf-8")
+    (folder / "README.md").write_text(header + "\n" + body, encoding="utf-8")
+    return {"repo": repo_id, "folder": str(folder), "runs": len(rows), "files": ["README.md", RESULTS_FILE]}
+
+
+def upload(folder: Path, repo_id: str, private: bool, message: str) -> str:
+    """One `upload_folder` call; the repository is created (private when asked) only when the hub says it does
+    not exist yet. Returns the commit's URL."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+    api = HfApi()
+    try:
+        try:
+            info = api.upload_folder(folder_path=folder, repo_id=repo_id, repo_type="dataset",
+                                     commit_message=message)
+        except RepositoryNotFoundError:
+            api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+            info = api.upload_folder(folder_path=folder, repo_id=repo_id, repo_type="dataset",
+                                     commit_message=message)
+    except HfHubHTTPError as exc:
+        raise ConfigError(f"upload to {repo_id} refused by the hub: {str(exc).splitlines()[0]}") from None
+    return str(getattr(info, "commit_url", info))
+
+
+def push_data(data: str | Path, repo_id: str, license: str | None, private: bool = False,
+              dry_run: str | Path | None = None, skip_invalid: bool = False) -> dict[str, Any]:
+    """`tailor data push`: write the folder (at `dry_run`, and stop there; else in a temporary directory) and
+    upload it."""
+    if dry_run is not None:
+        return {**write_data_folder(data, dry_run, repo_id, license, skip_invalid), "uploaded": None}
+    with tempfile.TemporaryDirectory(prefix="tailor-push-") as tmp:
+        summary = write_data_folder(data, tmp, repo_id, license, skip_invalid)
+        url = upload(Path(tmp), repo_id, private, f"tailor data push: {summary['rows']} pairs")
+    return {**summary, "folder": None, "uploaded": url}
+
+
+def push_report(runs: Sequence[Path], report_dir: Path, repo_id: str, private: bool = False) -> dict[str, Any]:
+    """`tailor report --push`: the leaderboard folder (kept under the report's `hub/`) uploaded in one call."""
+    folder = report_dir / "hub"
+    if folder.exists():
+        shutil.rmtree(folder)
+    summary = write_report_folder(runs, report_dir, folder, repo_id)
+    url = upload(folder, repo_id, private, f"tailor report: {summary['runs']} runs")
+    return {**summary, "uploaded": url}
