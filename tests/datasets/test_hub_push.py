@@ -98,7 +98,7 @@ def _tiered(tmp_path: Path) -> Path:
 
 def test_push_uploads_the_dry_run_folder(tmp_path: Path, uploads: list[dict[str, Any]],
                                           offline_cache: Path) -> None:
-    data = _tiered(tmp_path)
+    data = _tiered(tmp_path).parent  # the directory, as `tailor annotate export` leaves it
     dry = tmp_path / "dry"
     result = runner.invoke(app, ["data", "push", str(data), "me/bench", "--license", "cc-by-4.0",
                                  "--dry-run", str(dry), "--json"])
@@ -118,6 +118,62 @@ def test_push_uploads_the_dry_run_folder(tmp_path: Path, uploads: list[dict[str,
     card = (dry / "README.md").read_text(encoding="utf-8")
     assert "| easy | P_i >= 0.75 | 30 | 0.812 | [0.700, 0.900] |" in card
     assert "Integrity report" in card and '"label_flipped_rows"' in card
+
+
+def test_push_a_build_export(tmp_path: Path) -> None:
+    """A `tailor build` output directory: its export/pairs.jsonl, the card saying the tiers are not annotated."""
+    from tailorbench.datasets import load_benchmark, write_native
+
+    cases = load_benchmark("demo").cases
+    for case in cases:
+        case.meta["tier_source"] = "expected_difficulty (not annotated)"
+    write_native(cases, tmp_path / "build" / "export" / "pairs.jsonl")
+    result = runner.invoke(app, ["data", "push", str(tmp_path / "build"), "me/built", "--license", "other",
+                                 "--dry-run", str(tmp_path / "dry"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["rows"] == len(cases)
+    card = (tmp_path / "dry" / "README.md").read_text(encoding="utf-8")
+    assert f"{len(cases)} rows: expected_difficulty (not annotated)" in card
+
+
+def test_python_twins(tmp_path: Path, uploads: list[dict[str, Any]]) -> None:
+    import tailorbench as tb
+
+    summary = tb.push_data("demo", "me/demo", license="cc0-1.0", dry_run=tmp_path / "dry")
+    assert summary["uploaded"] is None and summary["rows"] == 72
+    summary = tb.push_data("demo", "me/demo", license="cc0-1.0")
+    assert summary["uploaded"].endswith(COMMIT)
+    assert _tree(uploads[0]["tree"]) == _tree(tmp_path / "dry")
+    run = tb.eval("demo", "longer", out=tmp_path / "run")
+    (result,) = tb.report([tmp_path / "run"], tmp_path / "report", push="me/board")
+    assert result.judge == run.judge
+    assert uploads[1]["repo_id"] == "me/board"
+    assert sorted(_tree(uploads[1]["tree"])) == ["README.md", "results.jsonl"]
+
+
+def test_a_new_repository_is_created_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hub answers 'not found' to the first upload: the repository is created (private) and the upload
+    repeated."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    calls: list[tuple[str, Any]] = []
+
+    def upload_folder(self: HfApi, **kwargs: Any) -> SimpleNamespace:
+        calls.append(("upload", kwargs["repo_id"]))
+        if len(calls) == 1:
+            raise RepositoryNotFoundError("404 Repository Not Found", response=SimpleNamespace(  # type: ignore[arg-type]
+                headers={}, status_code=404, request=None, url="https://huggingface.co", text="", json=dict))
+        return SimpleNamespace(commit_url="https://huggingface.co/datasets/me/new/commit/1")
+
+    def create_repo(self: HfApi, repo_id: str, **kwargs: Any) -> None:
+        calls.append(("create", (repo_id, kwargs["repo_type"], kwargs["private"])))
+
+    monkeypatch.setattr(HfApi, "upload_folder", upload_folder)
+    monkeypatch.setattr(HfApi, "create_repo", create_repo)
+    result = runner.invoke(app, ["data", "push", "demo", "me/new", "--license", "mit", "--private"])
+    assert result.exit_code == 0, result.output
+    assert calls == [("upload", "me/new"), ("create", ("me/new", "dataset", True)), ("upload", "me/new")]
 
 
 def test_pushed_data_files_load_with_datasets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -25,6 +25,24 @@ TIERS_FILE = "tiers.json"
 RESULTS_FILE = "results.jsonl"
 
 
+#: the benchmark file inside a directory no layout reads: `tailor annotate export`'s, a `tailor build` output's
+#: export, that export itself
+_EXPORTS = ("benchmark.jsonl", "export/pairs.jsonl", "pairs.jsonl")
+
+
+def _source(data: str | Path) -> str | Path:
+    """DATA as `load_benchmark` takes it: an export directory is its benchmark file; anything else unchanged."""
+    from tailorbench.datasets.layouts import all_layouts
+
+    path = Path(str(data)).expanduser()
+    if not path.is_dir() or any(layout.detect(path) for layout in all_layouts()):
+        return data
+    for name in _EXPORTS:
+        if (path / name).is_file():
+            return path / name
+    return data
+
+
 def _tiers_of(files: list[Path]) -> dict[str, Any] | None:
     """tiers.json beside the files the benchmark was read from (`tailor tiers`, `tailor annotate export`)."""
     for candidate in dict.fromkeys(f.parent / TIERS_FILE for f in files):
@@ -37,6 +55,13 @@ def _tiers_of(files: list[Path]) -> dict[str, Any] | None:
                 raise DataError(candidate, None, None, "expected a JSON object (what `tailor tiers` writes)")
             return tiers
     return None
+
+
+def _tier_sources(cases: list[Any]) -> dict[str, int]:
+    """How many cases say where their tier came from, per reason (a build export: expected, not annotated)."""
+    from collections import Counter
+
+    return dict(Counter(str(c.meta["tier_source"]) for c in cases if "tier_source" in c.meta).most_common())
 
 
 def _yaml_header(fields: dict[str, Any]) -> str:
@@ -60,7 +85,8 @@ def _tier_lines(tiers: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _card(repo_id: str, license: str, report: dict[str, Any], tiers: dict[str, Any] | None) -> str:
+def _card(repo_id: str, license: str, report: dict[str, Any], tiers: dict[str, Any] | None,
+          sources: dict[str, int]) -> str:
     header = _yaml_header({
         "license": license,
         "pretty_name": repo_id.split("/")[1],
@@ -88,6 +114,9 @@ def _card(repo_id: str, license: str, report: dict[str, Any], tiers: dict[str, A
     ]
     if tiers is not None:
         lines += _tier_lines(tiers)
+    if sources:
+        lines += ["Where the tiers come from (`meta.tier_source`): "
+                  + "; ".join(f"{n} rows: {why}" for why, n in sources.items()) + ".", ""]
     shown = {k: v for k, v in report.items() if k not in ("skipped", "source")}
     lines += ["## Integrity report (`tailor data check`)", "", "```json",
               json.dumps(shown, ensure_ascii=False, indent=2), "```", ""]
@@ -107,7 +136,7 @@ def write_data_folder(data: str | Path, folder: str | Path, repo_id: str, licens
     if license is None or not license.strip():
         raise ConfigError("--license is required: name the licence the data is shared under (an SPDX id such as "
                           "cc-by-4.0, or `other`); tailorbench does not choose one for you")
-    benchmark = load_benchmark(data, skip_invalid=skip_invalid)
+    benchmark = load_benchmark(_source(data), skip_invalid=skip_invalid)
     report = integrity_report(benchmark)
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
@@ -116,7 +145,8 @@ def write_data_folder(data: str | Path, folder: str | Path, repo_id: str, licens
     tiers = _tiers_of(benchmark.files)
     if tiers is not None:
         (out / TIERS_FILE).write_text(json.dumps(tiers, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    (out / "README.md").write_text(_card(repo_id, license.strip(), report, tiers), encoding="utf-8")
+    card = _card(repo_id, license.strip(), report, tiers, _tier_sources(benchmark.cases))
+    (out / "README.md").write_text(card, encoding="utf-8")
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     return {"repo": repo_id, "folder": str(out), "rows": rows, "license": license.strip(), "files": files,
             "fingerprint": fingerprint_files([out / DATA_FILE, out / LAYOUT_FILE])}
