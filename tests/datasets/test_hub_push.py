@@ -225,6 +225,13 @@ def test_unknown_repo_offline_is_exit_2(offline_cache: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_push_offline_is_exit_2(offline_cache: Path) -> None:
+    result = runner.invoke(app, ["data", "push", "demo", "me/demo", "--license", "mit"])
+    assert result.exit_code == 2
+    assert "HF_HUB_OFFLINE is set" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_push_needs_a_license_and_a_repo_name(tmp_path: Path, uploads: list[dict[str, Any]]) -> None:
     result = runner.invoke(app, ["data", "push", "demo", "me/demo"])
     assert result.exit_code == 2
@@ -232,6 +239,12 @@ def test_push_needs_a_license_and_a_repo_name(tmp_path: Path, uploads: list[dict
     result = runner.invoke(app, ["data", "push", "demo", "just-a-name", "--license", "mit"])
     assert result.exit_code == 2
     assert "OWNER/NAME" in result.output
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "old.txt").write_text("x")
+    result = runner.invoke(app, ["data", "push", "demo", "me/demo", "--license", "mit", "--dry-run",
+                                 str(tmp_path / "full")])
+    assert result.exit_code == 2
+    assert "not an empty directory" in result.output
     assert uploads == []
 
 

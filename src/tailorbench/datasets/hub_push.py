@@ -1,7 +1,7 @@
 """Benchmarks and leaderboards on the Hugging Face hub (`tailor data push`, `--data hf:OWNER/NAME`,
 `tailor report --push`): a folder is written locally first (what `--dry-run DIR` keeps), then uploaded in one
-`HfApi.upload_folder` call; reading back goes through `snapshot_download`, so the hub cache and
-HF_HUB_OFFLINE=1 are honoured.
+`HfApi.upload_folder` call; reading back (datasets/hub_repo.py) goes through `snapshot_download`, so the hub
+cache and HF_HUB_OFFLINE=1 are honoured.
 
 A pushed benchmark is one native JSONL file, `data/benchmark.jsonl`, with its split/tier declaration
 `data/benchmark.layout.json` next to it (the native layout's sidecar), `tiers.json` when the source carried one
@@ -178,8 +178,9 @@ def write_report_folder(runs: Sequence[Path], report_dir: Path, folder: Path, re
 def upload(folder: Path, repo_id: str, private: bool, message: str) -> str:
     """One `upload_folder` call; the repository is created (private when asked) only when the hub says it does
     not exist yet. Returns the commit's URL."""
+    import httpx
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
 
     api = HfApi()
     try:
@@ -192,6 +193,11 @@ def upload(folder: Path, repo_id: str, private: bool, message: str) -> str:
                                      commit_message=message)
     except HfHubHTTPError as exc:
         raise ConfigError(f"upload to {repo_id} refused by the hub: {str(exc).splitlines()[0]}") from None
+    except OfflineModeIsEnabled:
+        raise ConfigError(f"cannot upload to {repo_id}: HF_HUB_OFFLINE is set (unset it to push; --dry-run writes "
+                          f"the folder without the hub)") from None
+    except (OSError, httpx.TransportError) as exc:
+        raise ConfigError(f"cannot reach the hub to upload to {repo_id}: {exc}") from None
     return str(getattr(info, "commit_url", info))
 
 
@@ -200,6 +206,10 @@ def push_data(data: str | Path, repo_id: str, license: str | None, private: bool
     """`tailor data push`: write the folder (at `dry_run`, and stop there; else in a temporary directory) and
     upload it."""
     if dry_run is not None:
+        target = Path(dry_run)
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise ConfigError(f"--dry-run {target}: exists and is not an empty directory (the folder written there "
+                              f"must be exactly what would be uploaded)")
         return {**write_data_folder(data, dry_run, repo_id, license, skip_invalid), "uploaded": None}
     with tempfile.TemporaryDirectory(prefix="tailor-push-") as tmp:
         summary = write_data_folder(data, tmp, repo_id, license, skip_invalid)
