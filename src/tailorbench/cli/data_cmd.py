@@ -9,12 +9,14 @@ import typer
 
 from tailorbench.cli.common import JSON_HELP, print_json, user_errors
 
+DATA_HELP = "demo, personafeedback, hf:OWNER/NAME or hf:OWNER/NAME@REVISION (pushed by `tailor data push`), or a path"
+
 data_app = typer.Typer(help="Inspect and convert benchmarks.", no_args_is_help=True)
 
 
 @data_app.command("check")
 def check_command(
-    path: str = typer.Argument(..., help="demo, personafeedback, or a path in any supported layout"),
+    path: str = typer.Argument(..., help=DATA_HELP),
     skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": the integrity report"),
 ) -> None:
@@ -49,7 +51,7 @@ def check_command(
 
 @data_app.command("convert")
 def convert_command(
-    path: str = typer.Argument(..., help="demo, personafeedback, or a path in any supported layout"),
+    path: str = typer.Argument(..., help=DATA_HELP),
     out: Path = typer.Option(..., "--out", "-o", help="native PairCase JSONL to write"),
     skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": {out, cases}"),
@@ -67,7 +69,7 @@ def convert_command(
 
 @data_app.command("push")
 def push_command(
-    path: str = typer.Argument(..., help="demo, personafeedback, or a path in any supported layout"),
+    path: str = typer.Argument(..., help=DATA_HELP),
     repo: str = typer.Argument(..., help="the hub dataset repository, OWNER/NAME"),
     license: str | None = typer.Option(None, "--license", help="the licence the data is shared under (required; "
                                                                 "an SPDX id such as cc-by-4.0)"),
