@@ -534,7 +534,7 @@ def validate_config(config: EvalConfig) -> EvalConfig:
     from tailorbench.options import as_bool, as_choice, as_float, as_int
 
     if not isinstance(config.data, str) or not config.data.strip():
-        raise ConfigError(f"--data must be demo, personafeedback or a path, got {config.data!r}")
+        raise ConfigError(f"--data must be demo, personafeedback, hf:OWNER/NAME or a path, got {config.data!r}")
     get_setting(str(config.setting))  # an unknown setting fails here, naming the known ones
     for name, values in (("--split", config.splits), ("--tier", config.tiers),
                          ("--persona-sections", config.persona_sections)):
