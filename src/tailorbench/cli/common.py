@@ -116,6 +116,14 @@ def split_csv(values: list[str] | None) -> list[str] | None:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
+#: `--ray-address` and `--executor-option` of the verbs that take `--executor` (eval, gen-eval)
+RAY_ADDRESS_OPTION = typer.Option(
+    None, "--ray-address", help="--executor ray: the cluster (HOST:PORT, ray://HOST:PORT, auto); default "
+    "$RAY_ADDRESS, else a local one")
+EXECUTOR_OPTIONS = typer.Option(
+    None, "--executor-option", help="KEY=VALUE for the executor (ray: workers, num_cpus, num_gpus, depth, ...)")
+
+
 def rag_options(retriever: str | None, top_k: int | None, memory: Path | None) -> dict[str, object]:
     """Options of the rag setting (recorded in the manifest through EvalConfig.setting_options)."""
     out: dict[str, object] = {}

@@ -7,9 +7,11 @@ from pathlib import Path
 import typer
 
 from tailorbench.cli.common import (
+    EXECUTOR_OPTIONS,
     JSON_HELP,
     MAX_FAILED_HELP,
     N_BOOT_HELP,
+    RAY_ADDRESS_OPTION,
     exit_if_failed,
     parse_pairs,
     print_json,
@@ -51,11 +53,8 @@ def gen_eval_command(
         None, "--max-failed", help=MAX_FAILED_HELP + "; counts failed generations and verdicts"),
     executor: str = typer.Option(
         "local", help="where the judge runs: local, or ray (workers on a Ray cluster; generation stays here)"),
-    ray_address: str | None = typer.Option(
-        None, help="--executor ray: the cluster (HOST:PORT, ray://HOST:PORT, auto); default $RAY_ADDRESS, else a "
-        "local one"),
-    executor_option: list[str] | None = typer.Option(
-        None, "--executor-option", help="KEY=VALUE for the executor (ray: workers, num_cpus, num_gpus, depth, ...)"),
+    ray_address: str | None = RAY_ADDRESS_OPTION,
+    executor_option: list[str] | None = EXECUTOR_OPTIONS,
     progress: bool = typer.Option(True, help="progress bars on stderr"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": results.json"),
 ) -> None:
