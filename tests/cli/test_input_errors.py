@@ -426,11 +426,23 @@ def _build_config(tmp_path: Path, out: Path, **changes: str) -> Path:
     ({"model_options": "{concurrency: 0}"}, "concurrency"),
     ({"model_options": "{timeout: soon}"}, "timeout"),
     ({"model_options": "{colour: red}"}, "colour"),
+    ({"executor": "cluster"}, "executor"),
+    ({"executor": "ray"}, "vllm:"),  # only a vllm: model's generation spreads over a cluster
+    ({"ray_address": "head:6379"}, "--ray-address needs --executor ray"),
+    ({"executor": "ray", "executor_options": "{colour: red}"}, "colour"),
 ])
 def test_build_checks_its_config_before_any_work(tmp_path: Path, changes: dict[str, str], says: str) -> None:
     out = tmp_path / "build-out"
     config = _build_config(tmp_path, out, **changes)
     _bad("build", "run", str(config), says=(says,))
+    assert not out.exists()
+
+
+def test_build_executor_flags_are_checked_before_any_work(tmp_path: Path) -> None:
+    out = tmp_path / "build-out"
+    config = _build_config(tmp_path, out)
+    _bad("build", "run", str(config), "--executor", "ray", says=("--executor ray", "vllm:"))
+    _bad("build", "run", str(config), "--executor-option", "workers=2", says=("--executor-option",))
     assert not out.exists()
 
 

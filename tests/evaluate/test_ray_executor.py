@@ -219,3 +219,26 @@ def test_options_are_checked_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not a judge object"):
         run_eval(replace(config, executor="ray"), tmp_path / "run", progress=False, judge=make_judge("longer"))
     assert not (tmp_path / "run").exists()
+
+
+def test_a_vllm_model_runs_its_engines_on_ray_data() -> None:
+    """Under `--executor ray` a vllm: judge stays in the driver (one wrapper: cache, resume, accounting) and its
+    engines become Ray Data LLM replicas (models/vllm_ray_data.py, run in tests/models/test_vllm_backend.py);
+    other judges get the actor pool. Nothing connects until the first call."""
+    from tailorbench.evaluate.executors import build_judge, generator_options, runs_on_vllm
+    from tailorbench.judges.base import JudgeOptions
+    from tailorbench.models.vllm_ray_data import DEFAULT_CHUNK, RayDataSettings
+
+    assert runs_on_vllm("llm:vllm:/models/judge") and runs_on_vllm("llm:vllm:/models/judge[verdict=logprobs]")
+    assert not runs_on_vllm("llm:hf:/models/judge") and not runs_on_vllm("rm:vllm:/models/rm")
+    judge = build_judge("llm:vllm:/models/judge", JudgeOptions(), "ray", "head:6379",
+                        {"workers": "2", "num_gpus": "1"})
+    model = judge.describe()["model"]
+    assert model["chunk_size"] == DEFAULT_CHUNK and model["engine_on"]["kind"] == "ray_data"
+    assert model["engine_on"]["datasets"] == 0
+    options = generator_options("vllm:/models/gen", {"seed": 1}, "ray", None, {"workers": "3"})
+    assert options["seed"] == 1 and options["ray_data"] == RayDataSettings(replicas=3, num_cpus=1.0)
+    assert generator_options("openai:m@http://127.0.0.1:9/v1", {}, "ray", None, {}) == {}
+    assert generator_options("vllm:/models/gen", {}, "local", None, {}) == {}
+    with pytest.raises(ConfigError, match="ray_data is not an option"):
+        make_judge("llm:vllm:/models/judge", JudgeOptions(extra={"ray_data": "yes"}))

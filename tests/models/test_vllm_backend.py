@@ -1,4 +1,5 @@
-"""The vLLM backends (`vllm:`, `rm:vllm:`) against the HF ones on the same tiny models.
+"""The vLLM backends (`vllm:`, `rm:vllm:`) against the HF ones on the same tiny models, and the `vllm:` engines as
+Ray Data LLM replicas (`--executor ray`) against the local engine.
 
 vLLM runs in its own venv (scripts/ensure_vllm_venv.py builds it once into the test cache; `make test` does):
 tests/models/vllm_checks.py runs there, once per session, starting each engine once, and writes what it saw to
@@ -27,8 +28,8 @@ from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeOptions, make_judge
 from tailorbench.models.backends import backend_options, make_chat_model
 
-#: two engine starts on a loaded 2-core machine took up to 4.5 minutes in all
-pytestmark = pytest.mark.timeout(900)
+#: two local engine starts and three Ray Data ones on a loaded 2-core machine
+pytestmark = pytest.mark.timeout(1500)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHECKS = Path(__file__).with_name("vllm_checks.py")
 HOW_TO_BUILD = ("run `make test`, or build it directly with `.venv/bin/python scripts/ensure_vllm_venv.py` "
@@ -72,7 +73,7 @@ def vllm_report(vllm_paths: Any, tmp_path_factory: pytest.TempPathFactory) -> di
            "TOKENIZERS_PARALLELISM": "false", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     cmd = [str(vllm_paths.python), str(CHECKS), "--llama", str(vllm_paths.llama), "--seqcls", str(vllm_paths.seqcls),
            "--work", str(work)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=840, check=False)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1440, check=False)
     if proc.returncode != 0 or not (work / "report.json").is_file():
         pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}",
                     pytrace=False)
@@ -120,6 +121,53 @@ def test_engine_options_are_the_config_fields() -> None:
         make_chat_model("vllm:/nowhere", {"device": "cuda"})
     model = make_chat_model("vllm:/nowhere", {"enforce_eager": "true", "max_model_len": "256"})
     assert model.describe()["engine"]["enforce_eager"] is True  # typed; nothing starts before the first call
+
+
+def test_structured_output_is_guided_decoding_and_other_request_options_are_refused() -> None:
+    """`response_format` (what `tailor build` sends) becomes vLLM's structured outputs, compact by the engine's
+    `compact_json`; a request option the engine would ignore is refused with its name."""
+    import asyncio
+
+    from tailorbench.models.base import GenParams
+    from tailorbench.models.vllm_backend import VLLMChatAPI, _Call
+
+    api = VLLMChatAPI("/nowhere")
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 8}}}
+    assert api._structured({"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}) == \
+        {"json": json.dumps(schema), "json_object": None}
+    assert api._structured({"type": "json_object", "schema": schema})["json"] == json.dumps(schema)
+    assert api._structured({"type": "json_object"}) == {"json": None, "json_object": True}
+    with pytest.raises(ConfigError, match="response_format"):
+        api._structured({"type": "text"})
+    assert api.config.engine_kwargs()["structured_outputs_config"] == {"backend": "xgrammar",
+                                                                     "disable_any_whitespace": True}
+    assert "structured_outputs_config" not in VLLMChatAPI("/nowhere", compact_json="false").config.engine_kwargs()
+
+    async def kwargs(params: GenParams, uniform: bool) -> dict[str, Any]:
+        return api._sampling_kwargs(_Call("chat", [{"role": "user", "content": "hi"}], params), uniform=uniform)
+
+    rows = asyncio.run(kwargs(GenParams(max_tokens=5), uniform=True))
+    assert rows == {"top_p": 1.0, "seed": None, "stop": None, "logprobs": None, "logprob_token_ids": None,
+                    "max_tokens": 5, "temperature": 0.0, "structured_outputs": None}  # one shape for every row
+    with pytest.raises(ConfigError, match="guided_choice does not apply to the vllm backend"):
+        asyncio.run(kwargs(GenParams(extra=(("guided_choice", ["A", "B"]),)), uniform=False))
+
+
+def test_ray_data_rows_read_as_the_local_engine_output() -> None:
+    """A Ray Data LLM output row (token ids as an array, logprob keys as strings) in vLLM's RequestOutput shape;
+    the finish reason, which the row lacks, inferred from the token budget and the end-of-sequence token."""
+    import numpy as np
+
+    from tailorbench.models.vllm_ray_data import RowOutput
+
+    row = {"generated_text": "A", "generated_tokens": np.array([65, 2]),
+           "logprobs": [{"65": {"logprob": -0.1, "rank": 1, "decoded_token": "A"}, "66": None}, None]}
+    out = RowOutput.from_row(row, max_tokens=2, eos_token_id=2).outputs[0]
+    assert out.token_ids == [65, 2] and out.finish_reason == "stop" and out.text == "A"
+    assert out.logprobs is not None and out.logprobs[0][65].logprob == -0.1 and 66 not in out.logprobs[0]
+    assert out.logprobs[1] == {}  # one entry per generated token, in order
+    assert RowOutput.from_row({"generated_tokens": [5, 6]}, 2, 2).outputs[0].finish_reason == "length"
+    assert RowOutput.from_row({"generated_tokens": [5]}, 2, 2).outputs[0].finish_reason == "stop"  # a stop string
 
 
 def test_without_vllm_the_run_stops_with_the_install_line(vllm_paths: Any, tmp_path: Path) -> None:
@@ -205,6 +253,75 @@ def test_gen_eval_generates_and_judges_through_the_backend(vllm_report: dict[str
     assert generated and all(str(row.get("answer", "")).strip() for row in generated), generated[:2]
     assert {row["status"] for row in gen["verdicts"]} == {"ok"}
     assert gen["manifest"]["model"].startswith("vllm:") and gen["manifest"]["judge"].startswith("llm:vllm:")
+
+
+def _engine_on(run: dict[str, Any]) -> dict[str, Any]:
+    block: dict[str, Any] = run["manifest"]["config"]["judge_description"]["model"]["engine_on"]
+    return block
+
+
+@pytest.mark.slow
+def test_ray_data_llm_replicas_judge_as_the_local_engine(vllm_report: dict[str, Any]) -> None:
+    """`--executor ray` with a vllm: judge: the engine is a Ray Data LLM replica (vLLMEngineProcessorConfig +
+    build_processor); the verdicts and label scores equal the local engine's, every request answered once."""
+    ray_run = vllm_report["ray_data"]["logprobs"]["first"]
+    rows, local = ray_run["rows"], {_key(r): r for r in vllm_report["logprobs"]["first"]["rows"]}
+    assert len(rows) == 8 and {r["status"] for r in rows} == {"ok"} and not any(r["cached"] for r in rows)
+    for row in rows:
+        ref = local[_key(row)]
+        assert row["choice"] == ref["choice"], (row, ref)
+        for label, value in ref["scores"].items():
+            assert abs(row["scores"][label] - value) <= LOGPROB_TOL, (row["scores"], ref["scores"])
+    engine = _engine_on(ray_run)
+    assert engine["kind"] == "ray_data" and engine["replicas"] == 1 and engine["datasets"] == 1
+    assert engine["rows"] == 8 and engine["failed_rows"] == 0 and engine["engine_starts"] == 1, engine
+    model = ray_run["manifest"]["config"]["judge_description"]["model"]
+    assert model["engine_requests"] == 8 and model["stats"]["requests"] == 8 and model["stats"]["failures"] == 0
+
+
+@pytest.mark.slow
+def test_ray_data_rerun_is_served_by_the_cache(vllm_report: dict[str, Any]) -> None:
+    again = vllm_report["ray_data"]["logprobs"]["again"]
+    assert all(r["cached"] for r in again["rows"]) and len(again["rows"]) == 8
+    engine = _engine_on(again)
+    assert engine["datasets"] == 0 and engine["engine_starts"] == 0 and engine["rows"] == 0, engine
+    assert again["manifest"]["config"]["judge_description"]["model"]["stats"]["requests"] == 0
+
+
+@pytest.mark.slow
+def test_ray_data_gen_eval_generates_and_judges_as_the_local_engine(vllm_report: dict[str, Any]) -> None:
+    """gen-eval's generation (greedy text) and its judge on Ray Data replicas: the same answers and verdicts as
+    gen-eval on the local engine."""
+    ray_gen, local = vllm_report["ray_data"]["gen_eval"], vllm_report["gen_eval"]
+
+    def answers(gen: dict[str, Any]) -> dict[tuple[str, str], tuple[Any, Any, Any]]:
+        return {(r["case_id"], r["role"]): (r["answer"], r["finish_reason"], r["completion_tokens"])
+                for r in gen["generations"]}
+
+    def verdicts(gen: dict[str, Any]) -> dict[tuple[str, str], tuple[Any, Any]]:
+        return {(r["case_id"], r["order"]): (r["raw"], r["choice"]) for r in gen["verdicts"]}
+
+    assert answers(ray_gen) == answers(local) and verdicts(ray_gen) == verdicts(local)
+    assert {r["status"] for r in ray_gen["verdicts"]} == {"ok"}
+
+
+@pytest.mark.slow
+def test_build_is_guided_and_generates_on_ray_data_as_on_the_local_engine(vllm_report: dict[str, Any]) -> None:
+    """`tailor build --until profile` with a vllm: model: `json_schema` is vLLM's guided decoding (every reply
+    parses); under `--executor ray` its calls go to a Ray Data replica and give the same records."""
+    local, ray_run = vllm_report["build"]["local"], vllm_report["build"]["ray_data"]
+
+    def counts(run: dict[str, Any]) -> dict[str, Any]:  # the stage's counters (its fingerprint has the cache path)
+        stage: dict[str, Any] = run["summary"]["stages"][0]
+        return {k: v for k, v in stage.items() if k != "fingerprint"}
+
+    stage = counts(local)
+    assert stage["name"] == "profile" and stage["invalid_json"] == 0 and stage["truncated"] == 0, stage
+    assert local["exit_code"] == 0 and stage["records"] == 1 and local["records"]  # guided: the reply parses
+    assert ray_run["exit_code"] == 0 and ray_run["records"] == local["records"] and counts(ray_run) == stage
+    engine = ray_run["summary"]["model"]["engine_on"]
+    assert engine["kind"] == "ray_data" and engine["rows"] == stage["attempts"], (engine, stage)
+    assert engine["failed_rows"] == 0 and "engine_on" not in local["summary"]["model"]
 
 
 @pytest.mark.slow

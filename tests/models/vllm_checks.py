@@ -46,6 +46,40 @@ def _eval(args: list[str]) -> dict[str, Any]:
     return result
 
 
+#: the small construction example (examples/construction/config-small.yaml) on the tiny model, with vLLM's guided
+#: decoding (`json_schema`) and the engine options of every check
+BUILD = """name: small
+structured_output: json_schema
+memory: {memory}
+seed: 0
+retries: 1
+generation: {{temperature: 0.0, max_tokens: 400}}
+users: [u_sam]
+model_options: {options}
+profile: {{max_memory_items: 3, max_attributes: 2, key_chars: 8, value_chars: 12, max_evidence: 1, item_chars: 60}}
+"""
+
+
+def _build(llama: str, work: Path, name: str, extra: list[str], options: dict[str, Any]) -> dict[str, Any]:
+    """`tailor build run --until profile` with the vllm: model: its exit code, summary and profile records."""
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    memory = Path(__file__).resolve().parents[2] / "examples" / "construction" / "memory.jsonl"
+    config = work / f"{name}.yaml"
+    config.write_text(BUILD.format(memory=memory, options=json.dumps({**ENGINE, **options})))
+    out = work / name
+    done = CliRunner().invoke(app, ["build", "run", str(config), "--model", f"vllm:{llama}", "--out", str(out),
+                                    "--until", "profile", "--json", *extra])
+    if done.exit_code not in (0, 3) or not done.stdout.strip():
+        raise SystemExit(f"build {name} exited {done.exit_code}:\n{done.output}")
+    records = out / "profile.jsonl"
+    return {"exit_code": done.exit_code, "summary": json.loads(done.stdout),
+            "records": [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
+            if records.exists() else []}
+
+
 def _run_files(run: Path) -> dict[str, Any]:
     rows = [json.loads(line) for line in (run / "predictions.jsonl").read_text().splitlines() if line.strip()]
     return {"rows": rows, "manifest": json.loads((run / "manifest.json").read_text())}
@@ -137,7 +171,34 @@ def main() -> None:
     report["gen_eval"]["manifest"] = json.loads((gen / "manifest.json").read_text())
 
     report["direct"] = run_sync(_chat_checks(args.llama))
-    run_sync(hold.aclose())  # the chat engine shuts down before the pooling one starts
+    report["build"] = {"local": _build(args.llama, work, "build-local", [], {})}
+    run_sync(hold.aclose())  # the chat engine shuts down before the Ray Data and pooling ones start
+
+    # --executor ray: the same runs with each engine a Ray Data LLM replica on a local Ray, with their own call
+    # cache (so every call reaches an engine); then a re-run that the cache serves
+    ray_cache = {"cache_path": str(work / "ray-calls.sqlite")}
+    on_ray = ["--executor", "ray", "--executor-option", "workers=1"]
+    first, again = work / "ray-logprobs-1", work / "ray-logprobs-2"
+    began = time.perf_counter()
+    _eval(["--judge", judge, "--limit", "4", "--out", str(first), *on_ray,
+           *_options({"verdict": "logprobs", **ray_cache})])
+    seconds = round(time.perf_counter() - began, 1)
+    _eval(["--judge", judge, "--limit", "4", "--out", str(again), *on_ray,
+           *_options({"verdict": "logprobs", **ray_cache})])
+    report["ray_data"] = {"logprobs": {"first": _run_files(first), "again": _run_files(again), "first_s": seconds}}
+    # gen-eval: the generation (text) and its judge, each model's engine a replica
+    gen_ray = work / "ray-gen-eval"
+    ray_model_options = [arg for k, v in {**ENGINE, **ray_cache}.items() for arg in ("--model-option", f"{k}={v}")]
+    done = CliRunner().invoke(app, ["gen-eval", "--data", "demo", "--model", f"vllm:{args.llama}", "--judge", judge,
+                                    "--per-tier", "1", "--validate-cases", "0", "--max-tokens", "16",
+                                    "--no-progress", "--out", str(gen_ray), *on_ray, *ray_model_options,
+                                    *_options(ray_cache)])
+    if done.exit_code != 0:
+        raise SystemExit(f"gen-eval --executor ray exited {done.exit_code}:\n{done.output}")
+    report["ray_data"]["gen_eval"] = {name: [json.loads(line) for line in (gen_ray / f"{name}.jsonl").read_text()
+                                             .splitlines() if line.strip()] for name in ("generations", "verdicts")}
+    report["ray_data"]["gen_eval"]["manifest"] = json.loads((gen_ray / "manifest.json").read_text())
+    report["build"]["ray_data"] = _build(args.llama, work, "build-ray", on_ray, ray_cache)
 
     from tailorbench.judges.base import JudgeOptions, make_judge
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from tailorbench.cli.common import print_json, user_errors
+from tailorbench.cli.common import EXECUTOR_OPTIONS, RAY_ADDRESS_OPTION, parse_pairs, print_json, user_errors
 from tailorbench.failures import EXIT_FAILED
 
 if TYPE_CHECKING:
@@ -27,6 +27,11 @@ def build_run(
     max_failed: float | None = typer.Option(
         None, "--max-failed", help="exit with code 3 when a model stage gave up on more than this share of its "
                                    "items (0.05 = 5%); default 0: any; a stage that produced nothing always exits 3"),
+    executor: str | None = typer.Option(
+        None, help="where the model runs: local (this process, the default) or ray (a vllm: model's engines as "
+                   "Ray Data LLM replicas on a Ray cluster, docs/scale.md); overrides `executor` in the config"),
+    ray_address: str | None = RAY_ADDRESS_OPTION,
+    executor_option: list[str] | None = EXECUTOR_OPTIONS,
     json_out: bool = typer.Option(False, "--json", help="print the build summary as JSON"),
 ) -> None:
     """Run the pipeline; finished stages are reused, model calls come from the call cache when seen before.
@@ -38,11 +43,17 @@ def build_run(
 
     with user_errors():
         limit = check_max_failed(max_failed)
-        overrides: dict[str, str] = {}
+        overrides: dict[str, Any] = {}
         if out is not None:
             overrides["out"] = str(out.resolve())
         if model is not None:
             overrides["model"] = model
+        if executor is not None:
+            overrides["executor"] = executor
+        if ray_address is not None:
+            overrides["ray_address"] = ray_address
+        if executor_option:
+            overrides["executor_options"] = parse_pairs(executor_option, "--executor-option")
         summary = run_build(load_build_config(config, overrides or None), until=until)
     if json_out:
         print_json(summary.as_dict())

@@ -94,6 +94,11 @@ class BuildConfig(_Strict):
     name: str = "build"
     model: str
     model_options: dict[str, Any] = Field(default_factory=dict)
+    #: where the model runs: `local` (this process) or `ray` (a vllm: model's engines as Ray Data LLM replicas
+    #: on a cluster, docs/scale.md); not part of any stage's fingerprint: the records are the same
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    executor_options: dict[str, Any] = Field(default_factory=dict)
     #: how the JSON schema reaches the server: OpenAI/vLLM `json_schema`, llama-cpp-python's
     #: `json_object` + schema (`llama_cpp`), plain `json_object`, or `none` (prompt only)
     structured_output: StructuredMode = "json_schema"

@@ -78,7 +78,7 @@ class BuildContext:
 
     def chat_model(self) -> ChatModel:
         if self.model is None:
-            self.model = make_chat_model(self.config.model, self.config.model_options)
+            self.model = make_chat_model(self.config.model, model_options(self.config))
         return self.model
 
     def params(self, max_tokens: int | None) -> GenParams:
@@ -88,6 +88,21 @@ class BuildContext:
     @property
     def attempts(self) -> int:
         return 1 + self.config.retries
+
+
+def model_options(config: BuildConfig) -> dict[str, Any]:
+    """The model's backend options on the build's executor. Under `--executor ray` a vllm: model's engines are
+    Ray Data LLM replicas on the cluster; a build has nothing else to spread, so any other model is refused (it
+    would run in this process all the same)."""
+    from tailorbench.evaluate.executors import generator_options
+
+    options = generator_options(config.model, config.model_options, config.executor, config.ray_address,
+                                config.executor_options)
+    if config.executor == "ray" and "ray_data" not in options:
+        raise ConfigError(f"--executor ray spreads a build's generation for a vllm: model (its engines as Ray Data "
+                          f"LLM replicas, docs/scale.md); {config.model} would run in this process: leave "
+                          "--executor out, or build with a vllm: model")
+    return options
 
 
 # --- profile ---------------------------------------------------------------------------------------------
@@ -430,7 +445,7 @@ async def run_build_async(config: BuildConfig, until: str | None = None, log: Ca
     out = config.out
     check_writable("out", out, directory=True)  # before any work, like every option below
     if model is None:
-        make_chat_model(config.model, config.model_options)  # backend options typed and in range (opens nothing)
+        make_chat_model(config.model, model_options(config))  # options typed and in range (opens nothing)
     (out / "stages").mkdir(parents=True, exist_ok=True)
     fps = stage_fingerprints(ctx)
     data: dict[str, list[dict[str, Any]]] = {}

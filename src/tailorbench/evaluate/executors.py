@@ -14,24 +14,37 @@ the new one; the manifest's judge description counts both (`executor.replaced_wo
 `redone_verdicts`). An error the judge itself raises (rejected credentials, a model that cannot be loaded) is
 not a dead worker: it stops the run as it would in one process.
 
-`ray` is imported only here and only when a run asks for it (the `[ray]` extra).
+A `vllm:` model is the exception: an `llm:vllm:` judge (and gen-eval's or build's `vllm:` generator,
+`generator_options`) stays in the driver, behind the one wrapper, and only its engines go to the cluster, as
+Ray Data LLM replicas (models/vllm_ray_data.py), Ray's maintained way to run vLLM: it places each replica's
+devices (tensor-parallel bundles), restarts a dead engine and streams the rows back, while the call cache and
+the counters stay in one process.
+
+`ray` is imported only when a run asks for it (the `[ray]` extra; the connection: tailorbench/raycluster.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import os
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.counters import add_counts
-from tailorbench.judges.base import JudgeOptions, PairJudge, make_judge, pre_work_warnings, split_spec_options
+from tailorbench.judges.base import (
+    JudgeOptions,
+    PairJudge,
+    make_judge,
+    parse_spec,
+    pre_work_warnings,
+    split_spec_options,
+)
 from tailorbench.logs import get_logger
+from tailorbench.raycluster import NAMESPACE, connect, disconnect, fitting_workers, import_ray, worker_env
 from tailorbench.redact import redact, redact_obj
 from tailorbench.schema import JudgeInput, Verdict
 
@@ -40,10 +53,6 @@ log = get_logger(__name__)
 EXECUTORS = ("local", "ray")
 #: `--executor-option KEY=VALUE` keys of the ray executor
 RAY_OPTIONS = ("workers", "num_cpus", "num_gpus", "depth", "max_replacements", "start_timeout")
-#: environment variables of the driver that its workers get too (cache location and policy, offline hub ...);
-#: API keys are not among them: the cluster's nodes hold their own
-WORKER_ENV_PREFIXES = ("TAILORBENCH_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")
-NAMESPACE = "tailorbench"
 
 
 @dataclass(frozen=True)
@@ -159,7 +168,7 @@ class RayJudgePool:
     connected and the workers started; `aclose` ends them and the connection this pool opened."""
 
     def __init__(self, spec: str, options: JudgeOptions, settings: RaySettings) -> None:
-        ray = _import_ray()
+        ray = import_ray()
         self.spec = redact(spec)
         self.settings = settings
         self.warnings: list[str] = []
@@ -167,9 +176,9 @@ class RayJudgePool:
         self._token = uuid.uuid4().hex[:8]
         self._generation = 0
         self._closed = False
-        self._owns_connection = _connect(ray, settings.address)
+        self._owns_connection = connect(settings.address)
         try:
-            self.workers = self._worker_count(ray)
+            self.workers = fitting_workers(settings.workers, settings.num_cpus, settings.num_gpus)
             self._remote = ray.remote(JudgeWorker)
             self._slots = [_Slot(*self._spawn(k)) for k in range(self.workers)]
             infos = self._start_all(ray)
@@ -199,29 +208,10 @@ class RayJudgePool:
 
     # -- start and stop --------------------------------------------------------------------------------------
 
-    def _worker_count(self, ray: Any) -> int:
-        resources = ray.cluster_resources()
-        cpus, gpus = float(resources.get("CPU", 0.0)), float(resources.get("GPU", 0.0))
-        s = self.settings
-        if s.workers is None:
-            fits = [math.floor(cpus / s.num_cpus + 1e-9) if s.num_cpus else None,
-                    math.floor(gpus / s.num_gpus + 1e-9) if s.num_gpus else None]
-            bounded = [n for n in fits if n is not None]
-            workers = min(bounded) if bounded else max(1, int(cpus))
-        else:
-            workers = s.workers
-        need_cpu, need_gpu = workers * s.num_cpus, workers * s.num_gpus
-        if workers < 1 or need_cpu > cpus + 1e-9 or need_gpu > gpus + 1e-9:
-            raise ConfigError(
-                f"the ray executor asks for {max(workers, 1)} worker(s) of num_cpus={s.num_cpus:g}, "
-                f"num_gpus={s.num_gpus:g} each, but the cluster has {cpus:g} CPUs and {gpus:g} GPUs: lower "
-                "--executor-option workers, num_cpus or num_gpus (fractions are allowed), or add nodes")
-        return workers
-
     def _spawn(self, slot: int) -> tuple[Any, str]:
         self._generation += 1
         name = f"judge-{self._token}-{slot}.{self._generation}"
-        env = {k: v for k, v in os.environ.items() if k.startswith(WORKER_ENV_PREFIXES)}
+        env = worker_env()
         actor = self._remote.options(
             name=name, namespace=NAMESPACE, num_cpus=self.settings.num_cpus, num_gpus=self.settings.num_gpus,
             scheduling_strategy="SPREAD", runtime_env={"env_vars": env} if env else None,
@@ -244,7 +234,7 @@ class RayJudgePool:
         if self._closed:
             return
         self._closed = True
-        ray = _import_ray()
+        ray = import_ray()
         closing = [slot.actor.close.remote() for slot in self._slots]
         try:
             await asyncio.gather(*closing, return_exceptions=True)  # flush each worker's cache writes
@@ -255,18 +245,18 @@ class RayJudgePool:
         for slot in getattr(self, "_slots", []):
             ray.kill(slot.actor)
         if self._owns_connection:
-            ray.shutdown()
             self._owns_connection = False
+            disconnect()
 
     # -- the judge protocol ----------------------------------------------------------------------------------
 
     def check_inputs(self, inputs: Sequence[JudgeInput]) -> list[str]:
         """The judge's pre-work warnings for the whole run, from one worker."""
-        ray = _import_ray()
+        ray = import_ray()
         return list(_get(ray, self._slots[0].actor.check_inputs.remote(list(inputs))))
 
     def training_content(self) -> Any:
-        ray = _import_ray()
+        ray = import_ray()
         return _get(ray, self._slots[0].actor.training_content.remote())
 
     async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
@@ -276,7 +266,7 @@ class RayJudgePool:
 
     async def judge(self, inputs: Sequence[JudgeInput]) -> list[Verdict]:
         """One batch on the least busy worker; on a dead worker, again on its replacement."""
-        ray = _import_ray()
+        ray = import_ray()
         items = list(inputs)
         while True:
             slot = min(self._slots, key=lambda s: s.busy)
@@ -351,39 +341,51 @@ def build_judge(spec: str, options: JudgeOptions, executor: str = "local", addre
     """The judge of a run on its executor: built here (`local`), or a pool of Ray workers that each build it
     (`ray`); the judge loop drives either the same way. `tailor eval` and gen-eval's judging build it here."""
     settings = check_executor(executor, address, executor_options or {})
-    return make_judge(spec, options) if settings is None else make_ray_judge(spec, options, settings)
+    if settings is None:
+        return make_judge(spec, options)
+    if runs_on_vllm(spec):
+        return make_judge(spec, on_ray_data(options, settings))
+    return make_ray_judge(spec, options, settings)
+
+
+def generator_options(model: str, options: dict[str, Any], executor: str = "local", address: str | None = None,
+                      executor_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A generating model's backend options under the run's executor: under `--executor ray` a `vllm:` model's
+    engines are Ray Data LLM replicas on the cluster; any other model generates in this process."""
+    from tailorbench.models.backends import parse_model_spec
+
+    settings = check_executor(executor, address, executor_options or {})
+    if settings is None or parse_model_spec(model).backend != "vllm":
+        return options
+    return {**options, "ray_data": ray_data_settings(settings)}
+
+
+def runs_on_vllm(spec: str) -> bool:
+    """An LLM judge on the `vllm:` backend: under `--executor ray` its engines are Ray Data LLM's replicas."""
+    from tailorbench.models.backends import parse_model_spec
+
+    name, arg = parse_spec(split_spec_options(spec)[0])
+    return name == "llm" and bool(arg) and parse_model_spec(str(arg)).backend == "vllm"
+
+
+def on_ray_data(options: JudgeOptions, settings: RaySettings) -> JudgeOptions:
+    """The judge's options with its `vllm:` model's engines on the cluster (models/vllm_ray_data.py): one
+    replica per worker; `num_gpus` 0 (the default) is one GPU per device where the cluster has GPUs."""
+    return replace(options, extra={**options.extra, "ray_data": ray_data_settings(settings)})
+
+
+def ray_data_settings(settings: RaySettings) -> Any:
+    """The executor's settings as a `vllm:` model's Ray Data engine settings (one replica per worker)."""
+    from tailorbench.models.vllm_ray_data import RayDataSettings
+
+    return RayDataSettings(replicas=settings.workers, num_cpus=settings.num_cpus,
+                           num_gpus=settings.num_gpus or None, address=settings.address)
 
 
 def make_ray_judge(spec: str, options: JudgeOptions, settings: RaySettings) -> RayJudgePool:
     """The judge of a run with `--executor ray`: a pool of workers on the cluster at `settings.address` (a
     local one started for the run when there is none and $RAY_ADDRESS is unset)."""
     return RayJudgePool(spec, options, settings)
-
-
-def _import_ray() -> Any:
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("--executor ray needs Ray: pip install 'tailorbench[ray]'") from None
-    return ray
-
-
-def _connect(ray: Any, address: str | None) -> bool:
-    """Connect to the cluster (start a local one for the run when neither an address nor $RAY_ADDRESS is
-    given); True when this call made the connection (the pool ends it), False when the caller had one."""
-    if ray.is_initialized():
-        return False
-    quiet: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False, "namespace": NAMESPACE}
-    try:
-        if address is None and not os.environ.get("RAY_ADDRESS"):
-            ray.init(include_dashboard=False, **quiet)
-        else:
-            ray.init(address=address, **quiet)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        where = address or os.environ.get("RAY_ADDRESS")
-        raise ConfigError(f"--ray-address {where}: cannot connect to a Ray cluster ({exc})") from None
-    return True
 
 
 def _get(ray: Any, ref: Any) -> Any:

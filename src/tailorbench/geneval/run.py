@@ -19,7 +19,7 @@ from pydantic import Field
 from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.errors import ConfigError
-from tailorbench.evaluate.executors import build_judge, check_executor
+from tailorbench.evaluate.executors import build_judge, check_executor, generator_options
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
@@ -231,10 +231,14 @@ async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out:
         todo = [c for c in cases if (c.id, role) not in done]
         if not todo:
             continue
-        model = make_chat_model(spec, {"seed": config.seed, **config.model_options})
+        model = make_chat_model(spec, generator_options(spec, {"seed": config.seed, **config.model_options},
+                                                        config.executor, config.ray_address, config.executor_options))
         bar = Progress(len(todo), f"generate {role}: {spec}", progress)
+        # a model that batches more at once (vllm:) gets its own window: a Ray Data engine starts once per window
+        own = getattr(model, "batch_size", None)
+        window = config.batch_size or max(batch, own if isinstance(own, int) else 0)
         try:
-            await generate(model, role, todo, context, options, _gen_params(config), path, phrases, batch,
+            await generate(model, role, todo, context, options, _gen_params(config), path, phrases, window,
                            on_batch=bar.advance)
         finally:
             bar.close()

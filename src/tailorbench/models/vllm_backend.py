@@ -19,8 +19,9 @@ the engine starts (models/vllm_engine.py).
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,8 @@ from tailorbench.models.backends import BACKENDS
 from tailorbench.models.base import CallFailure, ChatResult, GenParams, Message, TokenLogprob, strip_think
 from tailorbench.models.model import CallError
 from tailorbench.models.vllm_engine import SharedEngine, VLLMEngineConfig, acquire_engine, release_engine
+from tailorbench.models.vllm_ray_data import DEFAULT_CHUNK as RAY_DATA_CHUNK
+from tailorbench.models.vllm_ray_data import RayDataEngine, RayDataSettings, RowOutput
 from tailorbench.options import as_int
 
 #: requests handed to the engine at once (and the most a crash can lose)
@@ -55,12 +58,19 @@ class VLLMChatAPI:
     #: its fields are this backend's engine options (models/backends.py reads them)
     config_type = VLLMEngineConfig
 
-    def __init__(self, model: str, *, spec: str = "", chunk_size: int | str = DEFAULT_CHUNK, **engine: Any) -> None:
+    def __init__(self, model: str, *, spec: str = "", chunk_size: int | str | None = None,
+                 ray_data: RayDataSettings | None = None, **engine: Any) -> None:
         self.model = model
         self.spec = spec or f"vllm:{model}"
-        self.chunk_size = as_int("chunk_size", chunk_size, minimum=1)
+        if ray_data is not None and not isinstance(ray_data, RayDataSettings):
+            raise ConfigError(f"{self.spec}: ray_data is not an option: `--executor ray` runs a vllm: model's "
+                              "engines on the cluster (docs/scale.md)")
+        default_chunk = DEFAULT_CHUNK if ray_data is None else RAY_DATA_CHUNK
+        self.chunk_size = as_int("chunk_size", default_chunk if chunk_size in (None, "") else chunk_size, minimum=1)
         self.config = VLLMEngineConfig.from_options(engine, owner=self.spec)
         self._engine: SharedEngine | None = None
+        #: the engines on a Ray cluster (Ray Data LLM) instead of one in this process
+        self._ray_data = None if ray_data is None else RayDataEngine(model, self.config, ray_data, self.spec)
         self._tok: Any = None
         self._pending: list[_Call] = []
         self._worker: asyncio.Task[None] | None = None
@@ -106,6 +116,7 @@ class VLLMChatAPI:
         return tok
 
     def _load(self) -> SharedEngine:
+        assert self._ray_data is None, "the engines of this backend run on the Ray cluster"
         if self._engine is None:
             self._tokenizer()
             self._engine = acquire_engine(self.model, self.config, self.spec)
@@ -123,7 +134,14 @@ class VLLMChatAPI:
         return [len(self._ids(m)) for m in prompts]
 
     async def preflight(self) -> None:
-        await asyncio.to_thread(self._load)
+        await asyncio.to_thread(self._start)
+
+    def _start(self) -> None:
+        if self._ray_data is None:
+            self._load()
+            return
+        self._ray_data.eos_token_id = self._tokenizer().eos_token_id
+        self._ray_data.start()
 
     # -- protocol -------------------------------------------------------------------------------------------
 
@@ -194,15 +212,31 @@ class VLLMChatAPI:
         if self._broken is not None:
             self._fail_all(chunk, self._broken)
             return
+        loop = asyncio.get_running_loop()
+        landed = 0
+
+        def answer(call: _Call, result: ChatResult | CallFailure) -> None:
+            nonlocal landed
+            landed += 1
+            if isinstance(result, ChatResult):
+                result.latency_s = (time.perf_counter() - began) / landed
+            if not call.future.done():
+                call.future.set_result(result)
+
+        def deliver(position: int, result: ChatResult | CallFailure) -> None:  # from the worker thread
+            loop.call_soon_threadsafe(answer, chunk[position], result)
+
         try:
             async with self._lock:
-                results = await asyncio.to_thread(self._run_chunk, chunk, prompts)
+                results = await asyncio.to_thread(self._run_chunk, chunk, prompts, deliver)
         except ConfigError as exc:
             self._fail_all(chunk, exc)
             return
         except Exception as exc:  # a failed chunk fails its calls, counted; the run goes on
             failure = CallFailure(f"{type(exc).__name__}: {exc}", "local", 1, time.perf_counter() - began)
             results = [failure] * len(chunk)
+        if results is None:  # answered row by row as they landed
+            return
         elapsed = (time.perf_counter() - began) / len(chunk)
         for call, result in zip(chunk, results):
             if isinstance(result, ChatResult):
@@ -215,27 +249,63 @@ class VLLMChatAPI:
     def _prompts(self, chunk: Sequence[_Call]) -> list[list[int]]:
         return [self._ids(c.messages) for c in chunk]
 
-    def _run_chunk(self, chunk: Sequence[_Call], prompts: list[list[int]]) -> list[ChatResult | CallFailure]:
-        """One `LLM.generate` for the chunk (each call its own sampling parameters); a prompt too long for the
-        engine fails alone."""
+    def _run_chunk(self, chunk: Sequence[_Call], prompts: list[list[int]],
+                   deliver: Callable[[int, ChatResult | CallFailure], None]) -> list[ChatResult | CallFailure] | None:
+        """One `LLM.generate` for the chunk (each call its own sampling parameters), its results returned; or,
+        on the Ray cluster, one dataset whose rows are delivered as they land (None returned). A prompt too long
+        for the engine fails alone."""
+        if self._ray_data is not None:
+            self._run_ray_data(self._ray_data, chunk, prompts, deliver)
+            return None
         engine = self._load()
         with engine.lock:
             return self._run_locked(engine.llm, chunk, prompts)
+
+    def _admit(self, prompts: list[list[int]], limit: int | None) -> tuple[list[ChatResult | CallFailure | None],
+                                                                         list[int]]:
+        """The prompts that fit `limit` (prompt and one answer token), and a failure for each that does not."""
+        out: list[ChatResult | CallFailure | None] = [None] * len(prompts)
+        runs: list[int] = []
+        for i, ids in enumerate(prompts):
+            if limit is not None and len(ids) + 1 > limit:
+                out[i] = CallFailure(f"prompt of {len(ids)} tokens leaves no room in max_model_len {limit}", "client")
+            else:
+                runs.append(i)
+        return out, runs
+
+    def _run_ray_data(self, engine: RayDataEngine, chunk: Sequence[_Call], prompts: list[list[int]],
+                      deliver: Callable[[int, ChatResult | CallFailure], None]) -> None:
+        self._start()
+        out, runs = self._admit(prompts, self.config.max_model_len)
+        for i, refused in enumerate(out):
+            if refused is not None:
+                deliver(i, refused)
+        if not runs:
+            return
+        self.engine_calls += 1
+        self.engine_requests += len(runs)
+        self.largest_chunk = max(self.largest_chunk, len(runs))
+
+        def landed(position: int, output: RowOutput | str) -> None:
+            i = runs[position]
+            if isinstance(output, str):
+                deliver(i, CallFailure(f"the engine failed the request: {output}", "local"))
+            elif chunk[i].kind == "choice":
+                deliver(i, self._choice_results([(chunk[i], prompts[i], output)])[0])
+            else:
+                deliver(i, self._chat_result(chunk[i].params, prompts[i], output))
+
+        engine.generate([prompts[i] for i in runs], [self._sampling_kwargs(chunk[i], uniform=True) for i in runs],
+                        landed)
 
     def _run_locked(self, llm: Any, chunk: Sequence[_Call], prompts: list[list[int]]) -> list[ChatResult | CallFailure]:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
         limit = self.config.max_model_len or int(llm.llm_engine.model_config.max_model_len)
-        out: list[ChatResult | CallFailure | None] = [None] * len(chunk)
-        runs: list[int] = []
-        for i, ids in enumerate(prompts):
-            if len(ids) + 1 > limit:
-                out[i] = CallFailure(f"prompt of {len(ids)} tokens leaves no room in max_model_len {limit}", "client")
-            else:
-                runs.append(i)
+        out, runs = self._admit(prompts, limit)
         if runs:
-            sampling = [self._sampling(SamplingParams, chunk[i]) for i in runs]
+            sampling = [self._sampling_params(SamplingParams, chunk[i]) for i in runs]
             answers = self._generate(llm, [TokensPrompt(prompt_token_ids=prompts[i]) for i in runs], sampling)
             answer_of = dict(zip(runs, answers))
             choice_rows = [i for i in runs if chunk[i].kind == "choice"]
@@ -253,21 +323,56 @@ class VLLMChatAPI:
         self.largest_chunk = max(self.largest_chunk, len(prompts))
         return list(llm.generate(prompts, sampling, use_tqdm=False))
 
-    def _sampling(self, sampling_params: Any, call: _Call) -> Any:
+    def _sampling_params(self, sampling_params: Any, call: _Call) -> Any:
+        kwargs = self._sampling_kwargs(call)
+        structured = kwargs.pop("structured_outputs", None)
+        if structured is not None:
+            from vllm.sampling_params import StructuredOutputsParams
+
+            kwargs["structured_outputs"] = StructuredOutputsParams(**structured)
+        return sampling_params(**kwargs)
+
+    def _sampling_kwargs(self, call: _Call, uniform: bool = False) -> dict[str, Any]:
+        """`vllm.SamplingParams` keyword arguments of a call; `uniform`: every key present (None: vLLM's
+        default), as the rows of one Ray Dataset must be."""
         params = call.params
+        kwargs: dict[str, Any] = dict.fromkeys(("top_p", "seed", "stop", "logprobs", "logprob_token_ids")) \
+            if uniform else {}
         if call.kind == "choice":
             ids = sorted({i for c in call.choices for i in self.label_ids(c)})
-            return sampling_params(max_tokens=1, temperature=0.0, logprob_token_ids=ids)
-        kwargs: dict[str, Any] = {"max_tokens": params.max_tokens or 256, "temperature": params.temperature or 0.0}
-        if params.temperature:
-            if params.top_p is not None:
-                kwargs["top_p"] = params.top_p
-            kwargs["seed"] = self.config.seed if params.seed is None else params.seed
-        if params.stop:
-            kwargs["stop"] = list(params.stop)
-        if params.logprobs:
-            kwargs["logprobs"] = min(params.top_logprobs or 0, self.config.max_logprobs)
-        return sampling_params(**kwargs)
+            kwargs.update({"max_tokens": 1, "temperature": 0.0, "logprob_token_ids": ids})
+        else:
+            kwargs.update({"max_tokens": params.max_tokens or 256, "temperature": params.temperature or 0.0})
+            if params.temperature:
+                if params.top_p is not None:
+                    kwargs["top_p"] = params.top_p
+                kwargs["seed"] = self.config.seed if params.seed is None else params.seed
+            if params.stop:
+                kwargs["stop"] = list(params.stop)
+            if params.logprobs:
+                kwargs["logprobs"] = min(params.top_logprobs or 0, self.config.max_logprobs)
+            for key, value in params.extra:
+                if key != "response_format":
+                    raise ConfigError(f"{self.spec}: the request option {key} does not apply to the vllm backend "
+                                      "(it takes response_format)")
+                kwargs["structured_outputs"] = self._structured(value)
+        if uniform:  # vLLM's defaults where a row has none (top_p takes no None)
+            kwargs.setdefault("structured_outputs", None)
+            if kwargs["top_p"] is None:
+                kwargs["top_p"] = 1.0
+        return kwargs
+
+    def _structured(self, response_format: Any) -> dict[str, Any]:
+        """An OpenAI-style `response_format` as vLLM's `StructuredOutputsParams` fields (guided decoding: the
+        answer is valid, compact JSON, of the schema where one is given)."""
+        fmt = response_format if isinstance(response_format, dict) else {}
+        schema = fmt.get("json_schema", {}).get("schema") if fmt.get("type") == "json_schema" else fmt.get("schema")
+        if fmt.get("type") not in ("json_schema", "json_object") or (fmt.get("type") == "json_schema" and not schema):
+            raise ConfigError(f"{self.spec}: response_format {response_format!r} is not one the vllm backend "
+                              "takes (json_schema with a schema, or json_object)")
+        if schema:  # compact JSON is the engine's setting (`compact_json`, models/vllm_engine.py)
+            return {"json": json.dumps(schema), "json_object": None}
+        return {"json": None, "json_object": True}
 
     def _decode(self, token_id: int, logprob: Any = None) -> str:
         decoded = getattr(logprob, "decoded_token", None)
@@ -327,6 +432,8 @@ class VLLMChatAPI:
         engine, self._engine = self._engine, None
         if engine is not None:
             release_engine(engine)
+        if self._ray_data is not None:
+            self._ray_data.close()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -338,4 +445,5 @@ class VLLMChatAPI:
             "engine_requests": self.engine_requests,
             "largest_chunk": self.largest_chunk,
             "engine_start_s": self.engine_start_s,
+            **({"engine_on": self._ray_data.describe()} if self._ray_data is not None else {}),
         }
