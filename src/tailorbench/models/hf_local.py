@@ -67,6 +67,9 @@ class HFChatAPI:
         self.batch_size = as_int("batch_size", batch_size, minimum=1)
         self.max_length = as_int("max_length", max_length, minimum=1) if max_length else None
         self.seed = as_int("seed", seed)
+        #: what changes the answers, part of every call key (models/model.py): a bfloat16 run never reads a
+        #: float32 run's answers
+        self.cache_identity = f"dtype={dtype}"
         self._lm: Any = None
         self._tok: Any = None
         self._torch: Any = None

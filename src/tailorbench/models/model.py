@@ -191,7 +191,10 @@ class Model:
         payload = params.key_dict()
         if choices:
             payload["choices"] = list(choices)
-        return call_key(self.backend, self.model, self.api.public_base_url, "choice" if choices else "chat",
+        # a local backend's settings that change its answers (dtype, quantization ...): another setting, another key
+        identity = getattr(self.api, "cache_identity", None)
+        model = f"{self.model}|{identity}" if identity else self.model
+        return call_key(self.backend, model, self.api.public_base_url, "choice" if choices else "chat",
                         messages, payload)
 
     async def _call(self, messages: list[Message], params: GenParams,

@@ -91,6 +91,12 @@ class VLLMChatAPI:
         return 2 * self.chunk_size
 
     @property
+    def cache_identity(self) -> str:
+        """The engine options that change answers, part of every call key (models/model.py): a run with another
+        dtype or quantization never reads this one's answers. The executor is not among them."""
+        return self.config.answer_identity()
+
+    @property
     def max_length(self) -> int | None:
         """Prompt tokens a call may have (the configured `max_model_len`; judges.base.check_inputs warns)."""
         return self.config.max_model_len

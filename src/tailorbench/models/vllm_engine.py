@@ -75,6 +75,12 @@ class VLLMEngineConfig:
         values = {name: _typed(name, hints[name], value) for name, value in options.items()}
         return cls(**values)
 
+    def answer_identity(self) -> str:
+        """The options that change an engine's answers (not its speed or memory), as one compact string."""
+        keys = ("dtype", "quantization", "kv_cache_dtype", "revision", "tokenizer", "trust_remote_code", "seed",
+                "compact_json")
+        return ",".join(f"{k}={getattr(self, k)}" for k in keys)
+
     def engine_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `vllm.LLM` (those left at None are vLLM's to choose)."""
         out = {k: v for k, v in asdict(self).items() if v is not None and k != "compact_json"}

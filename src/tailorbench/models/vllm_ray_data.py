@@ -17,6 +17,8 @@ reason: it is "length" when the answer used all of `max_tokens` without the end-
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +113,8 @@ class RayDataEngine:
     rows: int = 0
     failed_rows: int = 0
     errors: list[str] = field(default_factory=list)
+    #: each dataset's rows, seconds to its first row (the replicas' engine start, mostly) and in all
+    timings: list[dict[str, float]] = field(default_factory=list)
     _processor: Any = None
     _owns_connection: bool = False
 
@@ -120,10 +124,14 @@ class RayDataEngine:
             return
         self._owns_connection = connect(self.settings.address)
         try:
+            import ray.data
             from ray.data.llm import build_processor, vLLMEngineProcessorConfig
         except ImportError as exc:
             raise ConfigError(f"{self.spec}: --executor ray with a vllm: model needs Ray Data LLM "
                               f"(pip install 'ray[data,serve]' beside vLLM) ({exc})") from None
+        # the run's own progress display says how far it is; Ray Data's operator progress would interleave
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
         engine = self.config.engine_kwargs()
         devices = engine.get("tensor_parallel_size", 1) * engine.get("pipeline_parallel_size", 1)
         gpus = self.settings.num_gpus
@@ -156,8 +164,13 @@ class RayDataEngine:
                  for i, (ids, params) in enumerate(zip(prompts, sampling))]
         self.datasets += 1
         seen: set[int] = set()
+        began = time.perf_counter()
+        timing = {"rows": float(len(items)), "first_row_s": 0.0, "seconds": 0.0}
+        self.timings = [*self.timings, timing][-5:]  # complete when the last row is delivered
         dataset = self._processor(ray.data.from_items(items))
         for row in dataset.iter_rows():
+            timing["seconds"] = round(time.perf_counter() - began, 2)
+            timing["first_row_s"] = timing["first_row_s"] or timing["seconds"]
             position = int(row[POSITION])
             if position in seen:
                 continue
@@ -190,4 +203,5 @@ class RayDataEngine:
         return {"kind": "ray_data", "replicas": self.replicas, "num_cpus": self.settings.num_cpus,
                 "num_gpus": self.num_gpus, "batch_size": self.settings.batch_size,
                 "datasets": self.datasets, "engine_starts": self.datasets * self.replicas,
-                "rows": self.rows, "failed_rows": self.failed_rows, "errors": self.errors}
+                "rows": self.rows, "failed_rows": self.failed_rows, "errors": self.errors,
+                "last_datasets": self.timings}
