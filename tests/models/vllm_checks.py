@@ -1,7 +1,9 @@
 """The vLLM half of tests/models/test_vllm_backend.py, run with the vLLM venv's python (vLLM pins its own
-transformers, so it cannot run in the project venv). One process, so the chat engine starts once (about 34 s on
-a CPU) and the pooling engine once: every check that needs an engine is here, and its findings go to one JSON
-file that the test compares with the HF backends in the project venv.
+transformers, so it cannot run in the project venv). One process, so the in-process chat engine starts once
+(about 34 s on a CPU) and the pooling engine once; the `--executor ray` checks then run four Ray Data LLM
+datasets on a local Ray (eval, gen-eval's generation and judge, build), one replica start each. Every check that
+needs an engine is here, and its findings go to one JSON file that the test compares with the HF backends and
+the local engine in the project venv.
 
     VLLM_CPU_KVCACHE_SPACE=1 python tests/models/vllm_checks.py --llama DIR --seqcls DIR --work DIR
 
