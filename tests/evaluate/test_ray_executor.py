@@ -240,5 +240,9 @@ def test_a_vllm_model_runs_its_engines_on_ray_data() -> None:
     assert options["seed"] == 1 and options["ray_data"] == RayDataSettings(replicas=3, num_cpus=1.0)
     assert generator_options("openai:m@http://127.0.0.1:9/v1", {}, "ray", None, {}) == {}
     assert generator_options("vllm:/models/gen", {}, "local", None, {}) == {}
+    with pytest.raises(ConfigError, match="depth: a vllm: model's engines run as Ray Data LLM replicas"):
+        build_judge("llm:vllm:/models/judge", JudgeOptions(), "ray", None, {"depth": "3"})
+    with pytest.raises(ConfigError, match="start_timeout"):
+        generator_options("vllm:/models/gen", {}, "ray", None, {"start_timeout": "60"})
     with pytest.raises(ConfigError, match="ray_data is not an option"):
         make_judge("llm:vllm:/models/judge", JudgeOptions(extra={"ray_data": "yes"}))

@@ -116,7 +116,7 @@ def split_csv(values: list[str] | None) -> list[str] | None:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
-#: `--ray-address` and `--executor-option` of the verbs that take `--executor` (eval, gen-eval)
+#: `--ray-address` and `--executor-option` of the verbs that take `--executor` (eval, gen-eval, build run)
 RAY_ADDRESS_OPTION = typer.Option(
     None, "--ray-address", help="--executor ray: the cluster (HOST:PORT, ray://HOST:PORT, auto); default "
     "$RAY_ADDRESS, else a local one")

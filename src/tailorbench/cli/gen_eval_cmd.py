@@ -52,7 +52,8 @@ def gen_eval_command(
     max_failed: float | None = typer.Option(
         None, "--max-failed", help=MAX_FAILED_HELP + "; counts failed generations and verdicts"),
     executor: str = typer.Option(
-        "local", help="where the judge runs: local, or ray (workers on a Ray cluster; generation stays here)"),
+        "local", help="where the judge runs: local, or ray (workers on a Ray cluster; a vllm: model generates on "
+                 "Ray Data LLM replicas there, any other model here)"),
     ray_address: str | None = RAY_ADDRESS_OPTION,
     executor_option: list[str] | None = EXECUTOR_OPTIONS,
     progress: bool = typer.Option(True, help="progress bars on stderr"),

@@ -44,6 +44,7 @@ from tailorbench.judges.base import (
     split_spec_options,
 )
 from tailorbench.logs import get_logger
+from tailorbench.models.vllm_ray_data import RayDataSettings
 from tailorbench.raycluster import NAMESPACE, connect, disconnect, fitting_workers, import_ray, worker_env
 from tailorbench.redact import redact, redact_obj
 from tailorbench.schema import JudgeInput, Verdict
@@ -344,7 +345,7 @@ def build_judge(spec: str, options: JudgeOptions, executor: str = "local", addre
     if settings is None:
         return make_judge(spec, options)
     if runs_on_vllm(spec):
-        return make_judge(spec, on_ray_data(options, settings))
+        return make_judge(spec, on_ray_data(options, settings, executor_options or {}))
     return make_ray_judge(spec, options, settings)
 
 
@@ -357,7 +358,7 @@ def generator_options(model: str, options: dict[str, Any], executor: str = "loca
     settings = check_executor(executor, address, executor_options or {})
     if settings is None or parse_model_spec(model).backend != "vllm":
         return options
-    return {**options, "ray_data": ray_data_settings(settings)}
+    return {**options, "ray_data": ray_data_settings(settings, executor_options or {})}
 
 
 def runs_on_vllm(spec: str) -> bool:
@@ -368,16 +369,23 @@ def runs_on_vllm(spec: str) -> bool:
     return name == "llm" and bool(arg) and parse_model_spec(str(arg)).backend == "vllm"
 
 
-def on_ray_data(options: JudgeOptions, settings: RaySettings) -> JudgeOptions:
-    """The judge's options with its `vllm:` model's engines on the cluster (models/vllm_ray_data.py): one
-    replica per worker; `num_gpus` 0 (the default) is one GPU per device where the cluster has GPUs."""
-    return replace(options, extra={**options.extra, "ray_data": ray_data_settings(settings)})
+def on_ray_data(options: JudgeOptions, settings: RaySettings, given: dict[str, Any]) -> JudgeOptions:
+    """The judge's options with its `vllm:` model's engines on the cluster (models/vllm_ray_data.py)."""
+    return replace(options, extra={**options.extra, "ray_data": ray_data_settings(settings, given)})
 
 
-def ray_data_settings(settings: RaySettings) -> Any:
-    """The executor's settings as a `vllm:` model's Ray Data engine settings (one replica per worker)."""
-    from tailorbench.models.vllm_ray_data import RayDataSettings
+#: the `--executor-option`s that a vllm: model's Ray Data engines take (the others are the actor pool's)
+RAY_DATA_OPTIONS = ("workers", "num_cpus", "num_gpus")
 
+
+def ray_data_settings(settings: RaySettings, given: dict[str, Any]) -> RayDataSettings:
+    """The executor's settings as a `vllm:` model's Ray Data engine settings: one replica per worker;
+    `num_gpus` 0 (the default) is one GPU per device where the cluster has GPUs. An actor-pool option given
+    (depth, max_replacements, start_timeout) is refused: it would do nothing there."""
+    unused = sorted(set(given) - set(RAY_DATA_OPTIONS))
+    if unused:
+        raise ConfigError(f"--executor-option {', '.join(unused)}: a vllm: model's engines run as Ray Data LLM "
+                          f"replicas, which take only {', '.join(RAY_DATA_OPTIONS)} (docs/scale.md)")
     return RayDataSettings(replicas=settings.workers, num_cpus=settings.num_cpus,
                            num_gpus=settings.num_gpus or None, address=settings.address)
 

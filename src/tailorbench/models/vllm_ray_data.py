@@ -94,7 +94,7 @@ def _listed(value: Any) -> list[Any]:
     if value is None:
         return []
     tolist = getattr(value, "tolist", None)
-    return list(tolist()) if callable(tolist) and not isinstance(value, dict) else list(value)
+    return list(tolist()) if callable(tolist) else list(value)
 
 
 @dataclass
@@ -122,7 +122,8 @@ class RayDataEngine:
         """Connect and build the processor (the engines themselves start with each dataset)."""
         if self._processor is not None:
             return
-        self._owns_connection = connect(self.settings.address)
+        if not self._owns_connection:  # once, however often a start that failed is retried
+            self._owns_connection = connect(self.settings.address)
         try:
             import ray.data
             from ray.data.llm import build_processor, vLLMEngineProcessorConfig
@@ -181,8 +182,7 @@ class RayDataEngine:
                 self._failed(str(error))
                 deliver(position, str(error))
                 continue
-            max_tokens = int(sampling[position].get("max_tokens") or 16)
-            deliver(position, RowOutput.from_row(row, max_tokens, self.eos_token_id))
+            deliver(position, RowOutput.from_row(row, int(sampling[position]["max_tokens"]), self.eos_token_id))
         for position in range(len(items)):
             if position not in seen:
                 self._failed("the row did not come back from the processor")
