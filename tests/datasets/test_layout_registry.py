@@ -157,7 +157,8 @@ def test_unknown_layout_lists_every_layout(tmp_path: Path, tone_layout: Layout) 
     with pytest.raises(DataError, match=r"not a known benchmark layout .*pass the directory") as info:
         load_benchmark(odd)
     assert info.value.line == 1
-    with pytest.raises(ConfigError, match="unknown benchmark layout 'nope'; known: hub, mirror, native, scored"):
+    known = "hub, mirror, native, personalized-rewardbench, personamem, prefeval, prism, scored"
+    with pytest.raises(ConfigError, match=f"unknown benchmark layout 'nope'; known: {known}"):
         load_benchmark(odd, layout="nope")
 
 

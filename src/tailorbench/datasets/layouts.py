@@ -127,6 +127,10 @@ LAYOUTS: Registry[Layout] = Registry(
         "mirror": "tailorbench.datasets.personafeedback",
         "native": "tailorbench.datasets.native",
         "scored": "tailorbench.datasets.scored",
+        "prefeval": "tailorbench.datasets.prefeval",
+        "personamem": "tailorbench.datasets.personamem",
+        "personalized-rewardbench": "tailorbench.datasets.rewardbench",
+        "prism": "tailorbench.datasets.prism",
     },
 )
 

@@ -1,0 +1,148 @@
+"""The benchmarks' own scoring rules, each as its authors' published script applies it (cited per function), and
+`SCORERS`, the registry a `ChoiceItem.scorer` names (entry-point group `tailorbench.scorers`).
+
+A scorer reads one response to one item and says which option it picked (None: no valid pick) and whether that
+is right; the rules differ on purpose (PrefEval takes the first `<choice>` tag, PersonaMem wants exactly one
+letter after the last `<final_answer>`), so each benchmark keeps its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from tailorbench.benchmarks.html_tags import first_tag, tag_text
+from tailorbench.datasets.choice import ChoiceItem
+from tailorbench.datasets.prefeval_prompts import CHECKS
+from tailorbench.registry import Registry
+
+
+@dataclass(frozen=True)
+class ChoiceScore:
+    """What a scorer read: the option letter picked (None: no valid pick) and whether it is the right one."""
+
+    choice: str | None
+    correct: bool
+    #: the part of the response the rule looked at (PersonaMem's `predicted_answer`)
+    parsed: str | None = None
+
+
+Scorer = Callable[[str, ChoiceItem], ChoiceScore]
+SCORERS: Registry[Scorer] = Registry("benchmark scorer", "tailorbench.scorers")
+
+
+def prefeval_choice(response: str) -> str | None:
+    """PrefEval's `extract_choice` (utils/utils_mcq.py, commit 50795054): the first `<choice>` tag's `.string`,
+    then its first capital A-D; None when there is no tag, the tag holds more than one node, or no letter."""
+    tag = first_tag(response, "choice")
+    content = tag.string() if tag is not None else None
+    if content is None:
+        return None
+    match = re.search(r"[ABCD]", content)
+    return match.group(0) if match else None
+
+
+@SCORERS.register("prefeval-choice")
+def score_prefeval(response: str, item: ChoiceItem) -> ChoiceScore:
+    """benchmark_classification.py: correct when the extracted choice equals the shuffled right letter."""
+    choice = prefeval_choice(response)
+    return ChoiceScore(choice, choice == item.answer, choice)
+
+
+def personamem_options(text: str) -> set[str]:
+    """`_extract_only_options`: the letters a-d in parentheses, or else the lone letters a-d (lower-cased)."""
+    text = text.lower()
+    in_parens = re.findall(r"\(([a-d])\)", text)
+    return set(in_parens) if in_parens else set(re.findall(r"\b([a-d])\b", text))
+
+
+def personamem_extract(response: str, correct_answer: str) -> tuple[bool, str]:
+    """PersonaMem's `Evaluation.extract_answer` (inference_standalone_openai.py of bowen-upenn/PersonaMem,
+    commit 041d82ac): the text after the last `<final_answer>` (a closing tag cut off) must name exactly the
+    right option; failing that, the whole response must. Returns (correct, the text after the tag)."""
+    correct = correct_answer.lower().strip("() ")
+    predicted = response.strip()
+    if "<final_answer>" in predicted:
+        predicted = predicted.split("<final_answer>")[-1].strip()
+    if predicted.endswith("</final_answer>"):
+        predicted = predicted[:-len("</final_answer>")].strip()
+    if personamem_options(predicted) == {correct}:
+        return True, predicted
+    return personamem_options(response) == {correct}, predicted
+
+
+@SCORERS.register("personamem")
+def score_personamem(response: str, item: ChoiceItem) -> ChoiceScore:
+    correct, predicted = personamem_extract(response, item.answer)
+    picked = personamem_options(predicted)
+    choice = next(iter(picked)).upper() if len(picked) == 1 else None
+    return ChoiceScore(item.answer if correct else choice, correct, predicted)
+
+
+# -- PrefEval's generation task ------------------------------------------------------------------------------
+
+#: the checks in the order `llm_based_evaluation_errortypes.py` asks them
+CHECK_ORDER = ("acknow", "violate", "hallucinate", "helpful")
+
+
+def check_prompt(metric: str, preference: str, question: str, response: str, restatement: str = "") -> str:
+    """The user message of one check, filled as the evaluation script fills it (plain `str.replace`)."""
+    text = CHECKS[metric]
+    if metric == "acknow":
+        return text.replace("{end_generation}", response).replace("{question}", question)
+    if metric in ("violate", "helpful"):
+        return (text.replace("{preference}", preference).replace("{question}", question)
+                .replace("{end_generation}", response))
+    return text.replace("{preference}", preference).replace("{assistant_restatement}", restatement)
+
+
+def check_answer(metric: str, output: str) -> dict[str, str]:
+    """A check's reply as the script stores it: `answer` and `extract_pref` (acknowledgement) or `explanation`
+    (the others), each the stripped text of its first tag."""
+    if metric == "acknow":
+        return {"answer": tag_text(output, "answer"), "extract_pref": tag_text(output, "preference")}
+    return {"explanation": tag_text(output, "explanation"), "answer": tag_text(output, "answer")}
+
+
+@dataclass(frozen=True)
+class GenerationScore:
+    """`analyze_errors`'s flags for one response."""
+
+    acknowledgement: bool
+    hallucination: bool
+    violation: bool
+    error_unhelpful: bool
+    error_inconsistent: bool
+    hallucination_of_preference_violation: bool
+    preference_unaware_violation: bool
+    preference_adherence_accuracy: bool
+
+
+def generation_flags(checks: Mapping[str, Mapping[str, str]]) -> GenerationScore:
+    """get_preference_following_accuracy_generation_task.py `analyze_errors` for one entry (substring tests on
+    the lower-cased answers, as there: `"yes" in ...`, and `"no" in ...` for helpfulness)."""
+
+    def said(metric: str, word: str) -> bool:
+        return word in checks.get(metric, {}).get("answer", "").lower()
+
+    ack = said("acknow", "yes")
+    hallucination = ack and said("hallucinate", "yes")
+    violation = said("violate", "yes")
+    unhelpful = said("helpful", "no")
+    inconsistent = ack and not hallucination and violation and not unhelpful
+    hallucinated_violation = ack and hallucination and violation and not unhelpful
+    unaware = not ack and violation and not unhelpful
+    follows = not any([inconsistent, hallucinated_violation, unaware, unhelpful])
+    return GenerationScore(ack, hallucination, violation, unhelpful, inconsistent, hallucinated_violation, unaware,
+                           follows)
+
+
+def generation_summary(scores: Iterable[GenerationScore]) -> dict[str, float | int]:
+    """The script's counts and its `Preference Following Accuracy` (a share, not a percentage)."""
+    rows = list(scores)
+    counts: dict[str, float | int] = {name: sum(getattr(s, name) for s in rows)
+                                      for name in GenerationScore.__dataclass_fields__}
+    counts["total"] = len(rows)
+    counts["preference_following_accuracy"] = (counts["preference_adherence_accuracy"] / len(rows)) if rows else 0.0
+    return counts
