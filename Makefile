@@ -48,6 +48,7 @@ demo: install-demo
 
 lint: install-test
 	$(VENV)/bin/ruff check src tests bench scripts experiments
+	PYTHONPATH=src $(VENV)/bin/lint-imports --no-cache
 
 typecheck: install-test
 	$(VENV)/bin/mypy

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from tailorbench.agreement import stats as st
-from tailorbench.agreement.bootstrap import Resampler, percentile_ci
+from tailorbench.bootstrap import Resampler, percentile_ci
 
 N_ITEMS, N_RATERS, K, B = 10_000, 9, 2, 1000
 

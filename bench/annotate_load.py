@@ -46,9 +46,9 @@ from urllib.parse import urlencode
 import numpy as np
 from sqlalchemy import create_engine, func, select, text
 
-from tailorbench.annotate import service
-from tailorbench.annotate.db import Database, resolve_url
-from tailorbench.annotate.models import Assignment, Item, Label
+from tailorbench.annotation import service
+from tailorbench.annotation.db import Database, resolve_url
+from tailorbench.annotation.models import Assignment, Item, Label
 
 PG_URL = os.environ.get("TAILOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 ASSIGNMENT_RE = re.compile(rb'action="/a/(\d+)"')
@@ -533,7 +533,7 @@ def restart_failures(result: dict[str, Any]) -> list[str]:
 async def bench_db(kind: str, db_url: str, quick: bool, only_restart: bool = False) -> dict[str, Any]:
     scale = 0.2 if quick else 1.0
     port = free_port()
-    server = Server(db_url, "tailorbench.annotate.web:app_from_env", port)
+    server = Server(db_url, "tailorbench.annotation.web:app_from_env", port)
     base = f"http://127.0.0.1:{port}"
     out: dict[str, Any] = {"database": kind, "uvicorn": uvicorn_impl(), "client": CLIENT_KIND[0]}
     if only_restart:

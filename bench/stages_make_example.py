@@ -1,4 +1,4 @@
-"""Writes the bundled example study (src/tailorbench/stages/example/): six invented users, their conversations,
+"""Writes the bundled example study (src/tailorbench/threestage/example/): six invented users, their conversations,
 extracted attributes, prompts, answers, and ILLUSTRATIVE labels drawn with a fixed seed from hand-written
 "intended" judgments plus noise. Its figures are illustrative only; rerun this script to regenerate it."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-OUT = Path(__file__).resolve().parent.parent / "src" / "tailorbench" / "stages" / "example"
+OUT = Path(__file__).resolve().parent.parent / "src" / "tailorbench" / "threestage" / "example"
 RNG = np.random.default_rng(20260301)
 
 # user: (source, turns, good attributes, problematic attributes with their error category, prompts)

@@ -149,7 +149,7 @@ def main() -> int:
 
     import tailorbench as tb
     from tailorbench.evaluate.runner import EvalConfig, run_eval
-    from tailorbench.view.index import INDEX, load_index
+    from tailorbench.viewer.index import INDEX, load_index
 
     root = args.keep or Path(tempfile.mkdtemp(prefix="view-bench-"))
     root.mkdir(parents=True, exist_ok=True)

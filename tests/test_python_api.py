@@ -45,43 +45,36 @@ def test_import_is_light() -> None:
 
 
 def test_every_name_resolves() -> None:
-    from tailorbench import _GROUPS, _LAZY
+    from tailorbench import api
 
-    assert set(tb.__all__) == {"__version__", *_LAZY, *_GROUPS}
-    for name in tb.__all__:
-        assert getattr(tb, name) is not None, name
-    for group in (tb.stages, tb.annotate, tb.build, tb.evaluate):
-        for name in dir(group):
-            if not name.startswith("_"):
-                assert getattr(group, name) is not None, (group, name)
-    # the verbs by name, their twins, today's names
+    assert set(tb.__all__) == {"__version__", *api.__all__}
+    for name in api.__all__:
+        assert getattr(tb, name) is getattr(api, name), name  # `tb.X is tailorbench.api.X`, one meaning each
+    for group in (tb.stages, tb.annotate):
+        for name in group.__all__:
+            assert getattr(group, name) is not None, (group, name)
+    assert tb.stages is api.stages and tb.annotate is api.annotate
     assert tb.stages.example is tb.stages.run_example
     assert callable(tb.eval) and asyncio.iscoroutinefunction(tb.eval_async)
-    for verb in ("agree", "tiers", "report", "compare", "gen_eval", "train_rm", "eval_resume"):
+    for verb in ("agree", "tiers", "report", "compare", "gen_eval", "gen_eval_resume", "train_rm", "eval_resume",
+                 "eval_many", "check_data", "convert_data", "push_data", "view", "build"):
         assert asyncio.iscoroutinefunction(getattr(tb, f"{verb}_async")), verb
     assert asyncio.iscoroutinefunction(tb.stages.relevance_async)
     assert asyncio.iscoroutinefunction(tb.annotate.export_async)
+
+
+def test_no_name_means_two_things() -> None:
+    """A verb group is a module of verbs and nothing else; the capability packages have names of their own, so
+    importing one never rebinds a verb's name."""
+    import tailorbench.annotation.service
+    import tailorbench.threestage.verbs
+    import tailorbench.viewer.viewer  # noqa: F401
     from tailorbench import api
 
-    assert tb.resume is api.resume and isinstance(tb.evaluate, tb.VerbGroup)
-    import tailorbench.evaluate.runner
-
-    assert tb.evaluate.runner is tailorbench.evaluate.runner  # `tailorbench.evaluate` is also the package
-
-
-def test_groups_keep_their_packages() -> None:
-    import tailorbench.construction.pipeline
-    import tailorbench.stages.api
-
-    # the import system binds the subpackages on the package; the verb groups keep the names
-    assert isinstance(tb.build, tb.VerbGroup) and isinstance(tb.stages, tb.VerbGroup)
-    assert tb.build.pipeline is tailorbench.construction.pipeline and tb.stages.api is tailorbench.stages.api
-    from tailorbench import api
-
-    assert tb.build.run is api.build
-    assert tb.annotate.DB_FILENAME == "annotate.sqlite"  # an attribute of the annotate package itself
-    with pytest.raises(TypeError, match="group of verbs"):
-        tb.stages()  # type: ignore[operator]
+    assert tb.stages is api.stages and tb.annotate is api.annotate and tb.view is api.view
+    assert callable(tb.view) and callable(tb.build)
+    for name in ("evaluate", "resume", "report_runs", "compare_runs", "gen_eval_run"):
+        assert not hasattr(api, name), name  # the dict-returning duplicates are gone
 
 
 def test_walk_through_runs(tmp_path: Path) -> None:
@@ -133,7 +126,7 @@ def test_warnings_go_through_logging(tmp_path: Path, capsys: pytest.CaptureFixtu
                 setting_options={"memory": str(memory)})
     err = capsys.readouterr().err
     assert re.search(r"^warning: rag: \d+ of \d+ users have no items in ", err, re.MULTILINE), err
-    assert any(r.name == "tailorbench.memory.rag_setting" and r.levelno == logging.WARNING for r in caplog.records)
+    assert any(r.name == "tailorbench.evaluate.rag_setting" and r.levelno == logging.WARNING for r in caplog.records)
 
 
 def test_notes_are_info_records_that_tailor_shows(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -167,7 +160,7 @@ def test_annotate_verbs(tmp_path: Path) -> None:
 
     write_native(load_benchmark("demo").cases[:4], bench)
     where = {"directory": tmp_path / "annotation"}
-    from tailorbench.api_models import AnnotationExport, ProjectCreated
+    from tailorbench.api.results import AnnotationExport, ProjectCreated
 
     made = tb.annotate.create_project("pairs", task="pairwise", n=2, **where)
     assert isinstance(made, ProjectCreated) and made.task_type == "pairwise" and made.n_per_item == 2

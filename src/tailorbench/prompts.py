@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.errors import ConfigError
-from tailorbench.models.base import Message
+from tailorbench.schema import Message
 
 _MARKER = re.compile(r"^<\|(system|user|assistant)\|>[ \t]*$", re.MULTILINE)
 

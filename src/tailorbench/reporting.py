@@ -5,6 +5,7 @@ whiskers)."""
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +44,15 @@ def html_page(title: str, body: str, extra_style: str = "") -> str:
 #: one colour per run in every chart (cycled beyond 16 runs)
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac", "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#d62728")
+
+
+_BODY = re.compile(r"<body>(.*)</body>", re.S)
+
+
+def page_body(page: str) -> str:
+    """The body of a page `html_page` wrote (what the viewer shows of a report)."""
+    match = _BODY.search(page)
+    return match.group(1) if match else ""
 
 
 def colour(index: int) -> str:

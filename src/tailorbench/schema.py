@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+#: one chat message, `{"role": ..., "content": ...}` (what prompts render and every model backend takes)
+Message = dict[str, str]
+
 Choice = Literal["A", "B"]
 #: "AB": chosen shown as A; "BA": chosen shown as B.
 Order = Literal["AB", "BA"]

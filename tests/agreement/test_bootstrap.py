@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import bootstrap
 
 from tailorbench.agreement import stats as st
-from tailorbench.agreement.bootstrap import Resampler, percentile_ci
+from tailorbench.bootstrap import Resampler, percentile_ci
 
 
 def _data(n: int = 400, raters: int = 5, seed: int = 3) -> np.ndarray:
@@ -30,7 +30,7 @@ def test_weights_resample_each_item_count_n_times() -> None:
 
 
 def test_column_batches_give_the_same_totals(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tailorbench.agreement.bootstrap as bs
+    import tailorbench.bootstrap as bs
 
     blocks = [np.random.default_rng(i).random((30, 3)) for i in range(4)]
     whole = Resampler(30, 100, 7).totals(blocks)

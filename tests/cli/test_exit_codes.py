@@ -1,7 +1,7 @@
 """The exit-code table (docs/cli.md, `tailor --help`) holds for every verb: 2 for bad input, 130 for Ctrl-C,
 and the table in the docs is the one the CLI prints. Exit code 3 is tested where the work is
 done (tests/evaluate/test_failures.py, tests/evaluate/test_crash_resume.py, tests/construction, tests/geneval,
-tests/stages)."""
+tests/threestage)."""
 
 from __future__ import annotations
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tailorbench.api.stages import call_counts
 from tailorbench.cli.app import app
-from tailorbench.cli.stages_cmd import call_counts
 from tests.conftest import LlamaServer
 from tests.helpers.fault_proxy import FaultPlan, fault_proxy
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tailorbench" / "stages" / "example"
+EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tailorbench" / "threestage" / "example"
 
 
 def test_call_counts_of_every_accounting_shape() -> None:

@@ -81,7 +81,7 @@ def test_pipeline_end_to_end(tmp_path: Path, llama_server: LlamaServer, call_cac
 
     project = json.loads((out / "export" / "annotation" / "project.json").read_text())
     assert [i["task"] for i in project["imports"]] == ["pairwise", "attributes"]
-    from tailorbench.annotate.importer import read_import
+    from tailorbench.annotation.importer import read_import
 
     if bench.cases:
         fmt, items = read_import(out / "export" / "annotation" / "pairwise.jsonl", "pairwise")

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tailorbench.evaluate.metrics import bootstrap_ci, case_scores, compute_metrics, paired_difference
+from tailorbench.bootstrap import bootstrap_ci, paired_difference
+from tailorbench.evaluate.metrics import case_scores, compute_metrics
 
 
 def _pred(case: str, order: str, correct: bool, status: str = "ok", split: str = "general", tier: str = "easy",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.records import Label, Rating, RatingSet
-from tailorbench.annotate.tasks import JUDGMENTS
+from tailorbench.annotation.tasks import JUDGMENTS
 
 ITEMS = Path(__file__).resolve().parents[1] / "annotate" / "data"
 DATA = Path(__file__).resolve().parent / "data"

@@ -22,10 +22,10 @@ from tailorbench.datasets import load_benchmark, write_native
 from tailorbench.evaluate.results import compute_results
 from tailorbench.evaluate.runner import EvalConfig, run_eval
 from tailorbench.judges.base import JudgeBase
+from tailorbench.leakage import CONTENT_FILE, TrainingContent, pair_hash, persona_hash
 from tailorbench.logs import showing_notes
 from tailorbench.schema import JudgeInput, PairCase, Verdict
 from tailorbench.train.api import train_rm
-from tailorbench.train.content import CONTENT_FILE, TrainingContent, pair_hash, persona_hash
 from tests.helpers.pf_data import make_hub, make_mirror
 from tests.helpers.rm_models import tiny_bert, toy_cases
 

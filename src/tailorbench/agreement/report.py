@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tailorbench.agreement import stats as st
-from tailorbench.agreement.bootstrap import Interval, Resampler, percentile_ci
 from tailorbench.agreement.matrix import MISSING, RatingMatrix, build_matrix
 from tailorbench.agreement.ratings import RatingSet
+from tailorbench.bootstrap import Interval, Resampler, percentile_ci
 from tailorbench.errors import ConfigError
 
 if TYPE_CHECKING:

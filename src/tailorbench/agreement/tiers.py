@@ -17,8 +17,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from tailorbench.agreement import stats as st
-from tailorbench.agreement.bootstrap import Resampler, percentile_ci
 from tailorbench.agreement.ratings import RatingSet
+from tailorbench.bootstrap import Resampler, percentile_ci
 from tailorbench.datasets.native import write_native
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import ConfigError, DataError

@@ -13,9 +13,7 @@ from tailorbench.cli.common import (
     n_boot_value,
     print_json,
     user_errors,
-    write_json,
 )
-from tailorbench.errors import ConfigError, DataError
 
 
 def agree(
@@ -37,31 +35,20 @@ def agree(
                             "export, else the long format) | long | label-studio | argilla | potato."),
 ) -> None:
     """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs."""
-    from tailorbench.agreement import AgreeOptions, agreement_report
-    from tailorbench.interop import read_ratings_any
-    from tailorbench.options import as_float, check_writable
+    from tailorbench import api
 
     with user_errors():
-        n_boot = n_boot_value(n_boot, resamples)
-        as_float("--level", level, minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True)
-        if level >= 1.0:
-            raise ConfigError(f"option --level must be a number below 1, got {level!r}")
-        if out is not None:
-            check_writable("--out", out)
-        ratings = read_ratings_any(list(files), fmt)
-        orders = order.split(",") if order else None
-        report = agreement_report(ratings, orders, AgreeOptions(n_boot, seed, level, positive))
-        if out is not None:
-            write_json(out, report)
+        report = api.agree(files, order.split(",") if order else None, positive, n_boot_value(n_boot, resamples),
+                           seed, level, out, fmt).to_dict()
     if as_json:
         print_json(report)
     else:
         from rich.console import Console
 
-        from tailorbench.agreement.report import render_table
+        from tailorbench.api.agreement import render_tables
 
         console = Console()
-        for table in render_table(report):
+        for table in render_tables(report):
             console.print(table)
         for note in report["notes"]:
             console.print(f"note: {note}", markup=False)
@@ -87,22 +74,11 @@ def tiers(
                             "export, else the long format) | long | label-studio | argilla | potato."),
 ) -> None:
     """Tier pairwise annotations by per-item agreement and write PairCase records."""
-    from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
-    from tailorbench.interop import read_ratings_any
-    from tailorbench.options import as_float, check_writable
+    from tailorbench import api
 
     with user_errors():
-        as_float("--easy", easy, minimum=0.0, maximum=1.0)
-        as_float("--medium", medium, minimum=0.0, maximum=1.0)
-        rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
-        n_boot = n_boot_value(n_boot, resamples)
-        check_writable("--out", out)
-        cases, summary = build_tiers(items, read_ratings_any([ratings_file], fmt), rule, n_boot, seed)
-        if not cases:
-            raise DataError(ratings_file, None, None, "no item has a tier (skipped: " + (", ".join(
-                f"{n} {why}" for why, n in summary["skipped_items"].items()) or "none") + f"); {out} not written")
-        write_cases(cases, out)
-    summary["out"] = str(out)
+        summary = api.tiers(ratings_file, items, out, easy, medium, min_ratings, n_boot_value(n_boot, resamples),
+                            seed, fmt).to_dict()
     if as_json:
         print_json(summary)
         return

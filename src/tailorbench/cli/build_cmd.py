@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -11,7 +11,7 @@ from tailorbench.cli.common import EXECUTOR_OPTIONS, RAY_ADDRESS_OPTION, parse_p
 from tailorbench.failures import EXIT_FAILED
 
 if TYPE_CHECKING:
-    from tailorbench.construction.pipeline import BuildSummary
+    from tailorbench.api.results import BuildResult
 
 build_app = typer.Typer(help="Build a pairwise benchmark from user memory: profile -> questions -> answers -> "
                              "pairs -> export.", no_args_is_help=True)
@@ -37,40 +37,26 @@ def build_run(
     """Run the pipeline; finished stages are reused, model calls come from the call cache when seen before.
 
     Exit code 3 when a stage produced nothing, or a model stage gave up on items (more than --max-failed)."""
-    from tailorbench.construction.config import load_build_config
-    from tailorbench.construction.pipeline import build_problems, run_build
-    from tailorbench.failures import check_max_failed
+    from tailorbench import api
 
     with user_errors():
-        limit = check_max_failed(max_failed)
-        overrides: dict[str, Any] = {}
-        if out is not None:
-            overrides["out"] = str(out.resolve())
-        if model is not None:
-            overrides["model"] = model
-        if executor is not None:
-            overrides["executor"] = executor
-        if ray_address is not None:
-            overrides["ray_address"] = ray_address
-        if executor_option:
-            overrides["executor_options"] = parse_pairs(executor_option, "--executor-option")
-        summary = run_build(load_build_config(config, overrides or None), until=until)
+        summary = api.build(config, until=until, out=out, model=model, executor=executor, ray_address=ray_address,
+                            executor_options=parse_pairs(executor_option, "--executor-option"),
+                            max_failed=max_failed)
     if json_out:
-        print_json(summary.as_dict())
+        print_json(summary)
     else:
         _print_summary(summary)
-    problems = build_problems(summary, limit)
-    for problem in problems:
+    for problem in summary.problems:
         typer.echo(f"error: {problem}", err=True)
-    if problems:
+    if summary.problems:
         raise typer.Exit(EXIT_FAILED)
 
 
-def _print_summary(summary: BuildSummary) -> None:
+def _print_summary(summary: BuildResult) -> None:
     """One line per stage and the model's counters, on stderr."""
-    for stage in summary.stages:
-        s = stage.stats
-        typer.echo(f"{stage.name:9} {stage.status:6} records {stage.records:5}  attempts {s['attempts']:4}  "
+    for s in summary.stages:
+        typer.echo(f"{s['name']:9} {s['status']:6} records {s['records']:5}  attempts {s['attempts']:4}  "
                    f"gave up {s['gave_up']:3}  invalid json {s['invalid_json']:3}  schema errors "
                    f"{s['schema_errors']:3}  call failures {s['call_failures']:3}", err=True)
     if summary.model is not None:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -16,19 +13,6 @@ cache_app = typer.Typer(help="The model call cache (SQLite): stats and clear.", 
 _PATH_HELP = "cache file (default: $TAILORBENCH_CALL_CACHE or ~/.cache/tailorbench/calls.sqlite)"
 
 
-@contextmanager
-def _cache_errors(path: Path | None) -> Iterator[None]:
-    """A cache file SQLite cannot open (a directory, no permission, not a database) is bad input: a ConfigError
-    through the one error path (exit 2)."""
-    from tailorbench.errors import ConfigError
-
-    with user_errors():
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"cannot use the call cache {path or '(default path)'}: {exc}") from None
-
-
 @cache_app.command("stats")
 def stats_command(
     path: Path | None = typer.Option(None, "--path", help=_PATH_HELP),
@@ -37,8 +21,8 @@ def stats_command(
     """Entries and size, per backend / model / base URL."""
     from tailorbench import api
 
-    with _cache_errors(path):
-        stats = api.cache_stats(path)
+    with user_errors():
+        stats = api.cache_stats(path).to_dict()
     if json_out:
         print_json(stats)
         return
@@ -68,8 +52,8 @@ def clear_command(
         if json_out:
             print_json({"removed": 0})
         return
-    with _cache_errors(path):
-        removed = api.cache_clear(path, model=model, older_than_days=older_than_days)
+    with user_errors():
+        removed = api.cache_clear(path, model=model, older_than_days=older_than_days).removed
     if json_out:
         print_json({"removed": removed})
     else:

@@ -65,9 +65,18 @@ def run_or_exit(fn: Callable[[], T]) -> T:
     raise AssertionError("unreachable")
 
 
+def plain(payload: Any) -> Any:
+    """A verb's result as JSON data: an API result model (`api.results.Output`) as its object, a list of them as
+    a list of objects."""
+    if isinstance(payload, list):
+        return [plain(p) for p in payload]
+    to_dict = getattr(payload, "to_dict", None)
+    return to_dict() if callable(to_dict) else payload
+
+
 def print_json(payload: Any) -> None:
     """The JSON object alone on stdout (progress and warnings go to stderr)."""
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json.dumps(plain(payload), ensure_ascii=False, indent=2) + "\n")
 
 
 def emit(payload: Any, as_json: bool) -> None:
@@ -76,6 +85,7 @@ def emit(payload: Any, as_json: bool) -> None:
     if as_json:
         print_json(payload)
         return
+    payload = plain(payload)
     rows = payload if isinstance(payload, list) else [payload]
     for row in rows:
         if isinstance(row, dict) and isinstance(payload, list):

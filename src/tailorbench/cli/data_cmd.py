@@ -24,7 +24,7 @@ def check_command(
     from tailorbench import api
 
     with user_errors():
-        report = api.check_data(path, skip_invalid=skip_invalid)
+        report = api.check_data(path, skip_invalid=skip_invalid).to_dict()
     if json_out:
         print_json(report)
         return
@@ -60,7 +60,7 @@ def convert_command(
     from tailorbench import api
 
     with user_errors():
-        n = api.convert_data(path, out, skip_invalid=skip_invalid)
+        n = api.convert_data(path, out, skip_invalid=skip_invalid).cases
     if json_out:
         print_json({"out": str(out), "cases": n})
     else:
@@ -84,7 +84,8 @@ def push_command(
     from tailorbench import api
 
     with user_errors():
-        summary = api.push_data(path, repo, license, private=private, dry_run=dry_run, skip_invalid=skip_invalid)
+        summary = api.push_data(path, repo, license, private=private, dry_run=dry_run,
+                                skip_invalid=skip_invalid).to_dict()
     if json_out:
         print_json(summary)
     elif dry_run is not None:

@@ -23,14 +23,10 @@ from tailorbench.cli.common import (
 
 
 def registered_parts() -> str:
-    """The judges and model backends that are registered (built-ins and plugins), for `tailor eval --help`; the
-    two registries are light modules, imported only when this help is shown."""
-    from tailorbench.judges.base import JUDGES
-    from tailorbench.models.backends import BACKENDS
+    """The registered judges and model backends, for `tailor eval --help` (computed only when shown)."""
+    from tailorbench.api.evaluation import registered_parts as parts
 
-    return (f"Judges: {', '.join(JUDGES.names())} (a spec is NAME or NAME:ARG, e.g. llm:openai:MODEL@URL, "
-            "rm:CHECKPOINT).\n\n"
-            f"Model backends: {', '.join(BACKENDS.names())}.")
+    return parts()
 
 
 class EvalCommand(VerbCommand):
@@ -75,48 +71,34 @@ def eval_command(
     """
     from tailorbench import api
     from tailorbench.errors import ConfigError
-    from tailorbench.evaluate.results import check_run, load_results
-    from tailorbench.evaluate.runner import EvalConfig
-    from tailorbench.failures import check_max_failed
 
     with user_errors():
-        if max_failed is not None:
-            check_max_failed(max_failed)
         if resume is not None:
-            runs = [api.resume(resume, progress=progress, max_failed=max_failed)]
+            results = [api.eval_resume(resume, progress=progress, max_failed=max_failed)]
         else:
             if out is None:
                 raise ConfigError("--out is required (or --resume RUN_DIR)")
-            if orders not in ("both", "random"):
-                raise ConfigError("--orders must be both or random")
-            if ci_unit not in ("case", "user"):
-                raise ConfigError("--ci-unit must be case or user")
-            judges = judge or ["longer"]
-            settings = setting or ["persona"]
-            config = EvalConfig(
-                data=data, judge=judges[0], setting=settings[0], orders=orders,  # type: ignore[arg-type]
+            results = api.eval_many(
+                judge or ["longer"], setting or ["persona"], data, out=out, progress=progress, orders=orders,
                 seed=seed, splits=split_csv(split), tiers=split_csv(tier), limit=limit,
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
-                skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,  # type: ignore[arg-type]
+                skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,
                 judge_options=parse_pairs(judge_option, "--judge-option"), batch_size=batch_size,
-                setting_options=rag_options(retriever, top_k, memory), max_failed=check_max_failed(max_failed),
-                executor=executor, ray_address=ray_address,  # type: ignore[arg-type]
-                executor_options=parse_pairs(executor_option, "--executor-option"),
-            )
-            runs = api.evaluate(config, out, judges, settings, progress=progress)
-        results = [load_results(r) for r in runs]
+                setting_options=rag_options(retriever, top_k, memory), max_failed=max_failed or 0.0,
+                executor=executor, ray_address=ray_address,
+                executor_options=parse_pairs(executor_option, "--executor-option"))
         if json_out:
             print_json(results[0] if len(results) == 1 else results)
         else:
-            for run, res in zip(runs, results):
-                total = res["metrics"]["all"]
-                retries = res.get("failures", {}).get("retries", 0)
+            for res in results:
+                total = res.metrics["all"]
+                retries = (res.failures or {}).get("retries", 0)
                 typer.echo(
-                    f"{res['judge']} / {res['setting']}: accuracy {100 * (total['accuracy'] or 0):.1f}% "
+                    f"{res.judge} / {res.setting}: accuracy {100 * (total['accuracy'] or 0):.1f}% "
                     f"on {total['n']} cases (invalid {total['invalid']}, abstained {total['abstained']}, "
-                    f"failed {total['failed']}, retries {retries}) -> {run}", err=True)
-        exit_if_failed(check_run(res, what=f"{res['judge']} / {res['setting']} ({run})")
-                       for run, res in zip(runs, results))
+                    f"failed {total['failed']}, retries {retries}) -> {res.run_dir}", err=True)
+        exit_if_failed(api.run_failures(res.run_dir, what=f"{res.judge} / {res.setting} ({res.run_dir})")
+                       for res in results if res.run_dir is not None)
 
 
 def register(app: typer.Typer) -> None:

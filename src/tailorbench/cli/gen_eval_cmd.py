@@ -15,6 +15,7 @@ from tailorbench.cli.common import (
     exit_if_failed,
     parse_pairs,
     print_json,
+    rag_options,
     split_csv,
     user_errors,
 )
@@ -61,24 +62,16 @@ def gen_eval_command(
 ) -> None:
     """Evaluate how well a model personalizes its own answers (win rates vs a reference, length-controlled)."""
     from tailorbench import api
-    from tailorbench.cli.common import rag_options
     from tailorbench.errors import ConfigError
-    from tailorbench.failures import check_max_failed
-    from tailorbench.geneval import GenEvalConfig
-    from tailorbench.geneval.results import check_run, load_results
 
     with user_errors():
-        if max_failed is not None:
-            check_max_failed(max_failed)
         if resume is not None:
-            run = api.gen_eval_resume(resume, progress=progress, max_failed=max_failed)
+            results = api.gen_eval_resume(resume, progress=progress, max_failed=max_failed)
         else:
             if out is None:
                 raise ConfigError("--out is required (or --resume RUN_DIR)")
-            if not model:
-                raise ConfigError("--model is required: the model under test, e.g. openai:MODEL@http://host/v1")
-            config = GenEvalConfig(
-                data=data, model=model, reference=reference, judge=judge, setting=setting,
+            config = api.GenEvalConfig(
+                data=data, model=model or "", reference=reference, judge=judge, setting=setting,
                 judge_setting=judge_setting, seed=seed, per_tier=None if all_cases else per_tier,
                 splits=split_csv(split), tiers=split_csv(tier),
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
@@ -87,20 +80,20 @@ def gen_eval_command(
                 judge_options=parse_pairs(judge_option, "--judge-option"),
                 setting_options=rag_options(retriever, top_k, memory), batch_size=batch_size,
                 judge_run=str(judge_run) if judge_run else None, validate_cases=validate_cases,
-                max_failed=check_max_failed(max_failed), executor=executor, ray_address=ray_address,
+                max_failed=max_failed or 0.0, executor=executor, ray_address=ray_address,
                 executor_options=parse_pairs(executor_option, "--executor-option"),
             )
-            run = api.gen_eval(config, out, progress=progress)
-        results = load_results(run)
+            results = api.gen_eval(config, out, progress=progress)
+    run = results.run_dir
     if json_out:
         print_json(results)
     else:
-        total = results["metrics"]["all"]
+        total = results.metrics["all"]
         rate = "–" if total["win_rate"] is None else f"{100 * total['win_rate']:.1f}%"
         lc = "–" if total["lc_win_rate"] is None else f"{100 * total['lc_win_rate']:.1f}%"
-        typer.echo(f"{results['model']} vs {results['reference']} ({results['judge']}): win rate {rate}, "
+        typer.echo(f"{results.model} vs {results.reference} ({results.judge}): win rate {rate}, "
                    f"length-controlled {lc} on {total['n']} cases -> {run}", err=True)
-    exit_if_failed([check_run(results, what=f"gen-eval {results['model']} ({run})")])
+    exit_if_failed([api.run_failures(str(run), what=f"gen-eval {results.model} ({run})")])
 
 
 def register(app: typer.Typer) -> None:

@@ -24,14 +24,9 @@ def report_command(
     from tailorbench import api
 
     with user_errors():
-        if push is not None:
-            from tailorbench.datasets.hub_repo import check_repo_id
-
-            check_repo_id(push)
-        results = api.report(runs, out)
-        pushed = api.push_report(runs, out, push, private=private) if push is not None else None
-    if pushed is not None:
-        typer.echo(f"pushed the leaderboard of {pushed['runs']} runs to {push}: {pushed['uploaded']}", err=True)
+        results = api.report(runs, out, push=push, private=private)
+    if push is not None:
+        typer.echo(f"pushed the leaderboard of {len(results)} runs to {push}", err=True)
     if json_out:
         print_json(results)
     else:
@@ -48,11 +43,9 @@ def compare_command(
 ) -> None:
     """Paired bootstrap of the accuracy difference A - B on the cases both runs judged."""
     from tailorbench import api
-    from tailorbench.options import as_int
 
     with user_errors():
-        as_int("--n-boot", n_boot, minimum=1)
-        result = api.compare(run_a, run_b, n_boot=n_boot, seed=seed)
+        result = api.compare(run_a, run_b, n_boot=n_boot, seed=seed).to_dict()
     if json_out:
         print_json(result)
         return

@@ -18,11 +18,11 @@ def train_rm_command(config: Path | None, progress: bool, json_out: bool, **fiel
 
     Every RMTrainConfig field is a flag (--field-name); flags override the --config YAML, which overrides the
     field defaults."""
-    from tailorbench.train.api import train_rm
+    from tailorbench import api
 
     overrides = {name: _read(name, value) for name, value in fields.items()}
     with user_errors():
-        summary = train_rm(config, progress=progress, **overrides)
+        summary = api.train_rm(config, progress=progress, **overrides).to_dict()
     if json_out:
         print_json(summary)
     else:
@@ -63,7 +63,7 @@ def _config_flags() -> list[inspect.Parameter]:
     field's `metadata["help"]` and its default; None means not given (the YAML or the field's default holds)."""
     from dataclasses import MISSING, fields
 
-    from tailorbench.train.config import RMTrainConfig
+    from tailorbench.api.training import RMTrainConfig
 
     scalars: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool}
     params = []
@@ -101,7 +101,7 @@ def _declare(fn: Any) -> Any:
 def _field_kinds() -> dict[str, str]:
     from dataclasses import fields
 
-    from tailorbench.train.config import RMTrainConfig
+    from tailorbench.api.training import RMTrainConfig
 
     return {f.name: _kind(f.type) for f in fields(RMTrainConfig)}
 

@@ -7,7 +7,6 @@ cases (or over users, since cases cluster by user), seeded.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from tailorbench.bootstrap import N_BOOT, bootstrap_ci, seed_for
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, in_declared_order
 
-N_BOOT = 1000
 #: verdict statuses counted per case (an `ok` verdict is not a problem)
 STATUS_COLUMNS = ("invalid", "abstain", "failed")
 #: the classes of `datasets.pairs.tier_overlap`, in report order
@@ -79,48 +78,6 @@ def case_scores(predictions: Sequence[Mapping[str, Any]]) -> CaseScores:
         statuses=statuses.astype(np.int64),
         length_ratio=len_c / np.maximum(len_r, 1),
     )
-
-
-def seed_for(seed: int, label: str) -> int:
-    """The bootstrap seed of one cell: `seed` and the cell's label, hashed (shared by gen-eval's results)."""
-    return int.from_bytes(hashlib.blake2b(f"{seed}\x1f{label}".encode(), digest_size=4).digest(), "big")
-
-
-def bootstrap_ci(
-    values: np.ndarray,
-    groups: np.ndarray | None = None,
-    n_boot: int = N_BOOT,
-    seed: int = 0,
-    level: float = 0.95,
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of `values`; with `groups`, whole groups (users) are resampled
-    and the statistic is the pooled mean of the resampled cases. Vectorised, in chunks to bound memory."""
-    if len(values) == 0:
-        return (float("nan"), float("nan"))
-    rng = np.random.default_rng(seed)
-    distinct, value_counts = np.unique(values.astype(float), return_counts=True)
-    if groups is None and len(distinct) <= 64:
-        # resampling n cases whose scores take K distinct values is a multinomial draw over those values:
-        # exact, and O(n_boot * K) instead of O(n_boot * n)
-        draws = rng.multinomial(len(values), value_counts / len(values), size=n_boot)
-        stats = draws @ distinct / len(values)
-    else:
-        if groups is None:
-            sums, counts = values.astype(float), np.ones(len(values))
-        else:
-            _, inverse = np.unique(groups.astype(str), return_inverse=True)
-            sums = np.bincount(inverse, weights=values.astype(float))
-            counts = np.bincount(inverse).astype(float)
-        units = len(sums)
-        stats = np.empty(n_boot)
-        chunk = max(1, min(n_boot, 4_000_000 // max(units, 1)))
-        for start in range(0, n_boot, chunk):
-            stop = min(n_boot, start + chunk)
-            idx = rng.integers(0, units, size=(stop - start, units))
-            stats[start:stop] = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(stats, [alpha, 1.0 - alpha])
-    return (float(lo), float(hi))
 
 
 def _mean(values: np.ndarray) -> float | None:
@@ -317,26 +274,3 @@ def report_names(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str
         splits = in_declared_order(splits, blocks)
         tiers = in_declared_order(tiers, (t for block in blocks.values() for t in block if t != "all"))
     return splits, tiers
-
-
-def paired_difference(
-    a: Mapping[str, float], b: Mapping[str, float], n_boot: int = N_BOOT, seed: int = 0
-) -> dict[str, Any]:
-    """Paired bootstrap of mean(a) - mean(b) over the cases both runs scored."""
-    shared = sorted(set(a) & set(b))
-    if not shared:
-        return {"n": 0, "difference": None, "ci": [None, None], "p_two_sided": None}
-    diff = np.array([a[k] - b[k] for k in shared])
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(diff), size=(n_boot, len(diff)))
-    boots = diff[idx].mean(axis=1)
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    p = 2 * min(float((boots <= 0).mean()), float((boots >= 0).mean()))
-    return {
-        "n": len(shared),
-        "difference": float(diff.mean()),
-        "ci": [float(lo), float(hi)],
-        "p_two_sided": min(1.0, p),
-        "a_better": int((diff > 0).sum()),
-        "b_better": int((diff < 0).sum()),
-    }

@@ -150,7 +150,7 @@ def dataset_provenance(manifest: Mapping[str, Any]) -> dict[str, Any]:
 def training_rows(predictions: Sequence[Mapping[str, Any]], manifest: Mapping[str, Any]) -> dict[str, Any] | None:
     """For a judge that declared its training data (manifest `training_overlap`): the counts and each class's
     metrics (in-training, persona-seen, unseen), so reports show them as separate rows."""
-    from tailorbench.train.content import CLASSES, describe_overlap
+    from tailorbench.leakage import CLASSES, describe_overlap
 
     config = manifest.get("config", {})
     block = config.get("training_overlap")

@@ -30,7 +30,7 @@ from tailorbench.evaluate.counters import add_counts
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
-from tailorbench.evaluate.report import write_merged, write_run_reports
+from tailorbench.evaluate.report import PAIRWISE, write_run_reports
 from tailorbench.evaluate.results import compute_results, parse_predictions
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
@@ -355,6 +355,9 @@ async def _run_locked(
     if before:
         _say_resumed(out, before, len(done), len(tasks))
     judge = judge or run_judge(config)
+    bind = getattr(judge, "bind_run_dir", None)
+    if bind is not None:
+        bind(out)  # where batch mode records its provider batches (models/batch_state.py)
     manifest = _manifest(config, benchmark, cases, judge)
     manifest.config["resumed_with_done"] = len(done)
     _check_training_overlap(judge, cases, manifest)
@@ -419,10 +422,10 @@ def run_judge(config: EvalConfig) -> PairJudge:
 
 
 def _check_training_overlap(judge: PairJudge, cases: Sequence[PairCase], manifest: RunManifest) -> None:
-    """A judge that declares its training data (`train.content.judge_content`): classify every planned case as
+    """A judge that declares its training data (`leakage.judge_content`): classify every planned case as
     in-training / persona-seen / unseen, record it in the manifest (`training_overlap`; results.json reports each
     class as its own row) and say so before any work."""
-    from tailorbench.train.content import describe_overlap, judge_content, overlap
+    from tailorbench.leakage import describe_overlap, judge_content, overlap
 
     content = judge_content(judge)
     if content is None:
@@ -595,5 +598,5 @@ def run_matrix(
         for setting in settings:
             config = EvalConfig(**{**asdict(base), "judge": judge, "setting": setting})
             runs.append(run_eval(config, out / f"{slug(judge)}__{setting}", progress=progress, benchmark=benchmark))
-    write_merged(runs, out)
+    PAIRWISE.merge(runs, out)
     return runs

@@ -39,7 +39,7 @@ class SettingPart:
     factory: SettingFactory | None = None
 
 
-SETTINGS: Registry[Any] = Registry("setting", "tailorbench.settings", lazy={"rag": "tailorbench.memory.rag_setting"})
+SETTINGS: Registry[Any] = Registry("setting", "tailorbench.settings", lazy={"rag": "tailorbench.evaluate.rag_setting"})
 
 
 def register_setting(name: str) -> Callable[[ContextBuilder], ContextBuilder]:

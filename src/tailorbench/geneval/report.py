@@ -5,14 +5,15 @@ raw and length-controlled win rates with CI whiskers). One run gets every sectio
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench import run_kinds
 from tailorbench.evaluate.metrics import report_names
-from tailorbench.files import write_text_atomic
-from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
-from tailorbench.run_kinds import RUN_KINDS
+from tailorbench.failures import FailureCheck
+from tailorbench.reporting import colour, html_page, html_table, md_table, page_body, pct, svg_percent_grid, svg_whisker
+from tailorbench.run_kinds import RUN_KINDS, RunKind
 
 
 def _all_cells(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -231,18 +232,29 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
 
 
 def write_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | None = None) -> None:
-    title = title or (f"tailorbench gen-eval: {_run_label(runs[0])}" if len(runs) == 1
-                      else "tailorbench gen-eval: side by side")
-    write_text_atomic(out / "report.md", render_markdown(runs, title))
-    write_text_atomic(out / "report.html", render_html(runs, title))
+    run_kinds.write_reports(GEN_EVAL, runs, out, title)
 
 
-@RUN_KINDS.register("gen-eval")
-def write_merged(run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:
-    """Several gen-eval runs side by side (what `tailor report` writes for gen-eval run directories, through
-    `run_kinds.write_merged_report`)."""
+def _load(run_dir: Path) -> dict[str, Any]:
     from tailorbench.geneval.results import load_results
 
-    runs = [load_results(d) for d in run_dirs]
-    write_reports(runs, out, "tailorbench gen-eval: side by side")
-    return runs
+    return load_results(run_dir)
+
+
+def _check(results: Mapping[str, Any], max_failed: float | None, what: str | None) -> FailureCheck:
+    from tailorbench.geneval.results import check_run
+
+    return check_run(results, max_failed, what)
+
+
+def _html_body(run_dirs: Sequence[Path]) -> str:
+    runs = [_load(d) for d in run_dirs]
+    title = "gen-eval" if len(runs) > 1 else f"gen-eval: {runs[0].get('model')}"
+    return page_body(render_html(runs, title))
+
+
+#: `tailor gen-eval` runs: how `report`, `view` and the API read them
+GEN_EVAL = RUN_KINDS.register("gen-eval")(RunKind(
+    load_results=_load, check=_check, render_markdown=render_markdown, render_html=render_html,
+    title=lambda runs: f"tailorbench gen-eval: {_run_label(runs[0])}",
+    merged_title="tailorbench gen-eval: side by side", html_body=_html_body))

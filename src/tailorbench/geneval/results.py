@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tailorbench.bootstrap import bootstrap_ci, seed_for
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
-from tailorbench.evaluate.metrics import benchmark_names, bootstrap_ci, seed_for
+from tailorbench.evaluate.metrics import benchmark_names
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_or_compute
 from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
@@ -222,7 +224,7 @@ def failure_summary(generations: list[dict[str, Any]], verdicts: list[dict[str, 
             "failed_verdicts": sum(1 for r in failed if "role" not in r), "first_errors": check.causes}
 
 
-def check_run(results: dict[str, Any], max_failed: float | None = None, what: str | None = None) -> FailureCheck:
+def check_run(results: Mapping[str, Any], max_failed: float | None = None, what: str | None = None) -> FailureCheck:
     """The exit-code-3 rule for a gen-eval run (the twin of `evaluate.results.check_run`)."""
     block = results.get("failures") or {}
     limit = check_max_failed(block.get("max_failed", 0.0) if max_failed is None else max_failed)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.records import Label, RatingSet
-from tailorbench.annotate.tasks import JUDGMENTS, SCALE
+from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 from tailorbench.interop.units import Collector, ImportReport, Unit, prediction_label, shown_answer, unit_from_meta

@@ -17,7 +17,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from tailorbench.agreement.records import Label, RatingSet
-from tailorbench.annotate.tasks import JUDGMENTS, SCALE
+from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.errors import DataError
 from tailorbench.interop.units import (
     TIE_WORDS,

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from tailorbench.agreement.records import RatingSet
-from tailorbench.annotate.tasks import JUDGMENTS, SCALE
+from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 from tailorbench.interop.units import Collector, ImportReport, Unit, unit_from_meta

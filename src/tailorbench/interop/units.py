@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.records import Label, Rating, RatingSet
-from tailorbench.annotate.importer import read_import
-from tailorbench.annotate.tasks import ATTR_SEP, JUDGMENTS, SCALE, task_type
+from tailorbench.annotation.importer import read_import
+from tailorbench.annotation.tasks import ATTR_SEP, JUDGMENTS, SCALE, task_type
 from tailorbench.errors import DataError
 from tailorbench.personas import render_persona
 

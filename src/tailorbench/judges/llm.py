@@ -141,6 +141,12 @@ class LLMJudge(JudgeBase):
             return replace(self.params, max_tokens=1, temperature=0.0, logprobs=True, top_logprobs=20, reasoning=False)
         return self.params
 
+    def bind_run_dir(self, run_dir: Path) -> None:
+        """The run directory where the model records its provider batches (batch mode; models/batch_engine.py)."""
+        bind = getattr(self.model, "bind_run_dir", None)
+        if bind is not None:
+            bind(run_dir)
+
     async def prepare(self, inputs: Sequence[JudgeInput]) -> None:
         """Fail fast (key, server, model) unless every call of the run is already in the cache."""
         params = self._call_params()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
-Message = dict[str, str]
+from tailorbench.schema import Message
 
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 

@@ -17,8 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tailorbench.bootstrap import bootstrap_ci
     from tailorbench.datasets.pairs import tier_overlap
-    from tailorbench.evaluate.metrics import bootstrap_ci
     from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
     from tailorbench.models.reward_hf import (
         FEATURES,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 #: public name -> the module that defines it
 _WHERE = {
     "tier_overlap": "tailorbench.datasets.pairs",
-    "bootstrap_ci": "tailorbench.evaluate.metrics",
+    "bootstrap_ci": "tailorbench.bootstrap",
     **dict.fromkeys(("NgramHead", "NgramVocabulary", "pair_difference_matrix"), "tailorbench.models.ngram_head"),
     **dict.fromkeys(("FEATURES", "NGRAM_FEATURE", "HFRewardModel", "RewardFormat", "Triple", "char_bigrams"),
                     "tailorbench.models.reward_hf"),

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tailorbench.evaluate.metrics import bootstrap_ci
+from tailorbench.bootstrap import bootstrap_ci
 from tailorbench.schema import DEFAULT_TIERS, PairCase, in_declared_order
 from tailorbench.train import features
 from tailorbench.train.config import RMTrainConfig

@@ -25,11 +25,11 @@ import numpy as np
 
 from tailorbench.datasets import Benchmark
 from tailorbench.errors import ConfigError
+from tailorbench.leakage import CONTENT_FILE, TrainingContent
 from tailorbench.logs import get_logger
 from tailorbench.schema import PairCase
 from tailorbench.train import features
 from tailorbench.train.config import MINILM, RMTrainConfig
-from tailorbench.train.content import CONTENT_FILE, TrainingContent
 from tailorbench.train.data import distinct_triples, load_cases, prepare_data
 
 notes_log = get_logger(__name__)

@@ -3,7 +3,7 @@
 Run with a Python that has `argilla` installed (not the project's environment; it is no dependency of
 tailorbench), from this folder: `python make_argilla_sdk_files.py`. The SDK's objects want a client only to
 talk to a server; none is reached, so the default client is replaced by a stand-in. It reads tailorbench's
-export of tests/annotate/data/pairwise.jsonl (seed 1: `argilla_export_pairwise_*.json`) through the SDK's own
+export of tests/annotation/data/pairwise.jsonl (seed 1: `argilla_export_pairwise_*.json`) through the SDK's own
 readers (`Settings.from_json`, `Record.from_dict`), adds responses of three annotators (submitted, one draft,
 one discarded) and writes what the SDK writes: `Settings.to_json`, records as `Dataset.to_disk` /
 `records.to_json` write them (nested, no response status) and as `records.to_list(flatten=True)` (what

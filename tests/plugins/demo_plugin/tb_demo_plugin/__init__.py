@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.annotate.tasks import ItemError, TaskType, one_of, text_field
+from tailorbench.annotation.tasks import ItemError, TaskType, one_of, text_field
 from tailorbench.datasets import Layout
 from tailorbench.datasets.rows import InvalidRows, read_jsonl, require_text
 from tailorbench.errors import DataError

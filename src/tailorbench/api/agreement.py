@@ -1,0 +1,71 @@
+"""`tailor agree` and `tailor tiers`: agreement statistics of human (and model) ratings; tiers by agreement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.aio import async_twin
+from tailorbench.api.results import AgreeResult, TiersResult
+
+__all__ = ["agree", "agree_async", "render_tables", "tiers", "tiers_async"]
+
+
+def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, positive: str | None = None,
+          n_boot: int = 1000, seed: int = 0, level: float = 0.95, out: str | Path | None = None,
+          fmt: str = "auto") -> AgreeResult:
+    """`tailor agree`: agreement statistics of long-format ratings (.jsonl/.csv), run directories and annotation
+    tools' exports (Label Studio, Argilla, Potato: detected, or all forced with `fmt`); with `out`, also written
+    there as JSON (what `--out` writes)."""
+    from tailorbench.agreement import AgreeOptions, agreement_report
+    from tailorbench.errors import ConfigError
+    from tailorbench.interop import read_ratings_any
+    from tailorbench.options import as_float, as_int, check_writable
+
+    as_int("--resamples", n_boot, minimum=1)
+    as_float("--level", level, minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True)
+    if level >= 1.0:
+        raise ConfigError(f"option --level must be a number below 1, got {level!r}")
+    if out is not None:
+        check_writable("--out", out)
+    report = agreement_report(read_ratings_any(list(files), fmt), list(order) if order else None,
+                              AgreeOptions(n_boot, seed, level, positive))
+    if out is not None:
+        from tailorbench.files import write_json_atomic
+
+        write_json_atomic(Path(out), report)
+    return AgreeResult.model_validate(report)
+
+
+def tiers(ratings: str | Path, items: str | Path, out: str | Path, easy: float = 0.75, medium: float = 0.6,
+          min_ratings: int = 3, n_boot: int = 1000, seed: int = 0, fmt: str = "auto") -> TiersResult:
+    """`tailor tiers`: tier pairwise annotations (long format, or a tool's export: `fmt` as in `agree`) by
+    per-item agreement and write the PairCase JSONL `out`."""
+    from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
+    from tailorbench.errors import DataError
+    from tailorbench.interop import read_ratings_any
+    from tailorbench.options import as_float, as_int, check_writable
+
+    as_float("--easy", easy, minimum=0.0, maximum=1.0)
+    as_float("--medium", medium, minimum=0.0, maximum=1.0)
+    rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
+    as_int("--resamples", n_boot, minimum=1)
+    check_writable("--out", out)
+    cases, summary = build_tiers(items, read_ratings_any([ratings], fmt), rule, n_boot, seed)
+    if not cases:
+        raise DataError(Path(ratings), None, None, "no item has a tier (skipped: " + (", ".join(
+            f"{n} {why}" for why, n in summary["skipped_items"].items()) or "none") + f"); {out} not written")
+    write_cases(cases, out)
+    return TiersResult.model_validate({**summary, "out": str(out)})
+
+
+def render_tables(report: dict[str, Any]) -> list[Any]:
+    """The agreement report as `tailor agree` prints it: rich tables."""
+    from tailorbench.agreement.report import render_table
+
+    return list(render_table(report))
+
+
+agree_async = async_twin(agree)
+tiers_async = async_twin(tiers)

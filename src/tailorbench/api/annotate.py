@@ -1,0 +1,389 @@
+"""Python twins of `tailor annotate ...` (`tb.annotate.*`): the annotation service's projects, imports,
+annotators, progress and export, on the database of a project directory (or `db`, a database URL). Each
+returns the object the verb prints (with `--json`) as a pydantic model of `api_models`. FastAPI and
+SQLAlchemy are imported on the first call."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.aio import async_twin
+from tailorbench.api.results import (
+    AnnotationExport,
+    Annotator,
+    CrowdStudy,
+    ItemsImported,
+    LabelsImported,
+    Membership,
+    ParticipantLink,
+    ProjectCreated,
+    ProjectProgress,
+    Released,
+    StudyReleased,
+)
+
+__all__ = [
+    "activate",
+    "activate_async",
+    "add_annotator",
+    "add_annotator_async",
+    "create_project",
+    "create_project_async",
+    "database",
+    "deactivate",
+    "deactivate_async",
+    "export",
+    "export_async",
+    "export_items",
+    "export_items_async",
+    "import_items",
+    "import_items_async",
+    "import_labels",
+    "import_labels_async",
+    "join",
+    "join_async",
+    "link",
+    "link_async",
+    "list_annotators",
+    "list_annotators_async",
+    "list_projects",
+    "list_projects_async",
+    "progress",
+    "progress_async",
+    "release",
+    "release_async",
+    "serve",
+    "serve_limits",
+    "study_close",
+    "study_close_async",
+    "study_create",
+    "study_create_async",
+    "study_list",
+    "study_list_async",
+    "study_reissue",
+    "study_reissue_async",
+    "study_release",
+    "study_release_async",
+]
+
+DEFAULT_DIR = Path("annotation")
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+
+
+def database(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Any:
+    """The service's database: `db` (a URL; else env TAILOR_ANNOTATE_DB), else SQLite under `directory`."""
+    from tailorbench.annotation.db import Database, resolve_url
+
+    return Database(resolve_url(db or os.environ.get("TAILOR_ANNOTATE_DB"), Path(directory)))
+
+
+def create_project(name: str, task: str, n: int = 3, instructions: str = "", gold_every: int = 5,
+                   directory: str | Path = DEFAULT_DIR, db: str | None = None) -> ProjectCreated:
+    """`tailor annotate project create NAME --task TASK`."""
+    from tailorbench.annotation import service
+    from tailorbench.annotation.tasks import TASK_TYPES
+    from tailorbench.options import as_choice, as_int
+
+    task = as_choice("--task", task.strip().lower(), tuple(TASK_TYPES.names()))
+    as_int("--n", n, minimum=1)
+    as_int("--gold-every", gold_every, minimum=1)
+    pid = service.create_project(database(directory, db), name, task, n, instructions, gold_every)
+    return ProjectCreated(project=name, id=pid, task_type=task, n_per_item=n)
+
+
+def list_projects(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[ProjectProgress]:
+    """`tailor annotate project list`: every project with its progress."""
+    from tailorbench.annotation import service
+
+    store = database(directory, db)
+    return [ProjectProgress.model_validate(service.progress(store, p["id"])) for p in service.list_projects(store)]
+
+
+def import_items(project: str, file: str | Path, fmt: str = "auto", directory: str | Path = DEFAULT_DIR,
+                 db: str | None = None) -> ItemsImported:
+    """`tailor annotate import PROJECT FILE` (all or nothing)."""
+    from tailorbench.annotation import service
+    from tailorbench.annotation.importer import FORMATS
+    from tailorbench.options import as_choice
+
+    as_choice("--format", fmt, FORMATS)
+    return ItemsImported.model_validate(service.import_items(database(directory, db), project, file, fmt))
+
+
+def _with_link(store: Any, name: str, token: str, base_url: str) -> Annotator:
+    """The account as `annotator list` shows it, with its new login link (shown once)."""
+    from tailorbench.annotation import service
+
+    row = next(u for u in service.list_users(store) if u["name"] == name)
+    return Annotator.model_validate({**row, "login_link": f"{base_url.rstrip('/')}/login/{token}"})
+
+
+def _link_days(link_days: float) -> float:
+    from tailorbench.annotation.service import MAX_LINK_DAYS
+    from tailorbench.options import as_float
+
+    return as_float("--link-days", link_days, minimum=0, maximum=MAX_LINK_DAYS, exclusive_minimum=True)
+
+
+def add_annotator(name: str, projects: Sequence[str] = (), admin: bool = False, base_url: str = DEFAULT_BASE_URL,
+                  directory: str | Path = DEFAULT_DIR, db: str | None = None, link_days: float = 7.0) -> Annotator:
+    """`tailor annotate annotator add NAME`: the personal login link is in the result (shown once); it logs in
+    once, within `link_days`."""
+    from tailorbench.annotation import service
+
+    role = "admin" if admin else "annotator"
+    store = database(directory, db)
+    _, token = service.add_user(store, name.strip(), role, list(projects), _link_days(link_days))
+    return _with_link(store, name.strip(), token, base_url)
+
+
+def join(name: str, project: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Membership:
+    """`tailor annotate annotator join NAME --project P`."""
+    from tailorbench.annotation import service
+
+    service.add_member(database(directory, db), project, name)
+    return Membership(name=name, project=project)
+
+
+def link(name: str, base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
+         db: str | None = None, link_days: float = 7.0) -> Annotator:
+    """`tailor annotate annotator link NAME`: a new login link, logging in once within `link_days` (the old link
+    and the account's sessions stop working)."""
+    from tailorbench.annotation import service
+
+    store = database(directory, db)
+    return _with_link(store, name, service.rotate_link(store, name, _link_days(link_days)), base_url)
+
+
+def deactivate(name: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Annotator:
+    """`tailor annotate annotator deactivate NAME`: the account cannot log in, its sessions end, and its
+    unfinished assignments go back to the queue (`released`); its labels stay."""
+    return _set_active(name, False, directory, db)
+
+
+def activate(name: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Annotator:
+    """`tailor annotate annotator activate NAME`: a deactivated account may log in again (with a live link:
+    `annotator link NAME` issues one)."""
+    return _set_active(name, True, directory, db)
+
+
+def _set_active(name: str, active: bool, directory: str | Path, db: str | None) -> Annotator:
+    from tailorbench.annotation import service
+
+    store = database(directory, db)
+    done = service.set_active(store, name, active)
+    row = next(u for u in service.list_users(store) if u["id"] == done.user_id)
+    return Annotator.model_validate({**row, "released": done.released})
+
+
+def list_annotators(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[Annotator]:
+    """`tailor annotate annotator list`."""
+    from tailorbench.annotation import service
+
+    return [Annotator.model_validate(u) for u in service.list_users(database(directory, db))]
+
+
+def progress(project: str, agreement: bool = False, directory: str | Path = DEFAULT_DIR,
+             db: str | None = None) -> ProjectProgress:
+    """`tailor annotate progress PROJECT [--agreement]`."""
+    from tailorbench.annotation import service
+    from tailorbench.annotation.quality import annotator_quality
+
+    store = database(directory, db)
+    out: dict[str, Any] = service.progress(store, project)
+    out["flagged"] = service.flagged(store, project)
+    out["quality"] = annotator_quality(store, project)
+    if agreement:
+        out["agreement"] = service.agreement_so_far(store, project, resamples=1000)
+    return ProjectProgress.model_validate(out)
+
+
+def release(project: str, older_than_hours: float = 24.0, directory: str | Path = DEFAULT_DIR,
+            db: str | None = None) -> Released:
+    """`tailor annotate release PROJECT`: unfinished assignments older than this go back to the queue."""
+    from tailorbench.annotation import service
+    from tailorbench.options import as_float
+
+    as_float("--older-than-hours", older_than_hours, minimum=0.0)
+    return Released(project=project, released=service.release_stale(database(directory, db), project,
+                                                                    older_than_hours * 3600))
+
+
+def export(project: str, out: str | Path, include_gold: bool = False, min_ratings: int | None = None,
+           easy: float = 0.75, medium: float = 0.6, directory: str | Path = DEFAULT_DIR,
+           db: str | None = None, fmt: str = "native", seed: int = 0,
+           predictions: Sequence[str | Path] = ()) -> AnnotationExport:
+    """`tailor annotate export PROJECT --out DIR`: long-format ratings (and a tiered benchmark for pairwise); with
+    `fmt` label-studio | argilla | potato, the project's items as that tool's project instead (docs/interop.md)."""
+    from tailorbench.agreement.tiers import TierRule
+    from tailorbench.annotation import service
+    from tailorbench.options import as_float, as_int, check_writable
+
+    if fmt != "native":
+        from tailorbench.interop import FORMATS, check_format
+
+        check_format(fmt, ("native", *FORMATS))
+        check_writable("--out", out, directory=True)
+        return _export_tool(project, Path(out), fmt, seed, predictions, database(directory, db))
+    as_float("--easy", easy, minimum=0.0, maximum=1.0)
+    as_float("--medium", medium, minimum=0.0, maximum=1.0)
+    TierRule(easy=easy, medium=medium,
+             min_ratings=3 if min_ratings is None else as_int("--min-ratings", min_ratings, minimum=2))
+    check_writable("--out", out, directory=True)
+    return AnnotationExport.model_validate(service.export(database(directory, db), project, Path(out), include_gold,
+                                                          min_ratings, easy, medium))
+
+
+def _export_tool(project: str, out: Path, fmt: str, seed: int, predictions: Sequence[str | Path],
+                 store: Any) -> AnnotationExport:
+    """A project's items (as `export` writes items.jsonl) through `export_items`, `min_submitted` = its n."""
+    import json
+    import tempfile
+
+    from tailorbench.annotation import service
+
+    with store.session() as s:
+        p = service.find_project(s, project)
+        task, n = p.task_type, p.n_per_item
+    with tempfile.TemporaryDirectory() as tmp:
+        items = Path(tmp) / "items.jsonl"
+        items.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n"
+                                 for row in service.items_records(store, project)), encoding="utf-8")
+        return export_items(items, task, fmt, out, seed, n, predictions)
+
+
+def export_items(items: str | Path, task: str, fmt: str, out: str | Path, seed: int = 0, min_submitted: int = 3,
+                 predictions: Sequence[str | Path] = ()) -> AnnotationExport:
+    """`tailor annotate export-items ITEMS --task T --format F --out DIR`: an items file (no database) as a Label
+    Studio, Argilla or Potato project; answer sides drawn per item with `seed`; judge verdicts (long-format
+    files, `predictions`) as Label Studio predictions / Argilla suggestions."""
+    from tailorbench.interop import export_items as write
+    from tailorbench.options import as_int, check_writable
+
+    as_int("--min-submitted", min_submitted, minimum=1)
+    check_writable("--out", out, directory=True)
+    return AnnotationExport.model_validate(write(items, task, fmt, out, seed, min_submitted, list(predictions)))
+
+
+def import_labels(file: str | Path, out: str | Path, fmt: str = "auto") -> LabelsImported:
+    """`tailor annotate import-labels FILE --out ratings.jsonl`: a Label Studio, Argilla or Potato export (detected,
+    or `fmt`) -> the long rating format, with the counts of everything that is not a rating."""
+    from tailorbench.agreement.ratings import merge_ratings, write_ratings_jsonl
+    from tailorbench.interop import FORMATS, check_format, read_export
+    from tailorbench.options import check_writable
+
+    check_format(fmt, ("auto", *FORMATS))
+    check_writable("--out", out)
+    ratings, report = read_export(file, fmt)
+    merge_ratings([ratings])  # one label type, as every reader of the long format requires
+    write_ratings_jsonl(ratings.ratings, out)
+    return LabelsImported.model_validate({**report.to_dict(), "out": str(out)})
+
+
+def study_create(project: str, quota: int, max_participants: int, completion_code: str,
+                 screenout_code: str | None = None, screenout_gold_below: float | None = None,
+                 screenout_after_gold: int = 2, time_limit_min: int = 60, completion_url: str | None = None,
+                 param_id: str = "PROLIFIC_PID", param_study: str = "STUDY_ID", param_session: str = "SESSION_ID",
+                 consent: str = "", base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
+                 db: str | None = None) -> CrowdStudy:
+    """`tailor annotate study create PROJECT --quota N --max-participants M --completion-code CODE`: open the
+    project to a crowd platform; the study URL to give the platform is in the result (shown once)."""
+    from tailorbench.annotation import studies
+    from tailorbench.options import as_int
+
+    as_int("--quota", quota, minimum=1)
+    as_int("--max-participants", max_participants, minimum=1)
+    as_int("--time-limit-min", time_limit_min, minimum=1)
+    params = (param_id, param_study, param_session)
+    store = database(directory, db)
+    sid, secret = studies.create_study(store, project, quota, max_participants, completion_code, screenout_code,
+                                       screenout_gold_below, screenout_after_gold, time_limit_min,
+                                       completion_url or studies.PROLIFIC_COMPLETION_URL, params, consent)
+    row = next(s for s in studies.list_studies(store) if s["id"] == sid)
+    return CrowdStudy.model_validate({**row, "link": studies.study_url(base_url, secret, params)})
+
+
+def study_list(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[CrowdStudy]:
+    """`tailor annotate study list`: every study, its settings and its participants by status."""
+    from tailorbench.annotation import studies
+
+    return [CrowdStudy.model_validate(s) for s in studies.list_studies(database(directory, db))]
+
+
+def study_close(study: int, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> CrowdStudy:
+    """`tailor annotate study close STUDY`: the link lets nobody in any more (participants in keep working)."""
+    from tailorbench.annotation import studies
+
+    return CrowdStudy.model_validate(studies.close_study(database(directory, db), study))
+
+
+def study_release(study: int, returned: Sequence[str] = (), directory: str | Path = DEFAULT_DIR,
+                  db: str | None = None) -> StudyReleased:
+    """`tailor annotate study release STUDY [--returned ID ...]`: participants past the time limit (and those
+    reported as returned) give their unfinished items back to the queue and their places to others."""
+    from tailorbench.annotation import studies
+
+    return StudyReleased.model_validate(studies.release(database(directory, db), study, list(returned)))
+
+
+def study_reissue(participant: str, study: int | None = None, base_url: str = DEFAULT_BASE_URL,
+                  directory: str | Path = DEFAULT_DIR, db: str | None = None) -> ParticipantLink:
+    """`tailor annotate study reissue PARTICIPANT_ID`: a personal login link for a participant (their platform
+    id) who lost their cookie; their old sessions end."""
+    from tailorbench.annotation import studies
+
+    part, name, token = studies.reissue(database(directory, db), participant, study)
+    return ParticipantLink(external_id=part.external_id, study=part.study_id, name=name, status=part.status,
+                           login_link=f"{base_url.rstrip('/')}/login/{token}")
+
+
+def serve(directory: str | Path = DEFAULT_DIR, db: str | None = None, host: str = "127.0.0.1", port: int = 8000,
+          secure_cookies: bool = False, proxy_headers: bool = False, max_form_kib: int = 64,
+          max_import_mib: int = 100, announce: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """`tailor annotate serve`: run the web service until interrupted (blocks). A request body over
+    `max_form_kib` KiB (an import upload: `max_import_mib` MiB) is answered 413 before it is read. `announce`
+    gets {url, database} once the app is built, before it serves."""
+    import uvicorn
+
+    from tailorbench.annotation.web import create_app
+    from tailorbench.redact import public_url
+
+    limits = serve_limits(port, max_form_kib, max_import_mib)
+    store = database(directory, db)
+    app = create_app(store, secure_cookies=True if secure_cookies else None, **limits)
+    if announce is not None:
+        announce({"url": f"http://{host}:{port}", "database": public_url(str(store.url))})
+    uvicorn.run(app, host=host, port=port, proxy_headers=proxy_headers, log_level="warning", access_log=False)
+
+
+def serve_limits(port: int, max_form_kib: int, max_import_mib: int) -> dict[str, int]:
+    """`serve`'s numbers checked (ConfigError naming the option): create_app's body limits in bytes."""
+    from tailorbench.options import as_int
+
+    as_int("--port", port, minimum=1, maximum=65535)
+    return {"max_form_bytes": as_int("--max-form-kib", max_form_kib, minimum=1, maximum=100 << 10) << 10,
+            "max_import_bytes": as_int("--max-import-mib", max_import_mib, minimum=1, maximum=10 << 10) << 20}
+
+
+create_project_async = async_twin(create_project)
+list_projects_async = async_twin(list_projects)
+import_items_async = async_twin(import_items)
+add_annotator_async = async_twin(add_annotator)
+join_async = async_twin(join)
+link_async = async_twin(link)
+deactivate_async = async_twin(deactivate)
+activate_async = async_twin(activate)
+list_annotators_async = async_twin(list_annotators)
+progress_async = async_twin(progress)
+release_async = async_twin(release)
+export_async = async_twin(export)
+export_items_async = async_twin(export_items)
+import_labels_async = async_twin(import_labels)
+study_create_async = async_twin(study_create)
+study_list_async = async_twin(study_list)
+study_close_async = async_twin(study_close)
+study_release_async = async_twin(study_release)
+study_reissue_async = async_twin(study_reissue)

@@ -1,0 +1,206 @@
+"""Python twins of `tailor stages ...` (`tb.stages.*`): the three-stage human-centered evaluation.
+
+The functions of `threestage.verbs` under the verbs' names (`stages example` is `example`), returning the pydantic
+models of `api.results` that mirror the JSON each verb writes (STAGE.json of a report directory, or what a verb
+that writes one file says about it), each with an `*_async` twin. Every verb checks its arguments before any work,
+as `tailor stages` does (one ConfigError naming the option): the numbers by name wherever a verb has them, the
+output path (a directory for the verbs that write several files), and a model spec with its options by building
+the model (building opens nothing; the first call does). `stage1_ratings`, `stage2_ratings`, `read_items`,
+`load_encoder` and `example_dir` are helpers, returned as they are."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tailorbench.aio import async_twin
+from tailorbench.api.results import (
+    ExtractionReport,
+    IncorporationReport,
+    Output,
+    RelevanceReport,
+    StageExample,
+    StageOutput,
+    StageSummary,
+    TrainedHeadReport,
+)
+from tailorbench.failures import FailureCheck, check_max_failed
+from tailorbench.options import as_choice, as_float, as_int, check_writable
+from tailorbench.threestage import verbs as _verbs
+from tailorbench.threestage.verbs import example_dir, load_encoder, read_items, stage1_ratings, stage2_ratings
+
+#: the option each checked argument is named by in errors (the CLI's flag)
+_FLAGS = {"n_resamples": "--n-boot", "conditions": "--condition", "report_dir": "--report",
+          "options": "--model-option"}
+
+
+def _flag(name: str) -> str:
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def _check(args: Mapping[str, Any], dirs: tuple[str, ...]) -> None:
+    """The arguments a stage verb was given, checked by name before anything is read or computed."""
+    for name in ("val_fraction", "test_fraction"):
+        if name in args:
+            as_float(_flag(name), args[name], minimum=0.0, maximum=1.0, exclusive_minimum=True,
+                     exclusive_maximum=True)
+    if "l2" in args:
+        as_float("--l2", args["l2"], minimum=0.0, exclusive_minimum=True)
+    if "threshold" in args:
+        as_float("--threshold", args["threshold"], minimum=0.0, maximum=1.0)
+    if "temperature" in args:
+        as_float("--temperature", args["temperature"], minimum=0.0)
+    for name, low in (("max_tokens", 1), ("min_shared", 1), ("rounds", 0), ("n_resamples", 1)):
+        if name in args:
+            as_int(_flag(name), args[name], minimum=low)
+    if "method" in args:
+        as_choice("--method", args["method"], ("bm25", "embedding"))
+    for value in args.get("conditions") or ():
+        as_choice("--condition", value, ("gold", "predicted", "none"))
+    for name in ("out", "report_dir"):
+        if args.get(name) is not None:
+            check_writable(_flag(name), args[name], directory=name in dirs or name == "report_dir")
+    if isinstance(args.get("model"), str):
+        from tailorbench.models.backends import make_chat_model
+
+        make_chat_model(args["model"], dict(args.get("options") or {}))
+
+
+def _typed(model: type[Output], fn: Callable[..., Any], dirs: tuple[str, ...] = ()) -> Callable[..., Any]:
+    """`fn` (a function of `threestage.verbs`) as a verb: its arguments checked, its JSON object returned as
+    `model`. `dirs`: the arguments that name a directory to write."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def verb(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        _check(bound.arguments, dirs)
+        return model.model_validate(fn(*bound.args, **bound.kwargs))
+
+    return verb
+
+
+relevance = _typed(RelevanceReport, _verbs.relevance)
+extraction = _typed(ExtractionReport, _verbs.extraction)
+incorporation = _typed(IncorporationReport, _verbs.incorporation)
+baseline = _typed(StageOutput, _verbs.baseline)
+export_relevance = _typed(StageOutput, _verbs.export_relevance)
+generate = _typed(StageOutput, _verbs.generate, dirs=("out",))
+judge_relevance = _typed(StageOutput, _verbs.judge_relevance)
+extract = _typed(StageOutput, _verbs.extract)
+export_tasks = _typed(StageOutput, _verbs.export_tasks)
+categorise = _typed(StageOutput, _verbs.categorise)
+judge_ab = _typed(StageOutput, _verbs.judge_ab)
+verify = _typed(StageOutput, _verbs.verify)
+classify_relevance = _typed(StageOutput, _verbs.classify_relevance)
+train_verifier = _typed(TrainedHeadReport, _verbs.train_verifier, dirs=("out",))
+train_relevance = _typed(TrainedHeadReport, _verbs.train_relevance, dirs=("out",))
+summary = _typed(StageSummary, _verbs.summary)
+#: `tailor stages example`
+example = _typed(StageExample, _verbs.run_example, dirs=("out",))
+run_example = example
+
+
+def call_counts(info: Mapping[str, Any]) -> tuple[int, int]:
+    """(failed, calls) of a stage verb's accounting: `failed`/`calls` at the top (judge-relevance, extract,
+    categorise, judge-ab), under `generations` (generate), `refine_calls` (verify: ok/invalid/failed), or one
+    accounting per step under `calls` (example)."""
+    calls = info.get("calls")
+    if isinstance(calls, Mapping):
+        steps = [call_counts(step) for step in calls.values() if isinstance(step, Mapping)]
+        return sum(f for f, _ in steps), sum(n for _, n in steps)
+    if isinstance(info.get("generations"), Mapping):
+        return call_counts(info["generations"])
+    refine = info.get("refine_calls")
+    if isinstance(refine, Mapping):
+        return int(refine.get("failed", 0)), sum(int(v) for v in refine.values())
+    if isinstance(calls, int) and "failed" in info:
+        return int(info["failed"]), calls
+    return 0, 0
+
+
+def failures(verb: str, result: Output | Mapping[str, Any], max_failed: float | None = None) -> FailureCheck:
+    """Whether a stage verb's failed model calls exceed `max_failed` (or all of its calls failed): the exit-code-3
+    rule of `tailor stages VERB`."""
+    info = result.to_dict() if isinstance(result, Output) else result
+    failed, calls = call_counts(info)
+    return FailureCheck(f"stages {verb}", failed, calls, check_max_failed(max_failed), unit="model calls")
+
+
+def markdown(stage: str, report: Output | Mapping[str, Any]) -> str:
+    """A stage report as `tailor stages STAGE` prints it (`relevance`, `extraction`, `incorporation`,
+    `verifier`, `relevance_classifier`)."""
+    from tailorbench.threestage.report import TITLES, relevance_markdown, render_markdown, stage_parts
+
+    info = report.to_dict() if isinstance(report, Output) else dict(report)
+    if stage == "relevance":
+        return relevance_markdown(info)
+    return render_markdown(TITLES[stage], *stage_parts(stage, info))
+
+
+relevance_async = async_twin(relevance)
+baseline_async = async_twin(baseline)
+export_relevance_async = async_twin(export_relevance)
+generate_async = async_twin(generate)
+judge_relevance_async = async_twin(judge_relevance)
+extraction_async = async_twin(extraction)
+incorporation_async = async_twin(incorporation)
+extract_async = async_twin(extract)
+export_tasks_async = async_twin(export_tasks)
+categorise_async = async_twin(categorise)
+judge_ab_async = async_twin(judge_ab)
+summary_async = async_twin(summary)
+train_verifier_async = async_twin(train_verifier)
+verify_async = async_twin(verify)
+train_relevance_async = async_twin(train_relevance)
+classify_relevance_async = async_twin(classify_relevance)
+example_async = async_twin(example)
+
+__all__ = [
+    "baseline",
+    "baseline_async",
+    "call_counts",
+    "categorise",
+    "categorise_async",
+    "classify_relevance",
+    "classify_relevance_async",
+    "example",
+    "example_async",
+    "example_dir",
+    "export_relevance",
+    "export_relevance_async",
+    "export_tasks",
+    "export_tasks_async",
+    "extract",
+    "extract_async",
+    "extraction",
+    "extraction_async",
+    "failures",
+    "generate",
+    "generate_async",
+    "incorporation",
+    "incorporation_async",
+    "judge_ab",
+    "judge_ab_async",
+    "judge_relevance",
+    "judge_relevance_async",
+    "load_encoder",
+    "markdown",
+    "read_items",
+    "relevance",
+    "relevance_async",
+    "run_example",
+    "stage1_ratings",
+    "stage2_ratings",
+    "summary",
+    "summary_async",
+    "train_relevance",
+    "train_relevance_async",
+    "train_verifier",
+    "train_verifier_async",
+    "verify",
+    "verify_async",
+]

@@ -1,0 +1,28 @@
+"""The options the `tailor annotate` verbs share (`annotate_cmd.py`, `annotate_study_cmd.py`), declared once, and
+the API module every one of them calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import typer
+
+from tailorbench.cli.common import JSON_HELP
+
+DIR = typer.Option(Path("annotation"), "--dir", help="Project directory (holds annotate.sqlite when no --db).")
+DB = typer.Option(None, "--db", help="Database URL, e.g. postgresql+psycopg://USER@HOST:PORT/DB "
+                                      "(default: SQLite under --dir; env TAILOR_ANNOTATE_DB).")
+BASE_URL = typer.Option("http://127.0.0.1:8000", "--base-url", help="Address annotators reach the server at.")
+LINK_DAYS = typer.Option(7.0, "--link-days", help="Days the login link stays valid (it logs in once).")
+PREDICTIONS = typer.Option([], "--predictions", help="Tool formats: judge verdicts (long format or run "
+                            "directory) attached as Label Studio predictions / Argilla suggestions.")
+#: the verbs call their Python twins (`tailorbench.api.annotate`) and print the result: JSON with --json
+JSON = typer.Option(False, "--json", help=JSON_HELP)
+
+
+def twins() -> ModuleType:
+    """`tailorbench.api.annotate`, imported when a verb runs (pydantic and SQLAlchemy stay out of `--help`)."""
+    from tailorbench.api import annotate as api_annotate
+
+    return api_annotate

@@ -1,0 +1,90 @@
+"""`tailor annotate study ...`: crowd studies (Prolific or another redirect-based platform) on a project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from tailorbench.cli.annotate_options import BASE_URL, DB, DIR, JSON, twins
+from tailorbench.cli.common import emit, user_errors
+
+study_app = typer.Typer(help="Crowd studies (Prolific or another redirect-based platform): open, list, close, "
+                             "release, reissue links.", no_args_is_help=True)
+
+
+@study_app.command("create")
+def study_create(
+    project: str = typer.Argument(..., help="Project name."),
+    quota: int = typer.Option(..., "--quota", help="Items (gold included) one participant gets at most."),
+    max_participants: int = typer.Option(..., "--max-participants", help="Participants working or done at most."),
+    completion_code: str = typer.Option(..., "--completion-code", help="The platform's completion code."),
+    screenout_code: str | None = typer.Option(None, "--screenout-code",
+                                              help="The platform's screen-out code (with --screenout-gold-below)."),
+    screenout_gold_below: float | None = typer.Option(None, "--screenout-gold-below",
+                                                      help="Screen out when the mean gold score is below this."),
+    screenout_after_gold: int = typer.Option(2, "--screenout-after-gold",
+                                             help="Gold items answered before the screen-out rule applies."),
+    time_limit_min: int = typer.Option(60, "--time-limit-min",
+                                       help="Minutes after which an unfinished participant's items are released."),
+    completion_url: str | None = typer.Option(None, "--completion-url", help="Completion URL, {code} replaced "
+                                              "(default: https://app.prolific.com/submissions/complete?cc={code})."),
+    param_id: str = typer.Option("PROLIFIC_PID", "--param-id", help="URL parameter of the participant id."),
+    param_study: str = typer.Option("STUDY_ID", "--param-study", help="URL parameter of the platform's study id."),
+    param_session: str = typer.Option("SESSION_ID", "--param-session",
+                                      help="URL parameter of the platform's session id."),
+    consent: str = typer.Option("", "--consent", help="Your consent and information text, or @FILE to read it "
+                                "(the consent page shows it first)."),
+    base_url: str = BASE_URL,
+    directory: Path = DIR,
+    db: str | None = DB,
+    json_out: bool = JSON,
+) -> None:
+    """Open a project to a crowd platform and print the study URL to give it (shown once)."""
+    with user_errors():
+        text = Path(consent[1:]).read_text(encoding="utf-8") if consent.startswith("@") else consent
+        emit(twins().study_create(project, quota, max_participants, completion_code, screenout_code,
+                                    screenout_gold_below, screenout_after_gold, time_limit_min, completion_url,
+                                    param_id, param_study, param_session, text, base_url, directory, db), json_out)
+
+
+@study_app.command("list")
+def study_list(directory: Path = DIR, db: str | None = DB, json_out: bool = JSON) -> None:
+    """List studies with their settings and participants by status."""
+    with user_errors():
+        emit(twins().study_list(directory, db), json_out)
+
+
+@study_app.command("close")
+def study_close(study: int = typer.Argument(..., help="Study id (from `study list`)."), directory: Path = DIR,
+                db: str | None = DB, json_out: bool = JSON) -> None:
+    """Close a study: its link lets nobody in any more (participants already in keep working)."""
+    with user_errors():
+        emit(twins().study_close(study, directory, db), json_out)
+
+
+@study_app.command("release")
+def study_release(
+    study: int = typer.Argument(..., help="Study id (from `study list`)."),
+    returned: list[str] = typer.Option([], "--returned", help="Participant id(s) the platform reports returned."),
+    directory: Path = DIR,
+    db: str | None = DB,
+    json_out: bool = JSON,
+) -> None:
+    """Release participants past the time limit (and returned ones): their unfinished items and places."""
+    with user_errors():
+        emit(twins().study_release(study, returned, directory, db), json_out)
+
+
+@study_app.command("reissue")
+def study_reissue(
+    participant: str = typer.Argument(..., help="The participant's platform id (Prolific: PROLIFIC_PID)."),
+    study: int | None = typer.Option(None, "--study", help="Study id, when the participant is in several."),
+    base_url: str = BASE_URL,
+    directory: Path = DIR,
+    db: str | None = DB,
+    json_out: bool = JSON,
+) -> None:
+    """Print a personal login link for a participant who lost their cookie (old sessions end)."""
+    with user_errors():
+        emit(twins().study_reissue(participant, study, base_url, directory, db), json_out)

@@ -1,0 +1,229 @@
+"""Stage 2 (relevance) analysis: the table the Re-Centering paper reports, for any humans and judges.
+
+Per rater: items rated and the share marked relevant; per rater pair sharing at least `min_shared` items:
+Cohen's kappa; per pair type (human-human, human-model, model-model): the plain mean of its pairs' kappas; per
+rater: precision / recall / F1 with "relevant" as the positive class against the strict majority of the humans
+(a tie is not relevant), each human against the other humans. All statistics come from `agreement/` and share one
+seeded bootstrap over items.
+"""
+
+from __future__ import annotations
+
+import warnings
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from tailorbench.agreement import stats as st
+from tailorbench.agreement.matrix import MISSING, RatingMatrix, build_matrix
+from tailorbench.agreement.ratings import RatingSet
+from tailorbench.bootstrap import Resampler, percentile_ci
+from tailorbench.errors import ConfigError
+from tailorbench.threestage.recentering_formats import HUMAN, Alignment
+
+#: category order: code 0 = not relevant, code 1 = relevant
+ORDER = ["False", "True"]
+POS = 1
+DEFAULT_MIN_SHARED = 20
+
+
+def _num(x: Any) -> float | None:
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def _kind(a: str, b: str) -> str:
+    return "-".join(sorted((a, b)))
+
+
+def _raters(m: RatingMatrix, alignment: Alignment | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for r, name in enumerate(m.raters):
+        col = m.codes[:, r]
+        rated = col != MISSING
+        n = int(rated.sum())
+        entry: dict[str, Any] = {
+            "group": m.groups[r],
+            "n": n,
+            "share_relevant": _num((col[rated] == POS).mean()) if n else None,
+        }
+        used = set(col[rated].tolist())
+        if len(used) == 1:
+            entry["constant_label"] = ORDER[used.pop()] == "True"
+        if alignment is not None and alignment.model_votes_without_human.get(name):
+            entry["n_without_human"] = alignment.model_votes_without_human[name]
+        out[name] = entry
+    return out
+
+
+def _pair_reason(a: np.ndarray, b: np.ndarray) -> str:
+    both = (a >= 0) & (b >= 0)
+    la, lb = set(a[both].tolist()), set(b[both].tolist())
+    if len(la) == 1 and la == lb:
+        return "undefined: both raters gave the same single label on every shared item (chance agreement is 1)"
+    return "undefined on these items"
+
+
+def human_gold(ratings: RatingSet) -> dict[str, bool]:
+    """Strict majority of the humans per rating item (a tie is not relevant), via agreement."""
+    humans = RatingSet([r for r in ratings.ratings if r.group == "human"], ratings.sources)
+    if not humans.ratings:
+        return {}
+    m = build_matrix(humans, ORDER)
+    gold = st.strict_majority(st.category_counts(m.codes, 2), POS)
+    return {item: bool(g == POS) for item, g in zip(m.items, gold) if g >= 0}
+
+
+def relevance_report(
+    ratings: RatingSet,
+    alignment: Alignment | None = None,
+    min_shared: int = DEFAULT_MIN_SHARED,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict[str, Any]:
+    """The stage-2 JSON object (see docs/stages.md for every key)."""
+    if min_shared < 1:
+        raise ConfigError("--min-shared must be at least 1")
+    if n_resamples < 1 or not 0 < level < 1:
+        raise ConfigError("--resamples must be >= 1 and --level between 0 and 1")
+    m = build_matrix(ratings, ORDER)
+    k = 2
+    resampler = Resampler(len(m.items), n_resamples, seed)
+    notes: list[str] = []
+
+    # --- pairwise Cohen's kappa over shared items --------------------------------------------------
+    pairs = list(combinations(range(len(m.raters)), 2))
+    blocks = [st.pair_block(m.codes[:, a], m.codes[:, b], k) for a, b in pairs]
+    shared = [int(bl.sum()) for bl in blocks]
+    keep = [i for i, n in enumerate(shared) if n >= min_shared]
+    below = [
+        {"a": m.raters[pairs[i][0]], "b": m.raters[pairs[i][1]], "n": shared[i]}
+        for i, n in enumerate(shared)
+        if n < min_shared
+    ]
+    rows: list[dict[str, Any]] = []
+    by_kind: dict[str, list[int]] = {}
+    boots = np.zeros((n_resamples, 0))
+    points = np.zeros(0)
+    if keep:
+        totals = resampler.totals([blocks[i] for i in keep])
+        boots = np.stack([st.cohen_from_totals(t, k)[:, 0] for t in totals], axis=1)  # (B, pairs)
+        points = np.array([st.cohen_from_totals(blocks[i].sum(axis=0), k)[0] for i in keep])
+        cis = percentile_ci(boots, level)
+        for j, i in enumerate(keep):
+            a, b = pairs[i]
+            row: dict[str, Any] = {
+                "a": m.raters[a],
+                "b": m.raters[b],
+                "type": _kind(m.groups[a], m.groups[b]),
+                "n": shared[i],
+                "kappa": _num(points[j]),
+                "ci": cis[j].as_list(),
+            }
+            if row["kappa"] is None:
+                row["note"] = _pair_reason(m.codes[:, a], m.codes[:, b])
+            rows.append(row)
+            by_kind.setdefault(row["type"], []).append(j)
+    group_kappa: dict[str, float | None] = {}
+    group_detail: dict[str, Any] = {}
+    for kind in ("human-human", "human-model", "model-model"):
+        idx = by_kind.get(kind, [])
+        defined = [j for j in idx if np.isfinite(points[j])]
+        detail: dict[str, Any] = {"n_pairs": len(idx), "n_defined": len(defined)}
+        if defined:
+            group_kappa[kind] = float(np.mean(points[defined]))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN resamples are counted below
+                mean_boot = np.nanmean(boots[:, defined], axis=1)
+            ci = percentile_ci(mean_boot, level)[0]
+            detail["ci"] = ci.as_list()
+            if ci.n_undefined:
+                detail["undefined_resamples"] = ci.n_undefined
+        else:
+            group_kappa[kind] = None
+            detail["note"] = (
+                f"no rater pair of this type shares at least {min_shared} items"
+                if not idx
+                else "every pair of this type has an undefined kappa"
+            )
+        group_detail[kind] = detail
+
+    # --- precision / recall / F1 against the strict human majority ---------------------------------
+    humans = [r for r, g in enumerate(m.groups) if g == HUMAN]
+    onehot = np.stack([st.category_counts(m.codes[:, [r]], k) for r in range(len(m.raters))], axis=1)
+    human_counts = onehot[:, humans, :].sum(axis=1) if humans else np.zeros((len(m.items), k))
+    gold_all = st.strict_majority(human_counts, POS)
+    f1: dict[str, float | None] = {}
+    vs: dict[str, Any] = {}
+    vs_blocks: list[np.ndarray] = []
+    names: list[str] = []
+    for r, name in enumerate(m.raters):
+        inside = m.groups[r] == HUMAN
+        gold = st.strict_majority(human_counts - onehot[:, r, :], POS) if inside else gold_all
+        vs_blocks.append(st.vs_majority_block(m.codes[:, r], gold, k))
+        names.append(name)
+    if not humans:
+        notes.append("no human ratings: F1 against the human majority is undefined for every rater")
+    if vs_blocks:
+        totals = resampler.totals(vs_blocks)
+        for name, r_block, tot, r in zip(names, vs_blocks, totals, range(len(names))):
+            point = st.vs_majority_from_totals(r_block.sum(axis=0), k, POS)
+            cis = percentile_ci(st.vs_majority_from_totals(tot, k, POS), level)
+            n = int(r_block[:, 0].sum())
+            entry: dict[str, Any] = {"n": n, "leave_self_out": m.groups[r] == HUMAN}
+            for j, stat in enumerate(("accuracy", "precision", "recall", "f1")):
+                entry[stat] = _num(point[j])
+                entry[f"{stat}_ci"] = cis[j].as_list()
+            if entry["f1"] is None:
+                entry["note"] = (
+                    "no item shares a rating with the (other) humans"
+                    if n == 0
+                    else "undefined: neither the rater nor the human majority marks any shared item relevant"
+                )
+            f1[name] = entry["f1"]
+            vs[name] = entry
+    rated_by_humans = human_counts.sum(axis=1) > 0
+    n_ties = int(((human_counts[:, POS] * 2 == human_counts.sum(axis=1)) & rated_by_humans).sum())
+    if below:
+        notes.append(f"{len(below)} rater pair(s) share fewer than {min_shared} items and are left out of kappa")
+    constant = [name for name, e in _raters(m, None).items() if "constant_label" in e]
+    if constant:
+        notes.append(
+            f"{len(constant)} rater(s) gave one label to every item ({', '.join(constant)}): they are kept; their "
+            "kappa is what the formula gives (0 against a rater who varies), null only when both raters are constant"
+        )
+    report: dict[str, Any] = {
+        "sources": ratings.sources,
+        "n_items": len(m.items),
+        "n_items_rated_by_humans": int(rated_by_humans.sum()),
+        "human_majority": {
+            "rule": "strict majority of the humans (a tie is not relevant); each human against the other humans",
+            "share_relevant": _num((gold_all[rated_by_humans] == POS).mean()) if rated_by_humans.any() else None,
+            "n_ties": n_ties,
+        },
+        "raters": _raters(m, alignment),
+        "min_shared": min_shared,
+        "pairwise_kappa": rows,
+        "pairs_below_min_shared": below,
+        "group_kappa": group_kappa,
+        "group_kappa_detail": group_detail,
+        "f1_vs_human_majority": f1,
+        "vs_human_majority": vs,
+        "missing_ratings": dict(sorted(ratings.missing.items())),
+        "alignment": alignment.as_dict() if alignment is not None else None,
+        "bootstrap": {"method": "percentile, resampling items", "n_resamples": n_resamples, "seed": seed,
+                      "level": level},
+        "notes": notes,
+    }
+    if alignment is not None:
+        n_wo = sum(alignment.model_votes_without_human.values())
+        if n_wo:
+            notes.append(f"{n_wo} model vote(s) are for items no human rated: counted in share_relevant, not in F1")
+        if alignment.attribute_text_mismatch_items:
+            notes.append(
+                f"{alignment.attribute_text_mismatch_items} item(s) have attribute texts that differ between raters "
+                f"({alignment.attribute_text_mismatch_attributes} attribute(s) not shared): each text is its own item"
+            )
+    return report

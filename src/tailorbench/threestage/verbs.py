@@ -1,0 +1,397 @@
+"""Python twins of the `tailor stages ...` verbs (the CLI is a thin layer over these)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.threestage.recentering_formats import read_relevance
+from tailorbench.threestage.relevance.analysis import DEFAULT_MIN_SHARED, relevance_report
+
+
+def read_items(path: str | Path) -> list[Any]:
+    from tailorbench.threestage.recentering_formats import read_relevance_items
+
+    return read_relevance_items(path)
+
+
+def baseline(
+    items: str | Path,
+    human: Sequence[str | Path],
+    method: str,
+    out: str | Path,
+    val_fraction: float = 0.5,
+    seed: int = 0,
+    encoder_path: str | None = None,
+) -> dict[str, Any]:
+    """Stage-2 baseline votes (bm25 | embedding) for the test users, threshold chosen on validation users."""
+    from tailorbench.threestage.relevance.retrieval_baselines import run_baseline
+
+    ratings, _ = read_relevance(human, ())
+    encoder = None
+    if method == "embedding":
+        from tailorbench.models.encoder_hf import HFEncoder
+
+        encoder = HFEncoder(encoder_path)
+    return run_baseline(read_items(items), ratings, method, out, val_fraction, seed, encoder)
+
+
+def judge_relevance(
+    items: str | Path, model: str, out: str | Path, name: str | None = None, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """LLM relevance votes for every attribute of every item, through models/."""
+    from tailorbench.threestage.relevance.judge import judge_relevance as run
+
+    return run(read_items(items), model, out, name, options)
+
+
+def stage2_ratings(
+    human: Sequence[str | Path] = (),
+    model: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    items: str | Path | None = None,
+) -> tuple[Any, Any]:
+    """Re-Centering human and model files plus annotation-service exports (mapped through `items`) -> one
+    rating set and what did not line up."""
+    from tailorbench.agreement.ratings import merge_ratings
+    from tailorbench.errors import ConfigError
+    from tailorbench.threestage.recentering_formats import HUMAN, MODEL, align, read_relevance_file
+
+    if not human and not export:
+        raise ConfigError("give stage-2 human labels: --human (Re-Centering task-3 files) or --export "
+                          "(annotation-service exports, with --items)")
+    parts = [read_relevance_file(p, HUMAN) for p in human]
+    unknown = 0
+    if export:
+        if items is None:
+            raise ConfigError("--export needs --items: the item file the relevance tasks were exported from")
+        from tailorbench.threestage.relevance.annotation import from_relevance_export
+
+        extra, al = from_relevance_export(read_items(items), export)
+        parts.append(extra)
+        unknown = al.lines_for_unknown_items
+    parts += [read_relevance_file(p, MODEL) for p in model]
+    ratings = merge_ratings(parts)
+    alignment = align(ratings.ratings)
+    alignment.lines_for_unknown_items += unknown
+    return ratings, alignment
+
+
+def relevance(
+    human: Sequence[str | Path] = (),
+    model: Sequence[str | Path] = (),
+    min_shared: int = DEFAULT_MIN_SHARED,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    report_dir: str | Path | None = None,
+    export: Sequence[str | Path] = (),
+    items: str | Path | None = None,
+) -> dict[str, Any]:
+    """Stage 2: human task-3 files and/or annotation-service exports, plus model vote files -> the report."""
+    ratings, alignment = stage2_ratings(human, model, export, items)
+    report = relevance_report(ratings, alignment, min_shared=min_shared, n_resamples=n_resamples, seed=seed)
+    if report_dir is not None:
+        from tailorbench.threestage.report import write_stage_report
+
+        write_stage_report("relevance", report, Path(report_dir))
+    return report
+
+
+def export_relevance(items: str | Path, out: str | Path) -> dict[str, Any]:
+    """Stage-2 items -> the annotation service's `relevance` task JSONL."""
+    from tailorbench.threestage.relevance.annotation import export_relevance_tasks
+
+    return export_relevance_tasks(read_items(items), out)
+
+
+def generate(
+    items: str | Path,
+    model: str,
+    out: str | Path,
+    conditions: Sequence[str] | None = None,
+    human: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    predicted: Sequence[str | Path] = (),
+    predictor: str | None = None,
+    name: str | None = None,
+    temperature: float = 0.0,
+    max_tokens: int = 512,
+    seed: int | None = None,
+    generic_template: str | Path | None = None,
+    personalized_template: str | Path | None = None,
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Stage 3: generic and personalized answers (gold / predicted / no attributes) -> A/B-rating tasks.
+    Default conditions: gold when human labels are given, predicted when votes are, and always none."""
+    from tailorbench.models.base import GenParams
+    from tailorbench.threestage.incorporation.generation import generate as run
+    from tailorbench.threestage.incorporation.generation import load_templates
+    from tailorbench.threestage.recentering_formats import MODEL, read_relevance_file
+
+    gold = stage2_ratings(human, (), export, items)[0] if human or export else None
+    pred = None
+    if predicted:
+        from tailorbench.agreement.ratings import merge_ratings
+
+        pred = merge_ratings([read_relevance_file(p, MODEL) for p in predicted])
+    if conditions is None:
+        conditions = [c for c, have in (("gold", gold), ("predicted", pred), ("none", True)) if have is not None]
+    templates = load_templates(generic_template, personalized_template)
+    params = GenParams(temperature=temperature, max_tokens=max_tokens, seed=seed)
+    return run(read_items(items), model, out, conditions, gold, pred, predictor, name, params, templates, options)
+
+
+def stage1_ratings(items: str | Path, human: Sequence[str | Path] = (), export: Sequence[str | Path] = ()
+                   ) -> tuple[Any, Any, Any]:
+    """The stage-1 item file plus Re-Centering task-1 files and/or annotation-service exports -> (items,
+    ratings accepted/uncertain/rejected, alignment)."""
+    from tailorbench.agreement.ratings import merge_ratings
+    from tailorbench.errors import ConfigError
+    from tailorbench.threestage.extraction.annotation import from_annotation_export
+    from tailorbench.threestage.recentering_formats import read_stage1
+
+    if not human and not export:
+        raise ConfigError("give --human task-1 files or --export annotation-service exports")
+    parsed, ratings, alignment = read_stage1(items, human)
+    if export:
+        extra, al2 = from_annotation_export(parsed, export)
+        ratings = merge_ratings([ratings, extra])
+        alignment.lines_for_unknown_items += al2.lines_for_unknown_items
+    return parsed, ratings, alignment
+
+
+def extraction(
+    items: str | Path,
+    human: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    taxonomy: Sequence[str | Path] = (),
+    n_resamples: int = 1000,
+    seed: int = 0,
+    report_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Stage 1 from the item file plus Re-Centering task-1 files and/or annotation-service exports."""
+    from tailorbench.threestage.extraction.analysis import extraction_report, read_taxonomy
+
+    parsed, ratings, alignment = stage1_ratings(items, human, export)
+    report = extraction_report(parsed, ratings, alignment, read_taxonomy(taxonomy), n_resamples, seed)
+    if report_dir is not None:
+        from tailorbench.threestage.report import write_stage_report
+
+        write_stage_report("extraction", report, Path(report_dir))
+    return report
+
+
+def categorise(items: str | Path, human: Sequence[str | Path], model: str, out: str | Path,
+               name: str | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """LLM error categories for the attributes the human majority rejected."""
+    from tailorbench.threestage.extraction.categorise import categorise as run
+    from tailorbench.threestage.recentering_formats import read_stage1
+
+    parsed, ratings, _ = read_stage1(items, human)
+    return run(parsed, ratings, model, out, name, options)
+
+
+def extract(conversations: str | Path, model: str, out: str | Path, name: str | None = None,
+            options: dict[str, Any] | None = None) -> dict[str, Any]:
+    from tailorbench.threestage.extraction.extract import extract as run
+
+    return run(conversations, model, out, name, options)
+
+
+def export_tasks(items: str | Path, out: str | Path) -> dict[str, Any]:
+    from tailorbench.threestage.extraction.annotation import export_attribute_tasks
+
+    return export_attribute_tasks(items, out)
+
+
+def incorporation(
+    tasks: str | Path,
+    ratings: Sequence[str | Path],
+    scores: Sequence[str | Path] = (),
+    n_resamples: int = 1000,
+    seed: int = 0,
+    report_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Stage 3 from the A/B task file, long-format ratings (humans and judges) and optional scorer files."""
+    from tailorbench.threestage.incorporation.analysis import incorporation_report, read_incorporation
+
+    parsed, rating_set, score_map = read_incorporation(tasks, ratings, scores)
+    report = incorporation_report(parsed, rating_set, score_map, n_resamples, seed)
+    if report_dir is not None:
+        from tailorbench.threestage.report import write_stage_report
+
+        write_stage_report("incorporation", report, Path(report_dir))
+    return report
+
+
+def judge_ab(tasks: str | Path, model: str, out: str | Path, name: str | None = None,
+             options: dict[str, Any] | None = None) -> dict[str, Any]:
+    from tailorbench.threestage.incorporation.analysis import read_ab_tasks
+    from tailorbench.threestage.incorporation.judge import judge_ab as run
+
+    return run(read_ab_tasks(tasks), model, out, name, options)
+
+
+def example_dir() -> Path:
+    """The bundled, illustrative example study (package data)."""
+    return Path(__file__).resolve().parent / "example"
+
+
+def run_example(out: str | Path, model: str | None = None, n_resamples: int = 1000, seed: int = 0,
+                options: dict[str, Any] | None = None, interventions: bool = True,
+                encoder: Any = None) -> dict[str, Any]:
+    """All three stages on the bundled example study; with `model`, that model also extracts, categorises,
+    votes on relevance, rates A/B pairs and generates new A/B tasks (its invalid answers are counted). With
+    `interventions`, the verifier and the relevance classifier are trained and judged on held-out users (the
+    MiniLM encoder). Figures are illustrative."""
+    from tailorbench.threestage.report import write_summary
+
+    ex, out = example_dir(), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    humans1 = sorted(ex.glob("ann_*_task1.jsonl"))
+    humans3 = sorted(ex.glob("ann_*_task3.jsonl"))
+    models3 = [ex / "illustrative-llm_relevance.jsonl"]
+    taxonomy = [ex / "taxonomy_human.jsonl"]
+    ratings3 = [ex / "ab_ratings.jsonl"]
+    calls: dict[str, Any] = {}
+    if model is not None:
+        calls["extract"] = extract(ex / "conversations.jsonl", model, out / "extracted_items.jsonl", "live-model",
+                                   options)
+        calls["taxonomy"] = categorise(ex / "stage1_items.jsonl", humans1, model, out / "taxonomy_model.jsonl",
+                                       "live-model", options)
+        taxonomy.append(out / "taxonomy_model.jsonl")
+        calls["relevance"] = judge_relevance(ex / "relevance_items.jsonl", model, out / "live_relevance.jsonl",
+                                             "live-model", options)
+        models3.append(out / "live_relevance.jsonl")
+        calls["ab"] = judge_ab(ex / "ab_tasks.jsonl", model, out / "live_ab.jsonl", "live-model", options)
+        ratings3.append(out / "live_ab.jsonl")
+    calls["bm25"] = baseline(ex / "relevance_items.jsonl", humans3, "bm25", out / "bm25_relevance.jsonl", seed=seed)
+    models3.append(out / "bm25_relevance.jsonl")
+    reports = {
+        "extraction": extraction(ex / "stage1_items.jsonl", humans1, taxonomy=taxonomy, n_resamples=n_resamples,
+                                 seed=seed, report_dir=out),
+        "relevance": relevance(humans3, models3, min_shared=20, n_resamples=n_resamples, seed=seed, report_dir=out),
+        "incorporation": incorporation(ex / "ab_tasks.jsonl", ratings3, [ex / "rm_scores.jsonl"],
+                                       n_resamples=n_resamples, seed=seed, report_dir=out),
+    }
+    predicted = [out / "bm25_relevance.jsonl"]
+    if interventions:
+        encoder = encoder or load_encoder()
+        reports["verifier"] = train_verifier(ex / "stage1_items.jsonl", out, humans1, seed=seed,
+                                             n_resamples=n_resamples, encoder=encoder)
+        reports["relevance_classifier"] = train_relevance(ex / "relevance_items.jsonl", out, humans3, model=models3,
+                                                          seed=seed, n_resamples=n_resamples, encoder=encoder)
+        predicted = [Path(reports["relevance_classifier"]["votes"])]
+    if model is not None:
+        calls["generate"] = generate(ex / "relevance_items.jsonl", model, out / "generated", human=humans3,
+                                     predicted=predicted, name="live-model", max_tokens=256, options=options)
+    write_summary(reports, out, illustrative=True)
+    return {"out": str(out), "calls": calls, "illustrative": True, **reports}
+
+
+def summary(report_dir: str | Path) -> dict[str, Any]:
+    """The combined summary from the stage JSON files already in `report_dir`."""
+    import json
+
+    from tailorbench.threestage.report import STAGES, write_summary
+
+    d = Path(report_dir)
+    reports = {s: json.loads((d / f"{s}.json").read_text()) for s in STAGES if (d / f"{s}.json").is_file()}
+    write_summary(reports, d)
+    return reports
+
+
+# --- interventions --------------------------------------------------------------------------------------
+
+
+def load_encoder(path: str | None = None, head_meta: dict[str, Any] | None = None) -> Any:
+    """The frozen encoder of the interventions: `path`, else the one a trained head was built on, else MiniLM."""
+    from tailorbench.models.encoder_hf import HFEncoder
+
+    if path is None and head_meta is not None:
+        path = (head_meta.get("encoder") or {}).get("encoder")
+    return HFEncoder(path)
+
+
+def train_verifier(
+    items: str | Path,
+    out: str | Path,
+    human: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    test_fraction: float = 0.5,
+    seed: int = 0,
+    l2: float = 1.0,
+    threshold: float = 0.5,
+    n_resamples: int = 1000,
+    encoder_path: str | None = None,
+    encoder: Any = None,
+) -> dict[str, Any]:
+    """Stage-1 intervention: train the verifier on training users' labels, judge it on held-out users; writes
+    verifier.npz, verifier_heldout.jsonl and the verifier report (json/md/html) in `out`."""
+    from tailorbench.threestage.extraction.verifier import train_verifier as run
+    from tailorbench.threestage.report import write_stage_report
+
+    parsed, ratings, _ = stage1_ratings(items, human, export)
+    report = run(parsed, ratings, encoder or load_encoder(encoder_path), out, test_fraction, seed, l2, threshold,
+                 n_resamples)
+    write_stage_report("verifier", report, Path(out))
+    return report
+
+
+def verify(
+    items: str | Path,
+    verifier: str | Path,
+    out: str | Path,
+    model: str | None = None,
+    rounds: int = 1,
+    name: str | None = None,
+    template: str | Path | None = None,
+    options: dict[str, Any] | None = None,
+    encoder_path: str | None = None,
+    encoder: Any = None,
+) -> dict[str, Any]:
+    """Verify-and-refine an extraction (stage-1 item file): drop what the verifier rejects, or re-ask `model`."""
+    from tailorbench.threestage.extraction.verifier import verify_and_refine
+    from tailorbench.threestage.recentering_formats import read_stage1_items
+    from tailorbench.threestage.statistics import LogisticHead
+
+    head = LogisticHead.load(verifier)
+    return verify_and_refine(read_stage1_items(items), head, encoder or load_encoder(encoder_path, head.meta), out,
+                             model, rounds, name, template, options)
+
+
+def train_relevance(
+    items: str | Path,
+    out: str | Path,
+    human: Sequence[str | Path] = (),
+    export: Sequence[str | Path] = (),
+    model: Sequence[str | Path] = (),
+    test_fraction: float = 0.5,
+    seed: int = 0,
+    l2: float = 1.0,
+    threshold: float = 0.5,
+    n_resamples: int = 1000,
+    encoder_path: str | None = None,
+    encoder: Any = None,
+) -> dict[str, Any]:
+    """Stage-2 intervention: train the relevance classifier on training users' labels; compare it on held-out
+    users with the embedding cosine and the given vote files (`model`); writes head, votes and report in `out`."""
+    from tailorbench.threestage.relevance.classifier import train_relevance_classifier
+    from tailorbench.threestage.report import write_stage_report
+
+    ratings, _ = stage2_ratings(human, model, export, items)
+    report = train_relevance_classifier(read_items(items), ratings, encoder or load_encoder(encoder_path), out,
+                                        test_fraction, seed, l2, threshold, n_resamples)
+    write_stage_report("relevance_classifier", report, Path(out))
+    return report
+
+
+def classify_relevance(items: str | Path, classifier: str | Path, out: str | Path, name: str | None = None,
+                       encoder_path: str | None = None, encoder: Any = None) -> dict[str, Any]:
+    """Votes of a trained relevance classifier for a stage-2 item file (feed them to `relevance` or `generate`)."""
+    from tailorbench.threestage.relevance.classifier import NAME, classify
+    from tailorbench.threestage.statistics import LogisticHead
+
+    head = LogisticHead.load(classifier)
+    return classify(read_items(items), head, encoder or load_encoder(encoder_path, head.meta), out, name or NAME)

@@ -1,0 +1,154 @@
+"""The viewer's files, the same whether served or written as a bundle: `index.html` (the page, with the reports'
+tables rendered by the reports themselves), `view.js` and `view.css` (shipped in the package), and the data as
+scripts that assign to a global (`data-N.js` per run, read before the first paint; `text-N-K.js` shards of case
+and verdict text and `personas-N.js`, loaded after it), so the bundle opens from disk (`file://`) with nothing
+fetched."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tailorbench.files import write_text_atomic
+from tailorbench.viewer.index import expand_runs, load_index
+
+#: cases per text shard (a case page loads one shard per run)
+SHARD = 2000
+#: the page's static files, shipped in the package
+STATIC = ("view.js", "view.css")
+
+
+@dataclass
+class Site:
+    """Every file of the viewer, by name (bytes), and the runs it shows."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    runs: list[Path] = field(default_factory=list)
+
+
+def _script(glob: str, key: str, value: Any) -> bytes:
+    """A data file: `(window.GLOB = window.GLOB || {})[KEY] = JSON;` (JSON is a JavaScript expression)."""
+    body = orjson.dumps(value).replace(b"</", b"<\\/")  # inert inside a script, even if inlined later
+    return (f"(window.{glob}=window.{glob}||{{}})[{orjson.dumps(key).decode()}]=".encode() + body + b";\n")
+
+
+def _shards(number: int, index: dict[str, Any]) -> tuple[dict[str, bytes], int]:
+    text = index.get("text") or {}
+    cases, preds = text.get("cases") or [], text.get("preds") or []
+    case_of = (index.get("preds") or {}).get("case") or []
+    n = -(-len(cases) // SHARD)
+    per_shard: list[list[Any]] = [[] for _ in range(n)]
+    for k, case in enumerate(case_of):
+        if preds[k] != [None, None, None]:
+            per_shard[case // SHARD].append([k, *preds[k]])
+    files = {f"text-{number}-{s}.js": _script("TB_TEXT", f"{number}-{s}", {
+        "start": s * SHARD, "cases": cases[s * SHARD:(s + 1) * SHARD], "preds": per_shard[s]}) for s in range(n)}
+    files[f"personas-{number}.js"] = _script("TB_TEXT", f"{number}-personas", text.get("personas") or {})
+    return files, n
+
+
+def _comparisons(dirs: Sequence[Path], kinds: Sequence[str], n_boot: int, seed: int) -> dict[str, Any]:
+    """Paired bootstrap of the accuracy difference of every two pairwise runs, by split x tier and in all (the
+    `tailor compare` statistic, `bootstrap.paired_difference`, on each cell's shared cases)."""
+    from tailorbench.bootstrap import paired_difference
+    from tailorbench.evaluate.metrics import benchmark_names, case_scores
+    from tailorbench.evaluate.results import read_manifest, read_predictions
+    from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, in_declared_order
+
+    pairwise = [k for k, kind in enumerate(kinds) if kind == "pairwise"]
+    if len(pairwise) < 2:
+        return {}
+    scores, cells = {}, {}
+    for k in pairwise:
+        cs = case_scores(read_predictions(dirs[k]))
+        scores[k] = dict(zip(cs.ids, cs.score.tolist()))
+        cells[k] = {cid: (str(s), str(t)) for cid, s, t in zip(cs.ids, cs.split, cs.tier)}
+    out: dict[str, Any] = {}
+    for i in pairwise:
+        for j in pairwise:
+            if i >= j:
+                continue
+            shared = sorted(set(scores[i]) & set(scores[j]))
+            names = benchmark_names(read_manifest(dirs[i]).get("data_stats") or {})
+            splits = in_declared_order(names.get("splits", DEFAULT_SPLITS), (cells[i][c][0] for c in shared))
+            tiers = in_declared_order(names.get("tiers", DEFAULT_TIERS), (cells[i][c][1] for c in shared))
+            groups: dict[str, list[str]] = {}
+            for split in splits:
+                for tier in (*tiers, "all"):
+                    ids = [c for c in shared if cells[i][c][0] == split and tier in ("all", cells[i][c][1])]
+                    if ids:
+                        groups[f"{split}/{tier}"] = ids
+            groups["all"] = shared
+            rows = []
+            for name, ids in groups.items():
+                result = paired_difference({c: scores[i][c] for c in ids}, {c: scores[j][c] for c in ids},
+                                           n_boot=n_boot, seed=seed)
+                rows.append({"cell": name, **result})
+            out[f"{i}-{j}"] = rows
+    return out
+
+
+def _template() -> Any:
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(loader=PackageLoader("tailorbench.viewer", "templates"), autoescape=select_autoescape(["html"]))
+    return env.get_template("index.html")
+
+
+def build_site(paths: Sequence[Path], n_boot: int = 1000, seed: int = 0) -> Site:
+    """Index every run (stored indexes reused) and lay out the viewer's files."""
+    from tailorbench.viewer.tables import report_body
+
+    dirs = expand_runs(paths)
+    indexes = [load_index(d) for d in dirs]
+    site = Site(runs=dirs)
+    kinds = [str(i["kind"]) for i in indexes]
+    runs_meta = []
+    for k, (run_dir, index) in enumerate(zip(dirs, indexes, strict=True)):
+        meta: dict[str, Any] = {"number": k, "kind": index["kind"], "label": index["label"], "dir": run_dir.name,
+                                "shards": 0, "shard_size": SHARD}
+        if index["kind"] != "stage":
+            shard_files, meta["shards"] = _shards(k, index)
+            site.files.update(shard_files)
+            columns = {key: index[key] for key in ("names", "cases", "preds", "answers", "orders", "manifest",
+                                                  "data_note")}
+            site.files[f"data-{k}.js"] = _script("TB_DATA", str(k), {**meta, **columns})
+        runs_meta.append(meta)
+    boards = []
+    for kind in ("pairwise", "gen-eval"):
+        members = [k for k, x in enumerate(kinds) if x == kind]
+        if len(members) == 1:
+            boards.append(indexes[members[0]]["report"])
+        elif members:
+            boards.append(report_body(kind, [dirs[k] for k in members]))
+    site.files["compare.js"] = _script("TB_DATA", "compare", _comparisons(dirs, kinds, n_boot, seed))
+    page = _template().render(
+        runs=[{**m, "report": indexes[m["number"]].get("report", ""), "stages": indexes[m["number"]].get("stages", [])}
+              for m in runs_meta],
+        boards=boards,
+        data_files=[f"data-{m['number']}.js" for m in runs_meta if m["kind"] != "stage"],
+        title="tailor view: " + ", ".join(str(m["label"]) for m in runs_meta)[:200],
+    )
+    site.files["index.html"] = page.encode()
+    static = resources.files("tailorbench.viewer") / "static"
+    for name in STATIC:
+        site.files[name] = (static / name).read_bytes()
+    return site
+
+
+def write_bundle(site: Site, out: Path) -> Path:
+    """The site as files in `out` (opens from disk: `out/index.html`); data files an earlier bundle left there
+    are removed first, so a smaller run's bundle holds no shard of a larger one."""
+    out.mkdir(parents=True, exist_ok=True)
+    for pattern in ("data-*.js", "text-*.js", "personas-*.js"):
+        for stale in out.glob(pattern):
+            if stale.name not in site.files:
+                stale.unlink()
+    for name, data in site.files.items():
+        write_text_atomic(out / name, data.decode())
+    return out / "index.html"
