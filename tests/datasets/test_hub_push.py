@@ -139,9 +139,9 @@ def test_push_a_build_export(tmp_path: Path) -> None:
 def test_python_twins(tmp_path: Path, uploads: list[dict[str, Any]]) -> None:
     import tailorbench as tb
 
-    summary = tb.push_data("demo", "me/demo", license="cc0-1.0", dry_run=tmp_path / "dry")
+    summary = tb.push_data("demo", "me/demo", license="cc0-1.0", dry_run=tmp_path / "dry").to_dict()
     assert summary["uploaded"] is None and summary["rows"] == 72
-    summary = tb.push_data("demo", "me/demo", license="cc0-1.0")
+    summary = tb.push_data("demo", "me/demo", license="cc0-1.0").to_dict()
     assert summary["uploaded"].endswith(COMMIT)
     assert _tree(uploads[0]["tree"]) == _tree(tmp_path / "dry")
     run = tb.eval("demo", "longer", out=tmp_path / "run")

@@ -146,3 +146,41 @@ def generation_summary(scores: Iterable[GenerationScore]) -> dict[str, float | i
     counts["total"] = len(rows)
     counts["preference_following_accuracy"] = (counts["preference_adherence_accuracy"] / len(rows)) if rows else 0.0
     return counts
+
+
+# -- Personalized RewardBench --------------------------------------------------------------------------------
+
+
+def rewardbench_pairwise_choice(output: str) -> tuple[str, bool]:
+    """evaluation/pairwise.py of Martin-qyma/Personalized-RewardBench (commit a5c6814d): the text after the last
+    `</think>`, quotes and asterisks removed; the first letter after `result:` (case-insensitive) picks A or B.
+    Returns (pick, parse_failed): an unparsed output counts as `A`, as there."""
+    text = output.strip().split("</think>")[-1].strip().replace('"', "").replace("*", "").strip()
+    if "result:" in text.lower():
+        section = text.lower().split("result:")[1].strip()
+        if section.startswith("a"):
+            return "A", False
+        if section.startswith("b"):
+            return "B", False
+    return "A", True
+
+
+def authors_order_accuracy(rows: Iterable[Mapping[str, object]], orders: Mapping[str, str]) -> float | None:
+    """Accuracy on the one order per case that the authors' seeded placement draws (`orders`: case id -> `AB`
+    or `BA`, the layout's `meta.authors_order`), from a run's prediction rows (both orders judged)."""
+    kept = [bool(r["correct"]) for r in rows if orders.get(str(r["case_id"])) == r["order"]]
+    return sum(kept) / len(kept) if kept else None
+
+
+def pointwise_summary(pairs: Iterable[tuple[float, float]]) -> dict[str, float | int]:
+    """evaluation/pointwise.py `compare_scores`: per pair (chosen score, rejected score), the chosen win rate
+    (a percentage, as printed there), wins, ties, mean scores and the mean gap (chosen - rejected)."""
+    scored = list(pairs)
+    total = len(scored)
+    wins = sum(c > r for c, r in scored)
+    losses = sum(r > c for c, r in scored)
+    return {"comparisons": total, "chosen_wins": wins, "rejected_wins": losses, "ties": total - wins - losses,
+            "chosen_win_rate": wins / total * 100 if total else 0.0,
+            "avg_chosen": sum(c for c, _ in scored) / total if total else 0.0,
+            "avg_rejected": sum(r for _, r in scored) / total if total else 0.0,
+            "avg_diff": sum(c - r for c, r in scored) / total if total else 0.0}

@@ -1,0 +1,187 @@
+"""Multiple-choice runs (run kind `multiple-choice`): a model answers every item of a choice benchmark (PrefEval,
+PersonaMem) in the benchmark's own messages, the benchmark's own scorer reads each answer, and `results.json`
+gives its accuracy overall, per split and per tier with bootstrap intervals.
+
+Not the pairwise judge loop: a pick among all options is not a choice between two answers (the pair view of the
+same items goes through `tailor eval`). Like every run, it streams: one line per item appended and flushed per
+batch to predictions.jsonl, a torn last line cut off on resume, items already there skipped, `run.lock` held;
+every call goes through `models/` (cache, retries, accounting), so a re-run makes no call at all.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tailorbench.aio import run_sync
+from tailorbench.benchmarks.choice_report import write_reports
+from tailorbench.benchmarks.choice_results import KIND, MANIFEST, PREDICTIONS, RESULTS, compute_results
+from tailorbench.benchmarks.scoring import SCORERS
+from tailorbench.datasets.choice import ChoiceItem, ChoiceSet, load_choice_items
+from tailorbench.datasets.rows import fingerprint_files, read_appended_jsonl
+from tailorbench.errors import ConfigError
+from tailorbench.evaluate.lock import RunLock
+from tailorbench.evaluate.runner import library_versions
+from tailorbench.files import write_json_atomic
+from tailorbench.models.backends import make_chat_model
+from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, ChatResult, GenParams
+from tailorbench.redact import redact_obj
+from tailorbench.schema import Message
+from tailorbench.version import __version__
+
+#: item fields a prediction line keeps (what the results break down by)
+META_KEYS = ("topic", "turns", "question_type", "context_length_in_tokens", "distance_to_ref_in_blocks")
+
+
+@dataclass
+class ChoiceConfig:
+    """Everything that decides a multiple-choice run's predictions (stored in its manifest)."""
+
+    data: str
+    model: str
+    layout: str | None = None
+    #: the layout's options (PrefEval: turns, forms, topics, seed, reminder; PersonaMem: contexts)
+    data_options: dict[str, Any] = field(default_factory=dict)
+    model_options: dict[str, Any] = field(default_factory=dict)
+    max_tokens: int | None = 512
+    temperature: float = 0.0
+    batch_size: int = 32
+    limit: int | None = None
+    skip_invalid: bool = False
+    seed: int = 0
+    n_boot: int = 1000
+
+
+def messages_for(item: ChoiceItem, warmup_answer: str | None) -> list[Message]:
+    """The messages the benchmark sends: system, the warm-up turn and the model's answer to it, the context,
+    the question (PrefEval's `gpt` branch; PersonaMem's `query_llm`)."""
+    out: list[Message] = [{"role": "system", "content": item.system}] if item.system else []
+    if item.warmup is not None:
+        out += [{"role": "user", "content": item.warmup}, {"role": "assistant", "content": warmup_answer or ""}]
+    out += [{"role": m["role"], "content": m["content"]} for m in item.context]
+    return [*out, {"role": "user", "content": item.prompt}]
+
+
+def sample_items(items: list[ChoiceItem], limit: int | None, seed: int) -> list[ChoiceItem]:
+    """A seeded sample of `limit` items in source order (all of them without a limit)."""
+    if limit is None or limit >= len(items):
+        return items
+    keep = set(random.Random(seed).sample(range(len(items)), limit))
+    return [item for n, item in enumerate(items) if n in keep]
+
+
+def _row(item: ChoiceItem, outcome: ChatResult | CallFailure, warmup: str | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"item": item.id, "split": item.split, "tier": item.tier, "user_id": item.user_id,
+                           "scorer": item.scorer, "answer": item.answer, "n_options": len(item.options),
+                           "meta": {k: item.meta[k] for k in META_KEYS if k in item.meta}, "warmup_response": warmup}
+    if isinstance(outcome, CallFailure):
+        return {**row, "status": "failed", "choice": None, "correct": False, "response": None,
+                "error": f"{outcome.kind}: {outcome.error}", "latency_s": outcome.latency_s}
+    score = SCORERS.get(item.scorer)(outcome.text, item)
+    return {**row, "status": "ok" if score.choice is not None else "invalid", "choice": score.choice,
+            "correct": score.correct, "parsed": score.parsed, "response": outcome.text, "error": None,
+            "finish_reason": outcome.finish_reason, "prompt_tokens": outcome.prompt_tokens,
+            "completion_tokens": outcome.completion_tokens, "latency_s": outcome.latency_s, "cached": outcome.cached}
+
+
+async def _warmups(model: ChatModel, items: Sequence[ChoiceItem], params: GenParams) -> dict[str, str | CallFailure]:
+    """The model's answer to each distinct warm-up turn (PrefEval: the stated preference, sent alone)."""
+    texts = sorted({i.warmup for i in items if i.warmup is not None})
+    outcomes = await model.chat_many([ChatRequest([{"role": "user", "content": t}], params) for t in texts])
+    return {t: o if isinstance(o, CallFailure) else o.text for t, o in zip(texts, outcomes)}
+
+
+async def answer_items(model: ChatModel, items: Sequence[ChoiceItem], params: GenParams, path: Path,
+                       batch_size: int) -> int:
+    """Answer and score `items`, appending one line each to `path` after every batch; returns lines written."""
+    warm = await _warmups(model, items, params)
+    written = 0
+    with path.open("ab") as handle:
+        for start in range(0, len(items), batch_size):
+            chunk = list(items[start:start + batch_size])
+            answers = {i.id: warm[i.warmup] if i.warmup is not None else None for i in chunk}
+            ready = [i for i in chunk if not isinstance(answers[i.id], CallFailure)]
+            outcomes = await model.chat_many([ChatRequest(messages_for(i, _text(answers[i.id])), params)
+                                              for i in ready])
+            by_id: dict[str, ChatResult | CallFailure] = {i.id: o for i, o in zip(ready, outcomes)}
+            rows = []
+            for item in chunk:
+                outcome = by_id.get(item.id)
+                failure = answers[item.id]
+                if outcome is None and isinstance(failure, CallFailure):  # its warm-up call failed
+                    rows.append(_row(item, CallFailure(f"warm-up turn: {failure.error}", failure.kind), None))
+                elif outcome is not None:
+                    rows.append(_row(item, outcome, _text(answers[item.id])))
+            handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+            handle.flush()
+            written += len(rows)
+    return written
+
+
+def _text(answer: str | CallFailure | None) -> str | None:
+    return answer if isinstance(answer, str) else None
+
+
+def _manifest(config: ChoiceConfig, items: ChoiceSet, model: ChatModel) -> dict[str, Any]:
+    fingerprint = fingerprint_files(items.files)
+    return redact_obj({
+        "kind": KIND, "tailorbench_version": __version__, "created_at": datetime.now(timezone.utc).isoformat(),
+        "config": asdict(config), "versions": library_versions(), "model": model.describe(),
+        "dataset_fingerprint": fingerprint, "status": "running",
+        "data_stats": {"layout": items.layout, "splits": list(items.splits), "tiers": list(items.tiers),
+                       "items": len(items.items), "skipped_rows": len(items.invalid.rows),
+                       "skipped": items.invalid.as_dicts(), **items.stats},
+    })
+
+
+def run_choice(config: ChoiceConfig, out: str | Path) -> dict[str, Any]:
+    """Run (or resume: the same config, the items already answered skipped) a multiple-choice evaluation into
+    the run directory `out`; returns results.json's content."""
+    return run_sync(run_choice_async(config, out))
+
+
+async def run_choice_async(config: ChoiceConfig, out: str | Path) -> dict[str, Any]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    items = load_choice_items(config.data, config.skip_invalid, config.layout, config.data_options)
+    chosen = sample_items(items.items, config.limit, config.seed)
+    model = make_chat_model(config.model, config.model_options)
+    with RunLock(out):
+        manifest = _manifest(config, items, model)
+        previous = out / MANIFEST
+        if previous.exists():
+            before = json.loads(previous.read_text(encoding="utf-8"))
+            if before.get("config") != manifest["config"] or before.get("dataset_fingerprint") != manifest[
+                    "dataset_fingerprint"]:
+                raise ConfigError(f"{out} holds a multiple-choice run with other settings or data; give another "
+                                  "directory")
+            manifest["created_at"] = before.get("created_at", manifest["created_at"])
+        write_json_atomic(previous, manifest)
+        path = out / PREDICTIONS
+        before_rows: list[dict[str, Any]] = read_appended_jsonl(path)
+        done = {row["item"] for row in before_rows}
+        todo = [item for item in chosen if item.id not in done]
+        params = GenParams(temperature=config.temperature, max_tokens=config.max_tokens)
+        try:
+            if todo:
+                await answer_items(model, todo, params, path, config.batch_size)
+        except BaseException as exc:
+            manifest.update(status="stopped", error=f"{type(exc).__name__}: {exc}")
+            write_json_atomic(previous, manifest)
+            raise
+        finally:
+            await model.aclose()
+        rows: list[dict[str, Any]] = read_appended_jsonl(path)
+        manifest.update(status="finished", calls=model.stats.as_dict())
+        write_json_atomic(previous, manifest)
+        results = compute_results(manifest, rows)
+        write_json_atomic(out / RESULTS, results)
+        write_reports([{**results, "run": out.name}], out)
+        return results

@@ -1,0 +1,84 @@
+"""Personalized RewardBench scored as its authors score it: the output parse of `evaluate_pairwise`, the seeded
+A/B placement of `prepare_pairwise_prompts` and `compare_scores` of `evaluation/pointwise.py`
+(github.com/Martin-qyma/Personalized-RewardBench, commit a5c6814d22738c264f3c27576f54e50e04e16c10), re-implemented
+below from the published scripts and compared item by item. No rows of the benchmark are on this machine: the
+pairs are fixtures in the dataset card's shape."""
+
+from __future__ import annotations
+
+import random
+
+from tailorbench.benchmarks.scoring import authors_order_accuracy, pointwise_summary, rewardbench_pairwise_choice
+
+
+def authors_parse(output: str) -> tuple[str, bool]:
+    """evaluate_pairwise's per-output parse, as published."""
+    prediction_text = output.strip()
+    prediction_text = prediction_text.split("</think>")[-1].strip()
+    prediction_text = prediction_text.replace('"', "").replace("*", "").strip()
+    prediction = None
+    if "result:" in prediction_text.lower():
+        result_section = prediction_text.lower().split("result:")[1].strip()
+        if result_section.startswith("a"):
+            prediction = "A"
+        elif result_section.startswith("b"):
+            prediction = "B"
+    parse_failed = prediction is None
+    if parse_failed:
+        prediction = "A"
+    return prediction, parse_failed
+
+
+OUTPUTS = ["Result: A", "**Result:** B", "<think>Result: B</think>Result: A", 'Result: "b" because', "B is better",
+           "result:\n  a", "Result: C", "", "Analysis... RESULT: B. Result: A", "<think>no end Result: B",
+           "Result:Alpha", "Result: ", "Reasoning</think>"]
+
+
+def test_pairwise_parse_matches_the_authors_rule() -> None:
+    for output in OUTPUTS:
+        assert rewardbench_pairwise_choice(output) == authors_parse(output), output
+
+
+def test_authors_order_accuracy_uses_their_seeded_placement() -> None:
+    ids = [f"c{n}" for n in range(20)]
+    random.seed(42)
+    placement = {i: "AB" if random.random() < 0.5 else "BA" for i in ids}
+    # both orders judged; the judge is right on AB only
+    rows = [{"case_id": i, "order": o, "correct": o == "AB"} for i in ids for o in ("AB", "BA")]
+    theirs = [placement[i] == "AB" for i in ids]  # correct exactly where the chosen answer sat at A
+    assert authors_order_accuracy(rows, placement) == sum(theirs) / len(theirs)
+
+
+def authors_compare(scored: list[dict[str, object]]) -> dict[str, float]:
+    """compare_scores' figures, as published (without the file output)."""
+    scores_by_id: dict[str, dict[str, float]] = {}
+    for r in scored:
+        scores_by_id.setdefault(str(r["id"]), {})[str(r["label"])] = float(r["score"])  # type: ignore[arg-type]
+    chosen_wins = rejected_wins = ties = total = 0
+    diffs = []
+    for scores in scores_by_id.values():
+        if "chosen" in scores and "rejected" in scores:
+            total += 1
+            diffs.append(scores["chosen"] - scores["rejected"])
+            if scores["chosen"] > scores["rejected"]:
+                chosen_wins += 1
+            elif scores["rejected"] > scores["chosen"]:
+                rejected_wins += 1
+            else:
+                ties += 1
+    chosen = [float(r["score"]) for r in scored if r["label"] == "chosen"]  # type: ignore[arg-type]
+    rejected = [float(r["score"]) for r in scored if r["label"] == "rejected"]  # type: ignore[arg-type]
+    return {"comparisons": total, "chosen_wins": chosen_wins, "rejected_wins": rejected_wins, "ties": ties,
+            "chosen_win_rate": chosen_wins / total * 100 if total else 0.0,
+            "avg_chosen": sum(chosen) / len(chosen), "avg_rejected": sum(rejected) / len(rejected),
+            "avg_diff": sum(diffs) / len(diffs)}
+
+
+def test_pointwise_summary_matches_compare_scores() -> None:
+    pairs = [(0.5, 0.2), (0.1, 0.4), (0.3, 0.3), (2.0, -1.0), (-0.5, -0.25)]
+    scored = [row for n, (c, r) in enumerate(pairs)
+              for row in ({"id": n, "label": "chosen", "score": c}, {"id": n, "label": "rejected", "score": r})]
+    ours, theirs = pointwise_summary(pairs), authors_compare(scored)
+    assert ours.keys() == theirs.keys()
+    for key, value in theirs.items():
+        assert abs(float(ours[key]) - value) < 1e-12, key
