@@ -1,6 +1,7 @@
-"""Multiple-choice runs against the real llama.cpp test server: every item answered, scored by its benchmark's
-scorer and reported per split and tier; a torn last line (a killed process) is cut off and the run resumes with
-nothing lost or repeated; a directory holding another run's settings is refused."""
+"""Multiple-choice runs and PrefEval's generation task against the real llama.cpp test server:
+every item answered, scored by its benchmark's scorer and reported per split and tier; a torn last line (a killed
+process) is cut off and the run resumes with nothing lost or repeated; a directory holding another run's settings
+is refused."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 from tailorbench.benchmarks.choice_report import merge
 from tailorbench.benchmarks.choice_results import MANIFEST, PREDICTIONS, compute_results
 from tailorbench.benchmarks.choice_run import ChoiceConfig, messages_for, run_choice
+from tailorbench.benchmarks.prefeval_generation import GenerationConfig, run_generation
+from tailorbench.benchmarks.scoring import generation_flags
 from tailorbench.datasets.choice import load_choice_items
 from tailorbench.errors import ConfigError
 from tailorbench.run_kinds import RUN_KINDS
@@ -94,3 +97,22 @@ def test_results_count_failures_apart() -> None:
     overall = compute_results(manifest, rows)["overall"]
     assert (overall["n"], overall["answered"], overall["failed"], overall["invalid"]) == (5, 4, 1, 1)
     assert overall["accuracy"] == 0.5 and overall["ci"][0] <= 0.5 <= overall["ci"][1]
+
+
+def test_prefeval_generation_run_checks_every_answer_and_resumes(tmp_path: Path, llama_server: Any) -> None:
+    make_prefeval(tmp_path / "data")
+    spec = f"openai:{llama_server.model}@{llama_server.base_url}"
+    config = GenerationConfig(data=str(tmp_path / "data"), model=spec, judge=spec, data_options=dict(OPTIONS),
+                              max_tokens=8, n_boot=200)
+    out = tmp_path / "gen"
+    results = run_generation(config, out)
+    rows = _lines(out)
+    assert len(rows) == 12 and all(r["status"] == "ok" for r in rows)
+    assert all(set(r["checks"]) == {"acknow", "violate", "helpful", "hallucinate"} for r in rows)
+    assert all(r["scores"] == vars(generation_flags(r["checks"])) for r in rows)
+    assert set(results["by_tier"]) == {"turns-0", "turns-2"} and results["overall"]["total"] == 12
+    kept = (out / PREDICTIONS).read_text().splitlines(keepends=True)
+    (out / PREDICTIONS).write_text("".join(kept[:7]) + kept[7][:9])
+    again = run_generation(config, out)
+    assert [r["item"] for r in _lines(out)] == [r["item"] for r in rows]
+    assert again["overall"] == results["overall"]

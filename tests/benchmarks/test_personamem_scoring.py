@@ -7,38 +7,12 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from pathlib import Path
 
 from tailorbench.benchmarks.scoring import SCORERS
 from tailorbench.datasets.choice import load_choice_items
+from tests.helpers.authors_rules import authors_extract
 from tests.helpers.benchmark_fixtures import make_personamem
-
-
-def authors_extract(predicted_answer: str, correct_answer: str) -> tuple[bool, str]:
-    """`Evaluation.extract_answer`, as published."""
-
-    def _extract_only_options(text: str) -> set[str]:
-        text = text.lower()
-        in_parens = re.findall(r"\(([a-d])\)", text)
-        if in_parens:
-            return set(in_parens)
-        return set(re.findall(r"\b([a-d])\b", text))
-
-    correct = correct_answer.lower().strip("() ")
-    full_response = predicted_answer
-    predicted_answer = predicted_answer.strip()
-    if "<final_answer>" in predicted_answer:
-        predicted_answer = predicted_answer.split("<final_answer>")[-1].strip()
-    if predicted_answer.endswith("</final_answer>"):
-        predicted_answer = predicted_answer[: -len("</final_answer>")].strip()
-    pred_options = _extract_only_options(predicted_answer)
-    if pred_options == {correct}:
-        return True, predicted_answer
-    response_options = _extract_only_options(full_response)
-    if response_options == {correct}:
-        return True, predicted_answer
-    return False, predicted_answer
 
 
 def tricky(letter: str) -> list[str]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -24,7 +24,7 @@ from tailorbench.aio import run_sync
 from tailorbench.benchmarks.choice_report import write_reports
 from tailorbench.benchmarks.choice_results import KIND, MANIFEST, PREDICTIONS, RESULTS, compute_results
 from tailorbench.benchmarks.scoring import SCORERS
-from tailorbench.datasets.choice import ChoiceItem, ChoiceSet, load_choice_items
+from tailorbench.datasets.choice import ChoiceItem, ItemSet, load_choice_items
 from tailorbench.datasets.rows import fingerprint_files, read_appended_jsonl
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.lock import RunLock
@@ -59,7 +59,20 @@ class ChoiceConfig:
     n_boot: int = 1000
 
 
-def messages_for(item: ChoiceItem, warmup_answer: str | None) -> list[Message]:
+class Prompted(Protocol):
+    """What a benchmark prompt carries (a `ChoiceItem`, PrefEval's `GenerationItem`)."""
+
+    @property
+    def system(self) -> str | None: ...
+    @property
+    def warmup(self) -> str | None: ...
+    @property
+    def context(self) -> list[dict[str, str]]: ...
+    @property
+    def prompt(self) -> str: ...
+
+
+def messages_for(item: Prompted, warmup_answer: str | None) -> list[Message]:
     """The messages the benchmark sends: system, the warm-up turn and the model's answer to it, the context,
     the question (PrefEval's `gpt` branch; PersonaMem's `query_llm`)."""
     out: list[Message] = [{"role": "system", "content": item.system}] if item.system else []
@@ -91,54 +104,53 @@ def _row(item: ChoiceItem, outcome: ChatResult | CallFailure, warmup: str | None
             "completion_tokens": outcome.completion_tokens, "latency_s": outcome.latency_s, "cached": outcome.cached}
 
 
-async def _warmups(model: ChatModel, items: Sequence[ChoiceItem], params: GenParams) -> dict[str, str | CallFailure]:
+async def warmups(model: ChatModel, items: Sequence[Prompted], params: GenParams) -> dict[str, str | CallFailure]:
     """The model's answer to each distinct warm-up turn (PrefEval: the stated preference, sent alone)."""
     texts = sorted({i.warmup for i in items if i.warmup is not None})
     outcomes = await model.chat_many([ChatRequest([{"role": "user", "content": t}], params) for t in texts])
     return {t: o if isinstance(o, CallFailure) else o.text for t, o in zip(texts, outcomes)}
 
 
-async def answer_items(model: ChatModel, items: Sequence[ChoiceItem], params: GenParams, path: Path,
-                       batch_size: int) -> int:
-    """Answer and score `items`, appending one line each to `path` after every batch; returns lines written."""
-    warm = await _warmups(model, items, params)
-    written = 0
+Answer = tuple[ChatResult | CallFailure, str | None]
+#: (items of a batch, each one's answer and warm-up answer) -> the batch's prediction lines
+RowsOf = Callable[[list[Any], list[Answer]], Awaitable[list[dict[str, Any]]]]
+
+
+async def _answer_batch(model: ChatModel, chunk: Sequence[Prompted], warm: dict[str, str | CallFailure],
+                        params: GenParams) -> list[Answer]:
+    """Each item's answer (a failed warm-up turn is the item's failure) with the warm-up answer it saw."""
+    before = [warm[i.warmup] if i.warmup is not None else None for i in chunk]
+    ready = [(i, b) for i, b in zip(chunk, before) if not isinstance(b, CallFailure)]
+    outcomes = iter(await model.chat_many([ChatRequest(messages_for(i, answer_text(b)), params) for i, b in ready]))
+    return [(CallFailure(f"warm-up turn: {b.error}", b.kind), None) if isinstance(b, CallFailure)
+            else (next(outcomes), b) for b in before]
+
+
+async def answer_in_batches(model: ChatModel, items: Sequence[Prompted], params: GenParams, path: Path,
+                            batch_size: int, rows_of: RowsOf) -> None:
+    """Answer `items` batch by batch (their warm-up turns first, each distinct one once) and append each batch's
+    lines (`rows_of`) to `path`, flushed."""
+    warm = await warmups(model, items, params)
     with path.open("ab") as handle:
         for start in range(0, len(items), batch_size):
             chunk = list(items[start:start + batch_size])
-            answers = {i.id: warm[i.warmup] if i.warmup is not None else None for i in chunk}
-            ready = [i for i in chunk if not isinstance(answers[i.id], CallFailure)]
-            outcomes = await model.chat_many([ChatRequest(messages_for(i, _text(answers[i.id])), params)
-                                              for i in ready])
-            by_id: dict[str, ChatResult | CallFailure] = {i.id: o for i, o in zip(ready, outcomes)}
-            rows = []
-            for item in chunk:
-                outcome = by_id.get(item.id)
-                failure = answers[item.id]
-                if outcome is None and isinstance(failure, CallFailure):  # its warm-up call failed
-                    rows.append(_row(item, CallFailure(f"warm-up turn: {failure.error}", failure.kind), None))
-                elif outcome is not None:
-                    rows.append(_row(item, outcome, _text(answers[item.id])))
+            rows = await rows_of(chunk, await _answer_batch(model, chunk, warm, params))
             handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
             handle.flush()
-            written += len(rows)
-    return written
 
 
-def _text(answer: str | CallFailure | None) -> str | None:
+async def answer_items(model: ChatModel, items: Sequence[ChoiceItem], params: GenParams, path: Path,
+                       batch_size: int) -> None:
+    """Answer and score `items`, one prediction line each."""
+
+    async def rows_of(chunk: list[ChoiceItem], answers: list[Answer]) -> list[dict[str, Any]]:
+        return [_row(item, outcome, warm) for item, (outcome, warm) in zip(chunk, answers)]
+
+    await answer_in_batches(model, items, params, path, batch_size, rows_of)
+
+
+def answer_text(answer: str | CallFailure | None) -> str | None:
     return answer if isinstance(answer, str) else None
-
-
-def _manifest(config: ChoiceConfig, items: ChoiceSet, model: ChatModel) -> dict[str, Any]:
-    fingerprint = fingerprint_files(items.files)
-    return redact_obj({
-        "kind": KIND, "tailorbench_version": __version__, "created_at": datetime.now(timezone.utc).isoformat(),
-        "config": asdict(config), "versions": library_versions(), "model": model.describe(),
-        "dataset_fingerprint": fingerprint, "status": "running",
-        "data_stats": {"layout": items.layout, "splits": list(items.splits), "tiers": list(items.tiers),
-                       "items": len(items.items), "skipped_rows": len(items.invalid.rows),
-                       "skipped": items.invalid.as_dicts(), **items.stats},
-    })
 
 
 def run_choice(config: ChoiceConfig, out: str | Path) -> dict[str, Any]:
@@ -149,39 +161,66 @@ def run_choice(config: ChoiceConfig, out: str | Path) -> dict[str, Any]:
 
 async def run_choice_async(config: ChoiceConfig, out: str | Path) -> dict[str, Any]:
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     items = load_choice_items(config.data, config.skip_invalid, config.layout, config.data_options)
     chosen = sample_items(items.items, config.limit, config.seed)
     model = make_chat_model(config.model, config.model_options)
+    params = GenParams(temperature=config.temperature, max_tokens=config.max_tokens)
+
+    async def work(path: Path, done: set[str]) -> None:
+        todo = [item for item in chosen if item.id not in done]
+        if todo:
+            await answer_items(model, todo, params, path, config.batch_size)
+
+    manifest = run_manifest(KIND, asdict(config), items, [model])
+    rows, manifest = await run_streamed(out, manifest, [model], work)
+    results = compute_results(manifest, rows)
+    write_json_atomic(out / RESULTS, results)
+    write_reports([{**results, "run": out.name}], out)
+    return results
+
+
+def run_manifest(kind: str, config: dict[str, Any], items: ItemSet[Any], models: Sequence[ChatModel]
+                 ) -> dict[str, Any]:
+    """A run's manifest: its kind, config, data (layout, names, counts, fingerprint), models and versions."""
+    return redact_obj({
+        "kind": kind, "tailorbench_version": __version__, "created_at": datetime.now(timezone.utc).isoformat(),
+        "config": config, "versions": library_versions(), "models": [m.describe() for m in models],
+        "dataset_fingerprint": fingerprint_files(items.files), "status": "running",
+        "data_stats": {"layout": items.layout, "splits": list(items.splits), "tiers": list(items.tiers),
+                       "items": len(items.items), "skipped_rows": len(items.invalid.rows),
+                       "skipped": items.invalid.as_dicts(), **items.stats},
+    })
+
+
+async def run_streamed(out: Path, manifest: dict[str, Any], models: Sequence[ChatModel],
+                       work: Callable[[Path, set[str]], Awaitable[None]]) -> tuple[list[dict[str, Any]],
+                                                                                 dict[str, Any]]:
+    """The life of a run directory: `run.lock` held; a manifest with other settings or data refused; the
+    predictions already there read (a torn last line cut off) and their item ids handed to `work`, which appends
+    the rest; the manifest marked finished, or stopped with the error. Returns every prediction and the
+    manifest."""
+    out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
-        manifest = _manifest(config, items, model)
-        previous = out / MANIFEST
+        path, previous = out / PREDICTIONS, out / MANIFEST
         if previous.exists():
             before = json.loads(previous.read_text(encoding="utf-8"))
             if before.get("config") != manifest["config"] or before.get("dataset_fingerprint") != manifest[
                     "dataset_fingerprint"]:
-                raise ConfigError(f"{out} holds a multiple-choice run with other settings or data; give another "
+                raise ConfigError(f"{out} holds a {manifest['kind']} run with other settings or data; give another "
                                   "directory")
             manifest["created_at"] = before.get("created_at", manifest["created_at"])
         write_json_atomic(previous, manifest)
-        path = out / PREDICTIONS
-        before_rows: list[dict[str, Any]] = read_appended_jsonl(path)
-        done = {row["item"] for row in before_rows}
-        todo = [item for item in chosen if item.id not in done]
-        params = GenParams(temperature=config.temperature, max_tokens=config.max_tokens)
+        done: list[dict[str, Any]] = read_appended_jsonl(path)
         try:
-            if todo:
-                await answer_items(model, todo, params, path, config.batch_size)
+            await work(path, {row["item"] for row in done})
         except BaseException as exc:
             manifest.update(status="stopped", error=f"{type(exc).__name__}: {exc}")
             write_json_atomic(previous, manifest)
             raise
         finally:
-            await model.aclose()
+            for model in models:
+                await model.aclose()
         rows: list[dict[str, Any]] = read_appended_jsonl(path)
-        manifest.update(status="finished", calls=model.stats.as_dict())
+        manifest.update(status="finished", calls=[m.stats.as_dict() for m in models])
         write_json_atomic(previous, manifest)
-        results = compute_results(manifest, rows)
-        write_json_atomic(out / RESULTS, results)
-        write_reports([{**results, "run": out.name}], out)
-        return results
+        return rows, manifest

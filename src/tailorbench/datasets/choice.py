@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,18 +61,25 @@ class ChoiceItem(BaseModel):
         return LETTERS.index(self.answer)
 
 
+T = TypeVar("T")
+
+
 @dataclass
-class ChoiceSet:
-    """The items of one source, the names its layout declares for them and what the reader saw."""
+class ItemSet(Generic[T]):
+    """The items of one source (multiple-choice items, PrefEval's generation prompts), the names its layout
+    declares for them and what the reader saw: what a run records of its data."""
 
     source: str
     layout: str
-    items: list[ChoiceItem]
+    items: list[T]
     splits: tuple[str, ...]
     tiers: tuple[str, ...]
     files: list[Path]
     invalid: InvalidRows
     stats: dict[str, Any] = field(default_factory=dict)
+
+
+ChoiceSet = ItemSet[ChoiceItem]
 
 
 class ChoiceLayout(Layout):

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from tailorbench.datasets.choice import LETTERS, ChoiceItem, ChoiceLayout, unknown_options
+from tailorbench.datasets.choice import LETTERS, ChoiceItem, ChoiceLayout, ItemSet, unknown_options
 from tailorbench.datasets.layouts import register_layout
 from tailorbench.datasets.prefeval_prompts import MAX_GEN_TOKENS, MCQ_FORMAT, REMINDER, SYSTEM_PROMPT, WORD_LIMIT
 from tailorbench.datasets.rows import InvalidRows, remember_digest
@@ -306,6 +306,22 @@ def read_generation_items(path: Path, options: Mapping[str, Any] | None = None,
                         user_id=f"{topic}/{index}", warmup=preference if split == "explicit" else warmup,
                         context=[*messages, *fillers[turns]], prompt=prompt, preference=preference,
                         question=question)
+
+
+#: the generation-task prompts of one PrefEval folder
+GenerationSet = ItemSet[GenerationItem]
+
+
+def load_generation_items(data: str | Path, options: Mapping[str, Any] | None = None,
+                          skip_invalid: bool = False) -> GenerationSet:
+    """`read_generation_items` of a PrefEval folder, with the names, files and skipped rows a run records."""
+    path = Path(str(data)).expanduser()
+    invalid = InvalidRows(skip=skip_invalid)
+    items = list(read_generation_items(path, options, invalid))
+    layout = PrefEvalLayout()
+    splits, tiers = layout.item_names(options or {})
+    return GenerationSet(str(data), "prefeval-generation", items, splits, tiers, layout.files(path), invalid,
+                         {"items": len(items), "card": dict(layout.card)})
 
 
 @register_layout
