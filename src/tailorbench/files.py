@@ -49,3 +49,10 @@ def write_jsonl_atomic(path: str | Path, rows: Iterable[dict[str, Any] | str]) -
             count += 1
     tmp.replace(path)
     return count
+
+
+def whole_lines(path: Path) -> bytes:
+    """A file a run appends to, up to its last newline: the line a running or killed process is writing is left
+    out (and left as it is: readers never change a run directory)."""
+    data = Path(path).read_bytes()
+    return data[: data.rfind(b"\n") + 1]

@@ -31,20 +31,70 @@ Runs = Sequence[dict[str, Any]]
 
 
 @dataclass(frozen=True)
+class ViewRow:
+    """One verdict as the viewer lists it: the verdict's own line (`case_id`, `split`, `tier`, `user_id`,
+    `order`, `judge`, `choice`, timings, tokens, `raw`, `error`, `scores`), the case's tier-overlap and
+    training-overlap classes, the two answers' lengths, and the outcome (an index into `ViewRows.outcomes`)."""
+
+    row: Mapping[str, Any]
+    outcome: int
+    len_a: int | None = None
+    len_b: int | None = None
+    overlap: str = "unique"
+    training: str | None = None
+
+
+@dataclass(frozen=True)
+class ViewRows:
+    """What a run kind hands the viewer of one run directory: its label, the names of answers a and b, of the
+    two orders and of the outcomes, its manifest, the verdicts, and (when the answers are the run's own, as in
+    gen-eval) the two answers' text per case."""
+
+    label: str
+    answers: tuple[str, str]
+    orders: dict[str, str]
+    outcomes: tuple[str, ...]
+    manifest: Mapping[str, Any]
+    rows: list[ViewRow]
+    answer_text: dict[str, tuple[str, str]] | None = None
+
+
+def _unsupported(what: str) -> Callable[..., Any]:
+    def refuse(*_: Any) -> Any:
+        raise ConfigError(f"this kind of run directory has no {what}")
+
+    return refuse
+
+
+_NO_RESULTS = _unsupported("results.json")
+_NO_CHECK = _unsupported("verdicts")
+_NO_REPORT = _unsupported("merged report")
+
+
+@dataclass(frozen=True)
 class RunKind:
     """How one kind of run directory is read and reported: `load_results` is its results.json (recomputed when
     stale or missing), `check(results, max_failed, what)` its exit-code-3 rule (`max_failed`: the run's own when
     None), `render_markdown` / `render_html` (runs, title) its report pages, `title(runs)` the title of a one-run
     report, `merged_title` that of several side by side, `html_body(run_dirs)` the report's body the viewer
-    shows."""
+    shows. For the viewer and `compare`: `key_files(run_dir)` (what the viewer's index is keyed by),
+    `view_rows(run_dir)` (its verdicts; None: the kind shows no cases), `case_scores(run_dir)` (case id ->
+    (score, split, tier), what two runs are compared on), `sections(run_dir)` ((title, HTML) sections of a kind
+    without cases) and, for a kind whose directories carry no manifest, `detect(run_dir)` and what it `expects`."""
 
-    load_results: Callable[[Path], dict[str, Any]]
-    check: Callable[[Mapping[str, Any], float | None, str | None], FailureCheck]
-    render_markdown: Callable[[Runs, str], str]
-    render_html: Callable[[Runs, str], str]
-    title: Callable[[Runs], str]
-    merged_title: str
     html_body: Callable[[Sequence[Path]], str]
+    load_results: Callable[[Path], dict[str, Any]] = _NO_RESULTS
+    check: Callable[[Mapping[str, Any], float | None, str | None], FailureCheck] = _NO_CHECK
+    render_markdown: Callable[[Runs, str], str] = _NO_REPORT
+    render_html: Callable[[Runs, str], str] = _NO_REPORT
+    title: Callable[[Runs], str] = _NO_REPORT
+    merged_title: str = ""
+    key_files: Callable[[Path], list[Path]] | None = None
+    view_rows: Callable[[Path], ViewRows] | None = None
+    case_scores: Callable[[Path], dict[str, tuple[float, str, str]]] | None = None
+    sections: Callable[[Path], list[tuple[str, str]]] | None = None
+    detect: Callable[[Path], bool] | None = None
+    expects: str = ""
 
     def merge(self, run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:
         """One report over several run directories of this kind at `out`; returns their results."""
@@ -65,22 +115,46 @@ def write_reports(kind: RunKind, runs: Runs, out: Path, title: str | None = None
 RUN_KINDS: Registry[RunKind] = Registry(
     "run kind",
     "tailorbench.run_kinds",
-    lazy={"pairwise": "tailorbench.evaluate.report", "gen-eval": "tailorbench.geneval.report"},
+    lazy={"pairwise": "tailorbench.evaluate.run_kind", "gen-eval": "tailorbench.geneval.run_kind",
+          "stage": "tailorbench.threestage.run_kind"},
 )
 
 
-def run_kind(run_dir: Path) -> str:
-    """The kind a run directory's manifest.json names (`pairwise` when it names none or is missing)."""
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """A run directory's manifest.json as an object (a DataError naming the file when it is not one)."""
     path = run_dir / "manifest.json"
-    if not path.exists():
-        return DEFAULT_KIND  # the kind's own loader reports the missing file with its own clear message
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(path, None, None, "not a run directory: manifest.json is missing") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(path, None, None, f"not a readable manifest ({exc})") from None
     if not isinstance(manifest, dict):
         raise DataError(path, None, None, "a manifest is a JSON object")
-    return str(manifest.get("kind", DEFAULT_KIND))
+    return manifest
+
+
+def run_kind(run_dir: Path) -> str:
+    """The kind a run directory's manifest.json names (`pairwise` when it names none or is missing)."""
+    if not (run_dir / "manifest.json").exists():
+        return DEFAULT_KIND  # the kind's own loader reports the missing file with its own clear message
+    return str(read_manifest(run_dir).get("kind", DEFAULT_KIND))
+
+
+def detect_kind(run_dir: Path) -> str:
+    """The kind of any run directory the viewer is given: its manifest's, else the first kind without a manifest
+    that recognises it (stage reports); a DataError saying what was expected otherwise."""
+    if (run_dir / "manifest.json").is_file():
+        return run_kind(run_dir)
+    expected = []
+    for name in RUN_KINDS.names():
+        kind = RUN_KINDS.get(name)
+        if kind.detect is not None:
+            if kind.detect(run_dir):
+                return name
+            expected.append(kind.expects)
+    raise DataError(run_dir, None, None, "not a run directory: no manifest.json"
+                    + "".join(f" and no {e}" for e in expected if e))
 
 
 def kind_of(run_dir: Path) -> RunKind:

@@ -6,7 +6,7 @@ decides which answer is shown as A and which as B; an `order` names that decisio
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -166,3 +166,12 @@ class RunManifest(BaseModel):
     #: interrupted (Ctrl-C), stopped (an error ended it: `error` says which)
     status: Literal["running", "finished", "interrupted", "stopped"] = "running"
     error: str | None = None
+
+
+def benchmark_names(stats: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The split and tier names a run's data declares (manifest `data_stats`), as results.json records them: an
+    empty dict for PersonaFeedback's names (the default, so older results read the same)."""
+    splits, tiers = list(stats.get("splits") or DEFAULT_SPLITS), list(stats.get("tiers") or DEFAULT_TIERS)
+    if (tuple(splits), tuple(tiers)) == (DEFAULT_SPLITS, DEFAULT_TIERS):
+        return {}
+    return {"splits": splits, "tiers": tiers}

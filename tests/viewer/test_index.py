@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 import tailorbench as tb
 from tailorbench.cli.app import app
 from tailorbench.errors import ConfigError
-from tailorbench.viewer.index import INDEX, PAIRWISE_OUTCOMES, expand_runs, index_path, load_index
+from tailorbench.evaluate.run_kind import OUTCOMES as PAIRWISE_OUTCOMES
+from tailorbench.viewer.index import INDEX, expand_runs, index_path, load_index
 from tailorbench.viewer.server import CSP
 from tests.viewer.conftest import XSS, Runs
 

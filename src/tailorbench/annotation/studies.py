@@ -24,20 +24,10 @@ from urllib.parse import quote
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
+from tailorbench.annotation import models as orm
 from tailorbench.annotation import service, tasks
 from tailorbench.annotation.db import Database
-from tailorbench.annotation.models import (
-    Assignment,
-    Item,
-    Label,
-    Member,
-    Participant,
-    Project,
-    Study,
-    User,
-    WebSession,
-    utcnow,
-)
+from tailorbench.annotation.models import Assignment, Item, Participant, Study, utcnow
 from tailorbench.annotation.submit_sql import Gone, Result
 from tailorbench.errors import ConfigError
 
@@ -150,8 +140,8 @@ def list_studies(db: Database) -> list[dict[str, Any]]:
                                         .group_by(Participant.study_id, Participant.status)):
             counts.setdefault(sid, {})[status] = n
         out = []
-        for study, pname in s.execute(select(Study, Project.name).join(Project, Project.id == Study.project_id)
-                                      .order_by(Study.id)):
+        query = select(Study, orm.Project.name).join(orm.Project, orm.Project.id == Study.project_id)
+        for study, pname in s.execute(query.order_by(Study.id)):
             out.append({**describe(study), "project": pname,
                         "participants": {st: counts.get(study.id, {}).get(st, 0) for st in STATUSES}})
         return out
@@ -241,7 +231,7 @@ def reissue(db: Database, external_id: str, study_id: int | None = None) -> tupl
             raise ConfigError(f"participant {external_id!r} is in studies "
                               f"{', '.join(str(p.study_id) for p in found)}: name one with --study")
         part = found[0]
-        user = s.get(User, part.user_id)
+        user = s.get(orm.User, part.user_id)
         assert user is not None
         name = user.name
     return part, name, service.rotate_link(db, name)
@@ -313,7 +303,7 @@ def check_entry(s: Session, study: Study, ids: EntryParams, user_id: int | None)
 def _user_name(s: Session, study: Study, external_id: str) -> str:
     """The account's name: the platform id itself (the exports' raters are then platform ids, as in the
     Re-Centering files), or `ID~sSTUDY` when another account already has that name."""
-    if s.scalar(select(User.id).where(User.name == external_id)) is None:
+    if s.scalar(select(orm.User.id).where(orm.User.name == external_id)) is None:
         return external_id
     return f"{external_id}~s{study.id}"
 
@@ -327,17 +317,17 @@ def enter(db: Database, secret: str, ids: EntryParams) -> tuple[str, int]:
         study = _study(s, study.id, lock=True)  # one entry at a time per study: the cap holds
         release_timed_out(s, study)
         check_entry(s, study, ids, None)  # closed, full, or the id taken meanwhile
-        user = User(name=_user_name(s, study, ids.external_id), role=ROLE, active=True,
+        user = orm.User(name=_user_name(s, study, ids.external_id), role=ROLE, active=True,
                     token_hash=service.token_hash(secrets.token_urlsafe(32)))  # no login link until `reissue`
         s.add(user)
         s.flush()
-        s.add(Member(project_id=study.project_id, user_id=user.id))
+        s.add(orm.Member(project_id=study.project_id, user_id=user.id))
         now = utcnow()
         s.add(Participant(study_id=study.id, user_id=user.id, external_id=ids.external_id,
                           external_study_id=ids.study_id, external_session_id=ids.session_id, status="active",
                           consent_at=now, started_at=now))
         cookie = secrets.token_urlsafe(32)
-        s.add(WebSession(id_hash=service.token_hash(cookie), user_id=user.id, csrf=secrets.token_urlsafe(32),
+        s.add(orm.WebSession(id_hash=service.token_hash(cookie), user_id=user.id, csrf=secrets.token_urlsafe(32),
                          expires_at=now + timedelta(days=service.SESSION_DAYS)))
         return cookie, study.project_id
 
@@ -367,9 +357,9 @@ class Exit:
 def _gold_failed(s: Session, study: Study, user_id: int, project_id: int) -> bool:
     if study.screenout_gold_below is None:
         return False
-    q = (select(Label.value, Item.gold, Project.task_type).join(Item, Item.id == Label.item_id)
-         .join(Project, Project.id == Label.project_id)
-         .where(Label.user_id == user_id, Label.project_id == project_id, Item.is_gold.is_(True)))
+    q = (select(orm.Label.value, Item.gold, orm.Project.task_type).join(Item, Item.id == orm.Label.item_id)
+         .join(orm.Project, orm.Project.id == orm.Label.project_id)
+         .where(orm.Label.user_id == user_id, orm.Label.project_id == project_id, Item.is_gold.is_(True)))
     rows = s.execute(q).all()
     if len(rows) < study.screenout_after_gold:
         return False

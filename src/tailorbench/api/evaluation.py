@@ -143,15 +143,17 @@ def report(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
 def compare(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0) -> CompareResult:
     """`tailor compare`: paired bootstrap of the accuracy difference A - B on the cases both runs judged."""
     from tailorbench.bootstrap import paired_difference
-    from tailorbench.evaluate.metrics import case_scores
-    from tailorbench.evaluate.results import read_manifest, read_predictions
+    from tailorbench.evaluate.results import read_manifest
+    from tailorbench.run_kinds import kind_of
 
     as_int("--n-boot", n_boot, minimum=1)
     dirs = [Path(run_a), Path(run_b)]
     scores = []
     for run in dirs:
-        cs = case_scores(read_predictions(run))
-        scores.append(dict(zip(cs.ids, cs.score.tolist())))
+        read = kind_of(run).case_scores
+        if read is None:
+            raise ConfigError(f"{run}: this kind of run has no per-case scores to compare")
+        scores.append({case: score for case, (score, _, _) in read(run).items()})
     result = paired_difference(scores[0], scores[1], n_boot=n_boot, seed=seed)
     names = [read_manifest(r) for r in dirs]
     return CompareResult.model_validate({"a": f"{names[0]['judge']} / {names[0]['setting']}",

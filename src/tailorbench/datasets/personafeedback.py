@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -200,13 +200,21 @@ def _row_to_case(
 
 
 class _PersonaFeedbackLayout(Layout):
-    """Tier files named by split and tier, plus a persona store; `user_id` resolves against the store."""
+    """Tier files named by split and tier, plus a persona store; `user_id` resolves against the store. A
+    variant names its persona loader, its case-file finder and its recogniser."""
+
+    load_personas: Callable[[Path, InvalidRows], PersonaIndex]
+    find_case_files: Callable[[Path], Iterator[tuple[Path, str, str]]]
+    recognises: Callable[[Path], bool]
 
     def personas(self, path: Path, invalid: InvalidRows) -> PersonaIndex:
-        raise NotImplementedError
+        return self.load_personas(path, invalid)
 
     def case_files(self, path: Path) -> Iterator[tuple[Path, str, str]]:
-        raise NotImplementedError
+        return self.find_case_files(path)
+
+    def detect(self, path: Path) -> bool:
+        return path.is_dir() and self.recognises(path)
 
     def read(self, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Iterator[PairCase]:
         yield from self.load(str(path), path, invalid, options).cases
@@ -231,15 +239,9 @@ class HubLayout(_PersonaFeedbackLayout):
     name = "hub"
     expects = "a directory with data/<split>/<tier>.jsonl and persona/all_personas.jsonl"
     priority = 10
-
-    def personas(self, path: Path, invalid: InvalidRows) -> PersonaIndex:
-        return load_hub_personas(path, invalid)
-
-    def case_files(self, path: Path) -> Iterator[tuple[Path, str, str]]:
-        return hub_case_files(path)
-
-    def detect(self, path: Path) -> bool:
-        return path.is_dir() and is_hub_layout(path)
+    load_personas = staticmethod(load_hub_personas)
+    find_case_files = staticmethod(hub_case_files)
+    recognises = staticmethod(is_hub_layout)
 
 
 @register_layout
@@ -249,15 +251,9 @@ class MirrorLayout(_PersonaFeedbackLayout):
     name = "mirror"
     expects = "a directory with <split>_<tier>.jsonl files and persona_all/<user_id>.json"
     priority = 20
-
-    def personas(self, path: Path, invalid: InvalidRows) -> PersonaIndex:
-        return load_mirror_personas(path, invalid)
-
-    def case_files(self, path: Path) -> Iterator[tuple[Path, str, str]]:
-        return mirror_case_files(path)
-
-    def detect(self, path: Path) -> bool:
-        return path.is_dir() and is_mirror_layout(path)
+    load_personas = staticmethod(load_mirror_personas)
+    find_case_files = staticmethod(mirror_case_files)
+    recognises = staticmethod(is_mirror_layout)
 
 
 HUB = HubLayout()

@@ -251,15 +251,6 @@ def compute_metrics(
     }
 
 
-def benchmark_names(stats: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The split and tier names a run's data declares (manifest `data_stats`), as results.json records them: an
-    empty dict for PersonaFeedback's names (the default, so older results read the same)."""
-    splits, tiers = list(stats.get("splits") or DEFAULT_SPLITS), list(stats.get("tiers") or DEFAULT_TIERS)
-    if (tuple(splits), tuple(tiers)) == (DEFAULT_SPLITS, DEFAULT_TIERS):
-        return {}
-    return {"splits": splits, "tiers": tiers}
-
-
 def report_names(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     """The splits and tiers a report over `runs` lays its tables out by: what their data declares (results
     `benchmark_names`; PersonaFeedback's when absent), in order, then any other name their metrics hold."""

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.evaluate.metrics import OVERLAP_KINDS, report_names
-from tailorbench.failures import FailureCheck
 from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
-from tailorbench.run_kinds import RUN_KINDS, RunKind, write_reports
+from tailorbench.run_kinds import RUN_KINDS, write_reports
 
 
 def _columns(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -552,32 +551,9 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
 
 
 def write_run_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | None = None) -> None:
-    write_reports(PAIRWISE, runs, out, title)
+    """report.md and report.html of pairwise runs at `out` (the run kind's pages, `evaluate/run_kind.py`)."""
+    write_reports(RUN_KINDS.get("pairwise"), runs, out, title)
 
 
-def _title(runs: Sequence[dict[str, Any]]) -> str:
+def run_title(runs: Sequence[Mapping[str, Any]]) -> str:
     return f"{runs[0]['judge']} / {runs[0]['setting']}"
-
-
-def _load(run_dir: Path) -> dict[str, Any]:
-    from tailorbench.evaluate.results import load_results
-
-    return load_results(run_dir)
-
-
-def _check(results: Mapping[str, Any], max_failed: float | None, what: str | None) -> FailureCheck:
-    from tailorbench.evaluate.results import check_run
-
-    return check_run(results, max_failed, what)
-
-
-def _html_body(run_dirs: Sequence[Path]) -> str:
-    runs = [_load(d) for d in run_dirs]
-    return render_html_body(runs, "leaderboard" if len(runs) > 1 else _title(runs))
-
-
-#: `tailor eval` runs (and train-rm's held-out evaluations): how `report`, `view` and the API read them
-PAIRWISE = RUN_KINDS.register("pairwise")(RunKind(
-    load_results=_load, check=_check, render_markdown=render_markdown, render_html=render_html,
-    title=lambda runs: f"tailorbench: {_title(runs)}", merged_title="tailorbench leaderboard",
-    html_body=_html_body))

@@ -14,9 +14,10 @@ from typing import Any
 from tailorbench.datasets.rows import InvalidRows, parse_jsonl
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
-from tailorbench.evaluate.metrics import benchmark_names, compute_metrics
+from tailorbench.evaluate.metrics import compute_metrics
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_or_compute
+from tailorbench.schema import benchmark_names
 
 RESULTS = "results.json"
 _KIND = re.compile(r"[a-z_]+")

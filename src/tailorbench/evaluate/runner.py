@@ -30,7 +30,7 @@ from tailorbench.evaluate.counters import add_counts
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
-from tailorbench.evaluate.report import PAIRWISE, write_run_reports
+from tailorbench.evaluate.report import write_run_reports
 from tailorbench.evaluate.results import compute_results, parse_predictions
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
@@ -45,6 +45,7 @@ from tailorbench.logs import get_logger
 from tailorbench.options import check_writable
 from tailorbench.personas import cjk_share, persona_attributes
 from tailorbench.redact import public_options, redact, redact_obj
+from tailorbench.run_kinds import RUN_KINDS
 from tailorbench.schema import JudgeInput, Order, PairCase, RunManifest, Verdict
 from tailorbench.version import __version__
 
@@ -598,5 +599,5 @@ def run_matrix(
         for setting in settings:
             config = EvalConfig(**{**asdict(base), "judge": judge, "setting": setting})
             runs.append(run_eval(config, out / f"{slug(judge)}__{setting}", progress=progress, benchmark=benchmark))
-    PAIRWISE.merge(runs, out)
+    RUN_KINDS.get("pairwise").merge(runs, out)
     return runs

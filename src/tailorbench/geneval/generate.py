@@ -18,6 +18,8 @@ from tailorbench.personas import cjk_share
 from tailorbench.schema import PairCase
 
 GENERATIONS = "generations.jsonl"
+#: the judge's verdicts of a gen-eval run, one line per case x order
+VERDICTS = "verdicts.jsonl"
 #: roles of a generation line: the model under test, and the reference (a model, or the `chosen` answer)
 MODEL, REFERENCE = "model", "reference"
 

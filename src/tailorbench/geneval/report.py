@@ -11,9 +11,7 @@ from typing import Any
 
 from tailorbench import run_kinds
 from tailorbench.evaluate.metrics import report_names
-from tailorbench.failures import FailureCheck
-from tailorbench.reporting import colour, html_page, html_table, md_table, page_body, pct, svg_percent_grid, svg_whisker
-from tailorbench.run_kinds import RUN_KINDS, RunKind
+from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
 
 
 def _all_cells(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -41,7 +39,7 @@ def _ci(value: float | None, ci: Sequence[float | None]) -> str:
     return pct(value) + (f" [{pct(lo)}, {pct(hi)}]" if lo is not None else "")
 
 
-def _run_label(r: dict[str, Any]) -> str:
+def run_label(r: Mapping[str, Any]) -> str:
     return f"{r['model']} vs {r['reference']} ({r['setting']})"
 
 
@@ -153,7 +151,7 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
         parts += ["## Side by side", "", md_table(header, rows), ""]
     for r in runs:
         if len(runs) > 1:
-            parts += [f"## {_run_label(r)}", ""]
+            parts += [f"## {run_label(r)}", ""]
         parts += [f"Model `{r['model']}` vs reference `{r['reference']}`, judge `{r['judge']}` "
                   f"(judge setting {r['judge_setting']}), generation setting `{r['setting']}`, data `{r['data']}`, "
                   f"{r['cases_generated']}/{r['cases_planned']} cases, seed {r['seed']}, status {r['status']}.", ""]
@@ -189,7 +187,7 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
                     continue
                 x = x0 + ri * (2 * bar + 6) + k * bar
                 y = top + height * (1 - value)
-                tip = html.escape(f"{_run_label(run)} {split}/{tier} {'LC ' if k else ''}win rate: "
+                tip = html.escape(f"{run_label(run)} {split}/{tier} {'LC ' if k else ''}win rate: "
                                   f"{_ci(value, cell[ci_key])}")
                 out.append(f'<rect x="{x}" y="{y:.1f}" width="{bar}" height="{top + height - y:.1f}" '
                            f'fill="{colour(ri)}" fill-opacity="{opacity}"><title>{tip}</title></rect>')
@@ -204,7 +202,7 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     for ri, run in enumerate(runs):
         y = top + height + 28 + 16 * ri
         out.append(f'<rect x="{left}" y="{y}" width="10" height="10" fill="{colour(ri)}"/>'
-                   f'<text x="{left + 14}" y="{y + 9}" font-size="11">{html.escape(_run_label(run))} '
+                   f'<text x="{left + 14}" y="{y + 9}" font-size="11">{html.escape(run_label(run))} '
                    "(solid: win rate, light: length-controlled)</text>")
     out.append("</svg>")
     return "".join(out)
@@ -216,7 +214,7 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
         header, rows = _side_by_side(runs)
         parts.append(f"<h2>Side by side</h2>{html_table(header, rows)}")
     for r in runs:
-        parts.append(f"<h2>{html.escape(_run_label(r))}</h2><p>judge <code>{html.escape(r['judge'])}</code>, "
+        parts.append(f"<h2>{html.escape(run_label(r))}</h2><p>judge <code>{html.escape(r['judge'])}</code>, "
                      f"{r['cases_generated']}/{r['cases_planned']} cases, status {html.escape(str(r['status']))}</p>")
         parts.append("<h3>Judge validation</h3>" + "".join(f"<p>{html.escape(line)}</p>"
                                                              for line in _validation_lines(r)))
@@ -232,29 +230,5 @@ def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
 
 
 def write_reports(runs: Sequence[dict[str, Any]], out: Path, title: str | None = None) -> None:
-    run_kinds.write_reports(GEN_EVAL, runs, out, title)
-
-
-def _load(run_dir: Path) -> dict[str, Any]:
-    from tailorbench.geneval.results import load_results
-
-    return load_results(run_dir)
-
-
-def _check(results: Mapping[str, Any], max_failed: float | None, what: str | None) -> FailureCheck:
-    from tailorbench.geneval.results import check_run
-
-    return check_run(results, max_failed, what)
-
-
-def _html_body(run_dirs: Sequence[Path]) -> str:
-    runs = [_load(d) for d in run_dirs]
-    title = "gen-eval" if len(runs) > 1 else f"gen-eval: {runs[0].get('model')}"
-    return page_body(render_html(runs, title))
-
-
-#: `tailor gen-eval` runs: how `report`, `view` and the API read them
-GEN_EVAL = RUN_KINDS.register("gen-eval")(RunKind(
-    load_results=_load, check=_check, render_markdown=render_markdown, render_html=render_html,
-    title=lambda runs: f"tailorbench gen-eval: {_run_label(runs[0])}",
-    merged_title="tailorbench gen-eval: side by side", html_body=_html_body))
+    """report.md and report.html of gen-eval runs at `out` (the run kind's pages, `geneval/run_kind.py`)."""
+    run_kinds.write_reports(run_kinds.RUN_KINDS.get("gen-eval"), runs, out, title)

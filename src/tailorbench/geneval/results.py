@@ -20,13 +20,12 @@ import numpy as np
 from tailorbench.bootstrap import bootstrap_ci, seed_for
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
-from tailorbench.evaluate.metrics import benchmark_names
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_or_compute
 from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
 from tailorbench.geneval.lcwr import length_controlled_win_rate
 from tailorbench.geneval.validation import VALIDATION
-from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, in_declared_order
+from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, benchmark_names, in_declared_order
 
 RESULTS = "results.json"
 VERDICTS = "verdicts.jsonl"

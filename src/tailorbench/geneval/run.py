@@ -32,6 +32,7 @@ from tailorbench.geneval.generate import (
     GENERATIONS,
     MODEL,
     REFERENCE,
+    VERDICTS,
     PhraseCache,
     chosen_rows,
     generate,
@@ -55,7 +56,6 @@ log = get_logger(__name__)
 
 KIND = "gen-eval"
 MANIFEST = "manifest.json"
-VERDICTS = "verdicts.jsonl"
 
 
 def select_cases(config: GenEvalConfig, benchmark: Benchmark) -> list[PairCase]:

@@ -113,6 +113,19 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return np.asarray(0.5 * (1.0 + np.tanh(0.5 * z)))
 
 
+@dataclass(frozen=True)
+class HeadFit:
+    """How an intervention's logistic head is fitted and judged: the share of users held out, the split and
+    bootstrap seed, the L2 penalty, the decision threshold, the resamples and level of the intervals."""
+
+    test_fraction: float = 0.5
+    seed: int = 0
+    l2: float = 1.0
+    threshold: float = 0.5
+    n_resamples: int = 1000
+    level: float = 0.95
+
+
 @dataclass
 class LogisticHead:
     """Weights on standardised features, the intercept, the decision threshold and what it was trained on."""

@@ -319,22 +319,18 @@ def train_verifier(
     out: str | Path,
     human: Sequence[str | Path] = (),
     export: Sequence[str | Path] = (),
-    test_fraction: float = 0.5,
-    seed: int = 0,
-    l2: float = 1.0,
-    threshold: float = 0.5,
-    n_resamples: int = 1000,
-    encoder_path: str | None = None,
-    encoder: Any = None,
+    test_fraction: float = 0.5, seed: int = 0, l2: float = 1.0, threshold: float = 0.5, n_resamples: int = 1000,
+    encoder_path: str | None = None, encoder: Any = None,
 ) -> dict[str, Any]:
     """Stage-1 intervention: train the verifier on training users' labels, judge it on held-out users; writes
     verifier.npz, verifier_heldout.jsonl and the verifier report (json/md/html) in `out`."""
     from tailorbench.threestage.extraction.verifier import train_verifier as run
     from tailorbench.threestage.report import write_stage_report
+    from tailorbench.threestage.statistics import HeadFit
 
     parsed, ratings, _ = stage1_ratings(items, human, export)
-    report = run(parsed, ratings, encoder or load_encoder(encoder_path), out, test_fraction, seed, l2, threshold,
-                 n_resamples)
+    fit = HeadFit(test_fraction, seed, l2, threshold, n_resamples)
+    report = run(parsed, ratings, encoder or load_encoder(encoder_path), out, fit)
     write_stage_report("verifier", report, Path(out))
     return report
 
@@ -367,22 +363,18 @@ def train_relevance(
     human: Sequence[str | Path] = (),
     export: Sequence[str | Path] = (),
     model: Sequence[str | Path] = (),
-    test_fraction: float = 0.5,
-    seed: int = 0,
-    l2: float = 1.0,
-    threshold: float = 0.5,
-    n_resamples: int = 1000,
-    encoder_path: str | None = None,
-    encoder: Any = None,
+    test_fraction: float = 0.5, seed: int = 0, l2: float = 1.0, threshold: float = 0.5, n_resamples: int = 1000,
+    encoder_path: str | None = None, encoder: Any = None,
 ) -> dict[str, Any]:
     """Stage-2 intervention: train the relevance classifier on training users' labels; compare it on held-out
     users with the embedding cosine and the given vote files (`model`); writes head, votes and report in `out`."""
     from tailorbench.threestage.relevance.classifier import train_relevance_classifier
     from tailorbench.threestage.report import write_stage_report
+    from tailorbench.threestage.statistics import HeadFit
 
     ratings, _ = stage2_ratings(human, model, export, items)
-    report = train_relevance_classifier(read_items(items), ratings, encoder or load_encoder(encoder_path), out,
-                                        test_fraction, seed, l2, threshold, n_resamples)
+    fit = HeadFit(test_fraction, seed, l2, threshold, n_resamples)
+    report = train_relevance_classifier(read_items(items), ratings, encoder or load_encoder(encoder_path), out, fit)
     write_stage_report("relevance_classifier", report, Path(out))
     return report
 

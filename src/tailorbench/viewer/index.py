@@ -7,7 +7,6 @@ and the manifest, so a changed run is indexed again."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,17 +18,13 @@ from tailorbench.errors import DataError, TailorError
 from tailorbench.files import write_text_atomic
 from tailorbench.logs import get_logger
 from tailorbench.redact import MASK, SECRET_QUERY_KEYS, redact, redact_obj
+from tailorbench.run_kinds import ViewRows
 
 log = get_logger(__name__)
 
 #: bump when the index's shape changes (old indexes are then rebuilt)
 FORMAT = 3
 INDEX = ".view-index.json"
-#: the verdict outcomes a pairwise run's filter offers, in the column's code order
-PAIRWISE_OUTCOMES = ("correct", "wrong", "invalid", "failed", "abstained")
-#: a gen-eval verdict: which answer the judge picked, or why none
-GENEVAL_OUTCOMES = ("generated", "reference", "invalid", "failed", "abstained")
-_STATUS = {"invalid": 2, "failed": 3, "abstain": 4}
 #: meta keys under which a benchmark carries per-annotator labels of a case
 HUMAN_KEYS = ("annotator_labels", "annotations", "human_labels", "labels", "votes")
 
@@ -52,17 +47,10 @@ def _digest(*paths: Path) -> str:
 
 
 def detect_kind(run_dir: Path) -> str:
-    """`pairwise`, `gen-eval` or `stage` (a directory of stage reports, `STAGE.json`)."""
-    from tailorbench.threestage.report import STAGES
+    """The run kind of a directory (`run_kinds.detect_kind`): its manifest's, or one recognised by its files."""
+    from tailorbench.run_kinds import detect_kind as detect
 
-    if (run_dir / "manifest.json").is_file():
-        from tailorbench.run_kinds import run_kind
-
-        return run_kind(run_dir)
-    if any((run_dir / f"{stage}.json").is_file() for stage in STAGES):
-        return "stage"
-    raise DataError(run_dir, None, None, "not a run directory: no manifest.json and no stage report "
-                                        f"({', '.join(f'{s}.json' for s in STAGES)})")
+    return detect(run_dir)
 
 
 def expand_runs(paths: Sequence[Path]) -> list[Path]:
@@ -82,17 +70,10 @@ def expand_runs(paths: Sequence[Path]) -> list[Path]:
 
 
 def _key_files(run_dir: Path, kind: str) -> list[Path]:
-    if kind == "stage":
-        from tailorbench.threestage.report import STAGES
+    from tailorbench.run_kinds import RUN_KINDS
 
-        reports = [run_dir / f"{s}.json" for s in STAGES]
-        relevance = run_dir / "relevance.json"
-        sources = json.loads(relevance.read_text(encoding="utf-8")).get("sources") or [] if relevance.is_file() else []
-        return [*reports, *(Path(str(p)) for p in sources)]  # the per-item votes come from the sources
-    if kind == "gen-eval":
-        return [run_dir / "manifest.json", run_dir / "verdicts.jsonl", run_dir / "generations.jsonl",
-                run_dir / "results.json"]
-    return [run_dir / "manifest.json", run_dir / "predictions.jsonl"]
+    files = RUN_KINDS.get(kind).key_files
+    return files(run_dir) if files is not None else [run_dir / "manifest.json"]
 
 
 def index_path(run_dir: Path) -> Path:
@@ -125,12 +106,17 @@ def load_index(run_dir: Path) -> dict[str, Any]:
 
 
 def build_index(run_dir: Path, kind: str) -> dict[str, Any]:
-    if kind == "stage":
-        return _stage_index(run_dir)
-    if kind == "gen-eval":
-        return _geneval_index(run_dir)
-    if kind == "pairwise":
-        return _pairwise_index(run_dir)
+    """The index of a run of any registered kind: its verdicts as columns (`RunKind.view_rows`), or its report
+    sections (`RunKind.sections`, a kind without cases)."""
+    from tailorbench.run_kinds import RUN_KINDS
+
+    run_kind = RUN_KINDS.get(kind)
+    if run_kind.view_rows is not None:
+        return _rows_index(kind, run_dir, run_kind.view_rows(run_dir))
+    if run_kind.sections is not None:
+        sections = run_kind.sections(run_dir)
+        return {"format": FORMAT, "kind": "stage", "label": f"stage reports ({', '.join(s for s, _ in sections)})",
+                "stages": [{"stage": s, "html": body} for s, body in sections]}
     raise DataError(run_dir, None, None, f"the viewer does not know runs of kind {kind!r}")
 
 
@@ -197,13 +183,6 @@ def _human(meta: Mapping[str, Any]) -> Any:
         if isinstance(value, list | dict) and value:
             return value
     return None
-
-
-def _whole_lines(path: Path) -> bytes:
-    """A file a run appends to, up to its last newline: the line a running or killed process is writing is left
-    out (and left as it is: the viewer never changes a run directory)."""
-    data = path.read_bytes()
-    return data[: data.rfind(b"\n") + 1]
 
 
 def _number(value: Any) -> float | None:
@@ -305,81 +284,17 @@ def _case_text(builder: _Builder, found: Mapping[str, Any], answers: Mapping[str
     return texts, personas
 
 
-# --- pairwise runs (tailor eval, train-rm's held-out evaluation) -------------------------------------------
+# --- a run of any kind with verdicts ------------------------------------------------------------------------
 
 
-def _pairwise_index(run_dir: Path) -> dict[str, Any]:
-    from tailorbench.evaluate.results import parse_predictions, read_manifest
-
-    manifest = read_manifest(run_dir)
-    path = run_dir / "predictions.jsonl"
-    if not path.is_file():
-        raise DataError(path, None, None, "not a run directory: predictions.jsonl is missing")
-    predictions = parse_predictions(path, _whole_lines(path))
-    overlap: Mapping[str, str] = manifest.get("tier_overlap") or {}
-    block = (manifest.get("config") or {}).get("training_overlap")
-    classes: Mapping[str, str] | None = (block.get("cases") or {}) if isinstance(block, dict) else None
-    builder = _Builder(PAIRWISE_OUTCOMES)
-    for row in predictions:
-        case_id = str(row["case_id"])
-        case = builder.case(row, overlap.get(case_id, "unique"),
-                            None if classes is None else classes.get(case_id, "unseen"),
-                            row.get("len_chosen"), row.get("len_rejected"))
-        status = str(row.get("status"))
-        outcome = _STATUS.get(status, 0 if row.get("correct") else 1)
-        builder.verdict(row, case, outcome)
-    found, note = _load_cases(manifest, set(builder.case_at))
-    texts, personas = _case_text(builder, found)
+def _rows_index(kind: str, run_dir: Path, view: ViewRows) -> dict[str, Any]:
+    builder = _Builder(view.outcomes)
+    for r in view.rows:
+        builder.verdict(r.row, builder.case(r.row, r.overlap, r.training, r.len_a, r.len_b), r.outcome)
+    found, note = _load_cases(view.manifest, set(builder.case_at))
+    texts, personas = _case_text(builder, found, view.answer_text)
     return {
-        "format": FORMAT, "kind": "pairwise", "label": redact(f"{manifest['judge']} / {manifest['setting']}"),
-        "answers": ["chosen (human-preferred)", "rejected"], "orders": {"AB": "chosen shown as A",
-                                                                          "BA": "chosen shown as B"},
-        "manifest": _public_manifest(manifest), "data_note": note, "report": _report_html("pairwise", run_dir),
+        "format": FORMAT, "kind": kind, "label": view.label, "answers": list(view.answers), "orders": view.orders,
+        "manifest": _public_manifest(view.manifest), "data_note": note, "report": _report_html(kind, run_dir),
         **builder.columns(), "text": {"cases": texts, "preds": builder.pred_text, "personas": personas},
     }
-
-
-# --- gen-eval runs -------------------------------------------------------------------------------------------
-
-
-def _geneval_index(run_dir: Path) -> dict[str, Any]:
-    from tailorbench.datasets.rows import InvalidRows, parse_jsonl
-    from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE
-    from tailorbench.geneval.run import VERDICTS
-
-    def rows(path: Path) -> list[dict[str, Any]]:
-        return [row for _, row in parse_jsonl(path, _whole_lines(path), InvalidRows())] if path.is_file() else []
-
-    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    generations, verdicts = rows(run_dir / GENERATIONS), rows(run_dir / VERDICTS)
-    answers: dict[str, dict[str, str]] = {}
-    for row in generations:
-        answers.setdefault(str(row["case_id"]), {})[str(row.get("role"))] = str(row.get("answer") or "")
-    builder = _Builder(GENEVAL_OUTCOMES)
-    for row in verdicts:
-        pair = answers.get(str(row["case_id"]), {})
-        case = builder.case(row, "unique", None, len(pair.get(MODEL, "")), len(pair.get(REFERENCE, "")))
-        status = str(row.get("status"))
-        outcome = _STATUS.get(status, 0 if row.get("winner") == "generated" else 1)
-        builder.verdict(row, case, outcome)
-    found, note = _load_cases(manifest, set(builder.case_at))
-    pairs = {k: (v.get(MODEL, ""), v.get(REFERENCE, "")) for k, v in answers.items()}
-    texts, personas = _case_text(builder, found, pairs)
-    label = redact(f"{manifest.get('model')} vs {manifest.get('reference')} (judge {manifest.get('judge')})")
-    return {
-        "format": FORMAT, "kind": "gen-eval", "label": label,
-        "answers": ["generated", "reference"], "orders": {"AB": "generated shown as A", "BA": "generated shown as B"},
-        "manifest": _public_manifest(manifest), "data_note": note, "report": _report_html("gen-eval", run_dir),
-        **builder.columns(), "text": {"cases": texts, "preds": builder.pred_text, "personas": personas},
-    }
-
-
-# --- stage reports -------------------------------------------------------------------------------------------
-
-
-def _stage_index(run_dir: Path) -> dict[str, Any]:
-    from tailorbench.viewer.tables import stage_body
-
-    stages = stage_body(run_dir)
-    return {"format": FORMAT, "kind": "stage", "label": f"stage reports ({', '.join(s for s, _ in stages)})",
-            "stages": [{"stage": s, "html": body} for s, body in stages]}

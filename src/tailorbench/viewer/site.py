@@ -56,18 +56,19 @@ def _comparisons(dirs: Sequence[Path], kinds: Sequence[str], n_boot: int, seed: 
     """Paired bootstrap of the accuracy difference of every two pairwise runs, by split x tier and in all (the
     `tailor compare` statistic, `bootstrap.paired_difference`, on each cell's shared cases)."""
     from tailorbench.bootstrap import paired_difference
-    from tailorbench.evaluate.metrics import benchmark_names, case_scores
-    from tailorbench.evaluate.results import read_manifest, read_predictions
-    from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, in_declared_order
+    from tailorbench.run_kinds import RUN_KINDS, read_manifest
+    from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, benchmark_names, in_declared_order
 
     pairwise = [k for k, kind in enumerate(kinds) if kind == "pairwise"]
     if len(pairwise) < 2:
         return {}
     scores, cells = {}, {}
     for k in pairwise:
-        cs = case_scores(read_predictions(dirs[k]))
-        scores[k] = dict(zip(cs.ids, cs.score.tolist()))
-        cells[k] = {cid: (str(s), str(t)) for cid, s, t in zip(cs.ids, cs.split, cs.tier)}
+        read = RUN_KINDS.get("pairwise").case_scores
+        assert read is not None
+        scored = read(dirs[k])
+        scores[k] = {cid: v for cid, (v, _, _) in scored.items()}
+        cells[k] = {cid: (s, t) for cid, (_, s, t) in scored.items()}
     out: dict[str, Any] = {}
     for i in pairwise:
         for j in pairwise:

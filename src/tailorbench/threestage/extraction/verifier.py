@@ -33,7 +33,7 @@ from tailorbench.threestage.extraction.analysis import majority_labels
 from tailorbench.threestage.extraction.extract import parse_attributes, user_turns
 from tailorbench.threestage.llm import ask
 from tailorbench.threestage.recentering_formats import Stage1Item, item_key
-from tailorbench.threestage.statistics import LogisticHead, compare_to_majority, fit_logistic, heldout_users
+from tailorbench.threestage.statistics import HeadFit, LogisticHead, compare_to_majority, fit_logistic, heldout_users
 
 REFINE_TEMPLATE = Path(__file__).with_name("templates") / "refine.jinja"
 FEATURES = "verifier-v1: attribute, attribute * best turn, max/mean cosine to user turns, has turns"
@@ -84,15 +84,12 @@ def train_verifier(
     ratings: RatingSet,
     encoder: Any,
     out_dir: str | Path,
-    test_fraction: float = 0.5,
-    seed: int = 0,
-    l2: float = 1.0,
-    threshold: float = 0.5,
-    n_resamples: int = 1000,
-    level: float = 0.95,
+    fit: HeadFit = HeadFit(),
 ) -> dict[str, Any]:
     """Train on the training users' human-majority labels, judge on the held-out users; writes the head
     (`verifier.npz`), held-out predictions and returns the report object (stage `verifier`)."""
+    test_fraction, seed, l2, threshold = fit.test_fraction, fit.seed, fit.l2, fit.threshold
+    n_resamples, level = fit.n_resamples, fit.level
     majority = majority_labels(ratings)
     rows: list[tuple[Stage1Item, str, str | None]] = []
     for it in items.values():

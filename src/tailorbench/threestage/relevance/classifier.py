@@ -21,6 +21,7 @@ from tailorbench.errors import ConfigError
 from tailorbench.threestage.recentering_formats import HUMAN, RelevanceItem, item_key, write_votes
 from tailorbench.threestage.relevance.analysis import human_gold
 from tailorbench.threestage.statistics import (
+    HeadFit,
     LogisticHead,
     choose_threshold,
     compare_to_majority,
@@ -51,16 +52,13 @@ def train_relevance_classifier(
     ratings: RatingSet,
     encoder: Any,
     out_dir: str | Path,
-    test_fraction: float = 0.5,
-    seed: int = 0,
-    l2: float = 1.0,
-    threshold: float = 0.5,
-    n_resamples: int = 1000,
-    level: float = 0.95,
+    fit: HeadFit = HeadFit(),
 ) -> dict[str, Any]:
     """Train on the training users, write the head and the held-out users' votes (Re-Centering model shape),
     and compare everyone on the held-out items; returns the report object (stage `relevance_classifier`).
     Model ratings in `ratings` (LLM judges, baselines) are the "before" raters."""
+    test_fraction, seed, l2, threshold = fit.test_fraction, fit.seed, fit.l2, fit.threshold
+    n_resamples, level = fit.n_resamples, fit.level
     gold = human_gold(ratings)
     if not gold:
         raise ConfigError("no stage-2 human label: give --human or --export")

@@ -1,0 +1,64 @@
+"""The `gen-eval` run kind (`tailor gen-eval` runs): how `report`, the viewer and the API read one, registered
+in `run_kinds.RUN_KINDS`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.datasets.rows import InvalidRows, parse_jsonl
+from tailorbench.files import whole_lines
+from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, VERDICTS
+from tailorbench.geneval.report import render_html, render_markdown, run_label
+from tailorbench.geneval.results import check_run, load_results
+from tailorbench.redact import redact
+from tailorbench.reporting import page_body
+from tailorbench.run_kinds import RUN_KINDS, RunKind, ViewRow, ViewRows, read_manifest
+
+#: a gen-eval verdict: which answer the judge picked, or why none
+OUTCOMES = ("generated", "reference", "invalid", "failed", "abstained")
+STATUS_OUTCOME = {"invalid": 2, "failed": 3, "abstain": 4}
+
+
+def _html_body(run_dirs: Sequence[Path]) -> str:
+    runs = [load_results(d) for d in run_dirs]
+    title = "gen-eval" if len(runs) > 1 else f"gen-eval: {runs[0].get('model')}"
+    return page_body(render_html(runs, title))
+
+
+def _key_files(run_dir: Path) -> list[Path]:
+    return [run_dir / "manifest.json", run_dir / VERDICTS, run_dir / GENERATIONS, run_dir / "results.json"]
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [row for _, row in parse_jsonl(path, whole_lines(path), InvalidRows())] if path.is_file() else []
+
+
+def _view_rows(run_dir: Path) -> ViewRows:
+    """The verdicts the run holds in full, each with the lengths of the generated and the reference answer."""
+    manifest = read_manifest(run_dir)
+    answers: dict[str, dict[str, str]] = {}
+    for row in _rows(run_dir / GENERATIONS):
+        answers.setdefault(str(row["case_id"]), {})[str(row.get("role"))] = str(row.get("answer") or "")
+    rows = []
+    for row in _rows(run_dir / VERDICTS):
+        pair = answers.get(str(row["case_id"]), {})
+        outcome = STATUS_OUTCOME.get(str(row.get("status")), 0 if row.get("winner") == "generated" else 1)
+        rows.append(ViewRow(row, outcome, len(pair.get(MODEL, "")), len(pair.get(REFERENCE, ""))))
+    label = redact(f"{manifest.get('model')} vs {manifest.get('reference')} (judge {manifest.get('judge')})")
+    return ViewRows(label=label, answers=("generated", "reference"),
+                    orders={"AB": "generated shown as A", "BA": "generated shown as B"}, outcomes=OUTCOMES,
+                    manifest=manifest, rows=rows,
+                    answer_text={k: (v.get(MODEL, ""), v.get(REFERENCE, "")) for k, v in answers.items()})
+
+
+def _title(runs: Sequence[dict[str, Any]]) -> str:
+    return f"tailorbench gen-eval: {run_label(runs[0])}"
+
+
+#: `tailor gen-eval` runs: how `report`, `view` and the API read them
+GEN_EVAL = RUN_KINDS.register("gen-eval")(RunKind(
+    html_body=_html_body, load_results=load_results, check=check_run, render_markdown=render_markdown,
+    render_html=render_html, title=_title, merged_title="tailorbench gen-eval: side by side",
+    key_files=_key_files, view_rows=_view_rows))
