@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from tailorbench.benchmarks.choice_report import merge
-from tailorbench.benchmarks.choice_results import MANIFEST, PREDICTIONS, compute_results
+from tailorbench.benchmarks.choice_report import MULTIPLE_CHOICE
+from tailorbench.benchmarks.choice_results import compute_results
 from tailorbench.benchmarks.choice_run import ChoiceConfig, messages_for, run_choice
 from tailorbench.benchmarks.prefeval_generation import GenerationConfig, run_generation
+from tailorbench.benchmarks.run_pages import MANIFEST, PREDICTIONS
 from tailorbench.benchmarks.scoring import generation_flags
 from tailorbench.datasets.choice import load_choice_items
 from tailorbench.errors import ConfigError
@@ -71,7 +72,7 @@ def test_personamem_run(tmp_path: Path, llama_server: Any) -> None:
     results = run_choice(_config(tmp_path / "data", llama_server, data_options={}), tmp_path / "run")
     assert results["overall"]["n"] == 8 and set(results["by_tier"]) == {"32k"}
     (tmp_path / "run" / "results.json").unlink()  # recomputed from the manifest and predictions alone
-    merged = merge([tmp_path / "run", tmp_path / "run"], tmp_path / "report")
+    merged = MULTIPLE_CHOICE.merge([tmp_path / "run", tmp_path / "run"], tmp_path / "report")
     assert merged[0]["overall"] == results["overall"] and "## Runs" in (tmp_path / "report" / "report.md").read_text()
     kind = RUN_KINDS.get("multiple-choice")  # registered by choice_report, what `tailor report` dispatches on
     assert kind.check(merged[0], None, None).failed == 0 and "<table>" in kind.html_body([tmp_path / "run"])
@@ -116,3 +117,7 @@ def test_prefeval_generation_run_checks_every_answer_and_resumes(tmp_path: Path,
     again = run_generation(config, out)
     assert [r["item"] for r in _lines(out)] == [r["item"] for r in rows]
     assert again["overall"] == results["overall"]
+    assert "| turns turns-2 | 6 |" in (out / "report.md").read_text()
+    (out / "results.json").unlink()
+    merged = RUN_KINDS.get("prefeval-generation").merge([out], tmp_path / "report")
+    assert merged[0]["overall"] == results["overall"]

@@ -162,3 +162,11 @@ def test_prism_refuses_mistyped_fields(tmp_path: Path, field: str, value: Any) -
     with pytest.raises(DataError) as error:
         load_benchmark(tmp_path)
     assert (error.value.line, error.value.field) == (2, field)
+
+
+def test_data_check_shows_the_dataset_card(tmp_path: Path) -> None:
+    make_personamem(tmp_path)
+    result = CliRunner().invoke(app, ["data", "check", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.stdout)["layout_stats"]
+    assert stats["card"]["licence"] == "MIT" and stats["items"] == 8 and stats["task"] == "multiple-choice"

@@ -13,7 +13,6 @@ from tailorbench.bootstrap import bootstrap_ci, seed_for
 from tailorbench.failures import first_causes
 
 KIND = "multiple-choice"
-MANIFEST, PREDICTIONS, RESULTS = "manifest.json", "predictions.jsonl", "results.json"
 
 
 def _cell(rows: Sequence[dict[str, Any]], label: str, n_boot: int, seed: int) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from typing import Any, Protocol
 import orjson
 
 from tailorbench.aio import run_sync
-from tailorbench.benchmarks.choice_report import write_reports
-from tailorbench.benchmarks.choice_results import KIND, MANIFEST, PREDICTIONS, RESULTS, compute_results
+from tailorbench.benchmarks.choice_report import MULTIPLE_CHOICE
+from tailorbench.benchmarks.choice_results import KIND, compute_results
+from tailorbench.benchmarks.run_pages import MANIFEST, PREDICTIONS, RESULTS
 from tailorbench.benchmarks.scoring import SCORERS
 from tailorbench.datasets.choice import ChoiceItem, ItemSet, load_choice_items
 from tailorbench.datasets.rows import fingerprint_files, read_appended_jsonl
@@ -33,6 +34,7 @@ from tailorbench.files import write_json_atomic
 from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, ChatResult, GenParams
 from tailorbench.redact import redact_obj
+from tailorbench.run_kinds import write_reports
 from tailorbench.schema import Message
 from tailorbench.version import __version__
 
@@ -175,7 +177,7 @@ async def run_choice_async(config: ChoiceConfig, out: str | Path) -> dict[str, A
     rows, manifest = await run_streamed(out, manifest, [model], work)
     results = compute_results(manifest, rows)
     write_json_atomic(out / RESULTS, results)
-    write_reports([{**results, "run": out.name}], out)
+    write_reports(MULTIPLE_CHOICE, [{**results, "run": out.name}], out)
     return results
 
 

@@ -15,26 +15,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tailorbench.aio import run_sync
-from tailorbench.benchmarks.choice_results import RESULTS
 from tailorbench.benchmarks.choice_run import Answer, answer_in_batches, run_manifest, run_streamed
+from tailorbench.benchmarks.generation_report import KIND, PREFEVAL_GENERATION, compute_generation_results
+from tailorbench.benchmarks.run_pages import RESULTS
 from tailorbench.benchmarks.scoring import (
-    GenerationScore,
     check_answer,
     check_prompt,
     generation_flags,
-    generation_summary,
 )
-from tailorbench.bootstrap import bootstrap_ci, seed_for
 from tailorbench.datasets.prefeval import GenerationItem, load_generation_items
 from tailorbench.datasets.prefeval_prompts import EVALUATOR_SYSTEM, MAX_GEN_TOKENS
 from tailorbench.files import write_json_atomic
 from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, GenParams
+from tailorbench.run_kinds import write_reports
 
-KIND = "prefeval-generation"
 #: the evaluator's `max_tokens = 100` and temperature 0.0
 JUDGE_PARAMS = GenParams(temperature=0.0, max_tokens=100)
 
@@ -110,26 +106,6 @@ async def answer_and_check(model: ChatModel, judge: ChatModel, items: Sequence[G
     await answer_in_batches(model, items, params, path, batch_size, rows_of)
 
 
-def _cell(rows: Sequence[dict[str, Any]], label: str, n_boot: int, seed: int) -> dict[str, Any]:
-    scored = [r for r in rows if r["status"] == "ok"]
-    summary = generation_summary(GenerationScore(**r["scores"]) for r in scored)
-    values = np.array([float(r["scores"]["preference_adherence_accuracy"]) for r in scored])
-    ci = list(bootstrap_ci(values, n_boot=n_boot, seed=seed_for(seed, label))) if len(values) else [None, None]
-    return {**summary, "ci": ci, "n": len(rows), "failed": len(rows) - len(scored)}
-
-
-def compute_generation_results(manifest: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The script's counts and preference-following accuracy overall, per form and per filler-turn count."""
-    config, names = manifest["config"], manifest["data_stats"]
-    n_boot, seed = int(config["n_boot"]), int(config["seed"])
-    return {
-        "kind": KIND, "model": config["model"], "judge": config["judge"], "data": config["data"],
-        "overall": _cell(rows, "all", n_boot, seed),
-        "by_split": {s: _cell([r for r in rows if r["split"] == s], s, n_boot, seed) for s in names["splits"]},
-        "by_tier": {t: _cell([r for r in rows if r["tier"] == t], t, n_boot, seed) for t in names["tiers"]},
-    }
-
-
 def run_generation(config: GenerationConfig, out: str | Path) -> dict[str, Any]:
     """Run (or resume) PrefEval's generation task into the run directory `out`; returns results.json."""
     return run_sync(run_generation_async(config, out))
@@ -151,4 +127,5 @@ async def run_generation_async(config: GenerationConfig, out: str | Path) -> dic
     rows, manifest = await run_streamed(out, manifest, [model, judge], work)
     results = compute_generation_results(manifest, rows)
     write_json_atomic(out / RESULTS, results)
+    write_reports(PREFEVAL_GENERATION, [{**results, "run": out.name}], out)
     return results

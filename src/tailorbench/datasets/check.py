@@ -34,4 +34,6 @@ def integrity_report(benchmark: Benchmark) -> dict[str, Any]:
         "rows_repeated_in_another_tier": {cell: n for (cell, kind), n in sorted(overlap.items()) if kind == "repeated"},
         "rows_contradicted_by_swapped_labels": {cell: n for (cell, kind), n in sorted(overlap.items())
                                                 if kind == "contradicted"},
+        # what only this layout counts, and its dataset card's facts (licence, size, citation, source)
+        **({"layout_stats": benchmark.layout_stats} if benchmark.layout_stats else {}),
     }

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.choice import unknown_options
 from tailorbench.datasets.layouts import Layout, register_layout
 from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl, require_text
@@ -127,6 +128,10 @@ class PersonalizedRewardBenchLayout(Layout):
         seen: dict[str, str] = {}
         for file, subset, split in files:
             yield from read_file(file, subset, split, invalid, seen)
+
+    def load(self, spec: str, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Benchmark:
+        cases = list(self.read(path, invalid, options))
+        return self.benchmark(spec, cases, invalid, files=self.files(path), layout_stats={"card": dict(self.card)})
 
     def files(self, path: Path) -> list[Path]:
         return [file for file, _, _ in subset_files(path)]

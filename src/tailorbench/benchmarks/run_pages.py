@@ -1,0 +1,63 @@
+"""What the benchmark run kinds share: a `RunKind` built from a kind's results function and tables. results.json
+is read or, when missing or unreadable, recomputed from the manifest and predictions alone; the report pages are
+the tables in Markdown and HTML; a failed call counts against `--max-failed` (none by default)."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tailorbench.datasets.rows import read_appended_jsonl
+from tailorbench.errors import DataError
+from tailorbench.failures import FailureCheck
+from tailorbench.files import write_json_atomic
+from tailorbench.reporting import html_page, html_table, md_table, page_body
+from tailorbench.run_kinds import RunKind
+
+MANIFEST, PREDICTIONS, RESULTS = "manifest.json", "predictions.jsonl", "results.json"
+
+Table = tuple[str, list[str], list[list[str]]]
+Runs = Sequence[Mapping[str, Any]]
+
+
+def benchmark_kind(compute: Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]],
+                   tables: Callable[[Runs], list[Table]], intro: str, title: Callable[[Runs], str],
+                   merged_title: str) -> RunKind:
+    """The `RunKind` of a benchmark run whose results `compute(manifest, predictions)` gives."""
+
+    def load_results(run_dir: Path) -> dict[str, Any]:
+        try:
+            results: dict[str, Any] = json.loads((run_dir / RESULTS).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            try:
+                manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise DataError(run_dir / MANIFEST, None, None, f"not a readable manifest ({exc})") from None
+            results = compute(manifest, read_appended_jsonl(run_dir / PREDICTIONS))
+            write_json_atomic(run_dir / RESULTS, results)
+        return {**results, "run": run_dir.name}
+
+    def render_markdown(runs: Runs, heading: str) -> str:
+        parts = [f"# {heading}", "", intro, ""]
+        for name, header, rows in tables(runs):
+            parts += [f"## {name}", "", md_table(header, rows), ""]
+        return "\n".join(parts)
+
+    def render_html(runs: Runs, heading: str) -> str:
+        body = "".join(f"<h2>{html.escape(name)}</h2>{html_table(header, rows)}" for name, header, rows in tables(runs))
+        return html_page(heading, f"<h1>{html.escape(heading)}</h1><p>{html.escape(intro)}</p>{body}")
+
+    def check(results: Mapping[str, Any], max_failed: float | None, what: str | None) -> FailureCheck:
+        overall = results["overall"]
+        return FailureCheck(what or str(results.get("run", "run")), overall["failed"], overall["n"],
+                            max_failed or 0.0, list(results.get("first_errors", [])), unit="items")
+
+    def html_body(run_dirs: Sequence[Path]) -> str:
+        runs = [load_results(d) for d in run_dirs]
+        return page_body(render_html(runs, title(runs) if len(runs) == 1 else merged_title))
+
+    return RunKind(load_results=load_results, check=check, render_markdown=render_markdown,
+                   render_html=render_html, title=title, merged_title=merged_title, html_body=html_body)
