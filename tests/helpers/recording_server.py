@@ -20,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.helpers.loopback import LoopbackServer
+
 COMPLETION = {
     "id": "chatcmpl-rec",
     "object": "chat.completion",
@@ -56,7 +58,7 @@ class RawRequest:
 
 
 @dataclass
-class RecordingServer:
+class RecordingServer(LoopbackServer):
     """Start with `.start()`, stop with `.stop()` (or use as a context manager)."""
 
     require_key: str | None = None
@@ -135,21 +137,7 @@ class RecordingServer:
             do_POST = _handle
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
         if self.ssl_context is not None:
             server.socket = self.ssl_context.wrap_socket(server.socket, server_side=True)
-        self._server = server
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self._serve(server)
         return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> RecordingServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

@@ -74,7 +74,7 @@ def _reference(base_url: str, body_of: OpenAICompatAPI, n: int = 3, **client: An
         try:
             await sdk.models.list()
             for i in range(n):
-                await sdk.chat.completions.create(**body_of._body(_messages(i), PARAMS))
+                await sdk.chat.completions.create(**body_of.request_body(_messages(i), PARAMS))
         finally:
             await sdk.close()
 

@@ -20,13 +20,14 @@ from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.models.base import ChatModel
-from tailorbench.models.model import LOCAL_OPTIONS, REMOTE_OPTIONS, Model
+from tailorbench.models.model import BATCH_OPTIONS, LOCAL_OPTIONS, REMOTE_OPTIONS, Model
+from tailorbench.options import as_bool
 from tailorbench.registry import Registry
 
 BACKENDS: Registry[type[Any]] = Registry(
     "model backend", "tailorbench.backends",
     lazy={"openai": "tailorbench.models.openai_compat", "hf": "tailorbench.models.hf_local",
-          "vllm": "tailorbench.models.vllm_backend"},
+          "vllm": "tailorbench.models.vllm_backend", "anthropic": "tailorbench.models.anthropic_backend"},
 )
 #: arguments of a backend's __init__ that come from the spec, not from options
 _FROM_SPEC = frozenset({"self", "model", "spec", "base_url"})
@@ -98,6 +99,13 @@ def make_chat_model(spec: str, options: dict[str, Any] | None = None) -> ChatMod
         )
     own = _own_options(cls)
     api = cls(**arguments, spec=spec, **{k: v for k, v in options.items() if k in own})
-    wrapper = {k: v for k, v in options.items() if k in _wrapper_options(cls)}
-    model: ChatModel = Model(api, **wrapper)
-    return model
+    wrapper = {k: v for k, v in options.items() if k in _wrapper_options(cls) and k not in BATCH_OPTIONS}
+    model = Model(api, **wrapper)
+    batch = {k: v for k, v in options.items() if k in BATCH_OPTIONS}
+    if batch.get("batch") is not None and as_bool("batch", batch["batch"]):
+        from tailorbench.models.batch_engine import make_batcher
+
+        stored = {k: v for k, v in options.items() if k in own and k not in ("api_key", "headers")}
+        model.use_batches(make_batcher(name, api, model, batch, stored))
+    chat: ChatModel = model
+    return chat

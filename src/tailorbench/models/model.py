@@ -65,9 +65,11 @@ class ModelAPI(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
+#: batch mode (models/batch_engine.py): remote backends with a batch API (`BATCH_APIS`)
+BATCH_OPTIONS = frozenset({"batch", "batch_poll_s", "batch_wait_s", "batch_max_requests", "batch_max_bytes"})
 #: options of the wrapper, by kind of backend (the rest go to the backend's own class)
 REMOTE_OPTIONS = frozenset({"concurrency", "adaptive", "max_concurrency", "max_retries", "backoff_base", "backoff_max",
-                            "prices", "cache_path", "cache_policy", "seed"})
+                            "prices", "cache_path", "cache_policy", "seed"}) | BATCH_OPTIONS
 LOCAL_OPTIONS = frozenset({"cache_path", "cache_policy", "seed", "prices"})
 
 
@@ -115,6 +117,19 @@ class Model:
         #: calls sent and not yet answered, by cache key: an identical request waits for the first
         self._inflight: dict[str, asyncio.Future[ChatResult | CallFailure]] = {}
         self.deduplicated = 0
+        #: batch mode's engine (`use_batches`), else None: calls are requests
+        self.batcher: Any = None
+
+    def use_batches(self, batcher: Any) -> None:
+        """Send the calls that miss the cache as provider batches (models/batch_engine.py). No concurrency
+        limit then: every call a caller has is handed over at once, so batches are as large as the work."""
+        self.batcher = batcher
+        self.limiter = None
+
+    def bind_run_dir(self, run_dir: Any) -> None:
+        """Where batch mode records its batches (the run directory); nothing to do without batch mode."""
+        if self.batcher is not None:
+            self.batcher.bind(run_dir)
 
     # -- what callers see (base.ChatModel) ---------------------------------------------------------------
 
@@ -168,8 +183,12 @@ class Model:
 
     async def preflight(self) -> None:
         await self.api.preflight()
+        if self.batcher is not None:
+            await self.batcher.check()
 
     async def aclose(self) -> None:
+        if self.batcher is not None:
+            await self.batcher.aclose()
         await self.api.aclose()
         self.cache.flush()  # what this model stored, on disk before the caller moves on
 
@@ -181,6 +200,8 @@ class Model:
                                   "cuts": self.limiter.cuts}
             out["max_retries"] = self.max_retries
             out["price_per_1m"] = self.prices.lookup(self.model)
+        if self.batcher is not None:
+            out["batch"] = self.batcher.describe()
         out["cache"] = self.cache.describe()
         out["stats"] = {**self.stats.as_dict(), "deduplicated": self.deduplicated}
         return out
@@ -214,7 +235,10 @@ class Model:
         future: asyncio.Future[ChatResult | CallFailure] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            outcome = await self._attempts(messages, params, choices)
+            if self.batcher is not None:
+                outcome = await self.batcher.call(key, messages, params)
+            else:
+                outcome = await self._attempts(messages, params, choices)
         except asyncio.CancelledError:
             future.cancel()
             raise
@@ -226,8 +250,9 @@ class Model:
             self._inflight.pop(key, None)
         if isinstance(outcome, ChatResult):
             kind = "choice" if choices else "chat"
-            # committed within cache.FLUSH_AFTER_S; the verdict's prediction line is what a resume reads
-            self.cache.put(key, self.backend, self.model, self.api.public_base_url, kind, outcome.to_cache())
+            if self.batcher is None:  # (batch mode stored it before marking its batch ended)
+                # committed within cache.FLUSH_AFTER_S; the verdict's prediction line is what a resume reads
+                self.cache.put(key, self.backend, self.model, self.api.public_base_url, kind, outcome.to_cache())
             self.stats.add_usage(outcome)
         else:
             self.stats.failures += 1

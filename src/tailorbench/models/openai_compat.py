@@ -64,6 +64,25 @@ def parse_headers(value: str | dict[str, Any] | None) -> dict[str, str]:
     return dict(value)
 
 
+def check_env_name(api_key_env: Any) -> str:
+    """`api_key_env` must name an environment variable (it is stored; the key never is)."""
+    if not _ENV_NAME.match(str(api_key_env)):
+        raise ConfigError(f"api_key_env must be an environment variable name, got {api_key_env!r}")
+    return str(api_key_env)
+
+
+def resolve_header(name: str, value: str) -> str:
+    """A header value `$VAR` read from the environment (so it can be stored and resumed without the secret);
+    every value is registered as a secret."""
+    if value.startswith("$") and _ENV_NAME.match(value[1:]):
+        resolved = os.environ.get(value[1:])
+        if resolved is None:
+            raise ConfigError(f"header {name!r} reads ${value[1:]}, which is not set")
+        value = resolved
+    register_secret(value)
+    return value
+
+
 def parse_retry_after(headers: Any) -> float | None:
     """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or an HTTP date); None when absent."""
     if headers is None:
@@ -86,24 +105,54 @@ def parse_retry_after(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time())
 
 
-@BACKENDS.register("openai")
-class OpenAICompatAPI:
-    """One attempt of an OpenAI-compatible chat call (auth, transports, error classification)."""
+class KeyedAPI:
+    """What the keyed remote backends share (`openai:`, `anthropic:`): `MODEL[@URL]` specs checked before any
+    work, the key read from a variable and registered as a secret, extra headers (`$VAR` values read from the
+    environment), credentials in the base URL moved into the query and masked wherever they would be shown."""
 
-    backend = "openai"
-    supports_logprobs = True
+    backend = ""
     remote = True
 
     @staticmethod
     def parse_arg(spec: str, arg: str) -> dict[str, Any]:
-        """`MODEL` or `MODEL@http(s)://host[:port]/v1` (the base URL checked here: a typo fails before any work)."""
+        """`MODEL` or `MODEL@http(s)://host[:port][/path]` (the base URL checked here: a typo fails before any work)."""
         model, at, url = arg.partition("@")
         model, url = model.strip(), url.strip()
         if not model:
             raise ConfigError(f"bad model spec {redact(spec)!r}: the model name is empty")
         if at:
-            _check_base_url(spec, url)
+            check_base_url(spec, url)
         return {"model": model, "base_url": url.rstrip("/") if at else None}
+
+    def _identify(self, model: str, base_url: str | None, spec: str, timeout: float | str, api_key: str | None,
+                  api_key_env: str, headers: str | dict[str, Any] | None) -> None:
+        self.model = model
+        self.api_key_env = check_env_name(api_key_env)
+        self._api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
+        register_secret(self._api_key)
+        refuse_masked(base_url, headers)
+        self.base_url, self._default_query = split_base_url(base_url)
+        #: the base URL as it may be shown and stored (no credentials)
+        self.public_base_url = public_url(base_url)
+        self.header_spec = parse_headers(headers)
+        self._headers = {name: resolve_header(name, value) for name, value in self.header_spec.items()}
+        default = f"{self.backend}:{model}@{base_url}" if base_url else f"{self.backend}:{model}"
+        self.spec = redact(spec or default)
+        self.timeout = as_float("timeout", timeout, minimum=0.0, exclusive_minimum=True)
+        #: connections the SDK's httpx pool keeps (the wrapper sets it to its concurrency limit)
+        self.max_connections = 512
+        self._client: Any = None
+        #: the first refused credential: every later call fails with it without being sent
+        self._refused: CredentialsError | None = None
+
+
+@BACKENDS.register("openai")
+class OpenAICompatAPI(KeyedAPI):
+    """One attempt of an OpenAI-compatible chat call (auth, transports, error classification)."""
+
+    backend = "openai"
+    supports_logprobs = True
+    remote = True
 
     def __init__(
         self,
@@ -117,47 +166,17 @@ class OpenAICompatAPI:
         headers: str | dict[str, Any] | None = None,
         transport: str = "lean",
     ) -> None:
-        self.model = model
-        if not _ENV_NAME.match(str(api_key_env)):
-            raise ConfigError(f"api_key_env must be an environment variable name, got {api_key_env!r}")
-        self.api_key_env = str(api_key_env)
-        self._api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
-        register_secret(self._api_key)
-        _refuse_masked(base_url, headers)
-        self.base_url, self._default_query = _split_base_url(base_url)
-        #: the base URL as it may be shown and stored (no credentials)
-        self.public_base_url = public_url(base_url)
-        self.header_spec = parse_headers(headers)
-        self._headers = self._resolve_headers()
-        self.spec = redact(spec or (f"openai:{model}@{base_url}" if base_url else f"openai:{model}"))
-        self.timeout = as_float("timeout", timeout, minimum=0.0, exclusive_minimum=True)
-        #: connections the SDK's httpx pool keeps (the wrapper sets it to its concurrency limit)
-        self.max_connections = 512
+        self._identify(model, base_url, spec, timeout, api_key, api_key_env, headers)
         transport = as_choice("transport", transport, ("lean", "httpx"))
         self.requested_transport = transport
         # behind a proxy the SDK's own transport carries every call (it reads the proxy variables)
         self.transport = "httpx" if proxies_configured() else transport
-        self._client: Any = None
         self._http: Any = None
         self._httpx: Any = None
         self._lean: Any = None
         self._chat_route: tuple[tuple[str, str, int], bytes] | None = None
-        #: the first refused credential: every later call fails with it without being sent
-        self._refused: CredentialsError | None = None
 
     # -- plumbing -------------------------------------------------------------------------------------------
-
-    def _resolve_headers(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for name, value in self.header_spec.items():
-            if value.startswith("$") and _ENV_NAME.match(value[1:]):
-                resolved = os.environ.get(value[1:])
-                if resolved is None:
-                    raise ConfigError(f"header {name!r} reads ${value[1:]}, which is not set")
-                value = resolved
-            register_secret(value)
-            out[name] = value
-        return out
 
     def _key_source(self) -> str:
         state = "set" if self._api_key else "not set"
@@ -199,7 +218,17 @@ class OpenAICompatAPI:
             )
         return self._client
 
-    def _body(self, messages: Sequence[Message], params: GenParams) -> dict[str, Any]:
+    def control_client(self) -> Any:
+        """A plain SDK client for a batch API's control calls (uploads, polls, downloads) with the SDK's own
+        retries: they are few, and idempotent or recoverable, unlike chat calls, which the wrapper retries."""
+        import openai
+
+        self._check_key()
+        return openai.AsyncOpenAI(api_key=self._api_key or "EMPTY", base_url=self.base_url, max_retries=4,
+                                  timeout=self.timeout, default_headers=self._headers or None,
+                                  default_query=self._default_query or None)
+
+    def request_body(self, messages: Sequence[Message], params: GenParams) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if params.reasoning:
             if params.max_tokens is not None:
@@ -225,7 +254,7 @@ class OpenAICompatAPI:
             body[key] = value
         return body
 
-    def _parse(self, data: dict[str, Any]) -> ChatResult:
+    def parse_response(self, data: dict[str, Any]) -> ChatResult:
         choice = data["choices"][0]
         message = choice.get("message") or {}
         content = message.get("content") or ""
@@ -264,7 +293,7 @@ class OpenAICompatAPI:
 
         if self._refused is not None:
             raise self._refused
-        body = self._body(messages, params)
+        body = self.request_body(messages, params)
         client = self.client()
         try:
             content = None
@@ -279,23 +308,23 @@ class OpenAICompatAPI:
                                              options={"timeout": self.timeout, "max_retries": 0})
                 content = response.content
                 self._learn_route(response)
-            return self._parse(orjson.loads(content))
+            return self.parse_response(orjson.loads(content))
         except openai.RateLimitError as exc:
-            raise CallError("rate_limit", f"429 rate limited: {_short(exc)}",
+            raise CallError("rate_limit", f"429 rate limited: {short_error(exc)}",
                             retry_after=parse_retry_after(exc.response.headers)) from None
         except openai.APITimeoutError as exc:
-            raise CallError("timeout", f"timed out after {self.timeout:g}s: {_short(exc)}") from None
+            raise CallError("timeout", f"timed out after {self.timeout:g}s: {short_error(exc)}") from None
         except openai.APIConnectionError as exc:
-            raise CallError("connection", f"connection error: {_short(exc.__cause__ or exc)}") from None
+            raise CallError("connection", f"connection error: {short_error(exc.__cause__ or exc)}") from None
         except openai.APIStatusError as exc:
             status = exc.status_code
             if status in (401, 403):
-                raise self._refuse(status, exc) from None
+                raise self.refuse(status, exc) from None
             kind = "server" if status >= 500 else ("timeout" if status == 408 else "client")
-            raise CallError(kind, redact(f"HTTP {status}: {_short(exc)}"),
+            raise CallError(kind, redact(f"HTTP {status}: {short_error(exc)}"),
                             retryable=status >= 500 or status in (408, 409)) from None
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise CallError("bad_response", f"malformed response: {type(exc).__name__}: {_short(exc)}") from None
+            raise CallError("bad_response", f"malformed response: {type(exc).__name__}: {short_error(exc)}") from None
 
     def _learn_route(self, response: Any) -> None:
         """After a call the SDK sent over the lean transport, reuse its request head for the next calls."""
@@ -322,10 +351,10 @@ class OpenAICompatAPI:
             raise openai.APIConnectionError(message=str(exc), request=_dummy_request(self._httpx)) from exc
         return status, content, _Headers(headers)
 
-    def _refuse(self, status: int, exc: BaseException) -> CredentialsError:
+    def refuse(self, status: int, exc: BaseException) -> CredentialsError:
         where = self.public_base_url or "api.openai.com"
         self._refused = CredentialsError(
-            redact(f"{self.spec}: {where} refused the credentials (HTTP {status}: {_short(exc)}); "
+            redact(f"{self.spec}: {where} refused the credentials (HTTP {status}: {short_error(exc)}); "
                    f"{self._key_source()}")
         )
         return self._refused
@@ -343,14 +372,15 @@ class OpenAICompatAPI:
                 "/models", cast_to=self._httpx.Response, options={"timeout": min(self.timeout, 30.0), "max_retries": 2}
             )
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise self._refuse(exc.status_code, exc) from None
+            raise self.refuse(exc.status_code, exc) from None
         except openai.NotFoundError:
             return  # some servers do not list models; the first call will tell
         except openai.APIConnectionError as exc:
-            raise ConfigError(redact(f"{self.spec}: cannot reach {where}: {_short(exc.__cause__ or exc)}")) from None
+            cause = short_error(exc.__cause__ or exc)
+            raise ConfigError(redact(f"{self.spec}: cannot reach {where}: {cause}")) from None
         except openai.APIStatusError as exc:
             raise ConfigError(
-                redact(f"{self.spec}: GET {where}/models failed with HTTP {exc.status_code}: {_short(exc)}")
+                redact(f"{self.spec}: GET {where}/models failed with HTTP {exc.status_code}: {short_error(exc)}")
             ) from None
         try:
             served = [m["id"] for m in json.loads(response.content).get("data", [])]
@@ -377,7 +407,7 @@ class OpenAICompatAPI:
         }
 
 
-def _refuse_masked(base_url: str | None, headers: str | dict[str, Any] | None) -> None:
+def refuse_masked(base_url: str | None, headers: str | dict[str, Any] | None) -> None:
     """A spec read back from a run directory has its credentials masked: say how to give them again."""
     if base_url and MASK in base_url:
         raise ConfigError(
@@ -391,7 +421,7 @@ def _refuse_masked(base_url: str | None, headers: str | dict[str, Any] | None) -
         )
 
 
-def _split_base_url(url: str | None) -> tuple[str | None, dict[str, str]]:
+def split_base_url(url: str | None) -> tuple[str | None, dict[str, str]]:
     """(base URL without its query, the query as the SDK's default_query): the SDK appends paths to the base
     URL, so a `?api-key=...` must travel as a query parameter of every request instead."""
     if not url or "?" not in url:
@@ -451,12 +481,12 @@ def _status_error(status: int, content: bytes, headers: _Headers) -> Exception:
     return cls(f"Error code: {status} - {message}", response=response, body=body)
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
+def short_error(exc: BaseException, limit: int = 300) -> str:
     text = str(exc) or type(exc).__name__
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _check_base_url(spec: str, url: str) -> None:
+def check_base_url(spec: str, url: str) -> None:
     """An http(s) URL with a host and, if any, a numeric port: a typo is a ConfigError, not a traceback."""
     from urllib.parse import urlsplit
 

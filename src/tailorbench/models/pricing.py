@@ -26,7 +26,19 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "o3": (2.00, 8.00),
     "o3-mini": (1.10, 4.40),
     "o4-mini": (1.10, 4.40),
+    "claude-3-haiku": (0.25, 1.25),
+    "claude-3-5-haiku": (0.80, 4.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-3-5-sonnet": (3.00, 15.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-opus-4": (15.00, 75.00),
+    "claude-opus-4-1": (15.00, 75.00),
 }
+#: what a provider's batch API charges, as a share of the synchronous price (OpenAI Batch API, Anthropic
+#: Message Batches: half)
+BATCH_DISCOUNT = 0.5
 
 
 class PriceTable:

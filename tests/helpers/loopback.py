@@ -1,0 +1,36 @@
+"""The life cycle every test HTTP server here shares: a `ThreadingHTTPServer` on 127.0.0.1 in a daemon thread,
+stopped by `.stop()` or at the end of a `with` block."""
+
+from __future__ import annotations
+
+import threading
+from http.server import ThreadingHTTPServer
+from typing import Any, TypeVar
+
+S = TypeVar("S", bound="LoopbackServer")
+
+
+class LoopbackServer:
+    """Mixin: subclasses define `start()` (which calls `_serve`) and keep the server in `_server`."""
+
+    _server: ThreadingHTTPServer | None
+
+    def start(self: S) -> S:
+        raise NotImplementedError
+
+    def _serve(self, server: ThreadingHTTPServer) -> None:
+        server.daemon_threads = True
+        self._server = server
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self: S) -> S:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
