@@ -11,7 +11,7 @@ reads the items through `load_choice_items`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -142,6 +142,11 @@ def load_choice_items(data: str | Path, skip_invalid: bool = False, layout: str 
         raise ConfigError(f"{path} is a {reader.name} benchmark, not a multiple-choice one "
                           f"(multiple-choice layouts: {', '.join(names)})")
     return reader.load_items(str(data), path, InvalidRows(skip=skip_invalid), options or {})
+
+
+def render_messages(messages: Sequence[Mapping[str, str]]) -> str:
+    """Messages as `role: content` lines (what the pair view shows a judge as part of the persona)."""
+    return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
 
 def unknown_options(layout: str, options: Mapping[str, Any], known: tuple[str, ...]) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tailorbench.datasets.choice import LETTERS, ChoiceItem, ChoiceLayout, unknown_options
+from tailorbench.datasets.choice import LETTERS, ChoiceItem, ChoiceLayout, render_messages, unknown_options
 from tailorbench.datasets.layouts import register_layout
 from tailorbench.datasets.rows import InvalidRows, read_jsonl, remember_digest
 from tailorbench.errors import DataError
@@ -111,7 +111,7 @@ def item(row: dict[str, str], path: Path, line: int, size: str,
         user_id=f"persona:{row['persona_id']}", context=context,
         prompt=question + "\n\n" + INSTRUCTION + "\n\n" + row["all_options"], options=options, answer=letter,
         scorer="personamem", question=question,
-        persona={"History": "\n".join(f"{m['role']}: {m['content']}" for m in context)},
+        persona={"History": render_messages(context)},
         meta={"topic": row["topic"], "context_length_in_tokens": _int(row, "context_length_in_tokens", path, line),
               "distance_to_ref_in_blocks": _int(row, "distance_to_ref_in_blocks", path, line),
               "shared_context_id": row["shared_context_id"], "end_index_in_shared_context": end},

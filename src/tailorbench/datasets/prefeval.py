@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from tailorbench.datasets.choice import LETTERS, ChoiceItem, ChoiceLayout, ItemSet, unknown_options
+from tailorbench.datasets.choice import LETTERS, ChoiceItem, ChoiceLayout, ItemSet, render_messages, unknown_options
 from tailorbench.datasets.layouts import register_layout
 from tailorbench.datasets.prefeval_prompts import MAX_GEN_TOKENS, MCQ_FORMAT, REMINDER, SYSTEM_PROMPT, WORD_LIMIT
 from tailorbench.datasets.rows import InvalidRows, remember_digest
@@ -230,13 +230,15 @@ def _context(split: str, root: Path, topic: str, index: int,
     if not isinstance(entry, dict):
         raise DataError(path, None, f"[{index}]", "expected an object")
     messages = conversation_messages(entry.get("conversation"), split, path, index)
-    return None, messages, {"Conversation": "\n".join(f"{m['role']}: {m['content']}" for m in messages)}
+    return None, messages, {"Conversation": render_messages(messages)}
 
 
 def read_choice_items(root: Path, invalid: InvalidRows, chosen: Settings) -> Iterator[ChoiceItem]:
     """The multiple-choice items, form by form, turn count by turn count, topic by topic, in file order."""
     preferences: dict[str, list[Any]] = {}
     fillers = {n: filler_messages(root, n) for n in chosen.turns}
+    # the pair view's persona: what was said, then the filler turns (one text per count, shared by its items)
+    later = {n: render_messages(m) for n, m in fillers.items()}
     for topic in topics(root, chosen.topics):
         path = root / "mcq_options" / f"{topic}.json"
         entries = _entries(path)
@@ -268,7 +270,8 @@ def read_choice_items(root: Path, invalid: InvalidRows, chosen: Settings) -> Ite
                     yield ChoiceItem(
                         id=f"{split}/{topic}/{index}/turns-{turns}", split=split, tier=f"turns-{turns}",
                         user_id=f"{topic}/{index}", warmup=warmup, context=[*messages, *fillers[turns]],
-                        prompt=prompt, options=order, answer=answer, scorer="prefeval-choice", persona=persona,
+                        prompt=prompt, options=order, answer=answer, scorer="prefeval-choice",
+                        persona={**persona, "Later conversation": later[turns]} if turns else persona,
                         question=question, system=SYSTEM_PROMPT,
                         meta={"topic": topic, "index": index, "turns": turns, "preference": preference,
                               "seed": chosen.seed, "reminder": chosen.reminder},

@@ -80,6 +80,8 @@ class EvalConfig:
     n_boot: int = 1000
     judge_options: dict[str, Any] = field(default_factory=dict)
     setting_options: dict[str, Any] = field(default_factory=dict)
+    #: the layout's options (`load_benchmark(options=...)`: PrefEval's turns, PRISM's strata, ...)
+    data_options: dict[str, Any] = field(default_factory=dict)
     batch_size: int | None = None
     #: the run fails (exit code 3) when more than this share of its verdicts failed (calls that never returned
     #: a usable answer); not a property of the predictions, kept here so `--resume` applies the same rule
@@ -322,7 +324,8 @@ async def _run(
                           "pass the spec (config.judge), not a judge object")
     check_writable("--out", out, directory=True)
     options = SettingOptions(config.persona_sections, config.setting_options)
-    benchmark = benchmark or load_benchmark(config.data, skip_invalid=config.skip_invalid)
+    benchmark = benchmark or load_benchmark(config.data, skip_invalid=config.skip_invalid,
+                                            options=config.data_options)
     cases = select_cases(config, benchmark)
     if not cases:
         raise ConfigError("no cases left after the filters")
@@ -593,7 +596,7 @@ def run_matrix(
     check_writable("--out", out, directory=True)
     for judge in judges:
         split_spec_options(judge)  # a malformed SPEC[...] fails before the first run starts
-    benchmark = load_benchmark(base.data, skip_invalid=base.skip_invalid)
+    benchmark = load_benchmark(base.data, skip_invalid=base.skip_invalid, options=base.data_options)
     runs: list[Path] = []
     for judge in judges:
         for setting in settings:
