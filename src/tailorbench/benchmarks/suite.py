@@ -1,0 +1,171 @@
+"""A suite: several benchmarks x judges x settings in one command, one leaderboard with a column per benchmark.
+
+A suite is a YAML file (or a built-in name: `personalization`, `suites/personalization.yaml`):
+
+    name: personalization
+    data_root: ../shared/data          # relative data paths start here (default: the file's folder)
+    benchmarks:
+      - {name: personafeedback, data: personafeedback-general-dev}
+      - {name: prefeval, data: prefeval-dev, task: multiple-choice, options: {turns: "0,10"}}
+      - {name: prefeval-pairs, data: prefeval-dev, options: {turns: "0"}}
+    judges: [longer, "llm:openai:MODEL@URL"]
+    settings: [persona]
+    limit: 200                         # optional: a seeded sample per benchmark
+
+`task` is `pairwise` (the default: every benchmark or a multiple-choice one's pair view, judged by every judge in
+every setting, `tailor eval`'s runner) or `multiple-choice` (answered by each `llm:` judge's model, scored by the
+benchmark's own rule: `choice_run`). Every step is a run directory of its own under `OUT/<benchmark>/`, which
+resumes by itself, so a suite killed at any point is run again with the same command and redoes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
+from tailorbench.errors import ConfigError
+from tailorbench.evaluate.runner import EvalConfig, run_eval, slug
+from tailorbench.files import write_json_atomic, write_text_atomic
+from tailorbench.redact import redact
+from tailorbench.reporting import md_table, with_ci
+
+TASKS = ("pairwise", "multiple-choice")
+SUITE_KEYS = {"name", "data_root", "benchmarks", "judges", "settings", "limit", "seed", "n_boot"}
+BENCHMARK_KEYS = {"name", "data", "task", "options", "layout"}
+
+
+@dataclass(frozen=True)
+class SuiteBenchmark:
+    name: str
+    data: str
+    task: str = "pairwise"
+    options: dict[str, Any] = field(default_factory=dict)
+    layout: str | None = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    benchmarks: list[SuiteBenchmark]
+    judges: list[str]
+    settings: list[str] = field(default_factory=lambda: ["persona"])
+    limit: int | None = None
+    seed: int = 0
+    n_boot: int = 1000
+
+
+def builtin_suite(name: str) -> Path | None:
+    path = Path(__file__).parent / "suites" / f"{name}.yaml"
+    return path if path.is_file() else None
+
+
+def load_suite(spec: str | Path, data_root: str | Path | None = None, judges: list[str] | None = None,
+               settings: list[str] | None = None) -> Suite:
+    """A suite from a YAML file or a built-in name; every key checked (an unknown or mistyped one is a
+    ConfigError naming it and the file). `data_root`, `judges` and `settings` replace the file's."""
+    path = builtin_suite(str(spec)) or Path(spec)
+    if not path.is_file():
+        raise ConfigError(f"--suite {spec}: no such file and no built-in suite of that name")
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a suite is a mapping of {', '.join(sorted(SUITE_KEYS))}")
+    _known(raw, SUITE_KEYS, str(path))
+    root = Path(data_root) if data_root is not None else path.parent / str(raw.get("data_root", "."))
+    entries = raw.get("benchmarks")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{path}: benchmarks must be a non-empty list")
+    benchmarks = [_benchmark(entry, n, root, path) for n, entry in enumerate(entries)]
+    names = [b.name for b in benchmarks]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{path}: benchmark names must be distinct, got {names}")
+    judges = _texts(judges if judges is not None else raw.get("judges"), "judges", path)
+    settings = _texts(settings if settings is not None else raw.get("settings", ["persona"]), "settings", path)
+    limit = raw.get("limit")
+    for key, value in (("limit", limit), ("seed", raw.get("seed", 0)), ("n_boot", raw.get("n_boot", 1000))):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ConfigError(f"{path}: {key} must be a whole number >= 0, got {value!r}")
+    return Suite(str(raw.get("name", path.stem)), benchmarks, judges, settings, limit, int(raw.get("seed", 0)),
+                 int(raw.get("n_boot", 1000)))
+
+
+def _known(raw: dict[str, Any], keys: set[str], where: str) -> None:
+    unknown = sorted(set(raw) - keys)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(keys))})")
+
+
+def _texts(value: Any, key: str, path: Path) -> list[str]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{path}: {key} must be a non-empty list of names")
+    return list(value)
+
+
+def _benchmark(entry: Any, index: int, root: Path, path: Path) -> SuiteBenchmark:
+    where = f"{path}: benchmarks[{index}]"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a mapping of {', '.join(sorted(BENCHMARK_KEYS))}")
+    _known(entry, BENCHMARK_KEYS, where)
+    name, data = entry.get("name"), entry.get("data")
+    if not isinstance(name, str) or not isinstance(data, str) or not name.strip() or not data.strip():
+        raise ConfigError(f"{where}: name and data are required texts")
+    task = entry.get("task", "pairwise")
+    if task not in TASKS:
+        raise ConfigError(f"{where}: task must be one of {', '.join(TASKS)}, got {task!r}")
+    options = entry.get("options", {})
+    if not isinstance(options, dict):
+        raise ConfigError(f"{where}: options must be a mapping")
+    named = data in ("demo", "personafeedback") or data.startswith("hf:")
+    resolved = data if named or Path(data).is_absolute() else str((root / data).resolve())
+    return SuiteBenchmark(name, resolved, task, {str(k): v for k, v in options.items()}, entry.get("layout"))
+
+
+def model_of(judge: str) -> str | None:
+    """The chat model an `llm:` judge asks (what answers a multiple-choice benchmark); None for other judges."""
+    spec = judge.split("[", 1)[0]
+    return spec[len("llm:"):] if spec.startswith("llm:") else None
+
+
+def run_suite(suite: Suite, out: str | Path, progress: bool = False) -> dict[str, Any]:
+    """Every step of the suite (each resumes if its directory holds a run), then leaderboard.json and
+    leaderboard.md at `out`: one row per judge x setting, one column per benchmark."""
+    out = Path(out)
+    board: dict[str, dict[str, Any]] = {}
+    for bench in suite.benchmarks:
+        for judge in suite.judges:
+            for setting in suite.settings if bench.task == "pairwise" else ["-"]:
+                shown = redact(judge)
+                row = board.setdefault(f"{shown} · {setting}" if bench.task == "pairwise" else f"{shown} · mc", {})
+                row[bench.name] = _step(suite, bench, judge, setting, out / slug(bench.name), progress)
+    leaderboard = {"suite": suite.name, "benchmarks": [b.name for b in suite.benchmarks], "rows": board}
+    write_json_atomic(out / "leaderboard.json", leaderboard)
+    header = ["judge · setting", *leaderboard["benchmarks"]]
+    rows = [[name, *(with_ci(cells[b]["accuracy"], cells[b]["ci"]) if cells.get(b) else "–"
+                     for b in leaderboard["benchmarks"])] for name, cells in board.items()]
+    write_text_atomic(out / "leaderboard.md", f"# Suite {suite.name}\n\n{md_table(header, rows)}\n")
+    return leaderboard
+
+
+def _step(suite: Suite, bench: SuiteBenchmark, judge: str, setting: str, folder: Path,
+          progress: bool) -> dict[str, Any] | None:
+    """One run; its accuracy and CI, with its run directory (None: the judge cannot answer this task)."""
+    if bench.task == "multiple-choice":
+        model = model_of(judge)
+        if model is None:
+            return None
+        run_dir = folder / slug(model)
+        results = run_choice(ChoiceConfig(data=bench.data, model=model, layout=bench.layout,
+                                          data_options=bench.options, limit=suite.limit, seed=suite.seed,
+                                          n_boot=suite.n_boot), run_dir)
+        cell = results["overall"]
+        return {"accuracy": cell["accuracy"], "ci": cell["ci"], "n": cell["n"], "run": str(run_dir)}
+    run_dir = folder / f"{slug(judge)}__{setting}"
+    config = EvalConfig(data=bench.data, judge=judge, setting=setting, limit=suite.limit, seed=suite.seed,
+                        n_boot=suite.n_boot, data_options=bench.options)
+    run_eval(config, run_dir, resume=(run_dir / "manifest.json").exists(), progress=progress)
+    total = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["metrics"]["all"]
+    return {"accuracy": total["accuracy"], "ci": total["ci"], "n": total["n"], "run": str(run_dir)}
