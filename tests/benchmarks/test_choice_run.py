@@ -121,3 +121,45 @@ def test_prefeval_generation_run_checks_every_answer_and_resumes(tmp_path: Path,
     (out / "results.json").unlink()
     merged = RUN_KINDS.get("prefeval-generation").merge([out], tmp_path / "report")
     assert merged[0]["overall"] == results["overall"]
+
+
+def test_kill_9_then_resume_loses_and_repeats_at_most_one_batch(tmp_path: Path, llama_server: Any) -> None:
+    """A real SIGKILL in the middle of a multiple-choice run (calls held at a proxy so the kill lands among them;
+    the call cache off, so nothing is answered twice by accident): the resumed run writes every missing item
+    once; beyond the 12 items and their 3 warm-up turns it sends again only the warm-up turns and the calls that
+    were in flight at the kill (at most the concurrency, 2)."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers.counting_proxy import CountingProxy
+
+    def hold(method: str, path: str, body: bytes) -> None:
+        if path == "/v1/chat/completions":
+            time.sleep(0.2)
+
+    make_prefeval(tmp_path / "data")
+    out = tmp_path / "run"
+    upstream = llama_server.direct_base_url.removesuffix("/v1")
+    with CountingProxy(upstream, intercept=hold) as proxy:
+        config = _config(tmp_path / "data", llama_server, batch_size=2,
+                         model_options={"concurrency": 2, "adaptive": False, "cache_policy": "off"})
+        config.model = f"openai:{llama_server.model}@{proxy.url}/v1"
+        script = ("import json, sys\nfrom tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice\n"
+                  "run_choice(ChoiceConfig(**json.loads(sys.argv[1])), sys.argv[2])\n")
+        proc = subprocess.Popen([sys.executable, "-c", script, json.dumps(vars(config)), str(out)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        while proc.poll() is None and (not (out / PREDICTIONS).exists() or
+                                       len((out / PREDICTIONS).read_text().splitlines()) < 4):
+            time.sleep(0.02)
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended (rc {proc.returncode}) before it could be killed: {proc.communicate()[1]}")
+        proc.kill()
+        proc.wait()
+        assert 4 <= len(_lines(out)) < 12
+        assert json.loads((out / MANIFEST).read_text())["status"] == "running"
+        results = run_choice(config, out)
+        rows = _lines(out)
+        assert len(rows) == 12 and len({r["item"] for r in rows}) == 12 and results["overall"]["n"] == 12
+        assert proxy.count("/v1/chat/completions") <= 12 + 3 + 3 + 2
+    assert json.loads((out / MANIFEST).read_text())["status"] == "finished"
