@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import random
 
-from tailorbench.benchmarks.scoring import authors_order_accuracy, pointwise_summary, rewardbench_pairwise_choice
+from tailorbench.benchmarks.scoring import (
+    authors_order_accuracy,
+    chosen_rejected_scores,
+    pointwise_summary,
+    rewardbench_pairwise_choice,
+)
 
 
 def authors_parse(output: str) -> tuple[str, bool]:
@@ -82,3 +87,11 @@ def test_pointwise_summary_matches_compare_scores() -> None:
     assert ours.keys() == theirs.keys()
     for key, value in theirs.items():
         assert abs(float(ours[key]) - value) < 1e-12, key
+
+
+def test_scores_of_a_run_in_both_orders() -> None:
+    rows = [{"case_id": "c0", "order": "AB", "scores": {"A": 0.9, "B": 0.1}},
+            {"case_id": "c0", "order": "BA", "scores": {"A": 0.1, "B": 0.9}},
+            {"case_id": "c1", "order": "BA", "scores": {"A": 0.7, "B": 0.2}},
+            {"case_id": "c2", "order": "AB", "scores": None}]
+    assert chosen_rejected_scores(rows) == [(0.9, 0.1), (0.2, 0.7)]

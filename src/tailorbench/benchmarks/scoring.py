@@ -172,6 +172,21 @@ def authors_order_accuracy(rows: Iterable[Mapping[str, object]], orders: Mapping
     return sum(kept) / len(kept) if kept else None
 
 
+def chosen_rejected_scores(rows: Iterable[Mapping[str, object]]) -> list[tuple[float, float]]:
+    """(chosen score, rejected score) per case from a run's prediction rows whose judge scores each answer
+    (`rm:`, `embedding`: `scores` {"A", "B"}): the first row of each case, read by its order (`AB`: chosen is A)."""
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        scores, case = row.get("scores"), str(row["case_id"])
+        if case in seen or not isinstance(scores, Mapping) or "A" not in scores or "B" not in scores:
+            continue
+        seen.add(case)
+        a, b = float(scores["A"]), float(scores["B"])
+        out.append((a, b) if row["order"] == "AB" else (b, a))
+    return out
+
+
 def pointwise_summary(pairs: Iterable[tuple[float, float]]) -> dict[str, float | int]:
     """evaluation/pointwise.py `compare_scores`: per pair (chosen score, rejected score), the chosen win rate
     (a percentage, as printed there), wins, ties, mean scores and the mean gap (chosen - rejected)."""
