@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from tailorbench import api
 from tailorbench.cli.app import app
 from tailorbench.errors import DataError, TailorError
-from tailorbench.evaluate.runner import EvalConfig, read_done
+from tailorbench.evaluate.runner import read_done
 from tests.fuzz.conftest import count, expect_error, fuzz, workdir
 
 
@@ -28,7 +28,7 @@ def template() -> Path:
     """One finished run of the demo (8 cases, both orders), made once per process and copied per input."""
     root = Path(tempfile.mkdtemp(prefix="tb-fuzz-run-"))
     atexit.register(shutil.rmtree, root, True)
-    api.evaluate(EvalConfig(data="demo", judge="longer", limit=8, n_boot=10), root / "run")
+    api.eval("demo", judge="longer", out=root / "run", limit=8, n_boot=10)
     return root / "run"
 
 
@@ -79,7 +79,7 @@ def test_a_damaged_predictions_line_stops_resume_and_changes_nothing(data: st.Da
         (run / "results.json").unlink()
         before = snapshot(run)
         try:
-            api.resume(run)
+            api.eval_resume(run)
         except DataError as error:
             expect_error(error, run / "predictions.jsonl", k + 1, field)
         else:
@@ -148,7 +148,7 @@ def test_a_damaged_manifest_stops_resume_naming_it(defect: tuple[str, Any], data
             path.write_text(out, "utf-8")
         before = snapshot(run)
         try:
-            api.resume(run)
+            api.eval_resume(run)
         except TailorError as error:
             assert str(run) in str(error), str(error)
         except UnicodeDecodeError as error:

@@ -65,7 +65,7 @@ def test_concurrent_writers(tmp_path: Path) -> None:
     for p in procs:
         p.join(120)
         assert p.exitcode == 0
-    stats = api.cache_stats(path)
+    stats = api.cache_stats(path).to_dict()
     assert stats["entries"] == 600
 
 
@@ -81,6 +81,6 @@ def test_cli_stats_and_clear(tmp_path: Path) -> None:
     assert json.loads(out.stdout)["entries"] == 2
     out = runner.invoke(app, ["cache", "clear", "--path", str(path), "--model", "m1", "--yes"])
     assert out.exit_code == 0, out.output
-    assert api.cache_stats(path)["entries"] == 1
-    assert api.cache_clear(path) == 1
-    assert api.cache_stats(path)["entries"] == 0
+    assert api.cache_stats(path).to_dict()["entries"] == 1
+    assert api.cache_clear(path).removed == 1
+    assert api.cache_stats(path).to_dict()["entries"] == 0

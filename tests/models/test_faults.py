@@ -27,9 +27,11 @@ def test_twenty_percent_faults_change_nothing(llama_server: LlamaServer, call_ca
     options = {"cache_policy": "off", "timeout": "1.5", "backoff_base": "0.05", "max_retries": "8",
                "concurrency": "4"}
     base = EvalConfig(data="demo", limit=8, setting="none", judge_options=options)
-    clean = api.evaluate(base, tmp_path / "clean", [f"llm:openai:{llama_server.model}@{llama_server.base_url}"])[0]
+    clean = api.eval("demo", f"llm:openai:{llama_server.model}@{llama_server.base_url}", "none",
+                     out=tmp_path / "clean", config=base).run_dir
     with fault_proxy(upstream, plan) as proxy:
-        faulty = api.evaluate(base, tmp_path / "faulty", [f"llm:openai:{llama_server.model}@{proxy.url}/v1"])[0]
+        faulty = api.eval("demo", f"llm:openai:{llama_server.model}@{proxy.url}/v1", "none",
+                          out=tmp_path / "faulty", config=base).run_dir
         seen = proxy.count("/v1/chat/completions")
         forwarded = proxy.count("/v1/chat/completions", forwarded_only=True)
     assert sum(plan.injected.values()) > 0
