@@ -170,3 +170,35 @@ def test_data_check_shows_the_dataset_card(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     stats = json.loads(result.stdout)["layout_stats"]
     assert stats["card"]["licence"] == "MIT" and stats["items"] == 8 and stats["task"] == "multiple-choice"
+
+
+def test_personamem_folder_with_every_size_needs_the_size_option(tmp_path: Path) -> None:
+    make_personamem(tmp_path)
+    (tmp_path / "questions_128k.csv").write_bytes((tmp_path / "questions_32k.csv").read_bytes())
+    assert detect_layout(tmp_path) == "personamem"
+    with pytest.raises(ConfigError, match=r"questions_128k\.csv, questions_32k\.csv: choose one"):
+        load_choice_items(tmp_path)
+    items = load_choice_items(tmp_path, options={"size": "32k"})
+    assert len(items.items) == 8
+    assert [p.name for p in items.files] == ["questions_32k.csv", "shared_contexts_32k.jsonl"]
+    with pytest.raises(DataError, match=r"shared_contexts_128k\.jsonl"):
+        load_choice_items(tmp_path, options={"size": "128k"})
+
+
+def test_a_published_dataset_read_from_the_hub_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`hf:HannahKirk/prism-alignment` as published (no tailorbench push): the snapshot's layout reads it."""
+    import huggingface_hub.constants as constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "datasets--HannahKirk--prism-alignment"
+    _prism(repo / "snapshots" / commit, [_utterance("user0", "c0", 0, "best", 90, True),
+                                         _utterance("user0", "c0", 0, "ok", 60, False)])
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    bench = load_benchmark("hf:HannahKirk/prism-alignment")
+    assert bench.layout == "prism" and [(c.chosen, c.rejected) for c in bench.cases] == [("best", "ok")]
+    (repo / "snapshots" / commit / "survey.jsonl").unlink()
+    with pytest.raises(DataError, match="nor one a layout reads"):
+        load_benchmark("hf:HannahKirk/prism-alignment")

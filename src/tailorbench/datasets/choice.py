@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.layouts import Layout, all_layouts, get_layout
-from tailorbench.datasets.loader import find_layout
+from tailorbench.datasets.loader import find_layout, source_path
 from tailorbench.datasets.rows import InvalidRows, pair_hash
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.schema import PairCase
@@ -98,10 +98,14 @@ class ChoiceLayout(Layout):
         """The split and tier names of the items read with `options` (the declared ones by default)."""
         return tuple(self.splits), tuple(self.tiers)
 
+    def item_files(self, path: Path, options: Mapping[str, Any]) -> list[Path]:
+        """The files the items read with `options` come from (the dataset fingerprint); `files` by default."""
+        return self.files(path)
+
     def load_items(self, spec: str, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> ChoiceSet:
         items = list(self.read_items(path, invalid, options))
         splits, tiers = self.item_names(options)
-        return ChoiceSet(spec, self.name, items, splits, tiers, self.files(path), invalid,
+        return ChoiceSet(spec, self.name, items, splits, tiers, self.item_files(path, options), invalid,
                          {"items": len(items), "card": dict(self.card)})
 
     def read(self, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Iterator[PairCase]:
@@ -131,9 +135,9 @@ def pair_view(item: ChoiceItem) -> Iterator[PairCase]:
 
 def load_choice_items(data: str | Path, skip_invalid: bool = False, layout: str | None = None,
                       options: Mapping[str, Any] | None = None) -> ChoiceSet:
-    """The multiple-choice items of a path (its layout detected, or the one named by `layout`); a layout that is
-    not multiple-choice is a ConfigError naming the ones that are."""
-    path = Path(str(data)).expanduser()
+    """The multiple-choice items of a path or `hf:OWNER/NAME` (its layout detected, or the one named by
+    `layout`); a layout that is not multiple-choice is a ConfigError naming the ones that are."""
+    path = source_path(str(data))
     if not path.exists():
         raise DataError(path, None, None, "no such file or directory")
     reader = find_layout(path) if layout is None else get_layout(layout)

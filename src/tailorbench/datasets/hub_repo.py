@@ -1,5 +1,7 @@
 """`--data hf:OWNER/NAME[@REVISION]`: a benchmark pushed by `tailor data push` (datasets/hub_push.py), read
-back through `snapshot_download` (the hub cache first; HF_HUB_OFFLINE=1 honoured) as the native file it holds."""
+back through `snapshot_download` (the hub cache first; HF_HUB_OFFLINE=1 honoured) as the native file it holds,
+or a dataset as its authors published it (`hf:HannahKirk/prism-alignment`), read by the layout that recognises
+its snapshot."""
 
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ def parse_hf_spec(spec: str) -> tuple[str, str | None]:
 
 
 def fetch_pushed(spec: str) -> Path:
-    """The local data file of a benchmark pushed with `tailor data push`, from the hub cache (downloaded once)."""
+    """The local data file of a benchmark pushed with `tailor data push`, or the snapshot folder of a dataset a
+    layout reads, from the hub cache (downloaded once)."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError, RepositoryNotFoundError
 
@@ -43,7 +46,11 @@ def fetch_pushed(spec: str) -> Path:
     except HfHubHTTPError as exc:
         raise ConfigError(f"{spec}: the hub refused the download: {str(exc).splitlines()[0]}") from None
     data = folder / DATA_FILE
-    if not data.is_file():
-        raise DataError(Path(spec), None, None, f"no {DATA_FILE} in the dataset: not a benchmark pushed by "
-                                                f"`tailor data push`")
-    return data
+    if data.is_file():
+        return data
+    from tailorbench.datasets.layouts import all_layouts
+
+    if any(layout.detect(folder) for layout in all_layouts() if layout.name != "native"):
+        return folder  # a benchmark as its authors published it (PRISM, PersonaMem ...): its layout reads it
+    raise DataError(Path(spec), None, None, f"no {DATA_FILE} in the dataset: not a benchmark pushed by "
+                                            f"`tailor data push`, nor one a layout reads")

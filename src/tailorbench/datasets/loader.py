@@ -57,18 +57,7 @@ def load_benchmark(data: str | Path, skip_invalid: bool = False, layout: str | N
     layout: `score_column`, `min_gap`)."""
     invalid = InvalidRows(skip=skip_invalid)
     spec = str(data)
-    if spec == DEMO:
-        path = demo_path()
-    elif spec == PERSONAFEEDBACK:
-        from tailorbench.datasets.hub import fetch_personafeedback
-
-        path = fetch_personafeedback()
-    elif spec.startswith("hf:"):
-        from tailorbench.datasets.hub_repo import fetch_pushed
-
-        path = fetch_pushed(spec)
-    else:
-        path = Path(spec).expanduser()
+    path = source_path(spec)
     if layout is None:
         reader = find_layout(path)
     else:
@@ -78,6 +67,22 @@ def load_benchmark(data: str | Path, skip_invalid: bool = False, layout: str | N
     benchmark = reader.load(spec, path, invalid, options or {})
     _check_names(benchmark, path, invalid)
     return benchmark
+
+
+def source_path(spec: str) -> Path:
+    """Where a data spec lies on disk: `demo`, `personafeedback` and `hf:OWNER/NAME[@REV]` from the package or
+    the hub cache, anything else a path."""
+    if spec == DEMO:
+        return demo_path()
+    if spec == PERSONAFEEDBACK:
+        from tailorbench.datasets.hub import fetch_personafeedback
+
+        return fetch_personafeedback()
+    if spec.startswith("hf:"):
+        from tailorbench.datasets.hub_repo import fetch_pushed
+
+        return fetch_pushed(spec)
+    return Path(spec).expanduser()
 
 
 def _check_names(benchmark: Benchmark, path: Path, invalid: InvalidRows) -> None:

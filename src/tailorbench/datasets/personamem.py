@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from tailorbench.datasets.choice import LETTERS, ChoiceItem, ChoiceLayout, render_messages, unknown_options
 from tailorbench.datasets.layouts import register_layout
 from tailorbench.datasets.rows import InvalidRows, read_jsonl, remember_digest
-from tailorbench.errors import DataError
+from tailorbench.errors import ConfigError, DataError
 
 #: `query_llm`'s default instruction
 INSTRUCTION = ("Find the most appropriate model response and give your final answer (a), (b), (c), or (d) after "
@@ -38,12 +38,36 @@ COLUMNS = ("persona_id", "question_id", "question_type", "topic", "context_lengt
 _NAME = re.compile(r"^questions_(32k|128k|1M)\.csv$")
 
 
-def questions_file(path: Path) -> Path | None:
-    """`path` itself when it is a `questions_<size>.csv`, else the one such file in the folder `path`."""
+def question_files(path: Path) -> list[Path]:
+    """`path` itself when it is a `questions_<size>.csv`, else every such file in the folder `path`."""
     if path.is_file():
-        return path if _NAME.match(path.name) else None
-    found = sorted(p for p in path.glob("questions_*.csv") if _NAME.match(p.name)) if path.is_dir() else []
-    return found[0] if len(found) == 1 else None
+        return [path] if _NAME.match(path.name) else []
+    return sorted(p for p in path.glob("questions_*.csv") if _NAME.match(p.name)) if path.is_dir() else []
+
+
+def questions_file(path: Path, options: Mapping[str, Any]) -> Path:
+    """The questions file to read: the only one, or the one of the option `size` (the published folder holds
+    all three); a ConfigError names the sizes present when the choice is not clear."""
+    found = question_files(path)
+    if not found:
+        raise DataError(path, None, None, f"not a PersonaMem file ({PersonaMemLayout.expects})")
+    size = options.get("size")
+    if size is not None:
+        chosen = [p for p in found if p.name == f"questions_{size}.csv"]
+        if not chosen:
+            raise ConfigError(f"option size: no questions_{size}.csv at {path} (found: "
+                              f"{', '.join(p.name for p in found)})")
+        return chosen[0]
+    if len(found) > 1:
+        raise ConfigError(f"{path} holds {', '.join(p.name for p in found)}: choose one with the layout option "
+                          f"size ({', '.join(SIZES)})")
+    return found[0]
+
+
+def contexts_file(questions: Path, options: Mapping[str, Any]) -> Path:
+    size = questions.name[len("questions_"):-len(".csv")]
+    return Path(str(options["contexts"])) if options.get("contexts") else \
+        questions.with_name(f"shared_contexts_{size}.jsonl")
 
 
 def read_contexts(path: Path, invalid: InvalidRows) -> dict[str, list[dict[str, str]]]:
@@ -119,13 +143,10 @@ def item(row: dict[str, str], path: Path, line: int, size: str,
 
 
 def read_items(path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Iterator[ChoiceItem]:
-    unknown_options("personamem", options, ("contexts",))
-    questions = questions_file(path)
-    if questions is None:
-        raise DataError(path, None, None, f"not a PersonaMem file ({PersonaMemLayout.expects})")
-    size = _NAME.match(questions.name).group(1)  # type: ignore[union-attr]
-    context_file = Path(str(options["contexts"])) if options.get("contexts") else \
-        questions.with_name(f"shared_contexts_{size}.jsonl")
+    unknown_options("personamem", options, ("contexts", "size"))
+    questions = questions_file(path, options)
+    size = questions.name[len("questions_"):-len(".csv")]
+    context_file = contexts_file(questions, options)
     if not context_file.is_file():
         raise DataError(context_file, None, None, f"no such file: the shared contexts of {questions.name} "
                                                   "(give another with the layout option contexts=PATH)")
@@ -159,7 +180,7 @@ class PersonaMemLayout(ChoiceLayout):
     """PersonaMem's questions over long, evolving user histories (4 options, chance 0.25)."""
 
     name = "personamem"
-    expects = "PersonaMem's questions_<32k|128k|1M>.csv with shared_contexts_<size>.jsonl beside it"
+    expects = "PersonaMem's questions_<32k|128k|1M>.csv with shared_contexts_<size>.jsonl beside it (or their folder)"
     splits = QUESTION_TYPES
     tiers = SIZES
     priority = 20
@@ -172,14 +193,11 @@ class PersonaMemLayout(ChoiceLayout):
     }
 
     def detect(self, path: Path) -> bool:
-        return questions_file(path) is not None
+        return bool(question_files(path))
 
     def read_items(self, path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> Iterator[ChoiceItem]:
         yield from read_items(path, invalid, options)
 
-    def files(self, path: Path) -> list[Path]:
-        questions = questions_file(path)
-        if questions is None:
-            return super().files(path)
-        size = questions.name[len("questions_"):-len(".csv")]
-        return [p for p in (questions, questions.with_name(f"shared_contexts_{size}.jsonl")) if p.exists()]
+    def item_files(self, path: Path, options: Mapping[str, Any]) -> list[Path]:
+        questions = questions_file(path, options)
+        return [p for p in (questions, contexts_file(questions, options)) if p.exists()]
