@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tailorbench.cli.app import app
-from tailorbench.datasets import detect_layout, load_benchmark
+from tailorbench.datasets import detect_layout, load_benchmark, write_benchmark
 from tailorbench.datasets.choice import load_choice_items
 from tailorbench.datasets.rewardbench import authors_positions
 from tailorbench.errors import ConfigError, DataError
@@ -202,3 +202,28 @@ def test_a_published_dataset_read_from_the_hub_cache(tmp_path: Path, monkeypatch
     (repo / "snapshots" / commit / "survey.jsonl").unlink()
     with pytest.raises(DataError, match="nor one a layout reads"):
         load_benchmark("hf:HannahKirk/prism-alignment")
+
+
+@pytest.mark.parametrize("benchmark", ["personalized-rewardbench", "prism"])
+def test_pairwise_readers_exit_2_naming_the_place(tmp_path: Path, benchmark: str) -> None:
+    if benchmark == "prism":
+        _prism(tmp_path, [_utterance("user0", "c0", 0, "best", 90, True),
+                          _utterance("user0", "c0", 0, "ok", "sixty", False)])  # type: ignore[arg-type]
+        where = "utterances.jsonl:2: field 'score'"
+    else:
+        _write(tmp_path / "Art_and_Entertainment_test.jsonl", [_rewardbench_row(0), _rewardbench_row(1, chosen=None)])
+        where = "Art_and_Entertainment_test.jsonl:2: field 'chosen'"
+    result = CliRunner().invoke(app, ["data", "check", str(tmp_path)])
+    assert result.exit_code == 2 and where in result.output
+
+
+def test_pairs_written_as_native_jsonl_read_back_with_their_names(tmp_path: Path) -> None:
+    _prism(tmp_path / "prism", [_utterance("user0", "c0", 0, "best", 90, True),
+                                _utterance("user0", "c0", 0, "ok", 60, False),
+                                _utterance("user1", "c1", 0, "yes", 70, True),
+                                _utterance("user1", "c1", 0, "no", 20, False)])
+    out = tmp_path / "pairs.jsonl"
+    assert write_benchmark(load_benchmark(tmp_path / "prism"), out) == 2
+    back = load_benchmark(out)
+    assert back.layout == "native" and back.splits == ("unguided", "values guided", "controversy guided")
+    assert [(c.chosen, c.rejected) for c in back.cases] == [("best", "ok"), ("yes", "no")]

@@ -21,7 +21,7 @@ from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.layouts import Layout, check_declaration, register_layout
 from tailorbench.datasets.rows import InvalidRows, first_jsonl_row, pair_hash, read_jsonl, remember_digest
 from tailorbench.errors import ConfigError, DataError
-from tailorbench.files import write_jsonl_atomic
+from tailorbench.files import write_jsonl_atomic, write_text_atomic
 from tailorbench.personas import check_persona_depth, normalise_persona
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, PairCase
 
@@ -110,6 +110,17 @@ def _row_to_case(row: dict[str, Any], path: Path, line: int, personas: _PersonaC
 def write_native(cases: Iterable[PairCase], path: Path) -> int:
     """Write cases atomically (temp file + rename) so a failure never leaves a half-written benchmark."""
     return write_jsonl_atomic(path, (case.model_dump_json() for case in cases))
+
+
+def write_benchmark(benchmark: Benchmark, path: Path) -> int:
+    """The benchmark's cases as native JSONL and, when its split and tier names are not PersonaFeedback's, the
+    sidecar declaring them (`<name>.layout.json`), so the file reads back with the names it was written with
+    (what `tailor data convert` of a PrefEval, PRISM ... benchmark needs)."""
+    n = write_native(benchmark.cases, path)
+    names = benchmark.names()
+    if names != {"splits": list(DEFAULT_SPLITS), "tiers": list(DEFAULT_TIERS)}:
+        write_text_atomic(_sidecar(path), json.dumps(names, ensure_ascii=False) + "\n")
+    return n
 
 
 def _sidecar(path: Path) -> Path:
