@@ -117,6 +117,7 @@ class BatchServer(LoopbackServer):
     _server: ThreadingHTTPServer | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _state: dict[str, Any] = field(default_factory=dict)
+    _requests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     # -- state on disk ---------------------------------------------------------------------------------------
 
@@ -149,8 +150,17 @@ class BatchServer(LoopbackServer):
         return {k: n for k, n in Counter(self.submitted).items() if n > 1}
 
     def batch_objects(self) -> list[dict[str, Any]]:
+        """Every batch as stored, with its requests, in creation order."""
         with self._lock:
-            return [self._refresh(self._state["batches"][b]) for b in self._state["order"]]
+            return [{**self._refresh(self._state["batches"][b]), "requests": self._reqs(self._state["batches"][b])}
+                    for b in self._state["order"]]
+
+    def _reqs(self, batch: dict[str, Any]) -> list[dict[str, Any]]:
+        found = self._requests.get(batch["id"])
+        if found is None:
+            found = self._requests[batch["id"]] = json.loads(
+                (self.state_dir / f"{batch['id']}.requests.json").read_text())
+        return found
 
     # -- life cycle ------------------------------------------------------------------------------------------
 
@@ -182,8 +192,11 @@ class BatchServer(LoopbackServer):
         ordinal = len(self._state["order"]) + 1
         prefix = "batch_" if provider == "openai" else "msgbatch_"
         batch = {"id": f"{prefix}{uuid.uuid4().hex[:24]}", "provider": provider, "ordinal": ordinal,
-                 "created": time.time(), "cancel_at": None, "requests": requests, "results": None,
+                 "created": time.time(), "cancel_at": None, "n": len(requests), "results": None,
                  "errors": None, **extra}
+        # the requests apart from state.json, written once (state.json is rewritten at every change)
+        (self.state_dir / f"{batch['id']}.requests.json").write_text(json.dumps(requests))
+        self._requests[batch["id"]] = requests
         self._state["batches"][batch["id"]] = batch
         self._state["order"].append(batch["id"])
         self._state["submitted"].extend(r["custom_id"] for r in requests)
@@ -216,7 +229,7 @@ class BatchServer(LoopbackServer):
         return batch
 
     def _finish(self, batch: dict[str, Any], cancelled: bool) -> None:
-        requests = batch["requests"]
+        requests = self._reqs(batch)
         expire = batch["ordinal"] in self.expire_batches
         cut = len(requests) // 2 if (expire or cancelled) else len(requests)
         results: list[dict[str, Any]] = []
@@ -237,7 +250,7 @@ class BatchServer(LoopbackServer):
             self._openai_output(batch)
 
     def _openai_output(self, batch: dict[str, Any]) -> None:
-        by_id = {r["custom_id"]: r for r in batch["requests"]}
+        by_id = {r["custom_id"]: r for r in self._reqs(batch)}
         out: list[str] = []
         err: list[str] = []
         for result in batch["results"]:
@@ -277,7 +290,7 @@ class BatchServer(LoopbackServer):
     def openai_batch(self, batch: dict[str, Any]) -> dict[str, Any]:
         phase = self._phase(self._refresh(batch))
         status = {"ending": "completed", "ending_cancelled": "cancelling"}.get(phase, phase)
-        total = len(batch["requests"])
+        total = batch["n"]
         done = failed = 0
         if batch["results"] is not None:
             done = sum(r["outcome"] == "ok" for r in batch["results"])
@@ -344,7 +357,7 @@ class BatchServer(LoopbackServer):
         phase = self._phase(self._refresh(batch))
         ended = batch["results"] is not None
         status = "ended" if ended else ("canceling" if phase == "ending_cancelled" else "in_progress")
-        counts = {"processing": 0 if ended else len(batch["requests"]), "succeeded": 0, "errored": 0,
+        counts = {"processing": 0 if ended else batch["n"], "succeeded": 0, "errored": 0,
                   "canceled": 0, "expired": 0}
         for r in batch["results"] or []:
             counts[{"ok": "succeeded", "error": "errored", "refused": "errored", "cancelled": "canceled",
@@ -380,7 +393,7 @@ class BatchServer(LoopbackServer):
         return None
 
     def anthropic_results(self, batch: dict[str, Any]) -> bytes:
-        by_id = {r["custom_id"]: r for r in batch["requests"]}
+        by_id = {r["custom_id"]: r for r in self._reqs(batch)}
         lines = []
         for result in batch["results"]:
             cid = result["custom_id"]
@@ -403,6 +416,7 @@ class BatchServer(LoopbackServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out at once, not after a delayed ACK
     app: BatchServer
 
     def log_message(self, format: str, *args: Any) -> None:

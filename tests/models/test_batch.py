@@ -350,3 +350,34 @@ def test_the_sdk_sees_our_batch_lines_as_its_own_requests(server: BatchServer, t
         await client.close()
 
     asyncio.run(run())
+
+
+def test_an_anthropic_batch_whose_id_was_never_recorded_is_found_by_its_count(server: BatchServer,
+                                                                              tmp_path: Path) -> None:
+    """Message Batches carry no metadata: the batch created just after the record, with exactly its request
+    count, is taken as the lost one (and only when there is exactly one such batch)."""
+    run = tmp_path / "run"
+
+    async def crash() -> None:
+        model = _model("anthropic", server, run)
+        provider = model.batcher.provider
+        real = provider.submit
+
+        async def submit_then_die(chunk: str, lines: Any, note: Any) -> str:
+            await real(chunk, lines, note)
+            raise _Crash
+
+        provider.submit = submit_then_die  # type: ignore[method-assign]
+        with pytest.raises(_Crash):
+            await _ask(model, [0, 1, 2])
+        await model.aclose()
+
+    async def resume() -> None:
+        model = _model("anthropic", server, run)
+        assert all(isinstance(o, ChatResult) for o in await _ask(model, [0, 1, 2]))
+        assert model.describe()["batch"]["batches"]["recovered"] == 1
+        await model.aclose()
+
+    asyncio.run(crash())
+    asyncio.run(resume())
+    assert len(server.submitted) == 3 and server.duplicates() == {}

@@ -159,6 +159,7 @@ class Batcher:
             opened.waiters[key] = waiter
             waiter.submissions = 1
             self.counters.requests_attached += 1
+            self._first_submit = self._first_submit or time.perf_counter()
         else:
             self._enqueue(waiter)
         return await waiter.future
@@ -295,9 +296,9 @@ class Batcher:
         assert self._state is not None
         entry = opened.entry
         batch_id = entry["batch_id"]
-        del self._open[entry["chunk"]]
-        entry.update(provider_status=poll.status, counts=poll.counts, ended=time.time())
         if poll.state == "failed":
+            del self._open[entry["chunk"]]
+            entry.update(provider_status=poll.status, counts=poll.counts, ended=time.time())
             entry["status"] = FAILED
             entry["error"] = poll.detail
             self._state.save()
@@ -305,7 +306,9 @@ class Batcher:
             for waiter in opened.waiters.values():
                 self._fail(waiter, "client", f"batch {batch_id} was refused: {poll.detail}")
             return
-        results = await self.provider.results(batch_id, poll)
+        results = await self.provider.results(batch_id, poll)  # a CallError: polled (and fetched) again
+        del self._open[entry["chunk"]]
+        entry.update(provider_status=poll.status, counts=poll.counts, ended=time.time())
         answered: list[tuple[_Waiter, ChatResult]] = []
         again: list[_Waiter] = []
         for key, answer in results.outcomes.items():
