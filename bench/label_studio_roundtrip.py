@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -36,8 +35,11 @@ from tailorbench.agreement.records import Label, Rating, RatingSet
 from tailorbench.datasets import load_benchmark
 from tailorbench.interop import export_items, read_export
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from listening import check_loopback, free_port, wait_healthy
+from listening import ensure_venv as make_venv
+
 VERSION = "1.23.2"
-VENV = Path.home() / ".cache" / "tailorbench" / "label-studio-venv"
 TOKEN = "tailorbench-bench-token-0123456789abcdef"
 #: the statistics (values and intervals) that must equal those of the labels given directly
 STATISTICS = ("fleiss_kappa", "krippendorff_alpha", "pairwise_cohen_kappa")
@@ -45,18 +47,7 @@ ANNOTATORS = ("ann1@example.org", "ann2@example.org", "ann3@example.org")
 
 
 def ensure_venv() -> Path:
-    """Label Studio's own environment (a few minutes the first time)."""
-    exe = VENV / "bin" / "label-studio"
-    if not exe.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run([str(VENV / "bin" / "pip"), "install", "-q", f"label-studio=={VERSION}"], check=True)
-    return exe
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return make_venv("label-studio-venv", f"label-studio=={VERSION}", "label-studio")
 
 
 def write_items(folder: Path) -> dict[str, Path]:
@@ -91,22 +82,10 @@ def start(exe: Path, data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "LABEL_STUDIO_USERNAME": "admin@example.org", "LABEL_STUDIO_PASSWORD": "bench-password-1",
            "LABEL_STUDIO_USER_TOKEN": TOKEN, "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true"}
     log = (data_dir / "server.log").open("wb")
-    return subprocess.Popen([str(exe), "start", "--host", "127.0.0.1", "--port", str(port), "--no-browser",
-                             "--data-dir", str(data_dir)], env=env, stdout=log, stderr=subprocess.STDOUT)
-
-
-def wait_healthy(base: str, proc: subprocess.Popen[bytes], limit_s: float = 300) -> float:
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < limit_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"label-studio exited with {proc.returncode} (see server.log)")
-        try:
-            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                return time.perf_counter() - t0
-        except httpx.HTTPError:
-            pass
-        time.sleep(1)
-    raise RuntimeError(f"label-studio did not answer /health within {limit_s} s")
+    # --internal-host is the bind address; --host only sets the URL Label Studio writes into its pages
+    return subprocess.Popen([str(exe), "start", "--internal-host", "127.0.0.1", "--host", f"http://127.0.0.1:{port}",
+                             "--port", str(port), "--no-browser", "--data-dir", str(data_dir)], env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
 
 
 def enable_legacy_token(data_dir: Path) -> None:
@@ -184,9 +163,59 @@ def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: di
             "annotate_s": round(annotate_s, 1)}
 
 
+#: a team's own pairwise config, made without tailorbench: its data keys, its control names, answers placed at
+#: random per task (the data keeps which text is the personalized one)
+FOREIGN_CONFIG = """<View>
+  <Header value="Prompt"/>
+  <Text name="prompt" value="$prompt"/>
+  <Text name="left" value="$response_left"/>
+  <Text name="right" value="$response_right"/>
+  <Header value="Which response suits this user better?"/>
+  <Pairwise name="preference" toName="left,right"/>
+</View>
+"""
+
+
+def foreign_project(client: httpx.Client, users: dict[str, int], rng: random.Random, save: Path | None
+                    ) -> dict[str, Any]:
+    """12 pairs x 3 annotators in a project tailorbench did not make; its export is what tests/interop reads."""
+    tasks = []
+    for i in range(12):
+        personalized, generic = f"A plan for a night-shift nurse ({i})", f"A general plan ({i})"
+        flip = rng.random() < 0.5
+        tasks.append({"pair_id": f"pair-{i:02d}", "prompt": f"Plan my weekend ({i})",
+                      "response_left": generic if flip else personalized,
+                      "response_right": personalized if flip else generic,
+                      "personalized": personalized, "generic": generic})
+    pid = client.post("/api/projects", json={"title": "team pairwise", "label_config": FOREIGN_CONFIG}).json()["id"]
+    client.post(f"/api/projects/{pid}/import", json=tasks).raise_for_status()
+    listed = client.get("/api/tasks", params={"project": pid, "page_size": 1000}).json()
+    votes: dict[tuple[str, str], str] = {}
+    for t in listed["tasks"] if isinstance(listed, dict) else listed:
+        truth = rng.choice("ab")
+        for email, uid in users.items():
+            answer = truth if rng.random() < 0.75 else rng.choice("ab")
+            on_left = (t["data"]["response_left"] == t["data"]["personalized"]) == (answer == "a")
+            votes[t["data"]["pair_id"], email] = answer
+            client.post(f"/api/tasks/{t['id']}/annotations", json={"completed_by": uid, "lead_time": 7.5, "result": [
+                {"from_name": "preference", "to_name": "preference", "type": "pairwise",
+                 "value": {"selected": "left" if on_left else "right"}}]}).raise_for_status()
+    export = client.get(f"/api/projects/{pid}/export", params={"exportType": "JSON"})
+    export.raise_for_status()
+    if save:
+        save.write_bytes(export.content)
+        save.with_suffix(".votes.json").write_text(json.dumps(
+            {"users": users, "votes": [[item, email, v] for (item, email), v in sorted(votes.items())]}, indent=1)
+            + "\n", encoding="utf-8")
+    return {"task": "foreign pairwise", "tasks": len(tasks), "annotations": len(votes),
+            "export_bytes": len(export.content)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="Write the result JSON here too.")
+    parser.add_argument("--save-foreign", type=Path, help="Write the export of the project made without "
+                        "tailorbench here (and the votes given, beside it as .votes.json).")
     args = parser.parse_args()
     t0 = time.perf_counter()
     exe = ensure_venv()
@@ -198,7 +227,8 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         proc = start(exe, data_dir, port)
         try:
-            started_s = wait_healthy(base, proc)
+            started_s = wait_healthy(base, proc, "label-studio")
+            sockets = check_loopback(proc.pid, "label-studio")
             enable_legacy_token(data_dir)
             with httpx.Client(base_url=base, headers={"Authorization": f"Token {TOKEN}"}, timeout=60) as client:
                 users = {}
@@ -208,11 +238,12 @@ def main() -> None:
                     users[email] = made.json()["id"]
                 rng = random.Random(5)
                 results = [run_task(client, task, path, work, users, rng) for task, path in items.items()]
+                foreign = foreign_project(client, users, rng, args.save_foreign)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
     out = {"label_studio": VERSION, "started_s": round(started_s, 1), "total_s": round(time.perf_counter() - t0, 1),
-           "results": results}
+           "listening": sockets, "results": results, "foreign": foreign}
     text = json.dumps(out, indent=2)
     print(text)
     if args.out:

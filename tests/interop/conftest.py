@@ -11,7 +11,7 @@ from typing import Any
 from tailorbench.agreement.records import Label, Rating, RatingSet
 from tailorbench.annotation.tasks import JUDGMENTS
 
-ITEMS = Path(__file__).resolve().parents[1] / "annotate" / "data"
+ITEMS = Path(__file__).resolve().parents[1] / "annotation" / "data"
 DATA = Path(__file__).resolve().parent / "data"
 TASKS = ("pairwise", "attributes", "relevance", "ab_rating")
 RATERS = ("ann1", "ann2", "ann3")

@@ -21,6 +21,8 @@ def test_settings_equal_what_the_sdk_writes(tmp_path: Path) -> None:
     export_items(items_file("pairwise"), "pairwise", "argilla", tmp_path, seed=1)
     mine = read_json(tmp_path / "settings.json")
     assert mine == read_json(DATA / "argilla_sdk_pairwise_settings.json")
+    # byte-equal too: the SDK writes json.dumps with its defaults and no final newline
+    assert (tmp_path / "settings.json").read_bytes() == (DATA / "argilla_sdk_pairwise_settings.json").read_bytes()
     assert mine["distribution"] == {"strategy": "overlap", "min_submitted": 3}
     assert read_json(tmp_path / "records.json") == read_json(DATA / "argilla_export_pairwise_records.json")
 

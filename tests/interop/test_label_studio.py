@@ -106,7 +106,7 @@ def test_cancelled_drafts_empty_ties_and_unmappable_rows_are_counted(tmp_path: P
     assert report.not_rated == {"cancelled (skipped)": 1, "empty": 1, "tie (abstention)": 1, "draft": 1,
                                 "unmappable": 3}
     assert [(u["line"], u["reason"].split(":")[0]) for u in report.unmappable] == [
-        (1, "unit 'it0'"), (2, f"rater '1' already rated 'it1' at {path}"), (3, "no tailorbench unit id (tb_unit)")]
+        (1, "unit 'it0'"), (2, f"rater '1' already rated 'it1' at {path}"), (3, "no item id at 'id'")]
     assert ratings.missing == report.not_rated
     assert {(r.item, r.rater) for r in ratings.ratings} == {("it0", "1"), ("it1", "1"), ("it3", "x@example.org")}
     assert report.annotations == report.ratings + sum(report.not_rated.values())

@@ -14,10 +14,10 @@ __all__ = ["agree", "agree_async", "render_tables", "tiers", "tiers_async"]
 
 def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, positive: str | None = None,
           n_boot: int = 1000, seed: int = 0, level: float = 0.95, out: str | Path | None = None,
-          fmt: str = "auto") -> AgreeResult:
+          fmt: str = "auto", mapping: str | None = None) -> AgreeResult:
     """`tailor agree`: agreement statistics of long-format ratings (.jsonl/.csv), run directories and annotation
-    tools' exports (Label Studio, Argilla, Potato: detected, or all forced with `fmt`); with `out`, also written
-    there as JSON (what `--out` writes)."""
+    tools' exports (Label Studio, Argilla, Potato: detected, or all forced with `fmt`; a project tailorbench did
+    not make read through `mapping`, `--map`, docs/interop.md); with `out`, also written there as JSON."""
     from tailorbench.agreement import AgreeOptions, agreement_report
     from tailorbench.errors import ConfigError
     from tailorbench.interop import read_ratings_any
@@ -29,7 +29,7 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
         raise ConfigError(f"option --level must be a number below 1, got {level!r}")
     if out is not None:
         check_writable("--out", out)
-    report = agreement_report(read_ratings_any(list(files), fmt), list(order) if order else None,
+    report = agreement_report(read_ratings_any(list(files), fmt, mapping), list(order) if order else None,
                               AgreeOptions(n_boot, seed, level, positive))
     if out is not None:
         from tailorbench.files import write_json_atomic
@@ -39,7 +39,8 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
 
 
 def tiers(ratings: str | Path, items: str | Path, out: str | Path, easy: float = 0.75, medium: float = 0.6,
-          min_ratings: int = 3, n_boot: int = 1000, seed: int = 0, fmt: str = "auto") -> TiersResult:
+          min_ratings: int = 3, n_boot: int = 1000, seed: int = 0, fmt: str = "auto",
+          mapping: str | None = None) -> TiersResult:
     """`tailor tiers`: tier pairwise annotations (long format, or a tool's export: `fmt` as in `agree`) by
     per-item agreement and write the PairCase JSONL `out`."""
     from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
@@ -52,7 +53,7 @@ def tiers(ratings: str | Path, items: str | Path, out: str | Path, easy: float =
     rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
     as_int("--resamples", n_boot, minimum=1)
     check_writable("--out", out)
-    cases, summary = build_tiers(items, read_ratings_any([ratings], fmt), rule, n_boot, seed)
+    cases, summary = build_tiers(items, read_ratings_any([ratings], fmt, mapping), rule, n_boot, seed)
     if not cases:
         raise DataError(Path(ratings), None, None, "no item has a tier (skipped: " + (", ".join(
             f"{n} {why}" for why, n in summary["skipped_items"].items()) or "none") + f"); {out} not written")

@@ -268,19 +268,25 @@ def export_items(items: str | Path, task: str, fmt: str, out: str | Path, seed: 
     return AnnotationExport.model_validate(write(items, task, fmt, out, seed, min_submitted, list(predictions)))
 
 
-def import_labels(file: str | Path, out: str | Path, fmt: str = "auto") -> LabelsImported:
+def import_labels(file: str | Path, out: str | Path, fmt: str = "auto", mapping: str | None = None) -> LabelsImported:
     """`tailor annotate import-labels FILE --out ratings.jsonl`: a Label Studio, Argilla or Potato export (detected,
-    or `fmt`) -> the long rating format, with the counts of everything that is not a rating."""
+    or `fmt`) -> the long rating format, with the counts of everything that is not a rating. A project tailorbench
+    did not make is read through `mapping` (`--map`) or its detected shape; the mapping used is printed and
+    written beside the ratings (`OUT.meta.json`). An import that maps nothing is exit 2 with the reasons."""
     from tailorbench.agreement.ratings import merge_ratings, write_ratings_jsonl
-    from tailorbench.interop import FORMATS, check_format, read_export
+    from tailorbench.files import write_json_atomic
+    from tailorbench.interop import FORMATS, check_format, read_export, require_ratings
     from tailorbench.options import check_writable
 
     check_format(fmt, ("auto", *FORMATS))
     check_writable("--out", out)
-    ratings, report = read_export(file, fmt)
+    ratings, report = read_export(file, fmt, mapping)
+    require_ratings(report, file)
     merge_ratings([ratings])  # one label type, as every reader of the long format requires
     write_ratings_jsonl(ratings.ratings, out)
-    return LabelsImported.model_validate({**report.to_dict(), "out": str(out)})
+    summary = {**report.to_dict(), "out": str(out)}
+    write_json_atomic(Path(out).with_suffix(".meta.json"), {k: v for k, v in summary.items() if k != "unmappable"})
+    return LabelsImported.model_validate(summary)
 
 
 def study_create(project: str, quota: int, max_participants: int, completion_code: str,

@@ -15,6 +15,11 @@ from tailorbench.cli.common import (
     user_errors,
 )
 
+#: `--map` of every verb that reads a tool's export (docs/interop.md, "Projects tailorbench did not make")
+MAP = typer.Option(None, "--map", help="A project tailorbench did not make: where its export keeps the item, "
+                   "rater, question and answers, e.g. item=data.pair_id,a=data.answer_a,b=data.answer_b "
+                   "(or a YAML file); without it the common shapes are detected.")
+
 
 def agree(
     files: list[Path] = typer.Argument(..., help="Long-format ratings (.jsonl/.csv), run directories, or Label "
@@ -33,13 +38,14 @@ def agree(
     out: Path | None = typer.Option(None, "--out", help="Also write the result object to this JSON file."),
     fmt: str = typer.Option("auto", "--format", help="auto (each file detected: a Label Studio, Argilla or Potato "
                             "export, else the long format) | long | label-studio | argilla | potato."),
+    mapping: str | None = MAP,
 ) -> None:
     """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs."""
     from tailorbench import api
 
     with user_errors():
         report = api.agree(files, order.split(",") if order else None, positive, n_boot_value(n_boot, resamples),
-                           seed, level, out, fmt).to_dict()
+                           seed, level, out, fmt, mapping).to_dict()
     if as_json:
         print_json(report)
     else:
@@ -72,13 +78,14 @@ def tiers(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP + ": the summary"),
     fmt: str = typer.Option("auto", "--format", help="auto (each file detected: a Label Studio, Argilla or Potato "
                             "export, else the long format) | long | label-studio | argilla | potato."),
+    mapping: str | None = MAP,
 ) -> None:
     """Tier pairwise annotations by per-item agreement and write PairCase records."""
     from tailorbench import api
 
     with user_errors():
         summary = api.tiers(ratings_file, items, out, easy, medium, min_ratings, n_boot_value(n_boot, resamples),
-                            seed, fmt).to_dict()
+                            seed, fmt, mapping).to_dict()
     if as_json:
         print_json(summary)
         return

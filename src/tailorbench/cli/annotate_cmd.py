@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from tailorbench.cli.agree_cmd import MAP
 from tailorbench.cli.annotate_options import BASE_URL, DB, DIR, JSON, LINK_DAYS, PREDICTIONS, twins
 from tailorbench.cli.common import JSON_HELP, emit, print_json, user_errors
 
@@ -208,11 +209,12 @@ def import_labels(
     out: Path = typer.Option(..., "--out", help="Long-format ratings JSONL to write."),
     fmt: str = typer.Option("auto", "--format", help="auto (detected from the content) | label-studio | argilla "
                                                      "| potato"),
+    mapping: str | None = MAP,
     json_out: bool = JSON,
 ) -> None:
     """Read an annotation tool's export into the long rating format; prints what was not a rating, by reason."""
     with user_errors():
-        emit(twins().import_labels(file, out, fmt), json_out)
+        emit(twins().import_labels(file, out, fmt, mapping), json_out)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,13 +9,15 @@ never import it: the CLI and the Python API call it.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.ratings import merge_ratings, read_ratings_file
 from tailorbench.agreement.records import RatingSet
-from tailorbench.errors import ConfigError
+from tailorbench.errors import ConfigError, DataError
 from tailorbench.interop import argilla, label_studio, potato
+from tailorbench.interop.mapping import FieldMap, parse_map
 from tailorbench.interop.units import ImportReport, ratings_of, units_from_items
 
 #: the tool formats, as users type them
@@ -44,8 +46,8 @@ def export_items(items: str | Path, task: str, fmt: str, out: str | Path, seed: 
     verdicts in the long format (`predictions`) ride along as Label Studio predictions / Argilla suggestions."""
     check_format(fmt)
     units = units_from_items(items, task, seed)
-    verdicts = ratings_of(merge_ratings(read_ratings_file(p) for p in predictions).ratings, units) \
-        if predictions else None
+    verdicts, others = ratings_of(merge_ratings(read_ratings_file(p) for p in predictions).ratings, units) \
+        if predictions else (None, 0)
     out = Path(out)
     if fmt == "label-studio":
         files = label_studio.export(units, out, verdicts)
@@ -57,30 +59,51 @@ def export_items(items: str | Path, task: str, fmt: str, out: str | Path, seed: 
                               "and argilla")
         files = potato.export(units, out)
     return {"format": fmt, "task": task, "units": len(units), "swapped": sum(u.swap for u in units),
-            "seed": seed, "files": [str(f) for f in files], "predictions": sum(map(len, (verdicts or {}).values()))}
+            "seed": seed, "files": [str(f) for f in files], "predictions": sum(map(len, (verdicts or {}).values())),
+            "predictions_not_exported": others}
 
 
-def read_export(path: str | Path, fmt: str = "auto") -> tuple[RatingSet, ImportReport]:
-    """A tool's export -> (long-format ratings, counts); `auto` detects the tool from the content."""
+def read_export(path: str | Path, fmt: str = "auto", fmap: FieldMap | str | None = None
+                ) -> tuple[RatingSet, ImportReport]:
+    """A tool's export -> (long-format ratings, counts); `auto` detects the tool from the content; `fmap` (or
+    its `--map` text) says where a project tailorbench did not make keeps item, rater, question and answers."""
     if fmt == "auto":
         found = detect_format(path)
         if found is None:
             raise ConfigError(f"{path}: not a Label Studio, Argilla or Potato export; give --format")
         fmt = found
-    return _READERS[check_format(fmt)].read_export(path)
+    mapping = parse_map(fmap) if isinstance(fmap, str) else fmap
+    return _READERS[check_format(fmt)].read_export(path, mapping)
 
 
-def read_ratings_any(paths: list[str | Path], fmt: str = "auto") -> RatingSet:
+def require_ratings(report: ImportReport, path: str | Path) -> None:
+    """An import that maps nothing is an error naming why (exit 2), never an empty ratings file."""
+    if report.ratings:
+        return
+    reasons = Counter(str(u["reason"]) for u in report.unmappable)
+    reasons.update({k: v for k, v in report.not_rated.items() if k != "unmappable"})
+    why = "; ".join(f"{n} x {reason}" for reason, n in reasons.most_common(3)) or "the export holds no annotations"
+    raise DataError(path, None, None, f"no ratings read from {report.annotations} annotation(s): {why}"
+                    + ("" if report.mapping else " (a project tailorbench did not make: give --map)"))
+
+
+def read_ratings_any(paths: list[str | Path], fmt: str = "auto", fmap: FieldMap | str | None = None) -> RatingSet:
     """What `tailor agree` / `tailor tiers` read: each path a tool's export (detected, or all forced to `fmt`) or,
-    under `auto`, whatever else the long-format reader reads; merged as `agreement.read_ratings` merges."""
+    under `auto`, whatever else the long-format reader reads; merged as `agreement.read_ratings` merges. A tool's
+    export that gives no rating is an error with its reasons."""
     if fmt != "auto":
         check_format(fmt, ("auto", "long", *FORMATS))
     parts = []
     for path in paths:
         tool = detect_format(path) if fmt == "auto" else (None if fmt == "long" else fmt)
-        parts.append(read_ratings_file(path) if tool is None else read_export(path, tool)[0])
+        if tool is None:
+            parts.append(read_ratings_file(path))
+            continue
+        ratings, report = read_export(path, tool, fmap)
+        require_ratings(report, path)
+        parts.append(ratings)
     return merge_ratings(parts)
 
 
-__all__ = ["FORMATS", "ImportReport", "check_format", "detect_format", "export_items", "read_export",
-           "read_ratings_any"]
+__all__ = ["FORMATS", "FieldMap", "ImportReport", "check_format", "detect_format", "export_items", "parse_map",
+           "read_export", "read_ratings_any", "require_ratings"]

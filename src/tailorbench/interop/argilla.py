@@ -21,6 +21,7 @@ from tailorbench.agreement.records import Label, RatingSet
 from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id
 from tailorbench.interop.units import Collector, ImportReport, Unit, prediction_label, shown_answer, unit_from_meta
 
 SETTINGS_FILE = "settings.json"
@@ -35,7 +36,10 @@ def _entry(name: str, kind: str, settings: dict[str, Any], title: str, required:
 
 
 def _text_field(name: str, title: str, required: bool = True) -> dict[str, Any]:
-    return _entry(name, "text", {"type": "text", "use_markdown": False}, title, required)
+    """A text field; the SDK serializes a field's `required` before its `description` (a question's after)."""
+    entry = _entry(name, "text", {"type": "text", "use_markdown": False}, title, required)
+    return {k: entry[k] for k in ("id", "inserted_at", "updated_at", "name", "settings", "title", "required",
+                                  "description", "dataset_id", "type")}
 
 
 def _label(name: str, options: dict[str, str], title: str) -> dict[str, Any]:
@@ -80,12 +84,16 @@ def settings(task: str, min_submitted: int, guidelines: str | None = None) -> di
             "mapping": None}
 
 
-def _suggestion(unit: Unit, judge: str, label: Label) -> dict[str, Any]:
-    answer = shown_answer(unit, prediction_label(unit, label))
-    name, value = {"pairwise": ("choice", answer.get("side")), "attributes": ("judgment", answer.get("judgment")),
-                   "relevance": ("relevant", answer.get("relevant")),
-                   "ab_rating": ("score", answer.get("score"))}[unit.task]
-    return {name: {"value": value, "score": None, "agent": judge}}
+def _suggestion(unit: Unit, verdicts: list[tuple[str, Label]]) -> dict[str, Any]:
+    """Argilla holds one suggestion per question: the verdicts' most common answer (the first on a tie), its
+    `score` the share of the unit's verdicts that gave it (a judge's two answer orders disagreeing show as 0.5),
+    `agent` every judge that gave a verdict, so no verdict of a pair is lost from view."""
+    name = {"pairwise": "choice", "attributes": "judgment", "relevance": "relevant", "ab_rating": "score"}[unit.task]
+    key = {"choice": "side", "score": "score"}.get(name, name)
+    values = [shown_answer(unit, prediction_label(unit, label)).get(key) for _, label in verdicts]
+    value = max(values, key=values.count)  # max keeps the first of equal counts
+    agents = list(dict.fromkeys(judge for judge, _ in verdicts))
+    return {name: {"value": value, "score": round(values.count(value) / len(values), 4), "agent": ", ".join(agents)}}
 
 
 def _meta(unit: Unit) -> dict[str, str]:
@@ -95,18 +103,17 @@ def _meta(unit: Unit) -> dict[str, str]:
 
 def export(units: list[Unit], out: Path, min_submitted: int,
            verdicts: dict[str, list[tuple[str, Label]]] | None = None) -> list[Path]:
-    """Write `settings.json` and `records.json` (a record per unit; Argilla holds one suggestion per question,
-    so a unit's first judge verdict is its suggestion)."""
+    """Write `settings.json` and `records.json` (a record per unit, its judge verdicts as one suggestion)."""
     records = []
     for unit in units:
         preds = (verdicts or {}).get(unit.uid, [])
         records.append({"id": unit.uid, "fields": {k: v for k, v in unit.fields.items() if v},
-                        "metadata": _meta(unit), "suggestions": _suggestion(unit, *preds[0]) if preds else {},
+                        "metadata": _meta(unit), "suggestions": _suggestion(unit, preds) if preds else {},
                         "responses": {}, "vectors": {}, "status": "pending"})
     out.mkdir(parents=True, exist_ok=True)
     task = units[0].task if units else "pairwise"
-    (out / SETTINGS_FILE).write_text(json.dumps(settings(task, min_submitted), ensure_ascii=False, indent=1) + "\n",
-                                     encoding="utf-8")
+    # byte for byte what `Settings.to_json` writes (json.dumps with its defaults, no newline at the end)
+    (out / SETTINGS_FILE).write_text(json.dumps(settings(task, min_submitted)), encoding="utf-8")
     (out / RECORDS_FILE).write_text(json.dumps(records, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return [out / SETTINGS_FILE, out / RECORDS_FILE]
 
@@ -180,28 +187,40 @@ def _records(path: Path) -> list[tuple[int, Any]]:
     return list(read_jsonl(path, InvalidRows()))
 
 
-def read_export(path: str | Path) -> tuple[RatingSet, ImportReport]:
+def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingSet, ImportReport]:
     """Argilla records (nested or flattened) -> long-format ratings and the counts: discarded and draft responses,
-    responses without a value, and unmappable ones kept apart. Lines are JSONL lines or positions in a list."""
+    responses without a value, and unmappable ones kept apart. Lines are JSONL lines or positions in a list.
+    Records tailorbench did not export (no `tb_unit` metadata), or any when `fmap` is given, go through the
+    mapping: item = the record's `id` unless mapped, rater = the response's user, label = the answer's value."""
     path = Path(path)
-    return _read(_records(path), path)
+    return _read(_records(path), path, fmap)
 
 
-def read_records(records: Iterable[Any], source: str = "argilla-sdk") -> tuple[RatingSet, ImportReport]:
+def read_records(records: Iterable[Any], source: str = "argilla-sdk", fmap: FieldMap | None = None
+                 ) -> tuple[RatingSet, ImportReport]:
     """`read_export` of records in memory, straight from the SDK: `dataset.records.to_list(flatten=True)` (or
     nested dicts); lines in the report are their positions, `source` their name."""
-    return _read(enumerate(records, start=1), source)
+    return _read(enumerate(records, start=1), source, fmap)
 
 
-def _read(numbered: Iterable[tuple[int, Any]], source: str | Path) -> tuple[RatingSet, ImportReport]:
+def _own(record: dict[str, Any], fmap: FieldMap | None) -> bool:
+    meta = record.get("metadata")
+    return fmap is None and "tb_unit" in (meta if isinstance(meta, dict) else record)
+
+
+def _read(numbered: Iterable[tuple[int, Any]], source: str | Path, fmap: FieldMap | None
+          ) -> tuple[RatingSet, ImportReport]:
     col = Collector("argilla")
     col.source(source)
-    no_status = 0
+    shape = Shape(item=fmap.item if fmap and fmap.item else "id", rater="responses[].user_id")
+    no_status = foreign = 0
     for line, record in numbered:
         if not isinstance(record, dict):
             col.unmappable(source, line, "record is not an object")
             continue
-        unit = _unit(record)
+        own = _own(record, fmap)
+        foreign += not own
+        unit = _unit(record) if own else None
         for user, answers in _responses(record).items():
             statuses = {s for _, _, s in answers}
             if "discarded" in statuses:
@@ -211,6 +230,10 @@ def _read(numbered: Iterable[tuple[int, Any]], source: str | Path) -> tuple[Rati
                 col.count("draft")
                 continue
             no_status += None in statuses
+            if unit is None:
+                given = {q: ("label", v) for q, v, _ in answers if v is not None}
+                add_answer(col, shape, record, given, item_id(record, fmap, "id"), user, fmap, (source, line))
+                continue
             answer = {_QUESTION_KEY.get(q, q): v for q, v, _ in answers if v is not None}
             if not answer:
                 col.count("empty")
@@ -219,6 +242,8 @@ def _read(numbered: Iterable[tuple[int, Any]], source: str | Path) -> tuple[Rati
     if no_status:
         col.report.notes.append(f"{no_status} annotators' responses carry no status (Dataset.to_disk leaves it "
                                 "out): read as submitted")
+    if foreign:
+        finish(col, shape, fmap)
     return col.ratings, col.report
 
 

@@ -19,6 +19,7 @@ from xml.sax.saxutils import quoteattr
 from tailorbench.agreement.records import Label, RatingSet
 from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.errors import DataError
+from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id, rater_of
 from tailorbench.interop.units import (
     TIE_WORDS,
     Collector,
@@ -134,10 +135,25 @@ def _answer(result: list[Any]) -> dict[str, Any] | str:
     return answer
 
 
-def read_export(path: str | Path) -> tuple[RatingSet, ImportReport]:
+def _foreign_answers(result: list[Any]) -> dict[str, tuple[str, Any]]:
+    """A foreign task's result list -> question (control name) -> (kind, value) of the controls a rating can
+    come from: Pairwise `selected`, Choices `choices`, Rating `rating`, Number `number`."""
+    out: dict[str, tuple[str, Any]] = {}
+    for r in result:
+        if not isinstance(r, dict) or not isinstance(r.get("value"), dict):
+            continue
+        kind = str(r.get("type"))
+        key = {"pairwise": "selected", "choices": "choices", "rating": "rating", "number": "number"}.get(kind)
+        if key is not None and key in r["value"]:
+            out[str(r.get("from_name"))] = (kind, r["value"][key])
+    return out
+
+
+def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingSet, ImportReport]:
     """Label Studio's JSON export (a list of tasks with `annotations`, `drafts`) -> long-format ratings and the
     counts: cancelled (skipped) annotations, drafts, empty results, ties and unmappable ones kept apart. Line
-    numbers in the report are the tasks' positions (1-based) in the export."""
+    numbers in the report are the tasks' positions (1-based) in the export. Tasks tailorbench did not export
+    (no `tb_unit`), or any task when a mapping is given, are read through the mapping (`mapping.py`)."""
     path = Path(path)
     try:
         tasks = json.loads(path.read_text(encoding="utf-8"))
@@ -147,11 +163,16 @@ def read_export(path: str | Path) -> tuple[RatingSet, ImportReport]:
         raise DataError(path, None, None, "a Label Studio JSON export is a list of tasks")
     col = Collector("label-studio")
     col.source(path)
+    shape = Shape(item=fmap.item if fmap and fmap.item else "id",
+                  rater=fmap.rater if fmap and fmap.rater else "completed_by")
+    foreign = 0
     for pos, task in enumerate(tasks, start=1):
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
             col.unmappable(path, pos, "task is not an object with 'data'")
             continue
-        unit = unit_from_meta(task["data"])
+        own = fmap is None and "tb_unit" in task["data"]
+        foreign += not own
+        unit = unit_from_meta(task["data"]) if own else None
         for _ in task.get("drafts") or []:
             col.count("draft")
         for ann in task.get("annotations") or []:
@@ -166,11 +187,19 @@ def read_export(path: str | Path) -> tuple[RatingSet, ImportReport]:
                 continue
             if isinstance(ann.get("lead_time"), int | float):
                 col.report.lead_time_s.append(float(ann["lead_time"]))
-            answer = _answer(ann["result"]) if isinstance(ann["result"], list) else "result is not a list"
-            if isinstance(answer, str):
-                col.unmappable(path, pos, f"task {task.get('id', pos)}: {answer}")
-                continue
-            col.answer(unit, _rater(ann.get("completed_by")), answer, path, pos)
+            if not isinstance(ann["result"], list):
+                col.unmappable(path, pos, f"task {task.get('id', pos)}: result is not a list")
+            elif unit is None:
+                add_answer(col, shape, task, _foreign_answers(ann["result"]), item_id(task, fmap, "id"),
+                           rater_of(ann, fmap, "completed_by"), fmap, (path, pos))
+            else:
+                answer = _answer(ann["result"])
+                if isinstance(answer, str):
+                    col.unmappable(path, pos, f"task {task.get('id', pos)}: {answer}")
+                    continue
+                col.answer(unit, _rater(ann.get("completed_by")), answer, path, pos)
+    if foreign:
+        finish(col, shape, fmap)
     return col.ratings, col.report
 
 

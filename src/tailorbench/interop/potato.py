@@ -20,6 +20,7 @@ from tailorbench.agreement.records import RatingSet
 from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id
 from tailorbench.interop.units import Collector, ImportReport, Unit, unit_from_meta
 
 CONFIG_FILE = "config.yaml"
@@ -48,13 +49,14 @@ def _schemes(task: str) -> list[dict[str, Any]]:
 
 
 def project_config(task: str, name: str = "tailorbench") -> dict[str, Any]:
-    """The Potato project config of a task type."""
+    """The Potato project config of a task type, in Potato 2's schema (`potato validate --strict` passes on
+    2.12): `export_annotation_format` (the key that replaced `output_annotation_format`) and no v1 layout keys;
+    served on loopback unless the team edits `host`."""
     return {"annotation_task_name": f"{name} ({task})", "output_annotation_dir": f"{OUTPUT_DIR}/",
-            "output_annotation_format": "jsonl", "data_files": [DATA_FILE],
+            "export_annotation_format": "jsonl", "data_files": [DATA_FILE],
             "item_properties": {"id_key": "id", "text_key": "text"},
             "user_config": {"allow_all_users": True, "users": []}, "annotation_schemes": _schemes(task),
-            "html_layout": "default", "base_html_template": "default", "header_file": "default",
-            "site_dir": "default", "port": 8000, "alert_time_each_instance": 10000000}
+            "host": "127.0.0.1", "port": 8000, "alert_time_each_instance": 10000000}
 
 
 def _text(unit: Unit) -> str:
@@ -83,8 +85,8 @@ def _answer(labels: dict[str, Any]) -> dict[str, Any] | str:
         if not isinstance(chosen, dict) or len(chosen) != 1:
             return f"scheme {scheme!r} must hold exactly one label, got {chosen!r}"
         ((label, _value),) = chosen.items()
-        scale = re.fullmatch(r"scale_(\d+)", str(label))
-        if scale:
+        scale = re.fullmatch(r"(?:scale_)?(\d+)", str(label))  # likert: Potato 1 `scale_N`, Potato 2 `N`
+        if scale and scheme != "choice":
             answer[scheme] = int(scale.group(1))
         elif scheme == "choice":
             answer["side"] = SIDES.get(label, label)
@@ -106,37 +108,86 @@ def _project(path: Path) -> tuple[Path, dict[str, Any]]:
     return config_path.parent, config
 
 
-def read_export(path: str | Path) -> tuple[RatingSet, ImportReport]:
-    """A Potato project folder (its config, data files and every annotator's annotated_instances.jsonl) ->
-    long-format ratings (rater = the annotator's folder name) and the counts."""
+#: one annotator's labels of one instance: (file, line, rater, instance id, {scheme: {label: value}})
+Row = tuple[Path, int | None, str, str, Any]
+
+
+def _v2_rows(state: Path) -> list[Row]:
+    """Potato 2's `USER/user_state.json`: `instance_id_to_label_to_value` = {id: [[{schema, name}, value]]}
+    (the annotator's current labels; `annotation_history.jsonl` is the log of how they got there)."""
+    try:
+        data = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(state, None, None, f"not a readable Potato user state: {exc}") from None
+    rater = str(data.get("user_id") or state.parent.name)
+    rows: list[Row] = []
+    for pos, (iid, pairs) in enumerate((data.get("instance_id_to_label_to_value") or {}).items(), start=1):
+        labels: dict[str, dict[str, Any]] = {}
+        for pair in pairs if isinstance(pairs, list) else []:
+            if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], dict):
+                labels.setdefault(str(pair[0].get("schema")), {})[str(pair[0].get("name"))] = pair[1]
+        rows.append((state, pos, rater, str(iid), labels))
+    return rows
+
+
+def _export_rows(path: Path) -> list[Row]:
+    """Potato 2's periodic export `exports/jsonl/annotations.jsonl` (`instance_id`, `user_id`, `labels`)."""
+    return [(path, line, str(row.get("user_id") or ""), str(row.get("instance_id")), row.get("labels"))
+            for line, row in read_jsonl(path, InvalidRows())]
+
+
+def _rows(root: Path, config: dict[str, Any]) -> list[Row]:
+    """Every annotator's rows: Potato 2's user states (else its jsonl export), else Potato 1's
+    `USER/annotated_instances.jsonl` (rater = the folder name)."""
+    out_dir = root / str(config.get("output_annotation_dir") or OUTPUT_DIR)
+    states = sorted(out_dir.glob("*/user_state.json"))
+    if states:
+        return [row for state in states for row in _v2_rows(state)]
+    export = out_dir / "exports" / "jsonl" / "annotations.jsonl"
+    if export.is_file():
+        return _export_rows(export)
+    v1 = sorted(out_dir.glob("*/annotated_instances.jsonl"))
+    if not v1:
+        raise DataError(root, None, None, "no annotator output (Potato 2: annotation_output/USER/user_state.json; "
+                                          "Potato 1: annotation_output/USER/annotated_instances.jsonl)")
+    return [(out, line, out.parent.name, str(row.get("id")), row.get("label_annotations"))
+            for out in v1 for line, row in read_jsonl(out, InvalidRows())]
+
+
+def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingSet, ImportReport]:
+    """A Potato project folder (its config, data files and every annotator's output, Potato 2 or 1) ->
+    long-format ratings and the counts. Instances tailorbench did not export (no `tb_unit` in the data row), or
+    any when `fmap` is given, go through the mapping (item = the instance id unless mapped, label = the radio
+    label or the likert number)."""
     root, config = _project(Path(path))
     id_key = (config.get("item_properties") or {}).get("id_key", "id")
-    units: dict[str, Unit | str] = {}
+    data: dict[str, dict[str, Any]] = {}
     for name in config["data_files"]:
         for _, row in read_jsonl(root / name, InvalidRows()):
-            units[str(row.get(id_key))] = unit_from_meta(row)
+            data[str(row.get(id_key))] = row
     col = Collector("potato")
-    outputs = sorted((root / str(config.get("output_annotation_dir") or OUTPUT_DIR)).glob(
-        "*/annotated_instances.jsonl"))
-    if not outputs:
-        raise DataError(root, None, None, "no annotator output (annotation_output/USER/annotated_instances.jsonl)")
-    for out in outputs:
-        col.source(out)
-        rater = out.parent.name
-        for line, row in read_jsonl(out, InvalidRows()):
-            uid = str(row.get("id"))
-            if uid not in units:
-                col.unmappable(out, line, f"instance {uid!r} is not in the project's data files")
-                continue
-            labels = row.get("label_annotations")
-            if not labels:
-                col.count("empty")
-                continue
-            answer = _answer(labels) if isinstance(labels, dict) else "label_annotations is not an object"
-            if isinstance(answer, str):
-                col.unmappable(out, line, answer)
-                continue
-            col.answer(units[uid], rater, answer, out, line)
+    shape = Shape(item=fmap.item if fmap and fmap.item else id_key, rater="annotation_output/USER")
+    foreign = 0
+    for out, line, rater, uid, labels in _rows(root, config):
+        if str(out) not in col.report.sources:
+            col.source(out)
+        if uid not in data:
+            col.unmappable(out, line, f"instance {uid!r} is not in the project's data files")
+            continue
+        if not labels:
+            col.count("empty")
+            continue
+        answer = _answer(labels) if isinstance(labels, dict) else "label_annotations is not an object"
+        if isinstance(answer, str):
+            col.unmappable(out, line, answer)
+        elif fmap is None and "tb_unit" in data[uid]:
+            col.answer(unit_from_meta(data[uid]), rater, answer, out, line)
+        else:
+            foreign += 1
+            given = {k: ("pairwise" if k == "side" else "label", v) for k, v in answer.items()}
+            add_answer(col, shape, data[uid], given, item_id(data[uid], fmap, id_key), rater, fmap, (out, line))
+    if foreign:
+        finish(col, shape, fmap)
     return col.ratings, col.report
 
 

@@ -185,6 +185,8 @@ class ImportReport:
     lead_time_s: list[float] = field(default_factory=list)
     #: what the reader could not tell from the file
     notes: list[str] = field(default_factory=list)
+    #: a foreign export (not made by tailorbench): the mapping given and what was detected (`mapping.Shape`)
+    mapping: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"tool": self.tool, "sources": self.sources, "annotations": self.annotations,
@@ -192,7 +194,7 @@ class ImportReport:
                 "unmappable": self.unmappable, "confidence": dict(sorted(self.confidence.items())),
                 "lead_time_s": {"n": len(self.lead_time_s),
                                 "median": statistics.median(self.lead_time_s) if self.lead_time_s else None},
-                "notes": self.notes}
+                "notes": self.notes, **({"mapping": self.mapping} if self.mapping else {})}
 
 
 class Collector:
@@ -236,28 +238,35 @@ class Collector:
         except Unmappable as exc:
             self.unmappable(path, line, f"unit {unit.uid!r}: {exc}")
             return
-        where = f"{path}:{line}" if line is not None else str(path)
-        prev = self._seen.get((unit.uid, rater))
-        if prev is not None:
-            self.unmappable(path, line, f"rater {rater!r} already rated {unit.uid!r} at {prev}")
-            return
-        self._seen[unit.uid, rater] = where
         if unit.task == "pairwise":
             conf = answer.get("confidence")
             given = "not given" if conf is None else str(conf) if conf in CONFIDENCE else "outside 1-3"
             self.report.confidence[given] += 1
+        self.rate(unit.uid, rater, label, path, line)
+
+    def rate(self, item: str, rater: str, label: Label, path: str | Path, line: int | None) -> None:
+        """One rating; a rater rating an item twice is unmappable, naming the first place."""
+        where = f"{path}:{line}" if line is not None else str(path)
+        prev = self._seen.get((item, rater))
+        if prev is not None:
+            self.unmappable(path, line, f"rater {rater!r} already rated {item!r} at {prev}")
+            return
+        self._seen[item, rater] = where
         self.report.annotations += 1
         self.report.ratings += 1
-        self.ratings.ratings.append(Rating(unit.uid, rater, label, "human", str(path), line))
+        self.ratings.ratings.append(Rating(item, rater, label, "human", str(path), line))
 
 
-def ratings_of(predictions: Iterable[Rating], units: list[Unit]) -> dict[str, list[tuple[str, Label]]]:
-    """Judge verdicts (long-format ratings) by unit id: (judge id, canonical label) for export as predictions;
-    a rating of no exported unit is an error naming its file and line."""
+def ratings_of(predictions: Iterable[Rating], units: list[Unit]) -> tuple[dict[str, list[tuple[str, Label]]], int]:
+    """Judge verdicts (long-format ratings) by unit id: (judge id, canonical label) for export as predictions, and
+    how many verdicts are of no exported unit (a run that judged more cases than are exported): counted, not an
+    error, since exporting a sample of a run's cases is the usual case."""
     by_uid = {u.uid for u in units}
     out: dict[str, list[tuple[str, Label]]] = {}
+    others = 0
     for r in predictions:
         if r.item not in by_uid:
-            raise DataError(r.source, r.line, "item", f"verdict for {r.item!r}, which is not an exported unit")
+            others += 1
+            continue
         out.setdefault(r.item, []).append((r.rater, r.label))
-    return out
+    return out, others

@@ -1,0 +1,145 @@
+"""Projects tailorbench did not make, and today's Potato: files the real tools wrote.
+
+- `data/label_studio_foreign_pairwise.json`: a real Label Studio 1.23.2 export of a 12-pair, 3-annotator project
+  with a team's own Pairwise config (data keys `pair_id`, `response_left`, `response_right`, `personalized`,
+  `generic`; the personalized answer placed at random per task), made by `bench/label_studio_roundtrip.py
+  --save-foreign` (the votes given, "a" = the personalized answer, beside it as `.votes.json`).
+- `data/potato2_{pairwise,ab_rating}/`: tailorbench's Potato export after a real Potato 2.12.1 server on loopback
+  took two annotators' labels over HTTP (`bench/potato_roundtrip.py --save`; the labels given in
+  `labels_given.json`): its `user_state.json`, `annotation_history.jsonl` and `exports/jsonl/annotations.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import krippendorff
+import numpy as np
+import pytest
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+from typer.testing import CliRunner
+
+from tailorbench.agreement import AgreeOptions, agreement_report
+from tailorbench.agreement.records import Rating, RatingSet
+from tailorbench.cli.app import app
+from tailorbench.errors import ConfigError, DataError
+from tailorbench.interop import detect_format, parse_map, read_export
+from tests.interop.conftest import DATA
+
+LS = DATA / "label_studio_foreign_pairwise.json"
+MAP = "item=data.pair_id,a=data.personalized,b=data.generic,left=data.response_left,right=data.response_right"
+
+
+def _reference(ratings: RatingSet) -> tuple[float, float]:
+    """Fleiss' kappa by statsmodels and Krippendorff's alpha (nominal) by krippendorff, on the same votes."""
+    by_item: dict[str, dict[str, Any]] = defaultdict(dict)
+    for r in ratings.ratings:
+        by_item[r.item][r.rater] = r.label
+    labels = sorted({str(r.label) for r in ratings.ratings})
+    raters = sorted({r.rater for r in ratings.ratings})
+    table = np.array([[labels.index(str(by_item[i][r])) for r in raters] for i in sorted(by_item)])
+    counts, _ = aggregate_raters(table)
+    data = np.array([[labels.index(str(by_item[i][r])) if r in by_item[i] else np.nan for i in sorted(by_item)]
+                     for r in raters], dtype=float)
+    return float(fleiss_kappa(counts)), float(krippendorff.alpha(reliability_data=data,
+                                                                 level_of_measurement="nominal"))
+
+
+def _ours(ratings: RatingSet) -> tuple[float, float]:
+    report = agreement_report(ratings, None, AgreeOptions(50, 0))
+    return report["fleiss_kappa"]["value"], report["krippendorff_alpha"]["nominal"]["value"]
+
+
+def test_label_studio_export_without_a_mapping_is_read_as_sides() -> None:
+    assert detect_format(LS) == "label-studio"
+    ratings, report = read_export(LS)
+    tasks = json.loads(LS.read_text(encoding="utf-8"))
+    assert report.ratings == 36 and not report.unmappable
+    assert {r.item for r in ratings.ratings} == {str(t["id"]) for t in tasks}
+    assert {r.label for r in ratings.ratings} <= {"left", "right"}
+    assert report.mapping and report.mapping["labels"].startswith("sides") and report.mapping["item"] == "id"
+    assert any("about sides" in note for note in report.notes)
+    assert _ours(ratings) == pytest.approx(_reference(ratings), abs=1e-12)
+
+
+def test_label_studio_export_with_a_mapping_gives_the_answers_voted() -> None:
+    ratings, report = read_export(LS, "label-studio", MAP)
+    votes = json.loads(LS.with_suffix(".votes.json").read_text(encoding="utf-8"))
+    ids = {email: str(uid) for email, uid in votes["users"].items()}
+    want = {(item, ids[email]): {"a": "A", "b": "B"}[v] for item, email, v in votes["votes"]}
+    assert {(r.item, r.rater): r.label for r in ratings.ratings} == want
+    assert report.mapping == {"given": parse_map(MAP).to_dict(), "item": "data.pair_id", "rater": "completed_by",
+                              "question": ["preference"], "labels": "answers A / B"}
+    assert _ours(ratings) == pytest.approx(_reference(ratings), abs=1e-12)
+    # answers are what the sides meant: the side-based kappa differs wherever the placement was swapped
+    assert _ours(ratings) != _ours(read_export(LS)[0])
+
+
+def test_a_mapping_that_maps_nothing_is_exit_2_with_the_reason(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "ratings.jsonl"
+    bad = runner.invoke(app, ["annotate", "import-labels", str(LS), "--out", str(out), "--map", "item=data.nope"])
+    assert bad.exit_code == 2 and "no item id at 'data.nope'" in bad.output and not out.exists()
+    agree = runner.invoke(app, ["agree", str(LS), "--map", "item=data.nope", "--n-boot", "10"])
+    assert agree.exit_code == 2 and "no item id" in agree.output
+    ok = runner.invoke(app, ["annotate", "import-labels", str(LS), "--out", str(out), "--map", MAP, "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output)["ratings"] == 36
+    meta = json.loads(out.with_suffix(".meta.json").read_text(encoding="utf-8"))
+    assert meta["mapping"]["labels"] == "answers A / B" and meta["tool"] == "label-studio"
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 36
+
+
+def test_a_mapping_file_and_bad_mappings(tmp_path: Path) -> None:
+    spec = tmp_path / "map.yaml"
+    spec.write_text("item: data.pair_id\na: data.personalized\nb: data.generic\nleft: data.response_left\n"
+                    "right: data.response_right\n", encoding="utf-8")
+    assert parse_map(str(spec)) == parse_map(MAP)
+    for wrong in ("item", "colour=red", "a=data.x"):
+        with pytest.raises(ConfigError):
+            parse_map(wrong)
+
+
+def test_a_side_that_shows_neither_answer_is_unmappable_with_its_line(tmp_path: Path) -> None:
+    tasks = json.loads(LS.read_text(encoding="utf-8"))
+    tasks[2]["data"]["response_left"] = "something else"
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(tasks), encoding="utf-8")
+    _ratings, report = read_export(path, "label-studio", MAP)
+    lefts = sum(a["result"][0]["value"]["selected"] == "left" for a in tasks[2]["annotations"])
+    assert report.not_rated["unmappable"] == lefts and report.ratings == 36 - lefts
+    assert {u["line"] for u in report.unmappable} == {3}
+    assert "shows neither answer A" in report.unmappable[0]["reason"]
+
+
+@pytest.mark.parametrize("task", ["pairwise", "ab_rating"])
+def test_potato2_files_give_the_labels_given_and_their_kappas(task: str) -> None:
+    project = DATA / f"potato2_{task}"
+    assert detect_format(project) == "potato"
+    ratings, report = read_export(project)
+    given = {(item, rater): label for item, rater, label in
+             json.loads((project / "labels_given.json").read_text(encoding="utf-8"))}
+    assert {(r.item, r.rater): r.label for r in ratings.ratings} == given
+    assert not report.unmappable and {Path(s).name for s in report.sources} == {"user_state.json"}
+    direct = RatingSet(ratings=[Rating(i, r, label) for (i, r), label in given.items()])
+    assert _ours(ratings) == _ours(direct)
+    if task == "pairwise":
+        assert report.confidence == {"2": len(given)}
+
+
+def test_potato2_export_file_alone_is_read(tmp_path: Path) -> None:
+    """Without user states, Potato 2's periodic export (`exports/jsonl/annotations.jsonl`) is read."""
+    project = tmp_path / "p"
+    shutil.copytree(DATA / "potato2_pairwise", project)
+    for state in project.glob("annotation_output/*/user_state.json"):
+        state.unlink()
+    _ratings, report = read_export(project)
+    rows = (project / "annotation_output/exports/jsonl/annotations.jsonl").read_text().splitlines()
+    assert report.ratings == len(rows) >= 1 and not report.unmappable
+    with pytest.raises(DataError, match="no annotator output"):
+        shutil.rmtree(project / "annotation_output/exports")
+        read_export(project)
