@@ -71,7 +71,7 @@ def load_benchmark(data: str | Path, skip_invalid: bool = False, layout: str | N
 
 def source_path(spec: str) -> Path:
     """Where a data spec lies on disk: `demo`, `personafeedback` and `hf:OWNER/NAME[@REV]` from the package or
-    the hub cache, anything else a path."""
+    the hub cache, a pushed folder (`data push --dry-run`) its benchmark file, anything else a path."""
     if spec == DEMO:
         return demo_path()
     if spec == PERSONAFEEDBACK:
@@ -82,7 +82,12 @@ def source_path(spec: str) -> Path:
         from tailorbench.datasets.hub_repo import fetch_pushed
 
         return fetch_pushed(spec)
-    return Path(spec).expanduser()
+    path = Path(spec).expanduser()
+    from tailorbench.datasets.hub_repo import DATA_FILE
+
+    if path.is_dir() and (path / DATA_FILE).is_file():
+        return path / DATA_FILE  # the folder `tailor data push --dry-run DIR` wrote (or a downloaded push)
+    return path
 
 
 def _check_names(benchmark: Benchmark, path: Path, invalid: InvalidRows) -> None:
