@@ -143,3 +143,71 @@ def test_potato2_export_file_alone_is_read(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no annotator output"):
         shutil.rmtree(project / "annotation_output/exports")
         read_export(project)
+
+
+def _nested_with_status(flat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The SDK's flat records (statuses kept) as nested records whose responses carry their status, the shape
+    the argilla_sdk pre-release's `Record.to_dict` wrote (`{"value", "user_id", "status"}`)."""
+    out = []
+    for row in flat:
+        record: dict[str, Any] = {"id": row["id"], "metadata": {k: row[k] for k in row if k.startswith("tb_")},
+                                  "responses": {}}
+        for key in [k for k in row if k.endswith(".responses")]:
+            question = key[: -len(".responses")]
+            record["responses"][question] = [
+                {"value": v, "user_id": u, "status": s}
+                for v, u, s in zip(row[key], row[f"{key}.users"], row[f"{key}.status"])]
+        out.append(record)
+    return out
+
+
+def test_argilla_nested_and_flat_exports_of_the_same_responses_agree(tmp_path: Path) -> None:
+    flat = DATA / "argilla_sdk_pairwise_records_flat.json"
+    nested = tmp_path / "records.json"
+    nested.write_text(json.dumps(_nested_with_status(json.loads(flat.read_text(encoding="utf-8")))), "utf-8")
+    (a, ra), (b, rb) = read_export(flat), read_export(nested)
+    assert sorted((r.item, r.rater, r.label) for r in a.ratings) == sorted((r.item, r.rater, r.label)
+                                                                          for r in b.ratings)
+    assert ra.not_rated == rb.not_rated and rb.not_rated["draft"] == 1 and rb.not_rated["discarded"] == 1
+    assert not rb.notes  # every response carried its status
+    opts = AgreeOptions(100, 0)
+    assert agreement_report(a, None, opts)["fleiss_kappa"] == agreement_report(b, None, opts)["fleiss_kappa"]
+
+
+def test_argilla_records_made_without_tailorbench(tmp_path: Path) -> None:
+    """A team's own dataset: a LabelQuestion over fields shown left / right, a RatingQuestion beside it."""
+    records = [{"id": f"r{i}", "fields": {"left": f"L{i}", "right": f"R{i}", "mine": f"L{i}" if i % 2 else f"R{i}",
+                                          "other": f"R{i}" if i % 2 else f"L{i}"},
+                "responses": {"better": [{"value": side, "user_id": user, "status": "submitted"}
+                                         for user, side in (("u1", "left"), ("u2", "right"))],
+                              "quality": [{"value": 4, "user_id": "u1", "status": "submitted"}]}}
+               for i in range(4)]
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    _, report = read_export(path, "argilla")
+    assert report.ratings == 4 and report.not_rated["unmappable"] == 4  # u1 answered two questions: which one?
+    assert all("give --map question=NAME" in u["reason"] for u in report.unmappable)
+    ratings, report = read_export(path, "argilla", "question=better,a=fields.mine,b=fields.other,left=fields.left,"
+                                                   "right=fields.right")
+    got = {(r.item, r.rater): r.label for r in ratings.ratings}
+    assert got == {(f"r{i}", u): ("A" if (side == "left") == bool(i % 2) else "B")
+                   for i in range(4) for u, side in (("u1", "left"), ("u2", "right"))}
+    assert report.mapping and report.mapping["labels"] == "answers A / B"
+    quality, _ = read_export(path, "argilla", "question=quality")
+    assert {r.label for r in quality.ratings} == {4}
+
+
+def test_potato_project_made_without_tailorbench(tmp_path: Path) -> None:
+    """A team's Potato 2 project: its own data rows (no tb_unit), a radio scheme with its own labels."""
+    project = tmp_path / "p"
+    shutil.copytree(DATA / "potato2_pairwise", project)
+    rows = [json.loads(line) for line in (project / "data/units.jsonl").read_text().splitlines()]
+    (project / "data/units.jsonl").write_text("".join(json.dumps({"id": r["id"], "text": r["text"]}) + "\n"
+                                                      for r in rows), encoding="utf-8")
+    ratings, report = read_export(project)
+    # detected: the radio scheme `choice` (Answer 1 / Answer 2) as sides, the one pairwise question
+    assert report.ratings == len(rows) * 2 and {r.label for r in ratings.ratings} <= {"left", "right"}
+    assert report.mapping and report.mapping["question"] == ["choice"]
+    assert any("about sides" in n for n in report.notes)
+    confidence, _ = read_export(project, "potato", "question=confidence")
+    assert {r.label for r in confidence.ratings} == {2}

@@ -184,7 +184,8 @@ def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingS
             col.answer(unit_from_meta(data[uid]), rater, answer, out, line)
         else:
             foreign += 1
-            given = {k: ("pairwise" if k == "side" else "label", v) for k, v in answer.items()}
+            given = {("choice" if k == "side" else k): ("pairwise" if k == "side" else "label", v)
+                     for k, v in answer.items()}  # the side of scheme `choice` (Answer 1 / 2) is a pairwise one
             add_answer(col, shape, data[uid], given, item_id(data[uid], fmap, id_key), rater, fmap, (out, line))
     if foreign:
         finish(col, shape, fmap)
