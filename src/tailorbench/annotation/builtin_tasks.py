@@ -54,11 +54,12 @@ def _sign(x: int) -> int:
 @TASK_TYPES.register("pairwise")
 class Pairwise(TaskType):
     """PersonaFeedback's pairwise choice: which of two answers fits the person, with an optional confidence.
-    Imports PairCase and construction-pipeline files too; exports a benchmark with agreement tiers."""
+    Imports PairCase and construction-pipeline files, and a benchmark in any registered layout, too; exports a
+    benchmark with agreement tiers."""
 
     name = "pairwise"
     title = "Pairwise choice"
-    import_formats = ("paircase", "pipeline", "items")
+    import_formats = ("paircase", "pipeline", "items", "benchmark")
     random_order = True
     export_files = ("benchmark.jsonl", "tiers.json")
 
@@ -71,7 +72,7 @@ class Pairwise(TaskType):
             "answer_a": text_field(row, "answer_a"),
             "answer_b": text_field(row, "answer_b"),
         }
-        if out["split"] not in ("specific", "general"):
+        if out["split"] not in ("specific", "general"):  # other layouts' names come in as `benchmark` imports
             raise ItemError("split", "must be 'specific' or 'general'")
         return out
 

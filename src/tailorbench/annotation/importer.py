@@ -6,7 +6,7 @@ transaction, so a bad line never leaves half an import behind. Every error names
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -17,9 +17,12 @@ from tailorbench.annotation.tasks import TASK_TYPES, ItemError, TaskType, task_t
 from tailorbench.datasets.native import read_native
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.schema import PairCase
 
-ImportFormat = Literal["auto", "paircase", "pipeline", "items"]
-FORMATS: tuple[str, ...] = ("auto", "paircase", "pipeline", "items")
+ImportFormat = Literal["auto", "paircase", "pipeline", "items", "benchmark"]
+#: `benchmark`: a benchmark in any registered layout other than native JSONL (a PersonaFeedback folder, a
+#: plugin's layout), read by that layout with its own split, tier and field names
+FORMATS: tuple[str, ...] = ("auto", "paircase", "pipeline", "items", "benchmark")
 #: how deep an item's objects and lists may nest (a persona is a few levels; the JSON encoders, the page
 #: renderer and the databases' JSON functions all have lower limits than a hostile file)
 MAX_DEPTH = 32
@@ -70,9 +73,24 @@ def _nonblank_lines(path: Path) -> list[int]:
     return [n for n, raw in enumerate(data.split(b"\n"), start=1) if raw.strip()]
 
 
+def _layout_of(path: Path) -> str | None:
+    """The registered benchmark layout that reads `path`, if any (None where none does)."""
+    from tailorbench.datasets.loader import find_layout
+
+    try:
+        return find_layout(path).name
+    except DataError:
+        return None
+
+
 def detect_format(path: Path, task: TaskType) -> str:
-    """The format `--format auto` picks: the task type decides (pairwise: paircase when rows have tier +
-    chosen, pipeline for chosen without tier, else items; every other built-in type: items)."""
+    """The format `--format auto` picks: a benchmark a registered layout other than native / scored reads
+    (where the task type takes benchmarks), else the task type decides (pairwise: paircase when rows have
+    tier + chosen, pipeline for chosen without tier, else items; every other built-in type: items)."""
+    if "benchmark" in task.import_formats and _layout_of(path) not in (None, "native", "scored"):
+        return "benchmark"
+    if not path.is_file():
+        raise DataError(path, None, None, "not a file (a folder imports only as a benchmark a layout reads)")
     return task.detect_format(path)
 
 
@@ -97,15 +115,25 @@ def _gold_from_meta(meta: dict[str, Any]) -> str | None:
     return "A" if meta.get("gold") is True else None
 
 
-def _read_paircase(path: Path, on_row: OnRow = None) -> list[ParsedItem]:
-    lines = _nonblank_lines(path)
+def _pair_items(numbered: Iterable[tuple[int, PairCase]], on_row: OnRow) -> list[ParsedItem]:
     out: list[ParsedItem] = []
-    for line, case in zip(lines, read_native(path, InvalidRows())):
+    for line, case in numbered:
         meta = {**case.meta, "source_tier": case.tier}
         payload = _pair_payload(case.id, case.split, case.user_id, case.persona, case.question, case.chosen,
                                 case.rejected, meta)
         _counted(out, ParsedItem(case.id, payload, _gold_from_meta(case.meta), line), on_row)
     return out
+
+
+def _read_paircase(path: Path, on_row: OnRow = None) -> list[ParsedItem]:
+    return _pair_items(zip(_nonblank_lines(path), read_native(path, InvalidRows())), on_row)
+
+
+def _read_benchmark(path: Path, on_row: OnRow = None) -> list[ParsedItem]:
+    """Any layout's benchmark, read by its layout (its splits, tiers and field names); lines are case numbers."""
+    from tailorbench.datasets.loader import load_benchmark
+
+    return _pair_items(enumerate(load_benchmark(path).cases, start=1), on_row)
 
 
 def _read_pipeline(path: Path, task: TaskType, on_row: OnRow = None) -> list[ParsedItem]:
@@ -147,16 +175,20 @@ def read_import(path: str | Path, task: TaskType | str, fmt: str = "auto",
         task = task_type(task)
     if fmt not in FORMATS:
         raise DataError(path, None, None, f"unknown import format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if not path.is_file():
+    if not path.exists():
         raise DataError(path, None, None, "no such file")
     if fmt == "auto":
         fmt = detect_format(path, task)
+    if fmt != "benchmark" and not path.is_file():
+        raise DataError(path, None, None, "not a file (a folder imports only as a benchmark a layout reads)")
     if fmt not in task.import_formats:
         takers = [name for name, cls in TASK_TYPES.load_all() if fmt in cls.import_formats]
         raise DataError(path, None, None, f"{fmt} files import into {' or '.join(takers) or 'no'} projects only "
                                           f"(this one is {task.name})")
     if fmt == "paircase":
         items = _read_paircase(path, on_row)
+    elif fmt == "benchmark":
+        items = _read_benchmark(path, on_row)
     elif fmt == "pipeline":
         items = _read_pipeline(path, task, on_row)
     else:
