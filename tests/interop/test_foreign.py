@@ -211,3 +211,9 @@ def test_potato_project_made_without_tailorbench(tmp_path: Path) -> None:
     assert any("about sides" in n for n in report.notes)
     confidence, _ = read_export(project, "potato", "question=confidence")
     assert {r.label for r in confidence.ratings} == {2}
+
+
+def test_agree_says_when_agreement_is_about_sides() -> None:
+    result = CliRunner().invoke(app, ["agree", str(LS), "--n-boot", "10", "--json"])
+    assert result.exit_code == 0, result.output
+    assert any("about sides" in note and str(LS) in note for note in json.loads(result.output)["notes"])

@@ -29,8 +29,10 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
         raise ConfigError(f"option --level must be a number below 1, got {level!r}")
     if out is not None:
         check_writable("--out", out)
-    report = agreement_report(read_ratings_any(list(files), fmt, mapping), list(order) if order else None,
+    notes: list[str] = []
+    report = agreement_report(read_ratings_any(list(files), fmt, mapping, notes), list(order) if order else None,
                               AgreeOptions(n_boot, seed, level, positive))
+    report["notes"] = [*notes, *report["notes"]]
     if out is not None:
         from tailorbench.files import write_json_atomic
 

@@ -87,10 +87,12 @@ def require_ratings(report: ImportReport, path: str | Path) -> None:
                     + ("" if report.mapping else " (a project tailorbench did not make: give --map)"))
 
 
-def read_ratings_any(paths: list[str | Path], fmt: str = "auto", fmap: FieldMap | str | None = None) -> RatingSet:
+def read_ratings_any(paths: list[str | Path], fmt: str = "auto", fmap: FieldMap | str | None = None,
+                     notes: list[str] | None = None) -> RatingSet:
     """What `tailor agree` / `tailor tiers` read: each path a tool's export (detected, or all forced to `fmt`) or,
     under `auto`, whatever else the long-format reader reads; merged as `agreement.read_ratings` merges. A tool's
-    export that gives no rating is an error with its reasons."""
+    export that gives no rating is an error with its reasons; its import notes (labels read as sides, responses
+    without a status) are appended to `notes`, named by file."""
     if fmt != "auto":
         check_format(fmt, ("auto", "long", *FORMATS))
     parts = []
@@ -101,6 +103,8 @@ def read_ratings_any(paths: list[str | Path], fmt: str = "auto", fmap: FieldMap 
             continue
         ratings, report = read_export(path, tool, fmap)
         require_ratings(report, path)
+        if notes is not None:
+            notes.extend(f"{path}: {note}" for note in report.notes)
         parts.append(ratings)
     return merge_ratings(parts)
 
