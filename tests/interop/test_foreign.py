@@ -217,3 +217,31 @@ def test_agree_says_when_agreement_is_about_sides() -> None:
     result = CliRunner().invoke(app, ["agree", str(LS), "--n-boot", "10", "--json"])
     assert result.exit_code == 0, result.output
     assert any("about sides" in note and str(LS) in note for note in json.loads(result.output)["notes"])
+
+
+def _ls_task(n: int, result: list[dict[str, Any]]) -> dict[str, Any]:
+    """A task of Label Studio's documented JSON export, annotated by users 1 and 2 with `result`."""
+    return {"id": n, "data": {"text": f"review {n}"}, "drafts": [], "predictions": [],
+            "annotations": [{"id": n * 10 + u, "completed_by": u, "was_cancelled": False, "result": result}
+                            for u in (1, 2)]}
+
+
+def test_label_studio_choices_rating_and_number_are_detected(tmp_path: Path) -> None:
+    kinds = {"choices": ("sentiment", {"choices": ["Positive"]}, "Positive"),
+             "rating": ("stars", {"rating": 4}, 4), "number": ("score", {"number": 7.0}, 7)}
+    for kind, (name, value, label) in kinds.items():
+        path = tmp_path / f"{kind}.json"
+        path.write_text(json.dumps([_ls_task(n, [{"from_name": name, "to_name": "text", "type": kind,
+                                                  "value": value}]) for n in (1, 2)]), encoding="utf-8")
+        ratings, report = read_export(path)
+        assert {(r.item, r.rater, r.label) for r in ratings.ratings} == {
+            (str(n), str(u), label) for n in (1, 2) for u in (1, 2)}
+        assert report.mapping and report.mapping["question"] == [name] and report.mapping["labels"] == "values"
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps([_ls_task(1, [
+        {"from_name": "sentiment", "to_name": "text", "type": "choices", "value": {"choices": ["Same"]}},
+        {"from_name": "stars", "to_name": "text", "type": "rating", "value": {"rating": 2}}])]), encoding="utf-8")
+    _, report = read_export(both)
+    assert report.not_rated["unmappable"] == 2 and "question=NAME" in report.unmappable[0]["reason"]
+    _, report = read_export(both, "label-studio", "question=sentiment,value.Same=tie")
+    assert report.not_rated == {"tie (abstention)": 2}
