@@ -9,9 +9,13 @@ pairwise one with a tie choice added, as a user's config might), imports the exp
 sides for about half of them, drawn from the export's seed), creates three annotators, submits each one's label
 of every task through `/api/tasks/ID/annotations` (the side or score that label means on that task's layout),
 plus one skipped annotation and, for pairwise, three ties by a fourth user, exports
-`/api/projects/ID/export?exportType=JSON` and reads it with `tailorbench.interop.read_export`.
+`/api/projects/ID/export?exportType=JSON` and reads it with `tailorbench.interop.read_export`. The server binds
+127.0.0.1 (`--internal-host`; `--host` only sets its URL), checked from its listening sockets in /proc before any
+request. Last, a project tailorbench did not make (a team's own Pairwise config and data keys, 12 pairs x 3
+annotators): `--save-foreign FILE` keeps its export, as tests/interop/data/label_studio_foreign_pairwise.json was
+made.
 
-Run: .venv/bin/python bench/label_studio_roundtrip.py [--out result.json]
+Run: .venv/bin/python bench/label_studio_roundtrip.py [--out result.json] [--save-foreign export.json]
 """
 
 from __future__ import annotations
