@@ -46,12 +46,17 @@ def _descendants(pid: int) -> list[int]:
 def _socket_inodes(pids: list[int]) -> set[str]:
     inodes = set()
     for p in pids:
-        fd_dir = Path(f"/proc/{p}/fd")
         try:
-            links = [os.readlink(fd) for fd in fd_dir.iterdir()]
-        except OSError:
+            fds = list(Path(f"/proc/{p}/fd").iterdir())
+        except OSError:  # gone, or not ours to read
             continue
-        inodes.update(link[8:-1] for link in links if link.startswith("socket:["))
+        for fd in fds:
+            try:
+                link = os.readlink(fd)
+            except OSError:  # closed meanwhile (the directory listing's own fd, for one)
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
     return inodes
 
 
