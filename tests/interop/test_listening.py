@@ -8,7 +8,6 @@ import socket
 import sys
 
 import pytest
-
 from bench.listening import check_loopback, listening
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
