@@ -11,6 +11,10 @@ statistics and fingerprint, judging, predictions, metrics with 1,000-resample bo
 loader keeps and the runner classifies by tier overlap (manifest `tier_overlap`, `by_overlap` in the metrics),
 as on PersonaFeedback, whose dev data has F = 0.3.
 
+The reliability table (results.json `reliability`) is part of the runner's time; `reliability_s` is what it
+alone costs on the same predictions (best of `repeat`), and `reliability_share` that over the runner's time
+without it (goal < 0.05 on 10,000 cases).
+
     .venv/bin/python bench/eval_overhead.py [--cases 50000] [--repeat 3] [--shared 0.0]
 """
 
@@ -25,6 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tailorbench.evaluate.reliability import reliability
+from tailorbench.evaluate.results import read_predictions
 from tailorbench.evaluate.runner import EvalConfig, run_eval
 
 WORDS = "persona answer travel food music weekend budget family quiet train garden coffee".split()  # noqa: SIM905
@@ -143,6 +149,12 @@ def measure(layout: str, n: int, repeat: int, shared: float = 0.0) -> dict[str, 
             run_eval(EvalConfig(data=data, judge="longer", n_boot=1000), out, progress=False)
             runner_times.append(time.perf_counter() - start)
         verdicts = sum(1 for _ in (out / "predictions.jsonl").open())
+        predictions = read_predictions(out)
+        reliability_times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            reliability(predictions, None, n_boot=1000)
+            reliability_times.append(time.perf_counter() - start)
         identical = same_lines(Path(tmp) / "bare.jsonl", out / "predictions.jsonl")
     bare, full = min(bare_times), min(runner_times)
     return {
@@ -151,6 +163,8 @@ def measure(layout: str, n: int, repeat: int, shared: float = 0.0) -> dict[str, 
         "bare_loop_s": round(bare, 3), "bare_cases_per_s": round(cases / bare),
         "runner_s": round(full, 3), "runner_cases_per_s": round(cases / full),
         "ratio_to_bare": round(bare / full, 3), "goal": 0.5,
+        "reliability_s": round(min(reliability_times), 3),
+        "reliability_share": round(min(reliability_times) / (full - min(reliability_times)), 4),
     }
 
 

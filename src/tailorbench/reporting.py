@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
@@ -44,6 +45,22 @@ def html_page(title: str, body: str, extra_style: str = "") -> str:
 #: one colour per run in every chart (cycled beyond 16 runs)
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac", "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#d62728")
+
+
+@dataclass
+class Section:
+    """One part of a report, rendered the same way in Markdown and HTML: paragraphs, a table, notes under it."""
+
+    title: str
+    before: list[str] = field(default_factory=list)
+    header: list[str] | None = None
+    rows: list[list[str]] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)
+    #: HTML only (a chart), placed before the table
+    figure: str = ""
+    level: int = 2
+    #: HTML only: a CSS class per row ('' for none), e.g. `warn` on in-training rows
+    row_classes: list[str] | None = None
 
 
 _BODY = re.compile(r"<body>(.*)</body>", re.S)

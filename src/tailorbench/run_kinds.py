@@ -79,7 +79,7 @@ class RunKind:
     report, `merged_title` that of several side by side, `html_body(run_dirs)` the report's body the viewer
     shows. For the viewer and `compare`: `key_files(run_dir)` (what the viewer's index is keyed by),
     `view_rows(run_dir)` (its verdicts; None: the kind shows no cases), `case_scores(run_dir)` (case id ->
-    (score, split, tier), what two runs are compared on), `sections(run_dir)` ((title, HTML) sections of a kind
+    (score, split, tier, user), what two runs are compared on), `sections(run_dir)` ((title, HTML) sections of a kind
     without cases) and, for a kind whose directories carry no manifest, `detect(run_dir)` and what it `expects`."""
 
     html_body: Callable[[Sequence[Path]], str]
@@ -91,7 +91,7 @@ class RunKind:
     merged_title: str = ""
     key_files: Callable[[Path], list[Path]] | None = None
     view_rows: Callable[[Path], ViewRows] | None = None
-    case_scores: Callable[[Path], dict[str, tuple[float, str, str]]] | None = None
+    case_scores: Callable[[Path], dict[str, tuple[float, str, str, str]]] | None = None
     sections: Callable[[Path], list[tuple[str, str]]] | None = None
     detect: Callable[[Path], bool] | None = None
     expects: str = ""

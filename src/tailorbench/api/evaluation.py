@@ -140,24 +140,17 @@ def report(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
     return results
 
 
-def compare(run_a: str | Path, run_b: str | Path, n_boot: int = 1000, seed: int = 0) -> CompareResult:
-    """`tailor compare`: paired bootstrap of the accuracy difference A - B on the cases both runs judged."""
-    from tailorbench.bootstrap import paired_difference
-    from tailorbench.evaluate.results import read_manifest
-    from tailorbench.run_kinds import kind_of
+def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, n_boot: int = 1000,
+            seed: int = 0) -> CompareResult:
+    """`tailor compare A B [C ...]`: each run after the first against the first, on the cases they share,
+    overall and per split x tier: the paired difference with bootstrap intervals over cases and users, the exact
+    McNemar test on the discordant cases, Holm-adjusted over the comparisons when there are several. The top
+    level is A vs B overall (`difference`, `ci`, `p_two_sided`); `cells` its cells; `comparisons` every pair."""
+    from tailorbench.evaluate.compare import compare_runs
 
     as_int("--n-boot", n_boot, minimum=1)
-    dirs = [Path(run_a), Path(run_b)]
-    scores = []
-    for run in dirs:
-        read = kind_of(run).case_scores
-        if read is None:
-            raise ConfigError(f"{run}: this kind of run has no per-case scores to compare")
-        scores.append({case: score for case, (score, _, _) in read(run).items()})
-    result = paired_difference(scores[0], scores[1], n_boot=n_boot, seed=seed)
-    names = [read_manifest(r) for r in dirs]
-    return CompareResult.model_validate({"a": f"{names[0]['judge']} / {names[0]['setting']}",
-                                         "b": f"{names[1]['judge']} / {names[1]['setting']}", **result})
+    runs = _run_dirs([run_a, run_b, *more])
+    return CompareResult.model_validate(compare_runs(runs, n_boot=n_boot, seed=seed))
 
 
 def registered_parts() -> str:

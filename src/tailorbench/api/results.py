@@ -86,6 +86,8 @@ class EvalResult(RunOutput):
     training_overlap: dict[str, Any] | None = None
     examples: Any = None
     metrics: dict[str, Any] = {}
+    #: position, length, calibration and non-verdict shares per split x tier (docs/metrics.md, "Reliability")
+    reliability: dict[str, Any] = {}
 
     @classmethod
     def from_run(cls, run_dir: str | Path) -> EvalResult:
@@ -107,7 +109,8 @@ class EvalResult(RunOutput):
 
 
 class CompareResult(Output):
-    """`tailor compare --json`: paired bootstrap of the accuracy difference A - B on the shared cases."""
+    """`tailor compare --json`: paired bootstrap of the score difference A - B on the shared cases, overall
+    (the top-level fields), per split x tier (`cells`) and for every run against the first (`comparisons`)."""
 
     a: str
     b: str
@@ -115,6 +118,10 @@ class CompareResult(Output):
     difference: float | None = None
     ci: list[float | None] = [None, None]
     p_two_sided: float | None = None
+    ci_users: list[float] | None = None
+    mcnemar: dict[str, Any] = {}
+    cells: list[dict[str, Any]] = []
+    comparisons: list[dict[str, Any]] = []
 
 
 class AgreeResult(Output):

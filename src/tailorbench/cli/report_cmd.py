@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 
 from tailorbench.cli.common import JSON_HELP, N_BOOT_HELP, print_json, user_errors
-from tailorbench.failures import EXIT_BAD_INPUT
 
 
 def report_command(
@@ -35,26 +34,34 @@ def report_command(
 
 
 def compare_command(
-    run_a: Path = typer.Argument(..., help="run directory A"),
-    run_b: Path = typer.Argument(..., help="run directory B"),
+    runs: list[Path] = typer.Argument(..., help="run directories (two or more): each is compared with the first"),
     n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (paired, over shared cases)"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Paired bootstrap of the accuracy difference A - B on the cases both runs judged."""
+    """Paired comparison of runs on the cases they share, overall and per split x tier: the score difference
+    with bootstrap CIs over cases and users, the exact McNemar test, Holm-adjusted for three runs or more."""
     from tailorbench import api
+    from tailorbench.errors import ConfigError
 
     with user_errors():
-        result = api.compare(run_a, run_b, n_boot=n_boot, seed=seed).to_dict()
+        if len(runs) < 2:
+            raise ConfigError("compare needs at least two run directories")
+        result = api.compare(*runs, n_boot=n_boot, seed=seed).to_dict()
     if json_out:
         print_json(result)
         return
-    if result["difference"] is None:
-        typer.echo(f"error: {run_a} and {run_b} share no judged case", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
-    lo, hi = result["ci"]
-    typer.echo(f"{result['a']} - {result['b']}: {100 * result['difference']:+.1f} points "
-               f"[{100 * lo:+.1f}, {100 * hi:+.1f}] on {result['n']} shared cases, p≈{result['p_two_sided']:.3f}")
+    for comparison in result["comparisons"]:
+        typer.echo(f"{comparison['a']} - {comparison['b']}:")
+        for c in comparison["cells"]:
+            lo, hi = c["ci"]
+            users = "" if not c.get("ci_users") else (f", users [{100 * c['ci_users'][0]:+.1f}, "
+                                                       f"{100 * c['ci_users'][1]:+.1f}]")
+            test = c["mcnemar"]
+            p = "–" if test["p"] is None else f"{test['p']:.3g}"
+            holm = f", Holm {test['p_holm']:.3g}" if test.get("p_holm") is not None else ""
+            typer.echo(f"  {c['cell']:18} {100 * c['difference']:+6.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+                       f"{users} on {c['n']} cases; McNemar {test['a_only']}:{test['b_only']} p={p}{holm}")
 
 
 def register(app: typer.Typer) -> None:

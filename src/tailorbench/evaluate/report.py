@@ -6,12 +6,21 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tailorbench.evaluate.metrics import OVERLAP_KINDS, report_names
-from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
+from tailorbench.evaluate.reliability_report import reliability_section
+from tailorbench.reporting import (
+    Section,
+    colour,
+    html_page,
+    html_table,
+    md_table,
+    pct,
+    svg_percent_grid,
+    svg_whisker,
+)
 from tailorbench.run_kinds import RUN_KINDS, write_reports
 
 
@@ -219,22 +228,6 @@ _EXAMPLE_HEADER = ["judge", "setting", "verdict", "case", "split/tier", "order",
                    "output"]
 
 
-@dataclass
-class Section:
-    """One part of a report, rendered the same way in Markdown and HTML: paragraphs, a table, notes under it."""
-
-    title: str
-    before: list[str] = field(default_factory=list)
-    header: list[str] | None = None
-    rows: list[list[str]] = field(default_factory=list)
-    after: list[str] = field(default_factory=list)
-    #: HTML only (a chart), placed before the table
-    figure: str = ""
-    level: int = 2
-    #: HTML only: a CSS class per row ('' for none), e.g. `warn` on in-training rows
-    row_classes: list[str] | None = None
-
-
 def _datasets(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """(provenance, runs) per distinct dataset fingerprint, in run order."""
     groups: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
@@ -412,6 +405,9 @@ def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
     if ratio_rows:
         sections.append(Section("Accuracy by length ratio", [], ratio_header, ratio_rows, _RATIO_NOTES,
                                 figure=_svg_ratio_chart(runs), level=3))
+    reliability = reliability_section(runs)
+    if reliability:
+        sections.append(reliability)
     sections.append(Section("Accounting", [], _ACCOUNT_HEADER, _accounting_rows(runs), _ACCOUNT_NOTES))
     failures = _failure_rows(runs)
     if failures:

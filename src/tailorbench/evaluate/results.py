@@ -95,6 +95,11 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         tier_overlap=manifest.get("tier_overlap", {}),
         **names,
     )
+    from tailorbench.evaluate.reliability import judge_probability, reliability
+
+    body["reliability"] = reliability(predictions, judge_probability(config.get("judge_description")),
+                                      n_boot=int(config.get("n_boot", 1000)), seed=int(manifest.get("seed", 0)),
+                                      **names)
     expected = manifest.get("n_cases", 0)
     seen = len({r["case_id"] for r in predictions})
     status = run_state(run_dir, manifest.get("status"))

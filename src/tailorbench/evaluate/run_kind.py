@@ -51,11 +51,13 @@ def _view_rows(run_dir: Path) -> ViewRows:
                     manifest=manifest, rows=rows)
 
 
-def _case_scores(run_dir: Path) -> dict[str, tuple[float, str, str]]:
+def _case_scores(run_dir: Path) -> dict[str, tuple[float, str, str, str]]:
+    """Case id -> (case score, split, tier, user): what `tailor compare` pairs."""
     from tailorbench.evaluate.metrics import case_scores
 
     cs = case_scores(read_predictions(run_dir))
-    return {str(c): (float(v), str(s), str(t)) for c, v, s, t in zip(cs.ids, cs.score.tolist(), cs.split, cs.tier)}
+    return {str(c): (float(v), str(s), str(t), str(u))
+            for c, v, s, t, u in zip(cs.ids, cs.score.tolist(), cs.split, cs.tier, cs.user)}
 
 
 def _title(runs: Sequence[dict[str, Any]]) -> str:

@@ -53,6 +53,16 @@ def _view_rows(run_dir: Path) -> ViewRows:
                     answer_text={k: (v.get(MODEL, ""), v.get(REFERENCE, "")) for k, v in answers.items()})
 
 
+def _case_scores(run_dir: Path) -> dict[str, tuple[float, str, str, str]]:
+    """Case id -> (win score of the generated answer: 1 won, 0 lost, 0.5 tie, the mean over its valid verdicts;
+    split, tier, user), for every case with a score: what `tailor compare` pairs."""
+    from tailorbench.geneval.results import case_table
+
+    records = case_table(_rows(run_dir / GENERATIONS), _rows(run_dir / VERDICTS))
+    return {str(r["case_id"]): (float(r["score"]), str(r["split"]), str(r["tier"]), str(r["user_id"]))
+            for r in records if r["score"] is not None}
+
+
 def _title(runs: Sequence[dict[str, Any]]) -> str:
     return f"tailorbench gen-eval: {run_label(runs[0])}"
 
@@ -61,4 +71,4 @@ def _title(runs: Sequence[dict[str, Any]]) -> str:
 GEN_EVAL = RUN_KINDS.register("gen-eval")(RunKind(
     html_body=_html_body, load_results=load_results, check=check_run, render_markdown=render_markdown,
     render_html=render_html, title=_title, merged_title="tailorbench gen-eval: side by side",
-    key_files=_key_files, view_rows=_view_rows))
+    key_files=_key_files, view_rows=_view_rows, case_scores=_case_scores))

@@ -65,7 +65,8 @@ class EmbeddingJudge(JudgeBase):
         return out
 
     def describe(self) -> dict[str, Any]:
-        return {"spec": self.spec, **self.encoder.describe(), "truncated_texts": self.encoder.truncated}
+        return {"spec": self.spec, **self.encoder.describe(), "truncated_texts": self.encoder.truncated,
+                "probability": "margin"}
 
 
 @register_judge("embedding")

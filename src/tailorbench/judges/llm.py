@@ -257,6 +257,7 @@ class LLMJudge(JudgeBase):
             "model": self.model.describe(),
             "templates": {k: str(v) for k, v in self.template_paths.items()},
             "verdict": self.verdict_mode,
+            **({"probability": "softmax"} if self.verdict_mode == "logprobs" else {}),
             "params": self.params.key_dict(),
             "parse": dict(self.parse_counts),
         }

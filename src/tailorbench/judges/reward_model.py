@@ -94,7 +94,8 @@ class RewardModelJudge(JudgeBase):
             close()
 
     def describe(self) -> dict[str, Any]:
-        out = {"spec": self.spec, **self.scorer.describe(), "unique_inputs_scored": len(self._scores)}
+        out = {"spec": self.spec, **self.scorer.describe(), "unique_inputs_scored": len(self._scores),
+               "probability": "logistic"}
         if self.training is not None:
             out["training_data"] = self.training.summary()
         return out

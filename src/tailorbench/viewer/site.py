@@ -67,8 +67,8 @@ def _comparisons(dirs: Sequence[Path], kinds: Sequence[str], n_boot: int, seed: 
         read = RUN_KINDS.get("pairwise").case_scores
         assert read is not None
         scored = read(dirs[k])
-        scores[k] = {cid: v for cid, (v, _, _) in scored.items()}
-        cells[k] = {cid: (s, t) for cid, (_, s, t) in scored.items()}
+        scores[k] = {cid: v for cid, (v, _, _, _) in scored.items()}
+        cells[k] = {cid: (s, t) for cid, (_, s, t, _) in scored.items()}
     out: dict[str, Any] = {}
     for i in pairwise:
         for j in pairwise:
