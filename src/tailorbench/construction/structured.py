@@ -29,9 +29,11 @@ class StageStats:
 
     items: int = 0
     ok: int = 0
+    #: items without a valid output after every retry (counted against --max-failed)
     gave_up: int = 0
     attempts: int = 0
     retries: int = 0
+    #: attempts whose call failed (after the model wrapper's own retries)
     call_failures: int = 0
     invalid_json: int = 0
     schema_errors: int = 0

@@ -184,13 +184,10 @@ class PersonaMemLayout(ChoiceLayout):
     splits = QUESTION_TYPES
     tiers = SIZES
     priority = 20
-    card: ClassVar[Mapping[str, str]] = {
-        "licence": "MIT",
-        "size": "about 6,000 questions per context length (32k, 128k, 1M tokens), 20 personas",
-        "citation": "Jiang et al., Know Me, Respond to Me: Benchmarking LLMs for Dynamic User Profiling and "
-                    "Personalized Responses at Scale (PersonaMem), 2025",
-        "source": "huggingface.co/datasets/bowen-upenn/PersonaMem-v1",
-    }
+    card: ClassVar[Mapping[str, str]] = dict(
+        licence="MIT", size="about 6,000 questions per context length (32k, 128k, 1M tokens), 20 personas",
+        citation="Jiang et al., Know Me, Respond to Me: Benchmarking LLMs for Dynamic User Profiling and Personalized "
+        "Responses at Scale (PersonaMem), 2025", source="huggingface.co/datasets/bowen-upenn/PersonaMem-v1")
 
     def detect(self, path: Path) -> bool:
         return bool(question_files(path))

@@ -109,13 +109,11 @@ class PersonalizedRewardBenchLayout(Layout):
     tiers = SPLITS
     aliases: ClassVar[Mapping[str, str]] = {k.lower(): v for k, v in SUBSETS.items()}
     priority = 20
-    card: ClassVar[Mapping[str, str]] = {
-        "licence": "see the dataset card of QiyaoMa/Personalized-RewardBench",
-        "size": "three subsets (Lifestyle, Art, Society), test split",
-        "citation": "Ma et al., Personalized RewardBench: Evaluating Reward Models with Human Aligned "
-                    "Personalization, arXiv 2604.07343",
-        "source": "huggingface.co/datasets/QiyaoMa/Personalized-RewardBench",
-    }
+    card: ClassVar[Mapping[str, str]] = dict(
+        licence="see the dataset card of QiyaoMa/Personalized-RewardBench",
+        size="three subsets (Lifestyle, Art, Society), test split", source="huggingface.co/datasets/QiyaoMa/"
+        "Personalized-RewardBench", citation="Ma et al., Personalized RewardBench: Evaluating Reward Models with "
+        "Human Aligned Personalization, arXiv 2604.07343")
 
     def detect(self, path: Path) -> bool:
         return bool(subset_files(path))
