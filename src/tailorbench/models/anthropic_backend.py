@@ -43,17 +43,9 @@ class AnthropicAPI(KeyedAPI):
     supports_logprobs = False
     remote = True
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str | None = None,
-        *,
-        spec: str = "",
-        timeout: float | str = 120.0,
-        api_key: str | None = None,
-        api_key_env: str = DEFAULT_KEY_ENV,
-        headers: str | dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, model: str, base_url: str | None = None, *, spec: str = "", timeout: float | str = 120.0,
+                 api_key: str | None = None, api_key_env: str = DEFAULT_KEY_ENV,
+                 headers: str | dict[str, Any] | None = None) -> None:
         self._identify(model, base_url, spec, timeout, api_key, api_key_env, headers)
 
     def client(self) -> Any:
