@@ -48,6 +48,8 @@ log = logging.getLogger("tailorbench.batch")
 #: seconds between two polls of a batch, and of quiet after the last call before a batch is submitted
 DEFAULT_POLL_S = 30.0
 DEFAULT_WAIT_S = 2.0
+#: a progress line at least this often while nothing changes
+PROGRESS_EVERY_S = 300.0
 #: consecutive failed polls of one batch before its calls are given up (the batch stays recorded)
 MAX_POLL_ERRORS = 10
 
@@ -114,6 +116,8 @@ class Batcher:
         self._tasks: list[asyncio.Task[None]] = []
         self._error: BaseException | None = None
         self._first_submit: float | None = None
+        self._shown: tuple[int, ...] = ()
+        self._shown_at = 0.0
 
     # -- set-up ----------------------------------------------------------------------------------------------
 
@@ -374,9 +378,15 @@ class Batcher:
                                                  time.perf_counter() - waiter.started))
 
     def _progress(self) -> None:
+        """One progress line when something changed, else at most one every `PROGRESS_EVERY_S`."""
         c = self.counters
         if self._first_submit is not None:
             c.waited_s = time.perf_counter() - self._first_submit
+        state = (c.batches_submitted, c.batches_attached, len(self._open), c.batches_ended, c.answered, c.failed)
+        now = time.perf_counter()
+        if state == self._shown and now - self._shown_at < PROGRESS_EVERY_S:
+            return
+        self._shown, self._shown_at = state, now
         log.info("%s: batches %d submitted, %d attached, %d in progress, %d ended; %d calls answered, %d failed; "
                  "waited %.0f s", self.model.spec, c.batches_submitted, c.batches_attached, len(self._open),
                  c.batches_ended, c.answered, c.failed, c.waited_s)
