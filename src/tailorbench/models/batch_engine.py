@@ -74,17 +74,33 @@ class _Open:
 
 
 @dataclass
-class BatchCounters:
-    batches_submitted: int = 0
-    batches_attached: int = 0
-    batches_recovered: int = 0
-    batches_ended: int = 0
-    batches_failed: int = 0
-    requests_submitted: int = 0
-    requests_attached: int = 0
-    requests_resubmitted: int = 0
+class BatchCounts:
+    """Batches of one model: sent, re-attached after a restart, found again without a recorded id, ended, failed."""
+
+    submitted: int = 0
+    attached: int = 0
+    recovered: int = 0
+    ended: int = 0
+    failed: int = 0
+
+
+@dataclass
+class RequestCounts:
+    """Requests of one model's batches: sent, re-attached, sent again (expired or retryable), answered, failed."""
+
+    submitted: int = 0
+    attached: int = 0
+    resubmitted: int = 0
     answered: int = 0
     failed: int = 0
+
+
+@dataclass
+class BatchCounters:
+    """What one model's batch mode did, as `describe` reports it."""
+
+    batches: BatchCounts = field(default_factory=BatchCounts)
+    requests: RequestCounts = field(default_factory=RequestCounts)
     malformed_lines: int = 0
     waited_s: float = 0.0
     cost_usd: float | None = None
@@ -158,11 +174,11 @@ class Batcher:
             opened = self._open.get(entry["chunk"])
             if opened is None:
                 opened = self._open[entry["chunk"]] = _Open(entry, live=False)
-                self.counters.batches_attached += 1
+                self.counters.batches.attached += 1
                 self._opened.set()
             opened.waiters[key] = waiter
             waiter.submissions = 1
-            self.counters.requests_attached += 1
+            self.counters.requests.attached += 1
             self._first_submit = self._first_submit or time.perf_counter()
         else:
             self._enqueue(waiter)
@@ -226,8 +242,8 @@ class Batcher:
                 self._fail(waiter, exc.kind, f"the batch could not be submitted: {exc.message}")
             return
         note(batch_id=batch_id, status=SUBMITTED, submitted=time.time())
-        self.counters.batches_submitted += 1
-        self.counters.requests_submitted += len(waiters)
+        self.counters.batches.submitted += 1
+        self.counters.requests.submitted += len(waiters)
         self.model.stats.requests += len(waiters)
         self._first_submit = self._first_submit or time.perf_counter()
         log.info("%s: submitted batch %s (%d requests)", self.model.spec, batch_id, len(waiters))
@@ -275,7 +291,7 @@ class Batcher:
         if batch_id is not None:
             entry.update(batch_id=batch_id, status=SUBMITTED)
             self._state.save()
-            self.counters.batches_recovered += 1
+            self.counters.batches.recovered += 1
             return
         log.warning("%s: batch chunk %s was recorded but never found on the server: its %d calls are sent again",
                     self.model.spec, entry["chunk"], len(entry["custom_ids"]))
@@ -306,7 +322,7 @@ class Batcher:
             entry["status"] = FAILED
             entry["error"] = poll.detail
             self._state.save()
-            self.counters.batches_failed += 1
+            self.counters.batches.failed += 1
             for waiter in opened.waiters.values():
                 self._fail(waiter, "client", f"batch {batch_id} was refused: {poll.detail}")
             return
@@ -332,10 +348,10 @@ class Batcher:
         self._state.save()
         for custom_id in entry["custom_ids"]:
             self._recorded.pop(custom_id, None)
-        self.counters.batches_ended += 1
+        self.counters.batches.ended += 1
         for waiter, result in answered:
             result.latency_s = time.perf_counter() - waiter.started
-            self.counters.answered += 1
+            self.counters.requests.answered += 1
             waiter.future.set_result(result)
         for key, waiter in opened.waiters.items():
             if waiter.future.done():
@@ -357,7 +373,7 @@ class Batcher:
                 tries = f" (after {waiter.submissions} batches)" if outcome.resubmit else ""
                 self._fail(waiter, outcome.kind, f"{outcome.message}{tries}")
         if again:
-            self.counters.requests_resubmitted += len(again)
+            self.counters.requests.resubmitted += len(again)
             for waiter in again:
                 self._enqueue(waiter)
 
@@ -372,7 +388,7 @@ class Batcher:
 
     def _fail(self, waiter: _Waiter, kind: str, message: str) -> None:
         self.model.stats.count_error(kind)
-        self.counters.failed += 1
+        self.counters.requests.failed += 1
         if not waiter.future.done():
             waiter.future.set_result(CallFailure(redact(message), kind, max(1, waiter.submissions),
                                                  time.perf_counter() - waiter.started))
@@ -382,14 +398,15 @@ class Batcher:
         c = self.counters
         if self._first_submit is not None:
             c.waited_s = time.perf_counter() - self._first_submit
-        state = (c.batches_submitted, c.batches_attached, len(self._open), c.batches_ended, c.answered, c.failed)
+        state = (c.batches.submitted, c.batches.attached, len(self._open), c.batches.ended, c.requests.answered,
+                 c.requests.failed)
         now = time.perf_counter()
         if state == self._shown and now - self._shown_at < PROGRESS_EVERY_S:
             return
         self._shown, self._shown_at = state, now
         log.info("%s: batches %d submitted, %d attached, %d in progress, %d ended; %d calls answered, %d failed; "
-                 "waited %.0f s", self.model.spec, c.batches_submitted, c.batches_attached, len(self._open),
-                 c.batches_ended, c.answered, c.failed, c.waited_s)
+                 "waited %.0f s", self.model.spec, c.batches.submitted, c.batches.attached, len(self._open),
+                 c.batches.ended, c.requests.answered, c.requests.failed, c.waited_s)
 
     # -- failure and shutdown --------------------------------------------------------------------------------
 
@@ -419,11 +436,12 @@ class Batcher:
         c = self.counters
         return {"provider": self.provider.name, "state_file": str(self.state_path) if self.state_path else None,
                 "max_requests": self.max_requests, "max_bytes": self.max_bytes, "poll_s": self.poll_s,
-                "batches": {"submitted": c.batches_submitted, "attached": c.batches_attached,
-                            "recovered": c.batches_recovered, "in_progress": len(self._open),
-                            "ended": c.batches_ended, "failed": c.batches_failed},
-                "requests": {"submitted": c.requests_submitted, "attached": c.requests_attached,
-                             "resubmitted": c.requests_resubmitted, "answered": c.answered, "failed": c.failed},
+                "batches": {"submitted": c.batches.submitted, "attached": c.batches.attached,
+                            "recovered": c.batches.recovered, "in_progress": len(self._open),
+                            "ended": c.batches.ended, "failed": c.batches.failed},
+                "requests": {"submitted": c.requests.submitted, "attached": c.requests.attached,
+                             "resubmitted": c.requests.resubmitted, "answered": c.requests.answered,
+                             "failed": c.requests.failed},
                 "malformed_lines": c.malformed_lines, "waited_s": round(c.waited_s, 3),
                 "cost_usd": c.cost_usd, "sync_cost_usd": c.sync_cost_usd, "discount": BATCH_DISCOUNT}
 
