@@ -336,11 +336,23 @@ MAX_NOTE_CHARS = 2000
 MAX_DURATION_MS = 86_400_000
 
 
+def unstorable_field(form: Mapping[str, str]) -> str | None:
+    """The first form field whose text a database cannot store (NUL: PostgreSQL refuses it in text columns,
+    and SQLite would cut it short in some drivers), or None; a form holding one is refused whole."""
+    for key, value in form.items():
+        if "\x00" in value or "\x00" in key:
+            return key.replace("\x00", "")
+    return None
+
+
 def label_fields(form: Mapping[str, str]) -> tuple[bool, str, int | None]:
     """(flagged, note, duration in ms) of a submitted task form, stored with every label; both submission
     paths call it after the task type's `parse_form`. An empty duration (no script ran) is stored as unknown;
     a note over MAX_NOTE_CHARS or a duration that is not a whole number of ms in 0..MAX_DURATION_MS is a
     FormError (422, nothing stored)."""
+    bad = unstorable_field(form)
+    if bad is not None:
+        raise tasks.FormError(f"the field {bad!r} contains a NUL character, which cannot be stored")
     note = (form.get("note") or "").strip()
     if len(note) > MAX_NOTE_CHARS:
         raise tasks.FormError(f"the note is {len(note):,} characters long; at most {MAX_NOTE_CHARS:,} are kept")

@@ -281,6 +281,10 @@ def check_entry(s: Session, study: Study, ids: EntryParams, user_id: int | None)
     (they resume), None for a newcomer; Refused when the link cannot let them in."""
     mine = _own_participant(s, study, user_id)
     if mine is not None and mine.external_id == ids.external_id:
+        if mine.external_study_id and ids.study_id != mine.external_study_id:
+            raise Refused(403, "Another study",
+                          "This link names another study than the one you started. Open the study from the "
+                          "platform's page again.")
         return mine
     taken = s.scalar(select(Participant.id).where(Participant.study_id == study.id,
                                                   Participant.external_id == ids.external_id))
@@ -375,23 +379,48 @@ def _exit(s: Session, study: Study, part: Participant, status: str) -> Exit:
     return Exit(completion_target(study.completion_url, code))
 
 
+TIME_UP = Exit(status=410, title="Time is up",
+               message="Your time for this study ran out (or you returned it), so your place went to someone "
+                       "else. Please return the study on the platform.")
+
+
+def locked_participant(s: Session, user_id: int, project_id: int | None = None) -> tuple[Participant, Study] | None:
+    """The participant record of `user_id` (in a study of `project_id`, when given) with its study, the
+    participant's row locked: every step of one participant (a page load, a submit) runs one at a time, so two
+    connections of theirs can never both make an assignment (PostgreSQL allowed five open ones and 12 labels
+    on a quota of 10 before; SQLite's transactions are exclusive anyway). A participant past the time limit is
+    released here. None for anyone who is no participant (of that project)."""
+    q = (select(Participant, Study).join(Study, Study.id == Participant.study_id)
+         .where(Participant.user_id == user_id))
+    if project_id is not None:
+        q = q.where(Study.project_id == project_id)
+    found = s.execute(q.with_for_update(of=Participant)).first()
+    if found is None:
+        return None
+    part, study = found
+    if _expired(study, part, utcnow()):
+        _leave(s, part, "timed_out")
+    return part, study
+
+
+def time_is_up(s: Session, user_id: int) -> Exit | None:
+    """TIME_UP for a participant who timed out or returned the study (every route says so), else None."""
+    found = locked_participant(s, user_id)
+    return TIME_UP if found is not None and found[0].status in ("timed_out", "returned") else None
+
+
 def next_assignment(s: Session, user_id: int, project_id: int) -> service.Current | Exit | None:
     """A participant's next step in `project_id`: their current assignment (resumed or new, never beyond the
-    quota), or an Exit (done, screened out, out of time). None when they are no participant of this project's
-    studies (then the ordinary rules apply)."""
-    found = s.execute(select(Participant, Study).join(Study, Study.id == Participant.study_id)
-                      .where(Participant.user_id == user_id, Study.project_id == project_id)).first()
+    quota, never two open at once), or an Exit (done, screened out, out of time). None when they are no
+    participant of this project's studies (then the ordinary rules apply)."""
+    found = locked_participant(s, user_id, project_id)
     if found is None:
         return None
     part, study = found
     if part.status in ("finished", "screened_out"):
         return _exit(s, study, part, part.status)
-    if part.status == "active" and _expired(study, part, utcnow()):
-        _leave(s, part, "timed_out")
     if part.status in ("timed_out", "returned"):
-        return Exit(status=410, title="Time is up",
-                    message="Your time for this study ran out (or you returned it), so your place went to someone "
-                            "else. Please return the study on the platform.")
+        return TIME_UP
     if study.screenout_code is not None and _gold_failed(s, study, user_id, project_id):
         return _exit(s, study, part, "screened_out")
     n_done = n_open = 0
@@ -443,6 +472,9 @@ def submit_and_next(db: Database, user_id: int, assignment_id: int, form: Mappin
     someone else's assignment, tasks.FormError with nothing stored)."""
     try:
         with db.session() as s:
+            found = locked_participant(s, user_id)  # one step of theirs at a time, past the time limit: out
+            if found is not None and found[0].status in ("timed_out", "returned"):
+                return Result(found[1].project_id, None)  # stores nothing; the caller's page says "Time is up"
             got = service.submit(s, user_id, assignment_id, form)
     except service.NotFound:
         raise Gone(assignment_id) from None

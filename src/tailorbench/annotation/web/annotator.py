@@ -38,6 +38,10 @@ def router(site: Site) -> APIRouter:
     def show_assignment(request: Request, assignment_id: int) -> Response:
         with site.tx() as s:
             ident = site.who(s, request)
+            up = studies.time_is_up(s, ident.user_id) if ident.role == studies.ROLE else None
+            if up is not None:  # their items went back to the queue: say why, not "no such assignment"
+                return site.page(request, "message.html", {"title": up.title, "message": up.message, "me": ident},
+                                 up.status)
             try:
                 ctx = service.assignment_view(s, ident.user_id, assignment_id,
                                               quota=studies.assignment_quota(s, ident.role, assignment_id))
