@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.helpers.loopback import LoopbackServer
+from tests.helpers.loopback import LoopbackServer, bind
 
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 OPENAI_MAX_REQUESTS, OPENAI_MAX_BYTES = 50_000, 200 * 1024 * 1024
@@ -173,7 +173,7 @@ class BatchServer(LoopbackServer):
         self._load()
         server = self
         handler = type("Handler", (_Handler,), {"app": server})
-        self._serve(ThreadingHTTPServer(("127.0.0.1", self.port), handler))
+        self._serve(bind(self.port, handler))
         return self
 
     # -- answering one line ----------------------------------------------------------------------------------

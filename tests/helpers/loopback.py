@@ -3,11 +3,26 @@ stopped by `.stop()` or at the end of a `with` block."""
 
 from __future__ import annotations
 
+import errno
 import threading
+import time
 from http.server import ThreadingHTTPServer
 from typing import Any, TypeVar
 
 S = TypeVar("S", bound="LoopbackServer")
+
+
+def bind(port: int, handler: Any, wait_s: float = 10.0) -> ThreadingHTTPServer:
+    """A server on 127.0.0.1:`port`; a port a restarted server takes back may still be held by the old server's
+    connections for a moment, so EADDRINUSE is retried for up to `wait_s` (port 0: any free port, once)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return ThreadingHTTPServer(("127.0.0.1", port), handler)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or port == 0 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 class LoopbackServer:
