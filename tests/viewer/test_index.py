@@ -216,7 +216,19 @@ def test_a_torn_last_line_is_left_out_and_left_alone(runs: Runs, tmp_path: Path)
 
 
 def test_a_host_that_is_not_loopback_is_served_with_the_flag_and_a_warning(
-        runs: Runs, caplog: pytest.LogCaptureFixture) -> None:
+        runs: Runs, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the viewer is asked for every interface, but the socket the test opens listens on loopback only
+    from tailorbench.viewer.server import ViewServer
+
+    bind = ViewServer.server_bind
+
+    def loopback_bind(self: ViewServer) -> None:
+        requested = self.server_address
+        self.server_address = ("127.0.0.1", requested[1])
+        bind(self)
+        self.server_address = (requested[0], self.server_address[1])
+
+    monkeypatch.setattr(ViewServer, "server_bind", loopback_bind)
     with caplog.at_level("WARNING", logger="tailorbench"):
         viewer = tb.view([runs.longer], host="0.0.0.0", allow_remote=True)
     try:
