@@ -103,34 +103,8 @@ from pathlib import Path  # noqa: E402  (used by check_writable only)
 
 
 def check_writable(name: str, path: Any, directory: bool = False) -> Path:
-    """An output path (`--out`) that can be written, checked before any work and without creating anything:
-    an existing file must be writable (and not a directory, unless `directory`), else the nearest existing
-    ancestor must be a writable directory. Returns the path; a ConfigError naming the option otherwise."""
-    import os
-    import tempfile
+    """An output path (`--out`) that can be written, checked before any work and without creating anything
+    (`files.check_output` without its non-empty-directory rule, for outputs the verb itself resumes into)."""
+    from tailorbench.files import check_output
 
-    target = Path(path).expanduser()
-    if target.exists():
-        if target.is_dir() != directory:
-            raise ConfigError(f"{name} {target} is {'a file' if directory else 'a directory'}, "
-                              f"expected {'a directory' if directory else 'a file'}")
-        if not directory:
-            try:
-                with target.open("ab"):
-                    pass
-            except OSError as exc:
-                raise ConfigError(f"{name} {target} cannot be written: {exc.strerror or exc}") from None
-            return target
-    probe = target if target.exists() else target.parent
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise ConfigError(f"{name} {target} cannot be created: {probe} is not a directory")
-    try:
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"{name} {target} cannot be written: {probe}: {exc.strerror or exc}") from None
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(f"{name} {target} cannot be written: {probe} is not writable")
-    return target
+    return check_output(name, path, directory=directory, force=True)

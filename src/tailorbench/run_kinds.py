@@ -11,7 +11,6 @@ imports a capability: a run kind registers itself, like a judge (plugins: entry-
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,15 +122,12 @@ RUN_KINDS: Registry[RunKind] = Registry(
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     """A run directory's manifest.json as an object (a DataError naming the file when it is not one)."""
+    from tailorbench.files import load_json
+
     path = run_dir / "manifest.json"
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(path, None, None, "not a run directory: manifest.json is missing") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(path, None, None, f"not a readable manifest ({exc})") from None
-    if not isinstance(manifest, dict):
-        raise DataError(path, None, None, "a manifest is a JSON object")
+    if not path.exists():
+        raise DataError(path, None, None, "not a run directory: manifest.json is missing")
+    manifest: dict[str, Any] = load_json(path, dict, "a run manifest (a JSON object)")
     return manifest
 
 

@@ -244,7 +244,7 @@ def test_push_needs_a_license_and_a_repo_name(tmp_path: Path, uploads: list[dict
     result = runner.invoke(app, ["data", "push", "demo", "me/demo", "--license", "mit", "--dry-run",
                                  str(tmp_path / "full")])
     assert result.exit_code == 2
-    assert "not an empty directory" in result.output
+    assert "give a new or empty directory" in result.output
     assert uploads == []
 
 

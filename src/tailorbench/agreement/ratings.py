@@ -9,7 +9,6 @@ that is not ok) is counted in `RatingSet.missing`, never dropped silently.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -163,11 +162,11 @@ def merge_ratings(parts: Iterable[RatingSet]) -> RatingSet:
 
 
 def write_ratings_jsonl(ratings: Iterable[Rating], path: str | Path) -> None:
-    """Write ratings in the long format (the annotation service's export uses the same writer)."""
-    with Path(path).open("w", encoding="utf-8") as handle:
-        for r in ratings:
-            row = {"item": r.item, "rater": r.rater, "label": r.label, "group": r.group}
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    """Write ratings in the long format (the annotation service's export uses the same writer), atomically."""
+    from tailorbench.files import write_jsonl_atomic
+
+    write_jsonl_atomic(path, ({"item": r.item, "rater": r.rater, "label": r.label, "group": r.group}
+                              for r in ratings))
 
 
 def read_annotation_export(path: str | Path) -> RatingSet:

@@ -20,15 +20,16 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
     not make read through `mapping`, `--map`, docs/interop.md); with `out`, also written there as JSON."""
     from tailorbench.agreement import AgreeOptions, agreement_report
     from tailorbench.errors import ConfigError
+    from tailorbench.files import check_output
     from tailorbench.interop import read_ratings_any
-    from tailorbench.options import as_float, as_int, check_writable
+    from tailorbench.options import as_float, as_int
 
     as_int("--resamples", n_boot, minimum=1)
     as_float("--level", level, minimum=0.0, maximum=1.0, exclusive_minimum=True, exclusive_maximum=True)
     if level >= 1.0:
         raise ConfigError(f"option --level must be a number below 1, got {level!r}")
     if out is not None:
-        check_writable("--out", out)
+        check_output("--out", out, inputs=files)
     notes: list[str] = []
     report = agreement_report(read_ratings_any(list(files), fmt, mapping, notes), list(order) if order else None,
                               AgreeOptions(n_boot, seed, level, positive))
@@ -47,14 +48,15 @@ def tiers(ratings: str | Path, items: str | Path, out: str | Path, easy: float =
     per-item agreement and write the PairCase JSONL `out`."""
     from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
     from tailorbench.errors import DataError
+    from tailorbench.files import check_output
     from tailorbench.interop import read_ratings_any
-    from tailorbench.options import as_float, as_int, check_writable
+    from tailorbench.options import as_float, as_int
 
     as_float("--easy", easy, minimum=0.0, maximum=1.0)
     as_float("--medium", medium, minimum=0.0, maximum=1.0)
     rule = TierRule(easy=easy, medium=medium, min_ratings=min_ratings)
     as_int("--resamples", n_boot, minimum=1)
-    check_writable("--out", out)
+    check_output("--out", out, inputs=[ratings, items])
     cases, summary = build_tiers(items, read_ratings_any([ratings], fmt, mapping), rule, n_boot, seed)
     if not cases:
         raise DataError(Path(ratings), None, None, "no item has a tier (skipped: " + (", ".join(

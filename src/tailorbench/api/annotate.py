@@ -274,12 +274,12 @@ def import_labels(file: str | Path, out: str | Path, fmt: str = "auto", mapping:
     did not make is read through `mapping` (`--map`) or its detected shape; the mapping used is printed and
     written beside the ratings (`OUT.meta.json`). An import that maps nothing is exit 2 with the reasons."""
     from tailorbench.agreement.ratings import merge_ratings, write_ratings_jsonl
-    from tailorbench.files import write_json_atomic
+    from tailorbench.files import check_output, write_json_atomic
     from tailorbench.interop import FORMATS, check_format, read_export, require_ratings
-    from tailorbench.options import check_writable
 
     check_format(fmt, ("auto", *FORMATS))
-    check_writable("--out", out)
+    check_output("--out", out, inputs=[file])
+    check_output("--out", Path(out).with_suffix(".meta.json"), inputs=[file])
     ratings, report = read_export(file, fmt, mapping)
     require_ratings(report, file)
     merge_ratings([ratings])  # one label type, as every reader of the long format requires

@@ -33,7 +33,9 @@ def check_data(data: str | Path, skip_invalid: bool = False) -> DataCheck:
 def convert_data(data: str | Path, out: str | Path, skip_invalid: bool = False) -> DataConverted:
     """`tailor data convert`: any supported layout -> native PairCase JSONL at `out`."""
     from tailorbench.datasets import load_benchmark, write_native
+    from tailorbench.files import check_output
 
+    check_output("--out", out, inputs=[data])
     n = write_native(load_benchmark(data, skip_invalid=skip_invalid).cases, Path(out))
     return DataConverted(out=str(out), cases=n)
 

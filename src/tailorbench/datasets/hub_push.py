@@ -206,10 +206,10 @@ def push_data(data: str | Path, repo_id: str, license: str | None, private: bool
     """`tailor data push`: write the folder (at `dry_run`, and stop there; else in a temporary directory) and
     upload it."""
     if dry_run is not None:
-        target = Path(dry_run)
-        if target.exists() and (not target.is_dir() or any(target.iterdir())):
-            raise ConfigError(f"--dry-run {target}: exists and is not an empty directory (the folder written there "
-                              f"must be exactly what would be uploaded)")
+        from tailorbench.files import check_output
+
+        # a new or empty directory: the folder written there must be exactly what would be uploaded
+        check_output("--dry-run", dry_run, inputs=[data], directory=True)
         return {**write_data_folder(data, dry_run, repo_id, license, skip_invalid), "uploaded": None}
     with tempfile.TemporaryDirectory(prefix="tailor-push-") as tmp:
         summary = write_data_folder(data, tmp, repo_id, license, skip_invalid)

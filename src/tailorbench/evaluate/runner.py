@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
-import json
 import random
 import shlex
 import sys
@@ -25,7 +24,7 @@ from typing import Any, Literal
 from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.datasets.rows import read_appended_jsonl
-from tailorbench.errors import ConfigError, DataError
+from tailorbench.errors import ConfigError, DataError, TailorError
 from tailorbench.evaluate.counters import add_counts
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.judging import Progress, judge_pairs
@@ -34,7 +33,7 @@ from tailorbench.evaluate.report import write_run_reports
 from tailorbench.evaluate.results import compute_results, parse_predictions
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
-from tailorbench.files import write_json_atomic
+from tailorbench.files import check_output, load_json, remove_if_unused, write_json_atomic
 from tailorbench.judges.base import (
     JudgeOptions,
     PairJudge,
@@ -322,7 +321,7 @@ async def _run(
     if judge is not None and config.executor != "local":
         raise ConfigError(f"--executor {config.executor} builds the judge on each worker from its spec: "
                           "pass the spec (config.judge), not a judge object")
-    check_writable("--out", out, directory=True)
+    check_output("--out", out, directory=True, ours=is_run_dir)
     options = SettingOptions(config.persona_sections, config.setting_options)
     benchmark = benchmark or load_benchmark(config.data, skip_invalid=config.skip_invalid,
                                             options=config.data_options)
@@ -330,12 +329,26 @@ async def _run(
     if not cases:
         raise ConfigError("no cases left after the filters")
     check_sections(config.persona_sections, cases)
+    existed = out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {out} cannot be created: {exc.strerror or exc}") from None
-    with RunLock(out):
+    lock = RunLock(out).acquire()  # another run holding it: refused, and its folder left alone
+    try:
         return await _run_locked(config, out, resume, show_progress, benchmark, cases, options, judge)
+    except TailorError:
+        lock.release()
+        remove_if_unused(out, existed)  # a rejected run (an unknown judge ...) leaves no folder behind
+        raise
+    finally:
+        lock.release()
+
+
+def is_run_dir(path: Path) -> bool:
+    """A directory `tailor eval` wrote (its manifest, predictions or lock): the one kind of non-empty `--out`
+    a run may write into (resumed, or its predictions refused)."""
+    return any((path / name).exists() for name in ("manifest.json", PREDICTIONS, "run.lock"))
 
 
 async def _run_locked(
@@ -450,12 +463,7 @@ def _previous_manifest(out: Path) -> dict[str, Any]:
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(path, exc.lineno, None, f"malformed JSON: {exc.msg}") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(path, None, None, f"not valid UTF-8 (byte {exc.start}): not a run manifest") from None
+    data: dict[str, Any] = load_json(path, dict, "a run manifest (a JSON object)")
     return data
 
 

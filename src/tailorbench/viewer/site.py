@@ -14,13 +14,15 @@ from typing import Any
 
 import orjson
 
-from tailorbench.files import write_text_atomic
+from tailorbench.files import check_output, only_names, write_text_atomic
 from tailorbench.viewer.index import expand_runs, load_index
 
 #: cases per text shard (a case page loads one shard per run)
 SHARD = 2000
 #: the page's static files, shipped in the package
 STATIC = ("view.js", "view.css")
+#: every name a bundle writes: a directory holding only these (and view.js) is an earlier bundle, rewritten
+BUNDLE_FILES = ("index.html", *STATIC, "compare.js", "data-*.js", "text-*.js", "personas-*.js")
 
 
 @dataclass
@@ -140,6 +142,12 @@ def build_site(paths: Sequence[Path], n_boot: int = 1000, seed: int = 0) -> Site
     for name in STATIC:
         site.files[name] = (static / name).read_bytes()
     return site
+
+
+def check_bundle(out: Path, runs: Sequence[str | Path]) -> Path:
+    """`--bundle DIR` before any run is read: not a run directory given, a new or empty directory or an earlier
+    bundle (nothing but the files a bundle writes), and creatable (the output rule, `files.check_output`)."""
+    return check_output("--bundle", out, inputs=runs, directory=True, ours=only_names(BUNDLE_FILES, "view.js"))
 
 
 def write_bundle(site: Site, out: Path) -> Path:

@@ -11,7 +11,7 @@ from typing import Any
 
 from tailorbench.logs import get_logger
 from tailorbench.viewer.server import ViewServer, check_host, is_loopback
-from tailorbench.viewer.site import build_site, write_bundle
+from tailorbench.viewer.site import build_site, check_bundle, write_bundle
 
 log = get_logger(__name__)
 
@@ -58,6 +58,8 @@ def open_viewer(runs: Sequence[str | Path], bundle: str | Path | None = None, ho
         raise ConfigError("name at least one run directory")
     if bundle is None:
         check_host(host, allow_remote)
+    else:
+        check_bundle(Path(bundle), runs)
     site = build_site([Path(r) for r in runs], n_boot=n_boot, seed=seed)
     if bundle is not None:
         return Viewer(site.runs, index=write_bundle(site, Path(bundle)))
