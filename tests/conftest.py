@@ -21,10 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
+from bench.listening import check_loopback
 
 from tests.helpers.counting_proxy import CountingProxy
+from tests.helpers.loopback import guard_listen
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ASSETS_SCRIPT = REPO_ROOT / "scripts" / "ensure_test_assets.py"
@@ -33,6 +36,47 @@ HOW_TO_BUILD = (
     "(cache: $TAILORBENCH_CACHE or ~/.cache/tailorbench)"
 )
 SERVER_START_TIMEOUT_S = 60.0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The `ray` tests go to tests/test_ray_isolated.py's namespace run when it is collected with them."""
+    from tests.helpers import netns
+    from tests.test_ray_isolated import RAY_IDS
+
+    if netns.inside():
+        return
+    ray_items = [item for item in items if item.get_closest_marker("ray") is not None]
+    wrapper = any(item.nodeid.startswith("tests/test_ray_isolated.py") for item in items)
+    if not ray_items:
+        return
+    if wrapper and netns.prefix() is not None:
+        config.stash[RAY_IDS] = [item.nodeid for item in ray_items]
+        kept = [item for item in items if item.get_closest_marker("ray") is None]
+        config.hook.pytest_deselected(items=ray_items)
+        items[:] = kept
+        return
+    import warnings
+
+    warnings.warn(f"{len(ray_items)} Ray tests run in this process: Ray's servers listen beyond loopback here "
+                  "(run them with tests/test_ray_isolated.py, as root, for a loopback-only network)", stacklevel=1)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def loopback_only() -> Iterator[None]:
+    """Every server the suite starts in this process listens on loopback only (a listen() elsewhere raises);
+    the servers started as processes are checked by their fixtures from their listening sockets (/proc)."""
+    undo = guard_listen()
+    yield
+    undo()
+
+
+def assert_loopback(proc: subprocess.Popen[Any], name: str) -> None:
+    """Fail the test unless every TCP socket `proc` (and its children) listens on is on loopback."""
+    if sys.platform.startswith("linux"):
+        try:
+            check_loopback(proc.pid, name)
+        except RuntimeError as exc:
+            pytest.fail(str(exc), pytrace=False)
 
 
 def _assets_module() -> ModuleType:
@@ -172,6 +216,7 @@ def _llama_server(
             pytest.fail(f"llama.cpp server {state}: {' '.join(cmd)}\n--- server log ---\n{tail}", pytrace=False)
         data = models.get("data")
         assert isinstance(data, list) and data, f"/v1/models answered without models: {models}"
+        assert_loopback(proc, "llama.cpp server")
         proxy = CountingProxy(direct).start()
         yield LlamaServer(
             base_url=f"{proxy.url}/v1",

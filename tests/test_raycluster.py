@@ -7,7 +7,7 @@ import pytest
 
 from tailorbench.raycluster import connect, disconnect, import_ray
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 
 def test_the_last_holder_ends_the_connection_and_a_process_connection_stays() -> None:

@@ -165,3 +165,18 @@ class LiveServer:
 @pytest.fixture
 def app(db: Database) -> Any:
     return create_app(db)
+
+
+def vote_all(db: Database, project: str, votes: dict[str, str]) -> None:
+    """Each annotator in `votes` (already a member of `project`) answers every item it is given with the answer in
+    that source position ("1": answer A, "2": answer B), whatever side the page showed it on."""
+    uids = {u["name"]: u["id"] for u in service.list_users(db)}
+    pid = next(p["id"] for p in service.list_projects(db) if p["name"] == project)
+    for name, choice in votes.items():
+        while True:
+            with db.session() as s:
+                a = service.next_assignment(s, uids[name], pid)
+                if a is None:
+                    break
+                shown = choice if not a.layout["swap"] else {"1": "2", "2": "1"}[choice]
+                service.submit(s, uids[name], a.id, {"choice": shown})

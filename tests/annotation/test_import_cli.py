@@ -19,7 +19,8 @@ from tailorbench.annotation.db import Database
 from tailorbench.annotation.models import Base, Item
 from tailorbench.cli.app import app as cli_app
 from tailorbench.errors import ConfigError, DataError
-from tests.annotation.conftest import DATA
+from tests.annotation.conftest import DATA, vote_all
+from tests.conftest import assert_loopback
 
 runner = CliRunner()
 
@@ -133,17 +134,7 @@ def test_cli_end_to_end_and_tiers(db_url: str, tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "already in project" in bad.output
     store = Database(db_url)
     try:
-        uids = {u["name"]: u["id"] for u in service.list_users(store)}
-        pid = service.list_projects(store)[0]["id"]
-        votes = {"a0": "1", "a1": "1", "a2": "2"}
-        for name, choice in votes.items():
-            while True:
-                with store.session() as s:
-                    a = service.next_assignment(s, uids[name], pid)
-                    if a is None:
-                        break
-                    shown = choice if not a.layout["swap"] else {"1": "2", "2": "1"}[choice]
-                    service.submit(s, uids[name], a.id, {"choice": shown})
+        vote_all(store, "pw", {"a0": "1", "a1": "1", "a2": "2"})
     finally:
         store.dispose()
     prog = cli("progress", "pw", "--agreement")
@@ -189,6 +180,7 @@ def test_serve_command_starts_and_serves(tmp_path: Path) -> None:
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
                 assert time.monotonic() < deadline, "server did not start"
                 time.sleep(0.1)
+        assert_loopback(proc, "tailor annotate serve")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/static/app.js", timeout=5) as r:
             assert b"keydown" in r.read()
         assert (tmp_path / "proj" / "annotate.sqlite").is_file()

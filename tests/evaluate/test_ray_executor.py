@@ -29,7 +29,7 @@ from tests.evaluate.test_crash_resume import CHAT, _slow
 from tests.helpers.counting_proxy import CountingProxy
 from tests.helpers.rm_models import tiny_bert
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 TAILOR = str(Path(sys.executable).parent / "tailor")
 #: 12 cases x 2 orders
 CASES = 12
@@ -38,9 +38,9 @@ CALLS = 2 * CASES
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A head node and a worker node (separate raylet processes) on this machine's address (Ray rewrites a
-    127.0.0.1 address to it when a driver connects, so a loopback-only cluster cannot be reached); yields the
-    GCS address."""
+    """A head node and a worker node (separate raylet processes); yields the GCS address. Ray binds `::` and
+    the machine's address whatever it is told, so this module runs in a network namespace with loopback alone
+    (tests/test_ray_isolated.py), where that address is 127.0.0.1."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     from ray.cluster_utils import Cluster
 

@@ -1,11 +1,14 @@
 """The life cycle every test HTTP server here shares: a `ThreadingHTTPServer` on 127.0.0.1 in a daemon thread,
-stopped by `.stop()` or at the end of a `with` block."""
+stopped by `.stop()` or at the end of a `with` block; and the guard (`guard_listen`, installed for the whole
+suite by tests/conftest.py) that makes any socket the test process listens on beyond loopback an error."""
 
 from __future__ import annotations
 
 import errno
+import socket
 import threading
 import time
+from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from typing import Any, TypeVar
 
@@ -49,3 +52,31 @@ class LoopbackServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+_LOOPBACK_HOSTS = frozenset({"::1", "::ffff:127.0.0.1"})
+
+
+def is_loopback(host: str) -> bool:
+    return host.startswith("127.") or host in _LOOPBACK_HOSTS
+
+
+def guard_listen() -> Callable[[], None]:
+    """Make every socket this test process listens on prove it is on loopback: `listen()` on any other address
+    raises, naming it (in-process servers: uvicorn, http.server, asyncio). Returns the undo."""
+    original = socket.socket.listen
+
+    def listen(self: socket.socket, *args: Any) -> None:
+        if self.family in (socket.AF_INET, socket.AF_INET6):
+            host, port = self.getsockname()[:2]
+            if not is_loopback(host):
+                raise OSError(f"a test server would listen on {host}:{port}; every server a test starts binds "
+                              "127.0.0.1 only")
+        original(self, *args)
+
+    socket.socket.listen = listen  # type: ignore[method-assign,assignment]
+
+    def undo() -> None:
+        socket.socket.listen = original  # type: ignore[method-assign]
+
+    return undo

@@ -1,5 +1,6 @@
-"""The check the bench scripts run on every server they start (bench/listening.py): the listening sockets of a
-process and its children, read from /proc, all on loopback. Checked here on servers this process starts."""
+"""The check the bench scripts and the test fixtures run on every server they start (bench/listening.py): the
+listening sockets of a process and its children, read from /proc, all on loopback; and the suite's guard that
+no socket of the test process listens beyond loopback."""
 
 from __future__ import annotations
 
@@ -27,11 +28,24 @@ def test_a_loopback_server_passes_and_its_port_is_seen() -> None:
         assert ("127.0.0.1", port) in check_loopback(os.getpid(), "this test")
 
 
-def test_a_server_on_all_interfaces_fails_the_check() -> None:
-    with _listen("127.0.0.1"), _listen("0.0.0.0") as wide:
-        port = wide.getsockname()[1]
-        with pytest.raises(RuntimeError, match=f"beyond loopback: .*'0.0.0.0', {port}"):
-            check_loopback(os.getpid(), "this test")
+def test_a_server_on_all_interfaces_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read from a socket table that shows one (no test listens beyond loopback, even to prove this)."""
+    import bench.listening as module
+
+    monkeypatch.setattr(module, "listening", lambda pid: [("0.0.0.0", 8123), ("127.0.0.1", 8124)])
+    with pytest.raises(RuntimeError, match=r"beyond loopback: \[\('0.0.0.0', 8123\)\]"):
+        check_loopback(os.getpid(), "this test")
+    monkeypatch.setattr(module, "listening", lambda pid: [])
+    with pytest.raises(RuntimeError, match="listens on no TCP socket"):
+        check_loopback(os.getpid(), "this test")
+
+
+def test_the_suite_refuses_to_listen_beyond_loopback() -> None:
+    """tests/conftest.py's guard: a socket bound to every interface cannot start listening in this suite."""
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        with pytest.raises(OSError, match=r"would listen on 0\.0\.0\.0:\d+; every server a test starts binds"):
+            s.listen()
 
 
 def test_ipv6_loopback_is_loopback() -> None:

@@ -27,6 +27,7 @@ from tailorbench.cli.app import app
 from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeOptions, make_judge
 from tailorbench.models.backends import backend_options, make_chat_model
+from tests.helpers import netns
 
 #: two local engine starts and three Ray Data ones on a loaded 2-core machine
 pytestmark = pytest.mark.timeout(1500)
@@ -71,8 +72,10 @@ def vllm_report(vllm_paths: Any, tmp_path_factory: pytest.TempPathFactory) -> di
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "TAILORBENCH_CALL_CACHE": str(work / "calls.sqlite"),
            "PYTHONPATH": str(REPO_ROOT / "src"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
-    cmd = [str(vllm_paths.python), str(CHECKS), "--llama", str(vllm_paths.llama), "--seqcls", str(vllm_paths.seqcls),
-           "--work", str(work)]
+    # its `--executor ray` checks start a local Ray, which binds beyond loopback: run it where loopback is all
+    # there is (tests/helpers/netns.py), where that can be made
+    cmd = [*(netns.prefix() or ()), str(vllm_paths.python), str(CHECKS), "--llama", str(vllm_paths.llama),
+           "--seqcls", str(vllm_paths.seqcls), "--work", str(work)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1440, check=False)
     if proc.returncode != 0 or not (work / "report.json").is_file():
         pytest.fail(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}",

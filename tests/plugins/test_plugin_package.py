@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import assert_loopback
+
 PLUGIN = Path(__file__).parent / "demo_plugin"
 
 
@@ -120,6 +122,7 @@ def served(plugin_env: dict[str, str], tmp_path: Path) -> Iterator[tuple[str, st
                     break
             except (urllib.error.URLError, ConnectionError):
                 time.sleep(0.1)
+        assert_loopback(server, "tailor annotate serve")
         yield base, link
     finally:
         server.terminate()

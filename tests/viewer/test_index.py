@@ -21,6 +21,7 @@ from tailorbench.errors import ConfigError
 from tailorbench.evaluate.run_kind import OUTCOMES as PAIRWISE_OUTCOMES
 from tailorbench.viewer.index import INDEX, expand_runs, index_path, load_index
 from tailorbench.viewer.server import CSP
+from tests.conftest import assert_loopback
 from tests.viewer.conftest import XSS, Runs
 
 runner = CliRunner()
@@ -170,6 +171,7 @@ def test_tailor_view_serves_until_stopped(runs: Runs) -> None:
             lines.append(proc.stdout.readline())
         info = json.loads("".join(lines))
         assert info["url"].startswith("http://127.0.0.1:") and info["runs"] == [str(runs.longer)]
+        assert_loopback(proc, "tailor view")
         with urllib.request.urlopen(info["url"] + "view.js") as response:
             assert response.headers["Content-Security-Policy"] == CSP and b"textContent" in response.read()
     finally:

@@ -9,6 +9,7 @@ item), with thresholds in TierRule. Fleiss' kappa is then reported per resulting
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from pydantic import ValidationError
 from tailorbench.agreement import stats as st
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.bootstrap import Resampler, percentile_ci
-from tailorbench.datasets.native import write_native
+from tailorbench.datasets.benchmark import Benchmark
+from tailorbench.datasets.native import declared_names, write_benchmark
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, PairCase
@@ -92,11 +94,14 @@ def build_tiers(
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
-    splits: tuple[str, ...] = DEFAULT_SPLITS,
+    splits: tuple[str, ...] | None = None,
 ) -> tuple[list[PairCase], dict[str, Any]]:
     """PairCases (chosen = majority answer, tier from P_i: PersonaFeedback's easy / medium / hard) and a summary
-    counting every skipped item. An item's split must be one of `splits` (PersonaFeedback's by default)."""
+    counting every skipped item. An item's split must be one of `splits` (default: those the items file
+    declares in its `<name>.layout.json` sidecar, else PersonaFeedback's)."""
     rule = rule or TierRule()
+    if splits is None:
+        splits = declared_names(Path(items_path))[0]
     items = read_items(items_path)
     votes: dict[str, Counter[str]] = {}
     unknown = 0
@@ -170,7 +175,18 @@ def build_tiers(
     return cases, summary
 
 
-def write_cases(cases: list[PairCase], path: str | Path) -> None:
+def splits_in_order(splits: Iterable[str]) -> tuple[str, ...]:
+    """Report order for the splits items carry: PersonaFeedback's when they use only those, else their order of
+    first appearance (an annotation project holds items of any layout's splits)."""
+    seen = tuple(dict.fromkeys(splits))
+    return DEFAULT_SPLITS if set(seen) <= set(DEFAULT_SPLITS) else seen
+
+
+def write_cases(cases: list[PairCase], path: str | Path, splits: tuple[str, ...] | None = None) -> None:
     """One `model_dump_json()` per line, UTF-8; written to a temporary file first so a failure never leaves
-    a half-written benchmark in place."""
-    write_native(cases, Path(path))
+    a half-written benchmark in place. Splits other than PersonaFeedback's are declared in the sidecar
+    `<name>.layout.json`, so `--data` reads the file back with them (`splits`, in report order; default:
+    PersonaFeedback's when the cases use only those, else the cases' splits in order of first appearance)."""
+    if splits is None:
+        splits = splits_in_order(case.split for case in cases)
+    write_benchmark(Benchmark(str(path), "native", cases, splits=splits), Path(path))

@@ -72,9 +72,7 @@ class Pairwise(TaskType):
             "answer_a": text_field(row, "answer_a"),
             "answer_b": text_field(row, "answer_b"),
         }
-        if out["split"] not in ("specific", "general"):  # other layouts' names come in as `benchmark` imports
-            raise ItemError("split", "must be 'specific' or 'general'")
-        return out
+        return out  # the split is checked against the file's declared names by the importer
 
     def check_gold(self, gold: Any, payload: dict[str, Any]) -> Any:
         if gold not in ("A", "B"):
@@ -114,12 +112,14 @@ class Pairwise(TaskType):
 
     def export_extra(self, out: Path, ratings: RatingSet, options: ExportOptions) -> dict[str, Any]:
         """benchmark.jsonl (PairCase with majority labels and agreement tiers) and tiers.json."""
-        from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
+        from tailorbench.agreement.tiers import TierRule, build_tiers, read_items, splits_in_order, write_cases
 
         rule = TierRule(easy=options.easy, medium=options.medium,
                         min_ratings=options.min_ratings or max(2, min(3, options.n_per_item)))
-        cases, tiers = build_tiers(out / "items.jsonl", ratings, rule, n_resamples=200)
-        write_cases(cases, out / "benchmark.jsonl")
+        items = out / "items.jsonl"
+        splits = splits_in_order(rec["split"] for _, rec in read_items(items).values())
+        cases, tiers = build_tiers(items, ratings, rule, n_resamples=200, splits=splits)
+        write_cases(cases, out / "benchmark.jsonl", splits)
         (out / "tiers.json").write_text(json.dumps(tiers, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
         return {"benchmark_cases": len(cases)}
 

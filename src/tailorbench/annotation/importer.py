@@ -14,7 +14,7 @@ from typing import Any, Literal
 import orjson
 
 from tailorbench.annotation.tasks import TASK_TYPES, ItemError, TaskType, task_type
-from tailorbench.datasets.native import read_native
+from tailorbench.datasets.native import declared_names, read_native
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 from tailorbench.schema import PairCase
@@ -125,8 +125,20 @@ def _pair_items(numbered: Iterable[tuple[int, PairCase]], on_row: OnRow) -> list
     return out
 
 
+def _check_splits(path: Path, items: list[ParsedItem]) -> None:
+    """Every pairwise item's split is one the file declares (its `<name>.layout.json` sidecar, the native
+    layout's convention, else PersonaFeedback's): a typo (`Generals`) never becomes a split."""
+    splits, _ = declared_names(path)
+    for it in items:
+        split = it.payload.get("split")
+        if split is not None and split not in splits:
+            raise DataError(path, it.line, "split", f"unknown split {split!r} (declared: {', '.join(splits)}; "
+                                                    f"declare others in {path.stem}.layout.json)")
+
+
 def _read_paircase(path: Path, on_row: OnRow = None) -> list[ParsedItem]:
-    return _pair_items(zip(_nonblank_lines(path), read_native(path, InvalidRows())), on_row)
+    splits, tiers = declared_names(path)
+    return _pair_items(zip(_nonblank_lines(path), read_native(path, InvalidRows(), splits, tiers)), on_row)
 
 
 def _read_benchmark(path: Path, on_row: OnRow = None) -> list[ParsedItem]:
@@ -191,8 +203,10 @@ def read_import(path: str | Path, task: TaskType | str, fmt: str = "auto",
         items = _read_benchmark(path, on_row)
     elif fmt == "pipeline":
         items = _read_pipeline(path, task, on_row)
+        _check_splits(path, items)
     else:
         items = _read_items(path, task, on_row)
+        _check_splits(path, items)  # a no-op for task types whose items carry no split
     seen: dict[str, int] = {}
     for it in items:
         if it.ext_id in seen:

@@ -47,6 +47,7 @@ def tiers(ratings: str | Path, items: str | Path, out: str | Path, easy: float =
     """`tailor tiers`: tier pairwise annotations (long format, or a tool's export: `fmt` as in `agree`) by
     per-item agreement and write the PairCase JSONL `out`."""
     from tailorbench.agreement.tiers import TierRule, build_tiers, write_cases
+    from tailorbench.datasets.native import declared_names
     from tailorbench.errors import DataError
     from tailorbench.files import check_output
     from tailorbench.interop import read_ratings_any
@@ -61,7 +62,7 @@ def tiers(ratings: str | Path, items: str | Path, out: str | Path, easy: float =
     if not cases:
         raise DataError(Path(ratings), None, None, "no item has a tier (skipped: " + (", ".join(
             f"{n} {why}" for why, n in summary["skipped_items"].items()) or "none") + f"); {out} not written")
-    write_cases(cases, out)
+    write_cases(cases, out, declared_names(Path(items))[0])
     return TiersResult.model_validate({**summary, "out": str(out)})
 
 

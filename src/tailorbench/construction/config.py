@@ -9,15 +9,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from tailorbench.datasets.layouts import RESERVED_NAMES
 from tailorbench.errors import ConfigError
 
 StructuredMode = Literal["json_schema", "llama_cpp", "json_object", "none"]
 Variant = Literal["A1", "A2", "A3"]
 RULES: dict[str, tuple[Variant, Variant]] = {"A1-A3": ("A1", "A3"), "A1-A2": ("A1", "A2"), "A2-A3": ("A2", "A3")}
 #: candidate difficulty per rule: full vs no persona differ most (easy); full vs masked least (hard)
-DEFAULT_DIFFICULTY: dict[str, Literal["easy", "medium", "hard"]] = {"A1-A3": "easy", "A2-A3": "medium", "A1-A2": "hard"}
+DEFAULT_DIFFICULTY: dict[str, str] = {"A1-A3": "easy", "A2-A3": "medium", "A1-A2": "hard"}
+#: the rules from the easiest pair to tell apart to the hardest (the tiers' difficulty order)
+RULES_BY_DIFFICULTY: tuple[str, ...] = ("A1-A3", "A2-A3", "A1-A2")
 PROFILE_SECTIONS: tuple[str, ...] = ("Demographics", "Personality", "Preference", "Values_and_Interests")
 
 
@@ -72,9 +75,30 @@ class AnswersConfig(_Strict):
     max_tokens: int | None = Field(None, ge=1)
 
 
+def _name(value: str, what: str) -> str:
+    if not value.strip() or value.strip().lower() in RESERVED_NAMES:
+        raise ValueError(f"{what} {value!r} is not a usable name (empty, or reserved for the pooled cells)")
+    return value
+
+
 class PairsConfig(_Strict):
     rules: list[str] = Field(default_factory=lambda: ["A1-A3", "A1-A2", "A2-A3"])
-    difficulty: dict[str, Literal["easy", "medium", "hard"]] = Field(default_factory=lambda: dict(DEFAULT_DIFFICULTY))
+    #: the tier each rule's pairs carry until people annotate them: PersonaFeedback's names by default, any
+    #: layout's tier names otherwise (declared in the export's sidecar, easiest rule first)
+    difficulty: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_DIFFICULTY))
+
+    @field_validator("difficulty")
+    @classmethod
+    def _difficulty(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = sorted(set(value) - set(RULES))
+        if bad:
+            raise ValueError(f"unknown pair rule(s) {bad}; choose from {', '.join(RULES)}")
+        return {rule: _name(name, "tier") for rule, name in value.items()}
+
+    def tiers(self) -> tuple[str, ...]:
+        """The tier names the pairs carry, easiest first (rules without an entry are 'medium')."""
+        return tuple(dict.fromkeys(self.difficulty.get(rule, "medium") for rule in RULES_BY_DIFFICULTY
+                                   if rule in self.rules))
 
     @field_validator("rules")
     @classmethod
@@ -83,6 +107,26 @@ class PairsConfig(_Strict):
         if bad or not value:
             raise ValueError(f"unknown pair rule(s) {bad}; choose from {', '.join(RULES)}")
         return value
+
+
+class SplitNames(_Strict):
+    """The split names of the two kinds of question the pipeline writes: scene questions written for one person
+    (`specific`) and questions from the shared pool (`general`); any layout's names, PersonaFeedback's by
+    default."""
+
+    specific: str = "specific"
+    general: str = "general"
+
+    @field_validator("specific", "general")
+    @classmethod
+    def _usable(cls, value: str) -> str:
+        return _name(value, "split")
+
+    @model_validator(mode="after")
+    def _distinct(self) -> SplitNames:
+        if self.specific == self.general:
+            raise ValueError("specific and general need different split names")
+        return self
 
 
 class AnnotationConfig(_Strict):
@@ -102,7 +146,11 @@ class BuildConfig(_Strict):
     #: how the JSON schema reaches the server: OpenAI/vLLM `json_schema`, llama-cpp-python's
     #: `json_object` + schema (`llama_cpp`), plain `json_object`, or `none` (prompt only)
     structured_output: StructuredMode = "json_schema"
-    memory: Path
+    #: where the people come from: a memory JSONL (conversations; the profile stage infers personas) or
+    #: `personas`, a benchmark any registered layout reads, whose users' personas are used as they are (any
+    #: sections and field names; the profile stage then makes no model call); exactly one of the two
+    memory: Path | None = None
+    personas: str | None = None
     out: Path
     users: list[str] | None = None
     seed: int = 0
@@ -113,6 +161,7 @@ class BuildConfig(_Strict):
     questions: QuestionsConfig = Field(default_factory=QuestionsConfig)
     answers: AnswersConfig = Field(default_factory=AnswersConfig)
     pairs: PairsConfig = Field(default_factory=PairsConfig)
+    splits: SplitNames = Field(default_factory=SplitNames)
     annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
     #: stage name -> template file replacing the shipped one
     templates: dict[str, Path] = Field(default_factory=dict)
@@ -124,6 +173,12 @@ class BuildConfig(_Strict):
         if bad:
             raise ValueError(f"unknown template name(s) {bad}; templates exist for profile, questions, answer")
         return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> BuildConfig:
+        if (self.memory is None) == (self.personas is None):
+            raise ValueError("give exactly one of memory (a conversations JSONL) and personas (a benchmark)")
+        return self
 
     def general_pool(self) -> list[str]:
         pool = list(self.questions.general_pool)
@@ -142,22 +197,18 @@ def _resolve(base: Path, value: Any) -> Any:
 
 def load_build_config(path: str | Path, overrides: dict[str, Any] | None = None) -> BuildConfig:
     """Read and validate a YAML build config; relative paths resolve against the file's directory."""
-    import yaml
+    from tailorbench.files import load_yaml
 
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read build config {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of settings at the top level")
+    data = load_yaml(path, dict, "a build config (a mapping of settings at the top level)")
     data.update(overrides or {})
     base = path.resolve().parent
     for key in ("memory", "out"):
         if key in data:
             data[key] = _resolve(base, data[key])
+    personas = data.get("personas")
+    if isinstance(personas, str) and (base / personas).exists():  # a path next to the file, else a data spec
+        data["personas"] = _resolve(base, personas)
     if isinstance(data.get("templates"), dict):
         data["templates"] = {k: _resolve(base, v) for k, v in data["templates"].items()}
     questions = data.get("questions")
@@ -167,5 +218,5 @@ def load_build_config(path: str | Path, overrides: dict[str, Any] | None = None)
         return BuildConfig.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        where = ".".join(str(p) for p in first["loc"]) or "top level"
         raise ConfigError(f"{path}: {where}: {first['msg']} ({len(exc.errors())} error(s) in all)") from None

@@ -22,7 +22,7 @@ from typing import Any
 
 from tailorbench.aio import run_sync
 from tailorbench.construction import STAGES
-from tailorbench.construction.config import PROFILE_SECTIONS, RULES, BuildConfig, load_build_config
+from tailorbench.construction.config import PROFILE_SECTIONS, RULES, BuildConfig, SplitNames, load_build_config
 from tailorbench.construction.schemas import answer_schema, profile_schema, questions_schema
 from tailorbench.construction.structured import StageStats, call_json, load_template
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
@@ -157,15 +157,48 @@ def assemble_persona(attributes: list[dict[str, Any]], refs: dict[str, str], sta
     return persona, evidence
 
 
+def _chosen_users(config: BuildConfig, available: list[str], where: str) -> list[str]:
+    users = config.users or available
+    missing = [u for u in users if u not in set(available)]
+    if missing:
+        raise ConfigError(f"users not in {where}: {', '.join(missing[:10])}")
+    return users
+
+
+def load_personas(spec: str) -> dict[str, dict[str, Any]]:
+    """user -> persona of a benchmark any registered layout reads (each user's first case's persona)."""
+    from tailorbench.datasets.loader import load_benchmark
+
+    personas: dict[str, dict[str, Any]] = {}
+    for case in load_benchmark(spec).cases:
+        personas.setdefault(case.user_id, case.persona)
+    return personas
+
+
+def profiles_from_personas(config: BuildConfig, stats: StageStats
+                           ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The profile stage when the people come with personas: each chosen user's persona as it is (no model
+    call); a user whose persona is empty is a failure naming them."""
+    assert config.personas is not None
+    personas = load_personas(config.personas)
+    users = _chosen_users(config, list(personas), config.personas)
+    records = [{"user_id": u, "persona": personas[u], "evidence": {}, "memory_shown": [], "source": "personas"}
+               for u in users if personas[u]]
+    failures = [{"user_id": u, "errors": ["no persona in the data"]} for u in users if not personas[u]]
+    stats.items += len(users)
+    stats.ok += len(records)
+    stats.gave_up += len(failures)
+    return records, failures
+
+
 async def stage_profile(ctx: BuildContext, stats: StageStats) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     from tailorbench.memory.store import by_user, read_memory
 
     config = ctx.config
+    if config.memory is None:
+        return profiles_from_personas(config, stats)
     memory = by_user(read_memory(config.memory))
-    users = config.users or list(memory)
-    missing = [u for u in users if u not in memory]
-    if missing:
-        raise ConfigError(f"users not in {config.memory}: {', '.join(missing[:10])}")
+    users = _chosen_users(config, list(memory), str(config.memory))
     schema = profile_schema(config)
     params = ctx.params(config.profile.max_tokens)
 
@@ -224,8 +257,8 @@ async def stage_questions(ctx: BuildContext, stats: StageStats, profiles: list[d
                                   check=_check_questions)
         if outcome.value is None:
             return None, {"user_id": user, "errors": outcome.errors}
-        questions = [{"id": f"{user}:s{k}", "split": "specific", "scene": q["scene"], "question": q["question"].strip()}
-                     for k, q in enumerate(outcome.value["questions"], start=1)]
+        questions = [{"id": f"{user}:s{k}", "split": config.splits.specific, "scene": q["scene"],
+                      "question": q["question"].strip()} for k, q in enumerate(outcome.value["questions"], start=1)]
         return {"user_id": user, "questions": questions}, None
 
     records, failures = await _gather(stats, [one(p) for p in profiles])
@@ -236,7 +269,8 @@ async def stage_questions(ctx: BuildContext, stats: StageStats, profiles: list[d
         # general questions come from the supplied pool, sampled per user with a seeded generator
         rng = random.Random(f"{config.seed}\x1f{record['user_id']}\x1fgeneral")
         picked = rng.sample(pool, min(want, len(pool))) if want else []
-        record["questions"] += [{"id": f"{record['user_id']}:g{k}", "split": "general", "scene": None, "question": q}
+        record["questions"] += [{"id": f"{record['user_id']}:g{k}", "split": config.splits.general, "scene": None,
+                                 "question": q}
                                 for k, q in enumerate(picked, start=1)]
     return records, failures
 
@@ -253,8 +287,13 @@ def mask_persona(config: BuildConfig, user_id: str, persona: dict[str, Any]) -> 
         return kept, [f"{s} > {k}" for s in sorted(hidden_sections) for k in persona[s]]
     leaves = [(s, k) for s, node in persona.items() if isinstance(node, dict) for k in node]
     share = mask.share if mask.share is not None else 0.5
-    n_hide = min(len(leaves) - 1, max(1, round(share * len(leaves)))) if len(leaves) > 1 else 0
     rng = random.Random(f"{config.seed}\x1f{user_id}\x1fmask")
+    if not leaves:  # a flat profile (a survey's fields, another layout's persona): its fields are the leaves
+        fields = list(persona)
+        n_hide = min(len(fields) - 1, max(1, round(share * len(fields)))) if len(fields) > 1 else 0
+        hidden_fields = set(rng.sample(fields, n_hide))
+        return {k: v for k, v in persona.items() if k not in hidden_fields}, sorted(hidden_fields)
+    n_hide = min(len(leaves) - 1, max(1, round(share * len(leaves)))) if len(leaves) > 1 else 0
     hidden = set(rng.sample(leaves, n_hide))
     masked: dict[str, Any] = {}
     for section, node in persona.items():
@@ -351,7 +390,8 @@ def export(config: BuildConfig, stats: StageStats, profiles: list[dict[str, Any]
            pairs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """PairCase JSONL (tier = the candidate expected difficulty until humans annotate) and an annotation
     project: the pairwise import file plus attribute items (stage 1 of the human-centred evaluation)."""
-    from tailorbench.datasets.native import write_native
+    from tailorbench.datasets.benchmark import Benchmark
+    from tailorbench.datasets.native import write_benchmark
 
     out = config.out / "export"
     (out / "annotation").mkdir(parents=True, exist_ok=True)
@@ -367,9 +407,14 @@ def export(config: BuildConfig, stats: StageStats, profiles: list[dict[str, Any]
         )
         for p in pairs
     ]
-    n_pairs = write_native(cases, out / "pairs.jsonl")
+    declared = Benchmark("build", "native", cases, splits=(config.splits.specific, config.splits.general),
+                         tiers=config.pairs.tiers())
+    n_pairs = write_benchmark(declared, out / "pairs.jsonl")
     attributes = []
     for p in profiles:
+        if not p["memory_shown"]:  # personas given as they are: no conversation to judge attributes against
+            stats.note("attribute_items_without_conversation")
+            continue
         attrs = [{"id": f"{s}.{k}".replace("::", ":"), "text": f"{s} > {k}", "value": str(v)}
                  for s, node in p["persona"].items() if isinstance(node, dict) for k, v in node.items()]
         if attrs:
@@ -377,12 +422,14 @@ def export(config: BuildConfig, stats: StageStats, profiles: list[dict[str, Any]
                                "conversation": [{"role": "user", "content": m["text"]} for m in p["memory_shown"]],
                                "attributes": attrs, "meta": {"evidence": p["evidence"], "build": config.name}})
     write_jsonl_atomic(out / "annotation" / "attributes.jsonl", attributes)
-    write_jsonl_atomic(out / "annotation" / "pairwise.jsonl", [json.loads(c.model_dump_json()) for c in cases])
+    write_benchmark(declared, out / "annotation" / "pairwise.jsonl")
     project = {
         "name": config.annotation.project or config.name,
         "annotators_per_item": config.annotation.annotators_per_item,
-        "imports": [{"task": "pairwise", "file": "pairwise.jsonl", "format": "paircase", "items": n_pairs},
-                    {"task": "attributes", "file": "attributes.jsonl", "format": "items", "items": len(attributes)}],
+        "imports": [i for i in (
+            {"task": "pairwise", "file": "pairwise.jsonl", "format": "paircase", "items": n_pairs},
+            {"task": "attributes", "file": "attributes.jsonl", "format": "items", "items": len(attributes)},
+        ) if i["items"]],  # an empty file is not an import (the importer refuses it)
     }
     write_json_atomic(out / "annotation" / "project.json", project)
     stats.items = stats.ok = n_pairs
@@ -398,10 +445,14 @@ def stage_fingerprints(ctx: BuildContext) -> dict[str, str]:
     """Chained fingerprints: each stage's inputs plus the fingerprint of the stage before it."""
     c = ctx.config
     common = (c.model, c.model_options, c.structured_output, c.generation.model_dump(), c.retries)
-    memory_bytes = hashlib.sha256(Path(c.memory).read_bytes()).hexdigest() if Path(c.memory).is_file() else None
-    fp: dict[str, str] = {}
-    fp["profile"] = _hash("profile", common, memory_bytes, c.users, c.profile.model_dump(), ctx.template("profile")[1])
+    if c.memory is not None:
+        source = hashlib.sha256(c.memory.read_bytes()).hexdigest() if c.memory.is_file() else None
+        fp_profile = _hash("profile", common, source, c.users, c.profile.model_dump(), ctx.template("profile")[1])
+    else:  # personas taken as they are: only the data and the users chosen matter
+        fp_profile = _hash("profile", "personas", _hash(sorted(load_personas(str(c.personas)).items())), c.users)
+    fp: dict[str, str] = {"profile": fp_profile}
     fp["questions"] = _hash(fp["profile"], common, c.seed, c.questions.model_dump(), c.general_pool(),
+                            *([c.splits.model_dump()] if c.splits != SplitNames() else []),
                             ctx.template("questions")[1])
     fp["answers"] = _hash(fp["questions"], common, c.seed, c.answers.model_dump(), c.pairs.rules,
                           ctx.template("answer")[1])

@@ -123,6 +123,13 @@ def write_benchmark(benchmark: Benchmark, path: Path) -> int:
     return n
 
 
+def declared_names(path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The split and tier names a JSONL file declares: its sidecar's, else PersonaFeedback's (what annotation
+    imports and `tailor tiers` check item files against)."""
+    declared, _ = NativeLayout().declared(path)
+    return tuple(declared.splits), tuple(declared.tiers)
+
+
 def _sidecar(path: Path) -> Path:
     name = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.stem
     return path.with_name(f"{name}.layout.json")
