@@ -68,7 +68,8 @@ def project_list(directory: Path = DIR, db: str | None = DB, json_out: bool = JS
 def import_(
     project: str = typer.Argument(..., help="Project name."),
     file: Path = typer.Argument(..., help="JSONL file."),
-    fmt: str = typer.Option("auto", "--format", help="auto | paircase | pipeline | items"),
+    fmt: str = typer.Option("auto", "--format",
+                            help="auto | paircase | pipeline | items | benchmark (any registered layout)"),
     directory: Path = DIR,
     db: str | None = DB,
     json_out: bool = JSON,
