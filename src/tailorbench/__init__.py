@@ -54,6 +54,18 @@ if TYPE_CHECKING:
         annotate as annotate,
     )
     from tailorbench.api import (
+        batch_cancel as batch_cancel,
+    )
+    from tailorbench.api import (
+        batch_cancel_async as batch_cancel_async,
+    )
+    from tailorbench.api import (
+        batch_status as batch_status,
+    )
+    from tailorbench.api import (
+        batch_status_async as batch_status_async,
+    )
+    from tailorbench.api import (
         build as build,
     )
     from tailorbench.api import (
@@ -153,12 +165,12 @@ if TYPE_CHECKING:
 #: the names `tailorbench.api` defines (its `__all__`); tests/test_python_api.py checks the two lists agree
 __all__ = [
     "AgreeResult", "BuildResult", "CompareResult", "EvalConfig", "EvalResult", "GenEvalConfig", "GenEvalResult",
-    "RMTrainConfig", "TiersResult", "TrainResult", "__version__", "agree", "agree_async", "annotate", "build",
-    "build_async", "cache_clear", "cache_stats", "check_data", "check_data_async", "compare", "compare_async",
-    "convert_data", "convert_data_async", "eval", "eval_async", "eval_many", "eval_many_async", "eval_resume",
-    "eval_resume_async", "gen_eval", "gen_eval_async", "gen_eval_resume", "gen_eval_resume_async", "push_data",
-    "push_data_async", "report", "report_async", "run_failures", "stages", "tiers", "tiers_async", "train_rm",
-    "train_rm_async", "view", "view_async",
+    "RMTrainConfig", "TiersResult", "TrainResult", "__version__", "agree", "agree_async", "annotate", "batch_cancel",
+    "batch_cancel_async", "batch_status", "batch_status_async", "build", "build_async", "cache_clear", "cache_stats",
+    "check_data", "check_data_async", "compare", "compare_async", "convert_data", "convert_data_async", "eval",
+    "eval_async", "eval_many", "eval_many_async", "eval_resume", "eval_resume_async", "gen_eval", "gen_eval_async",
+    "gen_eval_resume", "gen_eval_resume_async", "push_data", "push_data_async", "report", "report_async",
+    "run_failures", "stages", "tiers", "tiers_async", "train_rm", "train_rm_async", "view", "view_async",
 ]
 
 

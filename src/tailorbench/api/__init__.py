@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from tailorbench.api.agreement import agree_async as agree_async
     from tailorbench.api.agreement import tiers as tiers
     from tailorbench.api.agreement import tiers_async as tiers_async
+    from tailorbench.api.batches import batch_cancel as batch_cancel
+    from tailorbench.api.batches import batch_cancel_async as batch_cancel_async
+    from tailorbench.api.batches import batch_status as batch_status
+    from tailorbench.api.batches import batch_status_async as batch_status_async
     from tailorbench.api.construction import build as build
     from tailorbench.api.construction import build_async as build_async
     from tailorbench.api.data import cache_clear as cache_clear
@@ -70,6 +74,7 @@ _AREAS: dict[str, tuple[str, ...]] = {
     "training": ("RMTrainConfig", "train_rm", "train_rm_async"),
     "generation": ("GenEvalConfig", "gen_eval", "gen_eval_async", "gen_eval_resume", "gen_eval_resume_async"),
     "construction": ("build", "build_async"),
+    "batches": ("batch_status", "batch_status_async", "batch_cancel", "batch_cancel_async"),
     "viewing": ("view", "view_async"),
     "results": ("AgreeResult", "BuildResult", "CompareResult", "EvalResult", "GenEvalResult", "TiersResult",
                 "TrainResult"),

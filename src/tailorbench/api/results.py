@@ -243,6 +243,31 @@ class CacheCleared(Output):
     removed: int
 
 
+class BatchStatus(Output):
+    """`tailor batch status RUN --json`: the provider batches recorded in a run directory (one row per batch:
+    model, provider, batch_id, status, requests, cost_usd / sync_cost_usd once ended, live_status / live_counts
+    / live_error as the provider reports them now), counted by recorded status."""
+
+    run_dir: str
+    batches: list[dict[str, Any]] = []
+    by_status: dict[str, int] = {}
+    requests: int = 0
+    #: batches recorded as submitted (or being submitted) and not seen to end
+    open: int = 0
+    cost_usd: float | None = None
+    sync_cost_usd: float | None = None
+    resume_command: str | None = None
+
+
+class BatchesCancelled(Output):
+    """`tailor batch cancel RUN --json`: the batches a cancel was sent for (`cancel_error` where it failed)."""
+
+    run_dir: str
+    cancelled: list[dict[str, Any]] = []
+    failed: int = 0
+    resume_command: str | None = None
+
+
 # -- tb.stages.*: the stage reports (STAGE.json of a report directory) and what the other stage verbs return ----
 
 

@@ -16,7 +16,7 @@ from tailorbench.failures import EXIT_INTERRUPTED
 #: verb modules under tailorbench.cli, registered in this order
 _VERBS: tuple[str, ...] = (
     "eval_cmd", "report_cmd", "data_cmd", "agree_cmd", "cache_cmd", "train_cmd", "annotate_cmd", "stages_cmd",
-    "build_cmd", "gen_eval_cmd", "view_cmd",
+    "build_cmd", "gen_eval_cmd", "view_cmd", "batch_cmd",
 )
 
 app = typer.Typer(
@@ -43,6 +43,8 @@ EXAMPLES: dict[str, str] = {
     "data push": "tailor data push tiers/benchmark.jsonl me/my-bench --license cc-by-4.0 --dry-run hub/",
     "cache stats": "tailor cache stats --json",
     "cache clear": "tailor cache clear --model gpt-4o-mini --older-than-days 30 --yes",
+    "batch status": "tailor batch status runs/gpt4o-mini --json",
+    "batch cancel": "tailor batch cancel runs/gpt4o-mini",
     "annotate serve": "tailor annotate serve --dir annotation --port 8000",
     "annotate import": "tailor annotate import study pairs.jsonl --dir annotation",
     "annotate progress": "tailor annotate progress study --agreement --dir annotation",

@@ -134,6 +134,16 @@ EXECUTOR_OPTIONS = typer.Option(
     None, "--executor-option", help="KEY=VALUE for the executor (ray: workers, num_cpus, num_gpus, depth, ...)")
 
 
+#: `--batch` of `eval` and `gen-eval`
+BATCH_HELP = ("provider batch APIs (openai:, anthropic:): half the price, answers within 24 h, state in RUN/batches "
+              "(--resume re-attaches; docs/models.md)")
+
+
+def batch_option(judge_options: dict[str, str], batch: bool) -> dict[str, str]:
+    """`--batch` is `--judge-option batch=true` (an explicit `batch=...` option wins)."""
+    return {"batch": "true", **judge_options} if batch else judge_options
+
+
 def rag_options(retriever: str | None, top_k: int | None, memory: Path | None) -> dict[str, object]:
     """Options of the rag setting (recorded in the manifest through EvalConfig.setting_options)."""
     out: dict[str, object] = {}

@@ -7,12 +7,14 @@ from pathlib import Path
 import typer
 
 from tailorbench.cli.common import (
+    BATCH_HELP,
     EXECUTOR_OPTIONS,
     JSON_HELP,
     MAX_FAILED_HELP,
     N_BOOT_HELP,
     RAY_ADDRESS_OPTION,
     VerbCommand,
+    batch_option,
     exit_if_failed,
     parse_pairs,
     print_json,
@@ -51,6 +53,7 @@ def eval_command(
     resume: Path | None = typer.Option(None, help="continue an interrupted run directory"),
     batch_size: int | None = typer.Option(None, help="inputs per judge call"),
     judge_option: list[str] | None = typer.Option(None, "--judge-option", help="KEY=VALUE passed to the judge"),
+    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP + " (= --judge-option batch=true)"),
     retriever: str | None = typer.Option(None, help="rag setting: bm25 (default) | dense | hybrid"),
     top_k: int | None = typer.Option(None, help="rag setting: memory items shown to the judge (default 5)"),
     memory: Path | None = typer.Option(
@@ -83,7 +86,8 @@ def eval_command(
                 seed=seed, splits=split_csv(split), tiers=split_csv(tier), limit=limit,
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
                 skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,
-                judge_options=parse_pairs(judge_option, "--judge-option"), batch_size=batch_size,
+                judge_options=batch_option(parse_pairs(judge_option, "--judge-option"), batch),
+                batch_size=batch_size,
                 setting_options=rag_options(retriever, top_k, memory), max_failed=max_failed or 0.0,
                 executor=executor, ray_address=ray_address,
                 executor_options=parse_pairs(executor_option, "--executor-option"))

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from tailorbench.cli.common import (
+    BATCH_HELP,
     EXECUTOR_OPTIONS,
     JSON_HELP,
     MAX_FAILED_HELP,
@@ -41,6 +42,8 @@ def gen_eval_command(
     max_tokens: int = typer.Option(512, help="generation token budget"),
     model_option: list[str] | None = typer.Option(None, "--model-option", help="KEY=VALUE for the model backends"),
     judge_option: list[str] | None = typer.Option(None, "--judge-option", help="KEY=VALUE passed to the judge"),
+    batch: bool = typer.Option(
+        False, "--batch", help=BATCH_HELP + " for the judge and the generating models whose backend has one"),
     judge_run: Path | None = typer.Option(None, help="a `tailor eval` run of this judge, for its validation"),
     validate_cases: int = typer.Option(50, help="without --judge-run: validate the judge on this many cases (0: no)"),
     n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP),
@@ -80,7 +83,7 @@ def gen_eval_command(
                 judge_options=parse_pairs(judge_option, "--judge-option"),
                 setting_options=rag_options(retriever, top_k, memory), batch_size=batch_size,
                 judge_run=str(judge_run) if judge_run else None, validate_cases=validate_cases,
-                max_failed=max_failed or 0.0, executor=executor, ray_address=ray_address,
+                max_failed=max_failed or 0.0, executor=executor, ray_address=ray_address, batch=batch,
                 executor_options=parse_pairs(executor_option, "--executor-option"),
             )
             results = api.gen_eval(config, out, progress=progress)

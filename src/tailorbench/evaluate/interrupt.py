@@ -1,5 +1,7 @@
 """Ctrl-C during a run: the first stops dispatching and lets the calls in flight finish (their verdicts are
-written), the second exits at once with 130.
+written), the second exits at once with 130. In batch mode the calls in flight wait on provider batches that may
+take hours: the first Ctrl-C stops waiting at once (judges/llm.py), the batches stay recorded in the run
+directory and running on the provider, and `--resume` re-attaches to them.
 
 Why a plain `signal.signal` handler and not `loop.add_signal_handler`: the latter runs its callback only when
 the event loop gets control back, so a judge computing in the loop's thread would also delay the second
@@ -19,8 +21,8 @@ from types import FrameType
 
 from tailorbench.failures import EXIT_INTERRUPTED
 
-FIRST = (b"\ninterrupt: no new calls; waiting for the calls in flight and writing every finished verdict "
-         b"(Ctrl-C again quits at once)\n")
+FIRST = (b"\ninterrupt: no new calls; waiting for the calls in flight (batch mode: not for its provider batches, "
+         b"which stay recorded for --resume) and writing every finished verdict (Ctrl-C again quits at once)\n")
 SECOND = b"\ninterrupted again: exiting now (every verdict written so far is kept)\n"
 
 

@@ -115,9 +115,16 @@ def _accounting_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
             str(r["verdicts"].get("truncated", 0)), str(r.get("skipped_rows", 0)),
             pct(total["strict_accuracy"]), pct(total["consistency"]),
             f"{usage.get('prompt_tokens', 0)}/{usage.get('completion_tokens', 0)}",
-            "–" if cost is None else f"{cost:.4f}",
+            ("–" if cost is None else f"{cost:.4f}") + _batch_cost(usage.get("batch")),
         ])
     return rows
+
+
+def _batch_cost(batch: dict[str, Any] | None) -> str:
+    """What a batch-mode run's provider batches cost, beside the synchronous price of the same answers."""
+    if not batch or batch.get("cost_usd") is None:
+        return ""
+    return f" (batch API {batch['cost_usd']:.4f}; synchronous {batch.get('sync_cost_usd') or 0.0:.4f})"
 
 
 def _overlap_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -196,6 +203,8 @@ _ACCOUNT_NOTES = [
     "parsed; *abstained*: the judge declined (e.g. equal scores); *failed*: calls that never returned an answer; "
     "*retries*: calls repeated after an error; *truncated*: verdicts whose input was cut to the model's limit; "
     "*skipped rows*: data rows left out with `--skip-invalid`.",
+    "*cost USD*: the verdicts' cost; in batch mode also what the run's provider batches cost (*batch API*) and "
+    "what the same answers cost synchronously (*synchronous*; docs/models.md, \"Batch mode\").",
     "*strict acc.*: share of cases right in every judged order; *position consistency*: among cases with two "
     "valid verdicts, the share where the same answer was picked in both orders (a judge that always says A "
     "scores 0). "

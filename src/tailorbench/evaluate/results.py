@@ -100,6 +100,9 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     body["reliability"] = reliability(predictions, judge_probability(config.get("judge_description")),
                                       n_boot=int(config.get("n_boot", 1000)), seed=int(manifest.get("seed", 0)),
                                       **names)
+    batch = batch_costs(run_dir)
+    if batch is not None:
+        body["usage"]["batch"] = batch
     expected = manifest.get("n_cases", 0)
     seen = len({r["case_id"] for r in predictions})
     status = run_state(run_dir, manifest.get("status"))
@@ -132,6 +135,17 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
                                      classes=(config.get("training_overlap") or {}).get("cases")),
         **body,
     }
+
+
+def batch_costs(run_dir: Path) -> dict[str, Any] | None:
+    """A batch-mode run's provider batches and what they cost, beside what the same answers would have cost
+    synchronously (from the run's batch state files, so every process of a resumed run counts); None without
+    batch mode."""
+    from tailorbench.models.batch_state import run_costs
+    from tailorbench.models.pricing import BATCH_DISCOUNT
+
+    costs = run_costs(run_dir)
+    return None if costs is None else {**costs, "discount": BATCH_DISCOUNT}
 
 
 def dataset_provenance(manifest: Mapping[str, Any]) -> dict[str, Any]:

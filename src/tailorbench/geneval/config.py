@@ -50,3 +50,28 @@ class GenEvalConfig:
     executor: str = "local"
     ray_address: str | None = None
     executor_options: dict[str, Any] = field(default_factory=dict)
+    #: provider batch APIs (`--batch`, docs/models.md "Batch mode") for the judge and the generating models whose
+    #: backend has one (`batch_targets`); their batch state lives in the run directory, so `--resume` re-attaches
+    batch: bool = False
+
+    def judge_extra(self) -> dict[str, Any]:
+        """The judge's options, with `batch=true` under `--batch` when the judge's model can batch."""
+        return {**self.judge_options, **({"batch": "true"} if self.batch and "judge" in batch_targets(self) else {})}
+
+    def model_extra(self, spec: str) -> dict[str, Any]:
+        """The backend options of the generating model `spec`, with `batch=true` under `--batch` when it can."""
+        from tailorbench.models.batch import supports_batches
+
+        return {"seed": self.seed, **self.model_options,
+                **({"batch": "true"} if self.batch and supports_batches(spec) else {})}
+
+
+def batch_targets(config: GenEvalConfig) -> dict[str, str]:
+    """role (`model`, `reference`, `judge`) -> model spec, for the models of a run whose backend has a batch API."""
+    from tailorbench.judges.base import parse_spec, split_spec_options
+    from tailorbench.models.batch import supports_batches
+
+    name, arg = parse_spec(split_spec_options(config.judge)[0])
+    specs = {"model": config.model, "reference": "" if config.reference == CHOSEN else config.reference,
+             "judge": str(arg or "") if name == "llm" else ""}
+    return {role: spec for role, spec in specs.items() if spec and supports_batches(spec)}

@@ -4,7 +4,8 @@ generations.jsonl, written batch by batch; a failed call is a `failed` line with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import orjson
 from tailorbench.datasets.rows import read_appended_jsonl
 from tailorbench.evaluate.settings import ContextBuilder
 from tailorbench.geneval.mentions import find_mentions, value_phrases
-from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, GenParams, Message
+from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, ChatResult, GenParams, Message
 from tailorbench.personas import cjk_share
 from tailorbench.schema import PairCase
 
@@ -104,28 +105,61 @@ async def generate(
     if requests and not all(model.is_cached(r.messages, r.params) for r in requests):
         await model.preflight()  # fail fast (server, key, model name) unless everything is cached
     written: list[dict[str, Any]] = []
+    streamed = getattr(model, "batcher", None) is not None  # batch mode: answers land a provider batch at a time
     with out.open("ab") as handle:
         for start in range(0, len(cases), batch_size):
             chunk = list(cases[start : start + batch_size])
-            outcomes = await model.chat_many(requests[start : start + batch_size])
-            rows = []
-            for case, outcome in zip(chunk, outcomes):
-                row = _base_row(case, role, model.spec)
-                if isinstance(outcome, CallFailure):
-                    row.update(status="failed", answer=None, length=None, mentions=[], finish_reason=None,
-                               truncated=False, error=f"{outcome.kind}: {outcome.error}", prompt_tokens=0,
-                               completion_tokens=0, cost_usd=None, latency_s=outcome.latency_s, cached=False)
-                else:
-                    answer = outcome.text.strip()
-                    row.update(status="ok" if answer else "empty", error=None if answer else "empty answer",
-                               finish_reason=outcome.finish_reason, truncated=outcome.finish_reason == "length",
-                               prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-                               cost_usd=outcome.cost_usd, latency_s=outcome.latency_s, cached=outcome.cached)
-                    _with_answer(row, answer, case, phrases)
-                rows.append(row)
-            handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-            handle.flush()
-            written.extend(rows)
-            if on_batch is not None:
-                on_batch(len(rows))
+            if streamed:
+                landed = _as_they_land(model, chunk, requests[start : start + batch_size])
+            else:
+                landed = _all_at_once(model, chunk, requests[start : start + batch_size])
+            async for group in landed:
+                rows = [_row(case, outcome, role, model.spec, phrases) for case, outcome in group]
+                handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+                handle.flush()
+                written.extend(rows)
+                if on_batch is not None:
+                    on_batch(len(rows))
     return written
+
+
+Landed = AsyncIterator[list[tuple[PairCase, ChatResult | CallFailure]]]
+
+
+async def _all_at_once(model: ChatModel, cases: list[PairCase], requests: list[ChatRequest]) -> Landed:
+    """One group: the window's answers together (a local model batches them)."""
+    yield list(zip(cases, await model.chat_many(requests)))
+
+
+async def _as_they_land(model: ChatModel, cases: list[PairCase], requests: list[ChatRequest]) -> Landed:
+    """A group per moment answers land (batch mode: one provider batch's), so each is written as its batch ends."""
+
+    async def one(case: PairCase, request: ChatRequest) -> tuple[PairCase, ChatResult | CallFailure]:
+        return case, await model.chat(request.messages, request.params)
+
+    pending = {asyncio.ensure_future(one(c, r)) for c, r in zip(cases, requests)}
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            yield [fut.result() for fut in done]
+    finally:
+        for fut in pending:
+            fut.cancel()
+
+
+def _row(case: PairCase, outcome: ChatResult | CallFailure, role: str, spec: str,
+         phrases: PhraseCache) -> dict[str, Any]:
+    """One line of generations.jsonl: the answer with its accounting, or the failure with its error."""
+    row = _base_row(case, role, spec)
+    if isinstance(outcome, CallFailure):
+        row.update(status="failed", answer=None, length=None, mentions=[], finish_reason=None,
+                   truncated=False, error=f"{outcome.kind}: {outcome.error}", prompt_tokens=0,
+                   completion_tokens=0, cost_usd=None, latency_s=outcome.latency_s, cached=False)
+        return row
+    answer = outcome.text.strip()
+    row.update(status="ok" if answer else "empty", error=None if answer else "empty answer",
+               finish_reason=outcome.finish_reason, truncated=outcome.finish_reason == "length",
+               prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
+               cost_usd=outcome.cost_usd, latency_s=outcome.latency_s, cached=outcome.cached)
+    _with_answer(row, answer, case, phrases)
+    return row

@@ -27,7 +27,7 @@ from tailorbench.evaluate.runner import RunInterrupted, library_versions, read_d
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import write_json_atomic
-from tailorbench.geneval.config import CHOSEN, GenEvalConfig
+from tailorbench.geneval.config import CHOSEN, GenEvalConfig, batch_targets
 from tailorbench.geneval.generate import (
     GENERATIONS,
     MODEL,
@@ -144,8 +144,11 @@ def _check(config: GenEvalConfig, out: Path) -> None:
         as_int("--top-k", config.setting_options["top_k"], minimum=1)
     check_writable("--out", out, directory=True)
     check_executor(config.executor, config.ray_address, config.executor_options)
+    if config.batch and not batch_targets(config):
+        raise ConfigError(f"--batch: no model of this run has a batch API (the model {config.model!r}, the judge "
+                          f"{config.judge!r}); batch mode works with openai: and anthropic: models")
     for spec in (config.model, *([] if config.reference == CHOSEN else [config.reference])):
-        make_chat_model(spec, {"seed": config.seed, **config.model_options})
+        make_chat_model(spec, config.model_extra(spec))
 
 
 def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, progress: bool = True) -> Path:
@@ -153,7 +156,7 @@ def run_gen_eval(config: GenEvalConfig, out: Path, *, resume: bool = False, prog
     _check(config, out)
     # built first, so a bad judge option is an error before any generation; closed after its verdicts
     judge = build_judge(
-        config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_options),
+        config.judge, JudgeOptions(seed=config.seed, batch_size=config.batch_size, extra=config.judge_extra()),
         config.executor, config.ray_address, config.executor_options)
     try:
         return _run_checked(config, out, resume, progress, judge)
@@ -180,6 +183,7 @@ def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool,
         except (KeyboardInterrupt, asyncio.CancelledError):
             manifest.status = "interrupted"
             write_json_atomic(out / MANIFEST, manifest.model_dump())
+            log.warning(f"interrupted: what is written stays in {out}; resume with:\n  {_resume_command(out)}")
             raise
         except Exception as exc:  # e.g. rejected credentials: what is written stays, the manifest says why
             manifest.status, manifest.error = "stopped", f"{type(exc).__name__}: {exc}"
@@ -231,12 +235,18 @@ async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out:
         todo = [c for c in cases if (c.id, role) not in done]
         if not todo:
             continue
-        model = make_chat_model(spec, generator_options(spec, {"seed": config.seed, **config.model_options},
-                                                        config.executor, config.ray_address, config.executor_options))
+        model = make_chat_model(spec, generator_options(spec, config.model_extra(spec), config.executor,
+                                                        config.ray_address, config.executor_options))
+        bind = getattr(model, "bind_run_dir", None)
+        if bind is not None:
+            bind(out)  # batch mode records its provider batches here (models/batch_state.py)
         bar = Progress(len(todo), f"generate {role}: {spec}", progress)
-        # a model that batches more at once (vllm:) gets its own window: a Ray Data engine starts once per window
+        # a model that batches more at once (vllm:) gets its own window: a Ray Data engine starts once per window;
+        # in batch mode every call is handed over at once (the provider's batches are the window)
         own = getattr(model, "batch_size", None)
         window = config.batch_size or max(batch, own if isinstance(own, int) else 0)
+        if getattr(model, "batcher", None) is not None:
+            window = len(todo)
         try:
             await generate(model, role, todo, context, options, _gen_params(config), path, phrases, window,
                            on_batch=bar.advance)
@@ -245,6 +255,10 @@ async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out:
             await model.aclose()
     notes += await _judge(config, cases, out, options, progress, judge)
     return notes
+
+
+def _resume_command(out: Path) -> str:
+    return f"tailor gen-eval --resume {shlex.quote(str(out))}"
 
 
 class GenTask(NamedTuple):
@@ -316,6 +330,9 @@ async def _judge(
         return []
     bar = Progress(len(tasks), f"judge: {config.judge}", progress)
     stop = asyncio.Event()
+    bind = getattr(judge, "bind_run_dir", None)
+    if bind is not None:
+        bind(out)  # where batch mode records the judge's provider batches (models/batch_state.py)
     try:
         inputs = [t.input for t in tasks]
         early = pre_work_warnings(judge, inputs)  # known before any verdict (truncation, language): said first
@@ -329,7 +346,7 @@ async def _judge(
         bar.close()
         await judge.aclose()
     if len(written) < len(tasks):  # only a stop leaves tasks unjudged
-        command = f"tailor gen-eval --resume {shlex.quote(str(out))}"
+        command = _resume_command(out)
         have, total = len(done) + len(written), len(done) + len(tasks)
         log.warning(f"interrupted: {have} of {total} verdicts are in {path}; resume with:\n  {command}")
         raise RunInterrupted(command)

@@ -85,7 +85,7 @@ def validate_judge(config: GenEvalConfig, out: Path, progress: bool = False) -> 
         data=config.data, judge=config.judge, setting=config.judge_setting, orders="both", seed=config.seed,
         splits=config.splits, tiers=config.tiers, limit=config.validate_cases,
         persona_sections=config.persona_sections, skip_invalid=config.skip_invalid, n_boot=config.n_boot,
-        judge_options=dict(config.judge_options), setting_options=dict(config.setting_options),
+        judge_options=config.judge_extra(), setting_options=dict(config.setting_options),
         batch_size=config.batch_size, executor=config.executor,  # type: ignore[arg-type]
         ray_address=config.ray_address, executor_options=dict(config.executor_options),
     )

@@ -21,11 +21,14 @@ from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
+from tailorbench.logs import get_logger
 from tailorbench.models.backends import backend_options, make_chat_model, parse_model_spec
 from tailorbench.models.base import CallFailure, ChatModel, ChatResult, GenParams, Message
 from tailorbench.options import as_bool, as_float, as_int
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.schema import Choice, JudgeInput, Usage, Verdict, VerdictStatus
+
+log = get_logger(__name__)
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 DEFAULT_TEMPLATES = {"en": "pairwise_en.jinja", "zh": "pairwise_zh.jinja"}
@@ -162,11 +165,14 @@ class LLMJudge(JudgeBase):
     async def judge_stream(self, inputs: Sequence[JudgeInput], stop: asyncio.Event
                            ) -> AsyncIterator[tuple[int, Verdict]]:
         """Verdicts as they land (`judges.base.StreamingJudge`). Calls start only while fewer than the model's
-        window are running, so after `stop` only the calls really in flight finish."""
+        window are running, so after `stop` only the calls really in flight finish. In batch mode the calls in
+        flight wait on provider batches (hours): `stop` stops waiting at once, the batches stay recorded in the
+        run directory and running on the provider, and a resume re-attaches to them."""
         call = self._by_logprobs if self.verdict_mode == "logprobs" else self._by_text
         landed: asyncio.Queue[tuple[int, asyncio.Future[Verdict]]] = asyncio.Queue()
         live: set[asyncio.Future[Verdict]] = set()
         following = 0
+        batched = getattr(self.model, "batcher", None) is not None
         try:
             while True:
                 window = dispatch_window(self.model)
@@ -175,9 +181,21 @@ class LLMJudge(JudgeBase):
                     live.add(started)
                     started.add_done_callback(functools.partial(_landed, landed, following))
                     following += 1
+                if batched and stop.is_set():
+                    waiting = sum(1 for f in live if not f.done())
+                    for position, verdict in _abandon(live, landed):
+                        yield position, verdict
+                    live.clear()
+                    log.warning("batch mode: not waiting for the %d calls in provider batches; the batches are "
+                                "recorded in the run directory (batches/) and keep running on the provider: "
+                                "--resume re-attaches to them and sends nothing twice", waiting)
+                    return
                 if not live:
                     return
-                position, fut = await landed.get()
+                got = await (_first_landed(landed, stop) if batched else landed.get())
+                if got is None:
+                    continue  # stopped while waiting: the top of the loop lets go of the batches
+                position, fut = got
                 live.discard(fut)
                 if fut.exception() is None:
                     yield position, fut.result()
@@ -266,6 +284,34 @@ class LLMJudge(JudgeBase):
 def _landed(queue: asyncio.Queue[tuple[int, asyncio.Future[Verdict]]], position: int,
             fut: asyncio.Future[Verdict]) -> None:
     queue.put_nowait((position, fut))
+
+
+async def _first_landed(queue: asyncio.Queue[tuple[int, asyncio.Future[Verdict]]], stop: asyncio.Event
+                        ) -> tuple[int, asyncio.Future[Verdict]] | None:
+    """The next call to land, or None once `stop` is set first (batch mode does not wait for its batches)."""
+    getter = asyncio.ensure_future(queue.get())
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+    if getter.done():
+        return getter.result()
+    getter.cancel()  # (a cancelled get leaves the queue as it was)
+    return None
+
+
+def _abandon(live: set[asyncio.Future[Verdict]], queue: asyncio.Queue[tuple[int, asyncio.Future[Verdict]]]
+             ) -> list[tuple[int, Verdict]]:
+    """Cancel the calls still running; the verdicts that already landed, to hand over before stopping."""
+    for fut in live:
+        fut.cancel()
+    out: list[tuple[int, Verdict]] = []
+    while not queue.empty():
+        position, done = queue.get_nowait()
+        if not done.cancelled() and done.exception() is None:
+            out.append((position, done.result()))
+    return out
 
 
 def dispatch_window(model: ChatModel) -> int | None:

@@ -6,6 +6,7 @@ backend is built again here (the key read from its variable, as a resume would) 
 
     status(run_dir) -> list of one dict per recorded batch (recorded fields + the provider's live status)
     cancel(run_dir) -> the batches a cancel was sent for
+    supports_batches(spec) -> whether a model spec's backend has a batch API (what `--batch` applies to)
 
 Async twins: `status_async`, `cancel_async`.
 """
@@ -16,10 +17,15 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from tailorbench.models.backends import make_chat_model
+from tailorbench.models.backends import make_chat_model, parse_model_spec
 from tailorbench.models.batch_lines import BATCH_APIS
 from tailorbench.models.batch_state import ENDED, FAILED, read_state, state_files
 from tailorbench.models.model import CallError
+
+
+def supports_batches(spec: str) -> bool:
+    """Whether the model `spec` (`openai:MODEL@URL`, `anthropic:MODEL`, `hf:PATH` ...) can run in batch mode."""
+    return parse_model_spec(spec).backend in BATCH_APIS
 
 
 def status(run_dir: str | Path, live: bool = True) -> list[dict[str, Any]]:
@@ -29,8 +35,9 @@ def status(run_dir: str | Path, live: bool = True) -> list[dict[str, Any]]:
 
 
 def cancel(run_dir: str | Path) -> list[dict[str, Any]]:
-    """Ask the provider to cancel every recorded batch of the run that has not ended; returns those batches.
-    A later `--resume` sends the requests they did not answer again."""
+    """Ask the provider to cancel every recorded batch of the run that has not ended; returns those batches
+    (`cancel_error` where the provider could not be asked). A refused key is a CredentialsError. A later
+    `--resume` sends the requests they did not answer again."""
     return asyncio.run(cancel_async(run_dir))
 
 
@@ -63,8 +70,12 @@ async def cancel_async(run_dir: str | Path) -> list[dict[str, Any]]:
         try:
             for entry in data["entries"]:
                 if entry.get("batch_id") and entry["status"] not in (ENDED, FAILED):
-                    await provider.cancel(entry["batch_id"])
-                    cancelled.append(_row(data, entry))
+                    row = _row(data, entry)
+                    try:
+                        await provider.cancel(entry["batch_id"])
+                    except CallError as exc:  # the others are still cancelled; the caller reports this one
+                        row["cancel_error"] = exc.message
+                    cancelled.append(row)
         finally:
             await provider.aclose()
     return cancelled
@@ -74,7 +85,8 @@ def _row(data: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     return {"model": data["spec"], "provider": data["provider"], "batch_id": entry.get("batch_id"),
             "status": entry["status"], "requests": len(entry["custom_ids"]),
             "provider_status": entry.get("provider_status"), "counts": entry.get("counts"),
-            "created": entry.get("created"), "ended": entry.get("ended"), "error": entry.get("error")}
+            "created": entry.get("created"), "ended": entry.get("ended"), "error": entry.get("error"),
+            "cost_usd": entry.get("cost_usd"), "sync_cost_usd": entry.get("sync_cost_usd")}
 
 
 def _provider(data: dict[str, Any]) -> Any:

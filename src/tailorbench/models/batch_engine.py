@@ -328,12 +328,14 @@ class Batcher:
             return
         results = await self.provider.results(batch_id, poll)  # a CallError: polled (and fetched) again
         del self._open[entry["chunk"]]
+        entry.pop("cost_usd", None)
+        entry.pop("sync_cost_usd", None)
         entry.update(provider_status=poll.status, counts=poll.counts, ended=time.time())
         answered: list[tuple[_Waiter, ChatResult]] = []
         again: list[_Waiter] = []
         for key, answer in results.outcomes.items():
             if isinstance(answer, ChatResult):
-                self._price(answer)
+                self._price(answer, entry)
                 self.model.cache.put(key, self.model.backend, self.model.model, self.model.api.public_base_url,
                                      "chat", answer.to_cache())
                 if key in opened.waiters:
@@ -352,7 +354,8 @@ class Batcher:
         for waiter, result in answered:
             result.latency_s = time.perf_counter() - waiter.started
             self.counters.requests.answered += 1
-            waiter.future.set_result(result)
+            if not waiter.future.done():  # (a caller that stopped waiting, e.g. after Ctrl-C, has cancelled it)
+                waiter.future.set_result(result)
         for key, waiter in opened.waiters.items():
             if waiter.future.done():
                 continue
@@ -377,14 +380,18 @@ class Batcher:
             for waiter in again:
                 self._enqueue(waiter)
 
-    def _price(self, result: ChatResult) -> None:
+    def _price(self, result: ChatResult, entry: dict[str, Any]) -> None:
+        """The batch price of one answer, added to the counters and to its batch's record (the state file keeps
+        what every batch of the run cost, whichever process took its answers: `batch_state.run_costs`)."""
         full = self.model.prices.cost(self.model.model, result.prompt_tokens, result.completion_tokens)
         if full is None:
             return
+        result.cost_usd = full * BATCH_DISCOUNT
         c = self.counters
         c.sync_cost_usd = (c.sync_cost_usd or 0.0) + full
-        result.cost_usd = full * BATCH_DISCOUNT
         c.cost_usd = (c.cost_usd or 0.0) + result.cost_usd
+        entry["sync_cost_usd"] = entry.get("sync_cost_usd", 0.0) + full
+        entry["cost_usd"] = entry.get("cost_usd", 0.0) + result.cost_usd
 
     def _fail(self, waiter: _Waiter, kind: str, message: str) -> None:
         self.model.stats.count_error(kind)

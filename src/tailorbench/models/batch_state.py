@@ -80,3 +80,24 @@ def state_files(run_dir: str | Path) -> list[Path]:
     if not run.is_dir():
         raise ConfigError(f"{run}: no such run directory")
     return sorted((run / STATE_DIR).glob("*.json"))
+
+
+def run_costs(run_dir: str | Path) -> dict[str, Any] | None:
+    """What the provider batches of a run cost, from its state files (every batch whose answers were taken, by
+    whichever process): batch price, the synchronous price of the same answers, batches and requests. None for a
+    run without batch mode."""
+    run = Path(run_dir)
+    files = sorted((run / STATE_DIR).glob("*.json")) if (run / STATE_DIR).is_dir() else []
+    if not files:
+        return None
+    out: dict[str, Any] = {"batches": 0, "requests": 0, "cost_usd": None, "sync_cost_usd": None}
+    for path in files:
+        for entry in read_state(path).get("entries") or []:
+            if entry.get("status") != ENDED:
+                continue
+            out["batches"] += 1
+            out["requests"] += len(entry.get("custom_ids") or [])
+            for key in ("cost_usd", "sync_cost_usd"):
+                if entry.get(key) is not None:
+                    out[key] = (out[key] or 0.0) + float(entry[key])
+    return out
