@@ -180,7 +180,8 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _read_bytes(path: Path, what: str) -> bytes:
+def load_bytes(path: Path, what: str) -> bytes:
+    """A user file's bytes, or a DataError saying why not (`what`: what the file should be)."""
     try:
         return path.read_bytes()
     except FileNotFoundError:
@@ -201,16 +202,18 @@ def _decode(data: bytes, path: Path, line: int | None = None) -> str:
 
 def check_nesting(value: Any, path: str | Path, line: int | None = None, field: str | None = None,
                   limit: int = MAX_NESTING) -> None:
-    """A DataError when objects and lists are nested more than `limit` levels (checked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    """A DataError when objects and lists are nested more than `limit` levels (checked without recursion); the
+    error names `field`, else the top-level key the deep value is under."""
+    stack: list[tuple[Any, int, str | None]] = [(value, 1, field)]
     while stack:
-        node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is None:
-            continue
+        node, depth, top = stack.pop()
         if depth > limit:
-            raise DataError(path, line, field, f"nested more than {limit} levels of objects and lists")
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+            raise DataError(path, line, top, f"nested more than {limit} levels deep (objects and lists)")
+        if isinstance(node, dict):
+            stack.extend((child, depth + 1, top if top is not None or depth > 1 else str(key))
+                         for key, child in node.items() if isinstance(child, dict | list))
+        elif isinstance(node, list):
+            stack.extend((child, depth + 1, top) for child in node if isinstance(child, dict | list))
 
 
 def _expect(value: Any, expect: type | tuple[type, ...] | None, what: str, path: Path,
@@ -232,7 +235,7 @@ def parse_json(text: str | bytes, path: str | Path, line: int | None = None,
         at = exc.lineno if line is None else line
         raise DataError(path, at, None, f"malformed JSON: {exc.msg} (column {exc.colno})") from None
     except RecursionError:
-        raise DataError(path, line, None, f"nested more than {MAX_NESTING} levels of objects and lists") from None
+        raise DataError(path, line, None, f"nested more than {MAX_NESTING} levels deep (objects and lists)") from None
     check_nesting(value, path, line)
     return _expect(value, expect, what, path, line)
 
@@ -241,7 +244,7 @@ def load_json(path: str | Path, expect: type | tuple[type, ...] | None = None, w
     """A user's JSON file (an export, a manifest, a state file), bounded and type-checked: the value, or a
     DataError naming the file and line (`what` says what the file should be)."""
     path = Path(path)
-    return parse_json(_read_bytes(path, what), path, None, expect, what)
+    return parse_json(load_bytes(path, what), path, None, expect, what)
 
 
 def load_yaml(path: str | Path, expect: type | tuple[type, ...] | None = None, what: str = "YAML") -> Any:
@@ -250,7 +253,7 @@ def load_yaml(path: str | Path, expect: type | tuple[type, ...] | None = None, w
     import yaml
 
     path = Path(path)
-    text = _decode(_read_bytes(path, what), path)
+    text = _decode(load_bytes(path, what), path)
     try:
         depth = 0
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
@@ -259,7 +262,7 @@ def load_yaml(path: str | Path, expect: type | tuple[type, ...] | None = None, w
                 if depth > MAX_NESTING:
                     mark = event.start_mark
                     raise DataError(path, mark.line + 1 if mark else None, None,
-                                    f"nested more than {MAX_NESTING} levels of mappings and lists")
+                                    f"nested more than {MAX_NESTING} levels deep (mappings and lists)")
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
         value = yaml.safe_load(text)

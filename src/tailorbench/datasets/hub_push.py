@@ -47,12 +47,9 @@ def _tiers_of(files: list[Path]) -> dict[str, Any] | None:
     """tiers.json beside the files the benchmark was read from (`tailor tiers`, `tailor annotate export`)."""
     for candidate in dict.fromkeys(f.parent / TIERS_FILE for f in files):
         if candidate.is_file():
-            try:
-                tiers = json.loads(candidate.read_text(encoding="utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise DataError(candidate, None, None, f"not readable JSON: {exc}") from None
-            if not isinstance(tiers, dict):
-                raise DataError(candidate, None, None, "expected a JSON object (what `tailor tiers` writes)")
+            from tailorbench.files import load_json
+
+            tiers: dict[str, Any] = load_json(candidate, dict, "a JSON object (what `tailor tiers` writes)")
             return tiers
     return None
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import orjson
 
 from tailorbench.errors import DataError
+from tailorbench.files import MAX_NESTING, check_nesting
 
 T = TypeVar("T")
 
@@ -42,8 +43,8 @@ class InvalidRows:
         return [{"path": e.path, "line": e.line, "field": e.field, "message": e.message} for e in self.rows]
 
 
-def _decode(raw: bytes) -> dict[str, Any] | str:
-    """One JSONL line: the object, or why it is not one (the message of its DataError)."""
+def _decode(raw: bytes) -> dict[str, Any] | str | tuple[str, str | None]:
+    """One JSONL line: the object, or why it is not one (the message of its DataError, with its field)."""
     try:
         row = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -54,6 +55,11 @@ def _decode(raw: bytes) -> dict[str, Any] | str:
         return f"malformed JSON: {exc.msg} at column {exc.colno}"
     if not isinstance(row, dict):
         return f"expected a JSON object, got {type(row).__name__}"
+    if raw.count(b"{") + raw.count(b"[") > MAX_NESTING:  # cheap bound first: depth <= the openers
+        try:
+            check_nesting(row, "")
+        except DataError as error:
+            return error.message, error.field
     return row
 
 
@@ -84,8 +90,9 @@ def parse_jsonl(path: Path, data: bytes, invalid: InvalidRows) -> Iterator[tuple
         if not raw.strip():
             continue
         row = _decode(raw)
-        if isinstance(row, str):
-            invalid.handle(DataError(path, number, None, row))
+        if not isinstance(row, dict):
+            message, field_name = (row, None) if isinstance(row, str) else row
+            invalid.handle(DataError(path, number, field_name, message))
             continue
         yield number, row
 

@@ -272,7 +272,7 @@ def load_results(run_dir: Path) -> dict[str, Any]:
     status is read live (a `running` run whose lock no process holds is `interrupted`)."""
     try:
         results = load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except DataError:
         results = {}  # an unreadable results.json is recomputed below, like a stale one
     if not isinstance(results, dict) or results.get("predictions_sha256") != predictions_digest(run_dir):
         results = compute_results(run_dir)  # stale (or from before the digest): never trusted over predictions

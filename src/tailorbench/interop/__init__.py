@@ -83,6 +83,10 @@ def require_ratings(report: ImportReport, path: str | Path) -> None:
     reasons = Counter(str(u["reason"]) for u in report.unmappable)
     reasons.update({k: v for k, v in report.not_rated.items() if k != "unmappable"})
     why = "; ".join(f"{n} x {reason}" for reason, n in reasons.most_common(3)) or "the export holds no annotations"
+    found = detect_format(path)
+    if found is not None and found != report.tool:
+        raise DataError(path, None, None, f"read as {report.tool}, but it looks like a {found} export (no ratings "
+                        f"read: {why}): give --format {found}, or --format auto")
     raise DataError(path, None, None, f"no ratings read from {report.annotations} annotation(s): {why}"
                     + ("" if report.mapping else " (a project tailorbench did not make: give --map)"))
 

@@ -21,6 +21,7 @@ from tailorbench.agreement.records import Label, RatingSet
 from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.files import load_bytes, parse_json, type_name, write_text_atomic
 from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id
 from tailorbench.interop.units import Collector, ImportReport, Unit, prediction_label, shown_answer, unit_from_meta
 
@@ -110,11 +111,10 @@ def export(units: list[Unit], out: Path, min_submitted: int,
         records.append({"id": unit.uid, "fields": {k: v for k, v in unit.fields.items() if v},
                         "metadata": _meta(unit), "suggestions": _suggestion(unit, preds) if preds else {},
                         "responses": {}, "vectors": {}, "status": "pending"})
-    out.mkdir(parents=True, exist_ok=True)
     task = units[0].task if units else "pairwise"
     # byte for byte what `Settings.to_json` writes (json.dumps with its defaults, no newline at the end)
-    (out / SETTINGS_FILE).write_text(json.dumps(settings(task, min_submitted)), encoding="utf-8")
-    (out / RECORDS_FILE).write_text(json.dumps(records, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    write_text_atomic(out / SETTINGS_FILE, json.dumps(settings(task, min_submitted)))
+    write_text_atomic(out / RECORDS_FILE, json.dumps(records, ensure_ascii=False, indent=1) + "\n")
     return [out / SETTINGS_FILE, out / RECORDS_FILE]
 
 
@@ -122,25 +122,47 @@ _QUESTION_KEY = {"choice": "side", "confidence": "confidence", "judgment": "judg
                  "score": "score"}
 
 
-def _responses(record: dict[str, Any]) -> dict[str, list[tuple[str, Any, str | None]]]:
+def _responses(record: dict[str, Any], where: tuple[str | Path, int]) -> dict[str, list[tuple[str, Any, str | None]]]:
     """user -> [(question, value, status or None)] of a nested or flattened record."""
     by_user: dict[str, list[tuple[str, Any, str | None]]] = defaultdict(list)
     nested = record.get("responses")
+    if nested is not None and not isinstance(nested, dict):
+        raise DataError(where[0], where[1], "responses", f"expected an object (question -> responses), got "
+                        f"{type_name(nested)}")
     if isinstance(nested, dict):
         for question, answers in nested.items():
-            for a in answers if isinstance(answers, list) else []:
+            if answers is not None and not isinstance(answers, list):
+                raise DataError(where[0], where[1], f"responses.{question}", "expected a list of responses, got "
+                                f"{type_name(answers)}")
+            for a in answers or []:
                 if isinstance(a, dict):
                     by_user[str(a.get("user_id") or "")].append((question, a.get("value"), a.get("status")))
         return by_user
     for key, values in record.items():
-        if not key.endswith(".responses") or not isinstance(values, list):
+        if not key.endswith(".responses") or values is None:
             continue
         question = key[: -len(".responses")]
-        users = record.get(f"{key}.users") or [""] * len(values)
-        statuses = record.get(f"{key}.status") or [None] * len(values)
-        for value, user, status in zip(values, users, statuses):
+        values = _column(record, key, None, len(values) if isinstance(values, list) else 0, where)
+        users = _column(record, f"{key}.users", "", len(values), where)
+        statuses = _column(record, f"{key}.status", None, len(values), where)
+        for value, user, status in zip(values, users, statuses, strict=True):
             by_user[str(user or "")].append((question, value, status))
     return by_user
+
+
+def _column(record: dict[str, Any], key: str, missing: Any, n: int, where: tuple[str | Path, int]) -> list[Any]:
+    """A flattened record's `Q.responses` (or its `.users`, `.status`): a list with one entry per response
+    (absent: `missing` for each); another type, or another length, is a DataError naming the column."""
+    value = record.get(key)
+    if value is None:
+        return [missing] * n
+    if not isinstance(value, list):
+        raise DataError(where[0], where[1], key, f"expected a list (one entry per response), got {type_name(value)}")
+    if key.endswith(".responses"):
+        return value
+    if len(value) != n:
+        raise DataError(where[0], where[1], key, f"holds {len(value)} entries for {n} responses")
+    return value
 
 
 def _unit(record: dict[str, Any]) -> Unit | str:
@@ -177,13 +199,19 @@ def _records(path: Path) -> list[tuple[int, Any]]:
                                           "parquet, or a to_disk or hub folder)")
     if path.suffix.lower() == ".parquet":
         return _parquet_rows([path])
-    text = path.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
+    data = load_bytes(path, "Argilla records")
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if head == b"[":
+        return list(enumerate(parse_json(data, path, None, list, "a list of records"), start=1))
+    if head == b"{":
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(path, None, None, f"malformed JSON: {exc}") from None
-        return list(enumerate(data, start=1))
+            whole = parse_json(data, path)
+        except DataError:
+            whole = None  # JSONL: several documents
+        if isinstance(whole, dict) and not any(k == "responses" or k.endswith(".responses") for k in whole):
+            keys = ", ".join(map(repr, list(whole)[:5]))
+            raise DataError(path, None, None, f"one JSON object ({keys}), not Argilla records: records.json is a "
+                            "list of records (Dataset.to_disk, records.to_json), JSONL one record a line")
     return list(read_jsonl(path, InvalidRows()))
 
 
@@ -221,7 +249,7 @@ def _read(numbered: Iterable[tuple[int, Any]], source: str | Path, fmap: FieldMa
         own = _own(record, fmap)
         foreign += not own
         unit = _unit(record) if own else None
-        for user, answers in _responses(record).items():
+        for user, answers in _responses(record, (source, line)).items():
             statuses = {s for _, _, s in answers}
             if "discarded" in statuses:
                 col.count("discarded")

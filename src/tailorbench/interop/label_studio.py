@@ -18,7 +18,7 @@ from xml.sax.saxutils import quoteattr
 
 from tailorbench.agreement.records import Label, RatingSet
 from tailorbench.annotation.tasks import JUDGMENTS, SCALE
-from tailorbench.errors import DataError
+from tailorbench.files import field_of, load_json, write_text_atomic
 from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id, rater_of
 from tailorbench.interop.units import (
     TIE_WORDS,
@@ -93,9 +93,8 @@ def export(units: list[Unit], out: Path, verdicts: dict[str, list[tuple[str, Lab
                                     "result": _result(unit, shown_answer(unit, prediction_label(unit, label)))}
                                    for judge, label in preds]
         tasks.append(task)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / TASKS_FILE).write_text(json.dumps(tasks, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    (out / CONFIG_FILE).write_text(labeling_config(units[0].task if units else "pairwise"), encoding="utf-8")
+    write_text_atomic(out / TASKS_FILE, json.dumps(tasks, ensure_ascii=False, indent=1) + "\n")
+    write_text_atomic(out / CONFIG_FILE, labeling_config(units[0].task if units else "pairwise"))
     return [out / TASKS_FILE, out / CONFIG_FILE]
 
 
@@ -155,12 +154,7 @@ def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingS
     numbers in the report are the tasks' positions (1-based) in the export. Tasks tailorbench did not export
     (no `tb_unit`), or any task when a mapping is given, are read through the mapping (`mapping.py`)."""
     path = Path(path)
-    try:
-        tasks = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(path, None, None, f"not a readable Label Studio JSON export: {exc}") from None
-    if not isinstance(tasks, list):
-        raise DataError(path, None, None, "a Label Studio JSON export is a list of tasks")
+    tasks = load_json(path, list, "a Label Studio JSON export (a list of tasks)")
     col = Collector("label-studio")
     col.source(path)
     shape = Shape(item=fmap.item if fmap and fmap.item else "id",
@@ -173,9 +167,10 @@ def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingS
         own = fmap is None and "tb_unit" in task["data"]
         foreign += not own
         unit = unit_from_meta(task["data"]) if own else None
-        for _ in task.get("drafts") or []:
+        where = f"[{pos}]."  # the task's position in the export, as the report counts them
+        for _ in field_of(task, "drafts", list, "a list of drafts", path, None, where, ()):
             col.count("draft")
-        for ann in task.get("annotations") or []:
+        for ann in field_of(task, "annotations", list, "a list of annotations", path, None, where, ()):
             if not isinstance(ann, dict):
                 col.unmappable(path, pos, "annotation is not an object")
                 continue

@@ -21,10 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tailorbench.agreement.records import Label
 from tailorbench.errors import ConfigError
+from tailorbench.files import load_yaml
 from tailorbench.interop.units import TIE_WORDS, Collector, Tie, Unmappable
 
 _KEYS = ("item", "rater", "question", "a", "b", "left", "right")
@@ -64,10 +63,7 @@ def parse_map(spec: str | Path | None) -> FieldMap | None:
     path = Path(text)
     raw: dict[str, Any]
     if path.suffix.lower() in (".yaml", ".yml", ".json") and path.is_file():
-        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"option --map: {path} must hold a mapping of {', '.join(_KEYS)}")
-        raw = dict(loaded)
+        raw = dict(load_yaml(path, dict, f"--map: a mapping of {', '.join(_KEYS)}"))
     else:
         raw = {}
         for part in text.split(","):

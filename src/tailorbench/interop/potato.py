@@ -9,7 +9,6 @@ the import reads the project's data file (named by its config) for each instance
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from tailorbench.agreement.records import RatingSet
 from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.files import field_of, load_json, load_yaml, type_name, write_jsonl_atomic, write_text_atomic
 from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id
 from tailorbench.interop.units import Collector, ImportReport, Unit, unit_from_meta
 
@@ -68,13 +68,9 @@ def _text(unit: Unit) -> str:
 
 def export(units: list[Unit], out: Path) -> list[Path]:
     """Write `config.yaml` and `data/units.jsonl` (one instance per unit, carrying the unit)."""
-    (out / DATA_FILE).parent.mkdir(parents=True, exist_ok=True)
-    with (out / DATA_FILE).open("w", encoding="utf-8") as handle:
-        for unit in units:
-            handle.write(json.dumps({"id": unit.uid, "text": _text(unit), **unit.meta()}, ensure_ascii=False) + "\n")
+    write_jsonl_atomic(out / DATA_FILE, ({"id": unit.uid, "text": _text(unit), **unit.meta()} for unit in units))
     task = units[0].task if units else "pairwise"
-    (out / CONFIG_FILE).write_text(yaml.safe_dump(project_config(task), sort_keys=False, allow_unicode=True),
-                                   encoding="utf-8")
+    write_text_atomic(out / CONFIG_FILE, yaml.safe_dump(project_config(task), sort_keys=False, allow_unicode=True))
     return [out / CONFIG_FILE, out / DATA_FILE]
 
 
@@ -99,12 +95,18 @@ def _project(path: Path) -> tuple[Path, dict[str, Any]]:
     config_path = path / CONFIG_FILE if path.is_dir() else path
     if not config_path.is_file():
         raise DataError(config_path, None, None, "no Potato config (give the project folder or its config.yaml)")
-    try:
-        config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise DataError(config_path, None, None, f"not readable YAML: {exc}") from None
-    if not isinstance(config, dict) or not config.get("data_files"):
-        raise DataError(config_path, None, "data_files", "a Potato config names its data_files")
+    config = load_yaml(config_path, dict, "a Potato config (a YAML mapping)")
+    files = config.get("data_files")
+    if isinstance(files, str):
+        files = config["data_files"] = [files]
+    if not files or not isinstance(files, list) or not all(isinstance(f, str) and f.strip() for f in files):
+        raise DataError(config_path, None, "data_files", "a Potato config names its data_files (a list of paths), "
+                        f"got {files!r:.80}")
+    props = field_of(config, "item_properties", dict, "a mapping (id_key, text_key)", config_path, default={})
+    if not isinstance(props.get("id_key", "id"), str):
+        raise DataError(config_path, None, "item_properties.id_key", "expected the name of the id field, got "
+                        f"{type_name(props['id_key'])}")
+    field_of(config, "output_annotation_dir", str, "a folder name", config_path)
     return config_path.parent, config
 
 
@@ -115,13 +117,12 @@ Row = tuple[Path, int | None, str, str, Any]
 def _v2_rows(state: Path) -> list[Row]:
     """Potato 2's `USER/user_state.json`: `instance_id_to_label_to_value` = {id: [[{schema, name}, value]]}
     (the annotator's current labels; `annotation_history.jsonl` is the log of how they got there)."""
-    try:
-        data = json.loads(state.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(state, None, None, f"not a readable Potato user state: {exc}") from None
+    data = load_json(state, dict, "a Potato user state (a JSON object)")
     rater = str(data.get("user_id") or state.parent.name)
     rows: list[Row] = []
-    for pos, (iid, pairs) in enumerate((data.get("instance_id_to_label_to_value") or {}).items(), start=1):
+    labelled = field_of(data, "instance_id_to_label_to_value", dict, "an object (instance id -> labels)", state,
+                        default={})
+    for pos, (iid, pairs) in enumerate(labelled.items(), start=1):
         labels: dict[str, dict[str, Any]] = {}
         for pair in pairs if isinstance(pairs, list) else []:
             if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], dict):
@@ -160,7 +161,7 @@ def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingS
     any when `fmap` is given, go through the mapping (item = the instance id unless mapped, label = the radio
     label or the likert number)."""
     root, config = _project(Path(path))
-    id_key = (config.get("item_properties") or {}).get("id_key", "id")
+    id_key = (config.get("item_properties") or {}).get("id_key", "id")  # both checked by _project
     data: dict[str, dict[str, Any]] = {}
     for name in config["data_files"]:
         for _, row in read_jsonl(root / name, InvalidRows()):

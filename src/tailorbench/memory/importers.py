@@ -11,7 +11,6 @@ said about themselves); assistant turns can be kept with `roles=("user", "assist
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.files import load_json
 from tailorbench.memory.store import MemoryItem
 
 
@@ -97,10 +97,7 @@ def import_openai_messages(
     rows: list[tuple[int, dict[str, Any]]]
     head = path.read_bytes()[:4096].lstrip() if path.is_file() else b""
     if head.startswith(b"["):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise DataError(path, None, None, f"malformed JSON: {exc}") from None
+        data = load_json(path, list, "a JSON list of conversations")
         rows = [(k + 1, r) for k, r in enumerate(data)]
     else:
         if not path.is_file():

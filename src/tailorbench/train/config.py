@@ -172,17 +172,11 @@ class RMTrainConfig:
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RMTrainConfig:
     """YAML file (optional) + overrides (flags that were given; None values are ignored); unknown keys fail."""
-    import yaml
+    from tailorbench.files import load_yaml
 
     values: dict[str, Any] = {}
     if path is not None:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"cannot read config {path}: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: expected a mapping of config fields")
-        values.update(loaded)
+        values.update(load_yaml(path, (dict, type(None)), "a train-rm config (a mapping of config fields)") or {})
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     known = {f.name for f in fields(RMTrainConfig)}
     unknown = sorted(set(values) - known)
