@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tailorbench.bootstrap import N_BOOT, bootstrap_ci, seed_for
+from tailorbench.evaluate.columns import STATUS_CODES, Columns, columns
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, in_declared_order
 
 #: verdict statuses counted per case (an `ok` verdict is not a problem)
@@ -41,35 +42,27 @@ class CaseScores:
     length_ratio: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
-def case_scores(predictions: Sequence[Mapping[str, Any]]) -> CaseScores:
+def case_scores(predictions: Sequence[Mapping[str, Any]], cols: Columns | None = None) -> CaseScores:
     """Fold verdict lines (one per case x order) into per-case scores, vectorised; cases keep the order of
-    their first verdict."""
-    n_rows = len(predictions)
-    case_ids = np.array([r["case_id"] for r in predictions], dtype=object)
-    if n_rows == 0:
+    their first verdict. `cols`: the lines' `columns`, when already read."""
+    if not predictions:
         empty = np.array([], dtype=object)
         return CaseScores([], empty, empty, empty, np.zeros(0), np.zeros(0, bool), np.zeros(0, bool),
                           np.zeros(0, bool), np.zeros(0, np.int8), np.zeros((0, 3), np.int64))
-    _, first, inverse = np.unique(case_ids, return_index=True, return_inverse=True)
-    rank = np.argsort(np.argsort(first))  # unique-sorted position -> first-appearance position
-    inv = rank[inverse]
-    firsts = np.sort(first)
-    n = len(firsts)
-    correct = np.fromiter((bool(r["correct"]) for r in predictions), bool, n_rows)
-    status = np.array([r["status"] for r in predictions], dtype=object)
+    c = cols if cols is not None else columns(predictions)
+    n, inv, firsts = c.n_cases, c.case, c.firsts
     per_case = np.bincount(inv, minlength=n)
-    right = np.bincount(inv, weights=correct, minlength=n)
-    ok = np.bincount(inv, weights=status == "ok", minlength=n)
-    statuses = np.stack([np.bincount(inv, weights=status == s, minlength=n) for s in STATUS_COLUMNS], 1)
+    right = np.bincount(inv, weights=c.correct, minlength=n)
+    ok = np.bincount(inv, weights=c.status == STATUS_CODES["ok"], minlength=n)
+    statuses = np.stack([np.bincount(inv, weights=c.status == STATUS_CODES[s], minlength=n)
+                         for s in STATUS_COLUMNS], 1)
     both_ok = (per_case == 2) & (ok == 2)
-    len_c = np.fromiter((predictions[k]["len_chosen"] for k in firsts), np.int64, n)
-    len_r = np.fromiter((predictions[k]["len_rejected"] for k in firsts), np.int64, n)
-    column = lambda key: np.array([predictions[k][key] for k in firsts], dtype=object)  # noqa: E731
+    len_c, len_r = c.len_chosen[firsts], c.len_rejected[firsts]
     return CaseScores(
         ids=[str(predictions[k]["case_id"]) for k in firsts],
-        split=column("split"),
-        tier=column("tier"),
-        user=column("user_id"),
+        split=c.per_case("split"),
+        tier=c.per_case("tier"),
+        user=c.per_case("user_id"),
         score=right / per_case,
         strict=right == per_case,
         both_ok=both_ok,
@@ -207,11 +200,13 @@ def compute_metrics(
     tier_overlap: Mapping[str, str] | None = None,
     splits: Sequence[str] = DEFAULT_SPLITS,
     tiers: Sequence[str] = DEFAULT_TIERS,
+    cols: Columns | None = None,
 ) -> dict[str, Any]:
     """The `metrics` block of results.json plus breakdowns and usage totals, split x tier cells in the order the
     benchmark declares (`splits`, `tiers`; names it does not declare follow). With `tier_overlap` (case id ->
-    repeated / contradicted) every split x tier cell also gets `by_overlap`."""
-    cs = case_scores(predictions)
+    repeated / contradicted) every split x tier cell also gets `by_overlap`. `cols`: the lines' `columns`, when
+    already read (the reliability table reads them too)."""
+    cs = case_scores(predictions, cols)
     kinds = None
     if tier_overlap:  # as small integer codes: a cell's masks are then vectorised comparisons
         code = {kind: k for k, kind in enumerate(OVERLAP_KINDS)}

@@ -17,6 +17,7 @@ import numpy as np
 
 from tailorbench.bootstrap import N_BOOT, bootstrap_ci, seed_for
 from tailorbench.errors import ConfigError
+from tailorbench.evaluate.columns import CHOICE_CODES, STATUS_CODES, Columns, columns
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, in_declared_order
 
 #: how a judge's `scores` {A, B} become P(A is the better answer), by the name its description gives
@@ -27,6 +28,7 @@ PROBABILITY_RULES = {
 }
 #: equal-mass bins of the expected calibration error
 ECE_BINS = 10
+
 
 
 @dataclass
@@ -41,7 +43,7 @@ class Verdicts:
     first: np.ndarray  # bool: the position shown first (A) was picked
     correct: np.ndarray  # bool
     picked_longer: np.ndarray  # float: 1 the longer answer picked, 0 the shorter, nan equal lengths
-    status: np.ndarray  # object
+    status: np.ndarray  # int8: STATUS_CODES
     p_chosen: np.ndarray  # float: P(the human-preferred answer is better), nan without a probability
     length_sign: np.ndarray  # per case: +1 the human-preferred answer is the longer, -1 the shorter, 0 equal
 
@@ -64,36 +66,28 @@ def probability_a(scores: Any, rule: str) -> float | None:
     raise ConfigError(f"unknown probability rule {rule!r} (known: {', '.join(PROBABILITY_RULES)})")
 
 
-def verdicts(predictions: Sequence[Mapping[str, Any]], rule: str | None) -> Verdicts:
-    """The verdict arrays of a run; `rule` None: the judge yields no probability."""
-    ids = np.array([r["case_id"] for r in predictions], dtype=object)
-    if not len(ids):
+def verdicts(predictions: Sequence[Mapping[str, Any]], rule: str | None, cols: Columns | None = None) -> Verdicts:
+    """The verdict arrays of a run; `rule` None: the judge yields no probability. `cols`: the lines'
+    `columns`, when already read (the metrics read them too)."""
+    n = len(predictions)
+    if not n:
         empty = np.zeros(0)
         return Verdicts(np.zeros(0, np.int64), 0, empty.astype(object), empty.astype(object), empty.astype(bool),
-                        empty.astype(bool), empty.astype(bool), empty, empty.astype(object), empty,
+                        empty.astype(bool), empty.astype(bool), empty, empty.astype(np.int8), empty,
                         np.zeros(0, np.int64))
-    _, first_at, inverse = np.unique(ids, return_index=True, return_inverse=True)
-    rank = np.argsort(np.argsort(first_at))
-    case = rank[inverse]
-    firsts = np.sort(first_at)
-    status = np.array([r["status"] for r in predictions], dtype=object)
-    choice = np.array([r.get("choice") or "" for r in predictions], dtype=object)
-    valid = (status == "ok") & (choice != "")
-    correct = np.fromiter((bool(r["correct"]) for r in predictions), bool, len(ids))
-    sign = np.sign(np.fromiter((int(r["len_chosen"]) - int(r["len_rejected"]) for r in predictions), np.int64,
-                               len(ids)))
-    picked_longer = np.where(sign == 0, np.nan, ((sign > 0) == correct).astype(float))
-    p_chosen = np.full(len(ids), np.nan)
+    c = cols if cols is not None else columns(predictions)
+    valid = (c.status == STATUS_CODES["ok"]) & (c.choice > 0)
+    sign = np.sign(c.len_chosen - c.len_rejected)
+    picked_longer = np.where(sign == 0, np.nan, ((sign > 0) == c.correct).astype(float))
+    p_chosen = np.full(n, np.nan)
     if rule is not None:
         for k, row in enumerate(predictions):
             p = probability_a(row.get("scores"), rule) if valid[k] else None
             if p is not None:
                 p_chosen[k] = p if row["order"] == "AB" else 1.0 - p
-    return Verdicts(case=case, n_cases=len(firsts),
-                    split=np.array([predictions[k]["split"] for k in firsts], dtype=object),
-                    tier=np.array([predictions[k]["tier"] for k in firsts], dtype=object),
-                    valid=valid, first=valid & (choice == "A"), correct=correct, picked_longer=picked_longer,
-                    status=status, p_chosen=p_chosen, length_sign=sign[firsts])
+    return Verdicts(case=c.case, n_cases=c.n_cases, split=c.per_case("split"), tier=c.per_case("tier"),
+                    valid=valid, first=valid & (c.choice == CHOICE_CODES["A"]), correct=c.correct,
+                    picked_longer=picked_longer, status=c.status, p_chosen=p_chosen, length_sign=sign[c.firsts])
 
 
 def _case_means(v: Verdicts, values: np.ndarray, use: np.ndarray) -> np.ndarray:
@@ -170,21 +164,44 @@ def _calibration(v: Verdicts, mask: np.ndarray, n_boot: int, seed: int) -> dict[
             "bins": reliability_bins(confidence, right)}
 
 
-def cell_reliability(v: Verdicts, mask: np.ndarray, label: str, n_boot: int = N_BOOT, seed: int = 0,
-                     calibration: bool = True) -> dict[str, Any]:
-    """Every reliability figure of one cell (`mask` over cases)."""
-    in_cell = mask[v.case]
-    both = np.bincount(v.case, weights=v.valid.astype(float), minlength=v.n_cases) == 2
-    right = np.bincount(v.case, weights=(v.valid & v.correct).astype(float), minlength=v.n_cases)
-    pairs = mask & both
-    flips = pairs & (right == 1)
-    n_verdicts = int(in_cell.sum())
-    shares = {name: (float(((v.status == status) & in_cell).sum() / n_verdicts) if n_verdicts else None)
-              for name, status in (("invalid", "invalid"), ("abstained", "abstain"), ("failed", "failed"))}
+@dataclass
+class PerCase:
+    """What every cell reads, per case, computed once per run: a cell is then a mask and its bootstraps."""
+
+    both: np.ndarray  # bool: two valid verdicts (both orders)
+    right: np.ndarray  # float: valid correct verdicts
+    accuracy: np.ndarray  # float: mean correctness over its verdicts
+    p_first: np.ndarray  # float: share of its valid verdicts that picked the first shown (nan: none)
+    p_longer: np.ndarray  # float: share of its valid verdicts that picked the longer (nan: none, or equal lengths)
+    statuses: np.ndarray  # (cases, 5) verdict counts by status code + 1 (0: any other status)
+
+
+def per_case(v: Verdicts) -> PerCase:
+    counts = np.zeros((v.n_cases, len(STATUS_CODES) + 1))
+    np.add.at(counts, (v.case, v.status.astype(np.int64) + 1), 1.0)
     longer = np.isfinite(v.picked_longer)
-    accuracy = _case_means(v, v.correct.astype(float), np.ones(len(v.case), bool))
+    return PerCase(
+        both=np.bincount(v.case, weights=v.valid.astype(float), minlength=v.n_cases) == 2,
+        right=np.bincount(v.case, weights=(v.valid & v.correct).astype(float), minlength=v.n_cases),
+        accuracy=_case_means(v, v.correct.astype(float), np.ones(len(v.case), bool)),
+        p_first=_case_means(v, v.first.astype(float), v.valid),
+        p_longer=_case_means(v, np.nan_to_num(v.picked_longer), v.valid & longer),
+        statuses=counts,
+    )
+
+
+def cell_reliability(v: Verdicts, mask: np.ndarray, label: str, n_boot: int = N_BOOT, seed: int = 0,
+                     calibration: bool = True, cases: PerCase | None = None) -> dict[str, Any]:
+    """Every reliability figure of one cell (`mask` over cases); `cases`: `per_case(v)`, when already known."""
+    c = cases if cases is not None else per_case(v)
+    pairs = mask & c.both
+    flips = pairs & (c.right == 1)
+    by_status = c.statuses[mask].sum(axis=0)
+    n_verdicts = int(by_status.sum())
+    shares = {name: (float(by_status[STATUS_CODES[status] + 1] / n_verdicts) if n_verdicts else None)
+              for name, status in (("invalid", "invalid"), ("abstained", "abstain"), ("failed", "failed"))}
     split_by_length = {
-        name: {"n": int(m.sum()), "accuracy": float(accuracy[m].mean()) if m.any() else None}
+        name: {"n": int(m.sum()), "accuracy": float(c.accuracy[m].mean()) if m.any() else None}
         for name, m in (("longer_is_right", mask & (v.length_sign > 0)),
                         ("shorter_is_right", mask & (v.length_sign < 0)))
     }
@@ -194,12 +211,10 @@ def cell_reliability(v: Verdicts, mask: np.ndarray, label: str, n_boot: int = N_
         "position": {
             "flip_rate": float(flips.sum() / pairs.sum()) if pairs.any() else None,
             "pairs": int(pairs.sum()),
-            "p_first": _share(_case_means(v, v.first.astype(float), v.valid), mask, n_boot,
-                              seed_for(seed, f"p_first/{label}")),
+            "p_first": _share(c.p_first, mask, n_boot, seed_for(seed, f"p_first/{label}")),
         },
         "length": {
-            "p_longer": _share(_case_means(v, np.nan_to_num(v.picked_longer), v.valid & longer), mask, n_boot,
-                               seed_for(seed, f"p_longer/{label}")),
+            "p_longer": _share(c.p_longer, mask, n_boot, seed_for(seed, f"p_longer/{label}")),
             **split_by_length,
         },
         "shares": shares,
@@ -209,21 +224,26 @@ def cell_reliability(v: Verdicts, mask: np.ndarray, label: str, n_boot: int = N_
 
 
 def reliability(predictions: Sequence[Mapping[str, Any]], rule: str | None, n_boot: int = N_BOOT, seed: int = 0,
-                splits: Sequence[str] = DEFAULT_SPLITS, tiers: Sequence[str] = DEFAULT_TIERS) -> dict[str, Any]:
+                splits: Sequence[str] = DEFAULT_SPLITS, tiers: Sequence[str] = DEFAULT_TIERS,
+                cols: Columns | None = None) -> dict[str, Any]:
     """The `reliability` block of results.json: per split x tier, per split and overall (the layout of
     `metrics`), plus the probability rule used (None: no calibration figures)."""
-    v = verdicts(predictions, rule)
+    v = verdicts(predictions, rule, cols)
     calibration = rule is not None
+    cases = per_case(v)
     table: dict[str, Any] = {}
     for split in in_declared_order(splits, v.split.tolist()):
         in_split = v.split == split
         if not in_split.any():
             continue
-        block = {tier: cell_reliability(v, in_split & (v.tier == tier), f"{split}/{tier}", n_boot, seed, calibration)
-                 for tier in in_declared_order(tiers, v.tier[in_split].tolist()) if (in_split & (v.tier == tier)).any()}
-        block["all"] = cell_reliability(v, in_split, f"{split}/all", n_boot, seed, calibration)
+        block = {}
+        for tier in in_declared_order(tiers, v.tier[in_split].tolist()):
+            cell = in_split & (v.tier == tier)
+            if cell.any():
+                block[tier] = cell_reliability(v, cell, f"{split}/{tier}", n_boot, seed, calibration, cases)
+        block["all"] = cell_reliability(v, in_split, f"{split}/all", n_boot, seed, calibration, cases)
         table[split] = block
-    table["all"] = cell_reliability(v, np.ones(v.n_cases, bool), "all", n_boot, seed, calibration)
+    table["all"] = cell_reliability(v, np.ones(v.n_cases, bool), "all", n_boot, seed, calibration, cases)
     return {"probability": rule, "probability_rule": PROBABILITY_RULES.get(rule or ""), "cells": table}
 
 

@@ -86,6 +86,10 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     config = manifest.get("config", {})
     stats = manifest.get("data_stats", {})
     names = benchmark_names(stats)
+    from tailorbench.evaluate.columns import columns
+    from tailorbench.evaluate.reliability import judge_probability, reliability
+
+    cols = columns(predictions)  # read once for both tables
     body = compute_metrics(
         predictions,
         ci_unit=config.get("ci_unit", "case"),
@@ -93,13 +97,12 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         seed=int(manifest.get("seed", 0)),
         user_attributes=manifest.get("user_attributes", {}),
         tier_overlap=manifest.get("tier_overlap", {}),
+        cols=cols,
         **names,
     )
-    from tailorbench.evaluate.reliability import judge_probability, reliability
-
     body["reliability"] = reliability(predictions, judge_probability(config.get("judge_description")),
                                       n_boot=int(config.get("n_boot", 1000)), seed=int(manifest.get("seed", 0)),
-                                      **names)
+                                      cols=cols, **names)
     batch = batch_costs(run_dir)
     if batch is not None:
         body["usage"]["batch"] = batch
