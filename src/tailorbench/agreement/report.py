@@ -7,14 +7,22 @@ with a note that says why, never a bare NaN.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tailorbench.agreement import stats as st
+from tailorbench.agreement.admissibility import (
+    HUMAN_HEADER,
+    JUDGE_HEADER,
+    AdmissibilityOptions,
+    admissibility,
+    render_rows,
+    split_raters,
+)
 from tailorbench.agreement.matrix import MISSING, RatingMatrix, build_matrix
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.bootstrap import Interval, Resampler, percentile_ci
@@ -236,9 +244,15 @@ def _vs_majority(m: RatingMatrix, opts: AgreeOptions) -> tuple[list[dict[str, An
 
 
 def agreement_report(
-    ratings: RatingSet, order: Sequence[str] | None = None, opts: AgreeOptions | None = None
+    ratings: RatingSet,
+    order: Sequence[str] | None = None,
+    opts: AgreeOptions | None = None,
+    judges: Sequence[str] = (),
+    admissibility_opts: AdmissibilityOptions | None = None,
+    tiers: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Every agreement statistic of a rating set, with seeded percentile bootstrap intervals over items."""
+    """Every agreement statistic of a rating set, with seeded percentile bootstrap intervals over items; with a
+    judge (a rater named in `judges`, or any rater outside the human group) and humans, its admissibility."""
     opts = opts or AgreeOptions()
     if opts.n_resamples < 1 or not 0 < opts.level < 1:
         raise ConfigError("--resamples must be >= 1 and --level between 0 and 1")
@@ -274,6 +288,15 @@ def agreement_report(
         sub, _ = _core(m.subset(cols), opts)
         sub.pop("per_item")
         report["groups"][g] = sub
+    judge_cols, human_cols = split_raters(m, judges)
+    if judge_cols and human_cols:
+        adm = admissibility_opts or AdmissibilityOptions()
+        report["admissibility"] = admissibility(
+            m, judge_cols, human_cols, replace(adm, n_resamples=opts.n_resamples, seed=opts.seed, level=opts.level),
+            tiers)
+    elif judges:
+        raise ConfigError(f"--judge {judges[0]!r}: admissibility needs at least one human rater besides the judges; "
+                          f"raters: {', '.join(m.raters)}")
     report["bootstrap"] = {
         "method": "percentile, resampling items",
         "n_resamples": opts.n_resamples,
@@ -350,4 +373,26 @@ def render_table(report: dict[str, Any]) -> list[RenderableType]:
             who = v["group"] + (" (others)" if v["leave_self_out"] else "")
             vs.add_row(v["rater"], who, str(v["n"]), *[_fmt(v[x]) for x in ("accuracy", "precision", "recall", "f1")])
         out.append(vs)
+    if report.get("admissibility"):
+        out.extend(admissibility_tables(report["admissibility"]))
     return out
+
+
+def admissibility_tables(adm: dict[str, Any]) -> list[RenderableType]:
+    """The admissibility of each judge (alt-test and kappas) and the alt-test per left-out human."""
+    from rich.table import Table
+
+    judge_rows, human_rows, sentences = render_rows(adm)
+    o = adm["options"]
+    judges = Table(title=f"Human admissibility (alt-test: epsilon={o['epsilon']}, BY q={o['q']}, "
+                         f">= {o['min_items']} shared items per human, {o['alignment']})")
+    for col in JUDGE_HEADER:
+        judges.add_column(col)
+    for row in judge_rows:
+        judges.add_row(*row)
+    humans = Table(title="Alt-test per left-out human (H0: rho_h - rho_f >= epsilon)")
+    for col in HUMAN_HEADER:
+        humans.add_column(col)
+    for row in human_rows:
+        humans.add_row(*row)
+    return [judges, humans, *sentences]

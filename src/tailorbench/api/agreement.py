@@ -14,11 +14,17 @@ __all__ = ["agree", "agree_async", "render_tables", "tiers", "tiers_async"]
 
 def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, positive: str | None = None,
           n_boot: int = 1000, seed: int = 0, level: float = 0.95, out: str | Path | None = None,
-          fmt: str = "auto", mapping: str | None = None) -> AgreeResult:
+          fmt: str = "auto", mapping: str | None = None, judges: Sequence[str] = (), epsilon: float = 0.2,
+          min_items: int = 30, alignment: str = "auto", tiers: str | Path | None = None) -> AgreeResult:
     """`tailor agree`: agreement statistics of long-format ratings (.jsonl/.csv), run directories and annotation
     tools' exports (Label Studio, Argilla, Potato: detected, or all forced with `fmt`; a project tailorbench did
-    not make read through `mapping`, `--map`, docs/interop.md); with `out`, also written there as JSON."""
+    not make read through `mapping`, `--map`, docs/interop.md); with `out`, also written there as JSON.
+
+    Every rater named in `judges`, and every rater outside the human group (a run directory's judge), gets its
+    human admissibility: the alternative-annotator test (`epsilon`, `min_items` shared items per human,
+    `alignment`) and kappas beside the humans', overall and per tier of `tiers` (JSONL with id and tier)."""
     from tailorbench.agreement import AgreeOptions, agreement_report
+    from tailorbench.agreement.admissibility import AdmissibilityOptions, read_tiers
     from tailorbench.errors import ConfigError
     from tailorbench.files import check_output
     from tailorbench.interop import read_ratings_any
@@ -29,10 +35,13 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
     if level >= 1.0:
         raise ConfigError(f"option --level must be a number below 1, got {level!r}")
     if out is not None:
-        check_output("--out", out, inputs=files)
+        check_output("--out", out, inputs=[*files, *([tiers] if tiers is not None else [])])
     notes: list[str] = []
+    adm = AdmissibilityOptions(epsilon=epsilon, min_items=min_items, alignment=alignment)
+    adm.check()
+    tier_map = read_tiers(tiers) if tiers is not None else None
     report = agreement_report(read_ratings_any(list(files), fmt, mapping, notes), list(order) if order else None,
-                              AgreeOptions(n_boot, seed, level, positive))
+                              AgreeOptions(n_boot, seed, level, positive), list(judges), adm, tier_map)
     report["notes"] = [*notes, *report["notes"]]
     if out is not None:
         from tailorbench.files import write_json_atomic

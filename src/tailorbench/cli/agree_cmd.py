@@ -39,13 +39,26 @@ def agree(
     fmt: str = typer.Option("auto", "--format", help="auto (each file detected: a Label Studio, Argilla or Potato "
                             "export, else the long format) | long | label-studio | argilla | potato."),
     mapping: str | None = MAP,
+    judges: list[str] = typer.Option([], "--judge", help="A rater to test as a judge against the humans (repeat "
+                                     "for several); raters outside the human group, e.g. a run directory's, are "
+                                     "judges anyway."),
+    epsilon: float = typer.Option(0.2, "--epsilon", help="Alt-test cost-benefit margin epsilon (the paper's 0.2; "
+                                  "0.1-0.15 for expert annotators)."),
+    min_items: int = typer.Option(30, "--min-items", help="Alt-test: a human is tested only with this many items "
+                                  "shared with the judge and another human."),
+    alignment: str = typer.Option("auto", "--alignment", help="Alt-test alignment score: accuracy | neg-rmse | "
+                                  "auto (neg-rmse for ordered labels)."),
+    tiers_file: Path | None = typer.Option(None, "--tiers", help="JSONL with id and tier per line (e.g. the "
+                                           "benchmark `tailor tiers` wrote): admissibility per tier too."),
 ) -> None:
-    """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs."""
+    """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs; each
+    judge's human admissibility (alternative-annotator test, kappas beside the humans')."""
     from tailorbench import api
 
     with user_errors():
         report = api.agree(files, order.split(",") if order else None, positive, n_boot_value(n_boot, resamples),
-                           seed, level, out, fmt, mapping).to_dict()
+                           seed, level, out, fmt, mapping, judges, epsilon, min_items, alignment,
+                           tiers_file).to_dict()
     if as_json:
         print_json(report)
     else:

@@ -55,11 +55,15 @@ def relevance(
     out: Path | None = report_out("relevance"),
     report_dir: Path | None = REPORT_ALIAS,
     items: Path | None = typer.Option(None, "--items", help="Stage-2 item file the --export tasks came from."),
+    epsilon: float = typer.Option(0.2, "--epsilon", help="Alt-test cost-benefit margin epsilon."),
+    min_items: int = typer.Option(30, "--min-items", help="Alt-test: items a human shares with the model and "
+                                  "another human to be tested."),
 ) -> None:
-    """Stage 2: kappa (human-human, human-model, model-model), share relevant, F1 vs the human majority."""
+    """Stage 2: kappa (human-human, human-model, model-model), share relevant, F1 vs the human majority, and
+    each model's human admissibility (alternative-annotator test)."""
     show_report("relevance", _api().relevance, as_json, (out, report_dir), human=human,
                 model=[*votes, *model_votes], min_shared=min_shared, n_resamples=(n_boot, resamples),
-                seed=seed, export=export, items=items)
+                seed=seed, export=export, items=items, epsilon=epsilon, min_items=min_items)
 
 
 @stages_app.command("extraction")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench.agreement.admissibility import HUMAN_HEADER, JUDGE_HEADER, render_rows
 from tailorbench.reporting import Bar, Table, f3, html_page, html_table, md_table, svg_bars, with_ci
 from tailorbench.threestage.extraction.analysis import CATEGORIES
 
@@ -98,12 +99,22 @@ def relevance_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list[str
         (f"Cohen's kappa by pair type (plain mean over pairs sharing >= {r['min_shared']} items)",
          ["pair type", "pairs", "kappa"], groups),
         ("Cohen's kappa per rater pair", ["a", "b", "type", "shared items", "kappa"], pairs),
-        ("What did not line up", ["what", "count"], alignment_rows(r.get("alignment"), r["missing_ratings"])),
     ]
+    adm = r.get("admissibility")
+    sentences: list[str] = []
+    if adm:
+        judge_rows, human_rows, sentences = render_rows(adm)
+        o = adm["options"]
+        tables += [(f"Human admissibility of the models (alt-test: epsilon={o['epsilon']}, Benjamini-Yekutieli "
+                    f"q={o['q']}, >= {o['min_items']} shared items per human)", JUDGE_HEADER, judge_rows),
+                   ("Alt-test per left-out human", HUMAN_HEADER, human_rows)]
+    tables.append(("What did not line up", ["what", "count"], alignment_rows(r.get("alignment"),
+                                                                              r["missing_ratings"])))
     bars: list[Bar] = [(n, e.get("f1"), *(e.get("f1_ci") or [None, None])) for n, e in vs.items()]
     charts = [svg_bars(bars, 0.0, 1.0, "F1 vs the human majority (95% CI)")]
     share = r["human_majority"]["share_relevant"]
-    notes = [f"Human majority marks {f3(share)} of items relevant ({r['human_majority']['n_ties']} ties, counted as "
+    notes = [*(f"Admissibility: {s}" for s in sentences),
+             f"Human majority marks {f3(share)} of items relevant ({r['human_majority']['n_ties']} ties, counted as "
              "not relevant).", *r["notes"]]
     return tables, charts, notes
 
@@ -294,6 +305,10 @@ def summary_rows(reports: dict[str, dict[str, Any]]) -> list[list[str]]:
                              f"share relevant={f3(e['share_relevant'])}"])
         rows.append(["2 relevance", "share relevant (human majority)", f3(rel["human_majority"]["share_relevant"]),
                      ""])
+        for name, e in (rel.get("admissibility") or {}).get("judges", {}).items():
+            a = e["alt_test"]
+            rows.append(["2 relevance", f"admissibility: {name}", e["sentence"],
+                         f"winning rate={f3(a['winning_rate'])}, humans tested={a['n_tested']}"])
     inc = reports.get("incorporation")
     if inc:
         h = inc["humans"]["per_item_mean"]

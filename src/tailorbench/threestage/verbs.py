@@ -87,10 +87,14 @@ def relevance(
     report_dir: str | Path | None = None,
     export: Sequence[str | Path] = (),
     items: str | Path | None = None,
+    epsilon: float = 0.2,
+    min_items: int = 30,
 ) -> dict[str, Any]:
-    """Stage 2: human task-3 files and/or annotation-service exports, plus model vote files -> the report."""
+    """Stage 2: human task-3 files and/or annotation-service exports, plus model vote files -> the report (with
+    each model's human admissibility: the alternative-annotator test with `epsilon`, `min_items`)."""
     ratings, alignment = stage2_ratings(human, model, export, items)
-    report = relevance_report(ratings, alignment, min_shared=min_shared, n_resamples=n_resamples, seed=seed)
+    report = relevance_report(ratings, alignment, min_shared=min_shared, n_resamples=n_resamples, seed=seed,
+                              epsilon=epsilon, min_items=min_items)
     if report_dir is not None:
         from tailorbench.threestage.report import write_stage_report
 

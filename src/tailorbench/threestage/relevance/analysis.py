@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tailorbench.agreement import stats as st
+from tailorbench.agreement.admissibility import AdmissibilityOptions, admissibility
 from tailorbench.agreement.matrix import MISSING, RatingMatrix, build_matrix
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.bootstrap import Resampler, percentile_ci
@@ -82,8 +83,14 @@ def relevance_report(
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    epsilon: float = 0.2,
+    min_items: int = 30,
 ) -> dict[str, Any]:
-    """The stage-2 JSON object (see docs/stages.md for every key)."""
+    """The stage-2 JSON object (see docs/stages.md for every key); `epsilon` and `min_items` are the
+    alternative-annotator test's (docs/metrics.md, "Human admissibility")."""
+    adm_opts = AdmissibilityOptions(epsilon=epsilon, min_items=min_items, alignment="accuracy",
+                                    n_resamples=n_resamples, seed=seed, level=level, strict_positive=POS)
+    adm_opts.check()
     if min_shared < 1:
         raise ConfigError("--min-shared must be at least 1")
     if n_resamples < 1 or not 0 < level < 1:
@@ -217,6 +224,9 @@ def relevance_report(
                       "level": level},
         "notes": notes,
     }
+    judges = [r for r, g in enumerate(m.groups) if g != HUMAN]
+    if judges and humans:
+        report["admissibility"] = admissibility(m, judges, humans, adm_opts)
     if alignment is not None:
         n_wo = sum(alignment.model_votes_without_human.values())
         if n_wo:
