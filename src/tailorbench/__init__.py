@@ -21,6 +21,9 @@ if TYPE_CHECKING:
         BuildResult as BuildResult,
     )
     from tailorbench.api import (
+        ChoiceResult as ChoiceResult,
+    )
+    from tailorbench.api import (
         CompareResult as CompareResult,
     )
     from tailorbench.api import (
@@ -36,7 +39,13 @@ if TYPE_CHECKING:
         GenEvalResult as GenEvalResult,
     )
     from tailorbench.api import (
+        PrefEvalGenerationResult as PrefEvalGenerationResult,
+    )
+    from tailorbench.api import (
         RMTrainConfig as RMTrainConfig,
+    )
+    from tailorbench.api import (
+        SuiteResult as SuiteResult,
     )
     from tailorbench.api import (
         TiersResult as TiersResult,
@@ -96,10 +105,25 @@ if TYPE_CHECKING:
         convert_data_async as convert_data_async,
     )
     from tailorbench.api import (
+        data_task as data_task,
+    )
+    from tailorbench.api import (
         eval as eval,
     )
     from tailorbench.api import (
         eval_async as eval_async,
+    )
+    from tailorbench.api import (
+        eval_benchmark as eval_benchmark,
+    )
+    from tailorbench.api import (
+        eval_benchmark_async as eval_benchmark_async,
+    )
+    from tailorbench.api import (
+        eval_benchmark_resume as eval_benchmark_resume,
+    )
+    from tailorbench.api import (
+        eval_benchmark_resume_async as eval_benchmark_resume_async,
     )
     from tailorbench.api import (
         eval_many as eval_many,
@@ -114,10 +138,28 @@ if TYPE_CHECKING:
         eval_resume_async as eval_resume_async,
     )
     from tailorbench.api import (
+        eval_suite as eval_suite,
+    )
+    from tailorbench.api import (
+        eval_suite_async as eval_suite_async,
+    )
+    from tailorbench.api import (
         gen_eval as gen_eval,
     )
     from tailorbench.api import (
         gen_eval_async as gen_eval_async,
+    )
+    from tailorbench.api import (
+        gen_eval_benchmark as gen_eval_benchmark,
+    )
+    from tailorbench.api import (
+        gen_eval_benchmark_async as gen_eval_benchmark_async,
+    )
+    from tailorbench.api import (
+        gen_eval_benchmark_resume as gen_eval_benchmark_resume,
+    )
+    from tailorbench.api import (
+        gen_eval_benchmark_resume_async as gen_eval_benchmark_resume_async,
     )
     from tailorbench.api import (
         gen_eval_resume as gen_eval_resume,
@@ -164,13 +206,17 @@ if TYPE_CHECKING:
 
 #: the names `tailorbench.api` defines (its `__all__`); tests/test_python_api.py checks the two lists agree
 __all__ = [
-    "AgreeResult", "BuildResult", "CompareResult", "EvalConfig", "EvalResult", "GenEvalConfig", "GenEvalResult",
-    "RMTrainConfig", "TiersResult", "TrainResult", "__version__", "agree", "agree_async", "annotate", "batch_cancel",
-    "batch_cancel_async", "batch_status", "batch_status_async", "build", "build_async", "cache_clear", "cache_stats",
-    "check_data", "check_data_async", "compare", "compare_async", "convert_data", "convert_data_async", "eval",
-    "eval_async", "eval_many", "eval_many_async", "eval_resume", "eval_resume_async", "gen_eval", "gen_eval_async",
-    "gen_eval_resume", "gen_eval_resume_async", "push_data", "push_data_async", "report", "report_async",
-    "run_failures", "stages", "tiers", "tiers_async", "train_rm", "train_rm_async", "view", "view_async",
+    "AgreeResult", "BuildResult", "ChoiceResult", "CompareResult", "EvalConfig", "EvalResult", "GenEvalConfig",
+    "GenEvalResult", "PrefEvalGenerationResult", "RMTrainConfig", "SuiteResult", "TiersResult", "TrainResult",
+    "__version__", "agree", "agree_async", "annotate", "batch_cancel", "batch_cancel_async", "batch_status",
+    "batch_status_async", "build", "build_async", "cache_clear", "cache_stats", "check_data", "check_data_async",
+    "compare", "compare_async", "convert_data", "convert_data_async", "data_task", "eval", "eval_async",
+    "eval_benchmark", "eval_benchmark_async", "eval_benchmark_resume", "eval_benchmark_resume_async", "eval_many",
+    "eval_many_async", "eval_resume", "eval_resume_async", "eval_suite", "eval_suite_async", "gen_eval",
+    "gen_eval_async", "gen_eval_benchmark", "gen_eval_benchmark_async", "gen_eval_benchmark_resume",
+    "gen_eval_benchmark_resume_async", "gen_eval_resume", "gen_eval_resume_async", "push_data", "push_data_async",
+    "report", "report_async", "run_failures", "stages", "tiers", "tiers_async", "train_rm", "train_rm_async", "view",
+    "view_async",
 ]
 
 

@@ -20,7 +20,7 @@ from tailorbench.benchmarks.scoring import generation_flags
 from tailorbench.datasets.choice import load_choice_items
 from tailorbench.errors import ConfigError
 from tailorbench.run_kinds import RUN_KINDS
-from tests.helpers.benchmark_fixtures import make_personamem, make_prefeval
+from tests.helpers.benchmark_fixtures import kill_9_after, make_personamem, make_prefeval
 
 OPTIONS = {"turns": "0,2", "forms": "explicit,choice", "topics": "travel_hotel"}
 
@@ -128,7 +128,6 @@ def test_kill_9_then_resume_loses_and_repeats_at_most_one_batch(tmp_path: Path, 
     the call cache off, so nothing is answered twice by accident): the resumed run writes every missing item
     once; beyond the 12 items and their 3 warm-up turns it sends again only the warm-up turns and the calls that
     were in flight at the kill (at most the concurrency, 2)."""
-    import subprocess
     import sys
     import time
 
@@ -147,15 +146,7 @@ def test_kill_9_then_resume_loses_and_repeats_at_most_one_batch(tmp_path: Path, 
         config.model = f"openai:{llama_server.model}@{proxy.url}/v1"
         script = ("import json, sys\nfrom tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice\n"
                   "run_choice(ChoiceConfig(**json.loads(sys.argv[1])), sys.argv[2])\n")
-        proc = subprocess.Popen([sys.executable, "-c", script, json.dumps(vars(config)), str(out)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        while proc.poll() is None and (not (out / PREDICTIONS).exists() or
-                                       len((out / PREDICTIONS).read_text().splitlines()) < 4):
-            time.sleep(0.02)
-        if proc.poll() is not None:
-            pytest.fail(f"the run ended (rc {proc.returncode}) before it could be killed: {proc.communicate()[1]}")
-        proc.kill()
-        proc.wait()
+        kill_9_after([sys.executable, "-c", script, json.dumps(vars(config)), str(out)], out / PREDICTIONS, 4)
         assert 4 <= len(_lines(out)) < 12
         assert json.loads((out / MANIFEST).read_text())["status"] == "running"
         results = run_choice(config, out)

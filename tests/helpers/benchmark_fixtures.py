@@ -86,3 +86,23 @@ def make_personamem(root: Path, rows: list[dict[str, Any]] | None = None) -> Pat
                          for j in range(1, 6)]
             handle.write(json.dumps({key: messages}) + "\n")
     return path
+
+
+def kill_9_after(cmd: list[str], predictions: Path, lines: int) -> None:
+    """Start `cmd`, SIGKILL it once `predictions` holds `lines` lines (the run must still be going: a run that ended
+    first fails the test with its stderr)."""
+    import subprocess
+    import time
+
+    import pytest
+
+    def count() -> int:
+        return len(predictions.read_text().splitlines()) if predictions.exists() else 0
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while proc.poll() is None and count() < lines:
+        time.sleep(0.02)
+    if proc.poll() is not None:
+        pytest.fail(f"the run ended (rc {proc.returncode}) before it could be killed: {proc.communicate()[1]}")
+    proc.kill()
+    proc.wait()

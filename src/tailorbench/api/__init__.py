@@ -2,10 +2,11 @@
 `*_async` twin, returning the pydantic models of `api.results` that mirror the JSON the verb writes.
 
 Verbs by area, one module each: `evaluation` (eval, report, compare), `data` (data check/convert/push, cache),
-`agreement` (agree, tiers), `training` (train-rm), `generation` (gen-eval), `construction` (build),
-`viewing` (view); the verb groups `stages` (`tailor stages ...`) and `annotate` (`tailor annotate ...`) are
-modules of verbs. Names resolve on first use (PEP 562), so importing this package imports no capability until a
-verb is asked for. The CLI (`tailorbench.cli`) is a thin layer over these functions and nothing else.
+`agreement` (agree, tiers), `training` (train-rm), `generation` (gen-eval), `benchmarks` (eval and gen-eval on any
+benchmark, suites), `construction` (build), `viewing` (view); the verb groups `stages` (`tailor stages ...`)
+and `annotate` (`tailor annotate ...`) are modules of verbs. Names resolve on first use (PEP 562), so importing
+this package imports no capability until a verb is asked for. The CLI (`tailorbench.cli`) is a thin layer over
+these functions and nothing else.
 """
 
 from __future__ import annotations
@@ -24,6 +25,17 @@ if TYPE_CHECKING:
     from tailorbench.api.batches import batch_cancel_async as batch_cancel_async
     from tailorbench.api.batches import batch_status as batch_status
     from tailorbench.api.batches import batch_status_async as batch_status_async
+    from tailorbench.api.benchmarks import data_task as data_task
+    from tailorbench.api.benchmarks import eval_benchmark as eval_benchmark
+    from tailorbench.api.benchmarks import eval_benchmark_async as eval_benchmark_async
+    from tailorbench.api.benchmarks import eval_benchmark_resume as eval_benchmark_resume
+    from tailorbench.api.benchmarks import eval_benchmark_resume_async as eval_benchmark_resume_async
+    from tailorbench.api.benchmarks import eval_suite as eval_suite
+    from tailorbench.api.benchmarks import eval_suite_async as eval_suite_async
+    from tailorbench.api.benchmarks import gen_eval_benchmark as gen_eval_benchmark
+    from tailorbench.api.benchmarks import gen_eval_benchmark_async as gen_eval_benchmark_async
+    from tailorbench.api.benchmarks import gen_eval_benchmark_resume as gen_eval_benchmark_resume
+    from tailorbench.api.benchmarks import gen_eval_benchmark_resume_async as gen_eval_benchmark_resume_async
     from tailorbench.api.construction import build as build
     from tailorbench.api.construction import build_async as build_async
     from tailorbench.api.data import cache_clear as cache_clear
@@ -53,9 +65,12 @@ if TYPE_CHECKING:
     from tailorbench.api.generation import gen_eval_resume_async as gen_eval_resume_async
     from tailorbench.api.results import AgreeResult as AgreeResult
     from tailorbench.api.results import BuildResult as BuildResult
+    from tailorbench.api.results import ChoiceResult as ChoiceResult
     from tailorbench.api.results import CompareResult as CompareResult
     from tailorbench.api.results import EvalResult as EvalResult
     from tailorbench.api.results import GenEvalResult as GenEvalResult
+    from tailorbench.api.results import PrefEvalGenerationResult as PrefEvalGenerationResult
+    from tailorbench.api.results import SuiteResult as SuiteResult
     from tailorbench.api.results import TiersResult as TiersResult
     from tailorbench.api.results import TrainResult as TrainResult
     from tailorbench.api.training import RMTrainConfig as RMTrainConfig
@@ -73,11 +88,14 @@ _AREAS: dict[str, tuple[str, ...]] = {
     "agreement": ("agree", "agree_async", "tiers", "tiers_async"),
     "training": ("RMTrainConfig", "train_rm", "train_rm_async"),
     "generation": ("GenEvalConfig", "gen_eval", "gen_eval_async", "gen_eval_resume", "gen_eval_resume_async"),
+    "benchmarks": ("data_task", "eval_benchmark", "eval_benchmark_async", "eval_benchmark_resume",
+                   "eval_benchmark_resume_async", "eval_suite", "eval_suite_async", "gen_eval_benchmark",
+                   "gen_eval_benchmark_async", "gen_eval_benchmark_resume", "gen_eval_benchmark_resume_async"),
     "construction": ("build", "build_async"),
     "batches": ("batch_status", "batch_status_async", "batch_cancel", "batch_cancel_async"),
     "viewing": ("view", "view_async"),
-    "results": ("AgreeResult", "BuildResult", "CompareResult", "EvalResult", "GenEvalResult", "TiersResult",
-                "TrainResult"),
+    "results": ("AgreeResult", "BuildResult", "ChoiceResult", "CompareResult", "EvalResult", "GenEvalResult",
+                "PrefEvalGenerationResult", "SuiteResult", "TiersResult", "TrainResult"),
 }
 #: the verb groups: modules of verbs (`tb.stages.relevance`, `tb.annotate.create_project`)
 _GROUPS = ("annotate", "stages")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tailorbench.aio import async_twin
 from tailorbench.api.results import CacheCleared, CacheStats, DataCheck, DataConverted, DataPushed
@@ -22,21 +23,26 @@ __all__ = [
 ]
 
 
-def check_data(data: str | Path, skip_invalid: bool = False) -> DataCheck:
-    """`tailor data check`: integrity report of a benchmark in any layout."""
+def check_data(data: str | Path, skip_invalid: bool = False,
+               options: Mapping[str, Any] | None = None) -> DataCheck:
+    """`tailor data check`: integrity report of a benchmark in any layout (`options`: the layout's, e.g.
+    PrefEval's turns); a layout's own counts and its dataset card (licence, size, citation) are `layout_stats`."""
     from tailorbench.datasets import load_benchmark
     from tailorbench.datasets.check import integrity_report
 
-    return DataCheck.model_validate(integrity_report(load_benchmark(data, skip_invalid=skip_invalid)))
+    benchmark = load_benchmark(data, skip_invalid=skip_invalid, options=options)
+    return DataCheck.model_validate(integrity_report(benchmark))
 
 
-def convert_data(data: str | Path, out: str | Path, skip_invalid: bool = False) -> DataConverted:
-    """`tailor data convert`: any supported layout -> native PairCase JSONL at `out`."""
-    from tailorbench.datasets import load_benchmark, write_native
+def convert_data(data: str | Path, out: str | Path, skip_invalid: bool = False,
+                 options: Mapping[str, Any] | None = None) -> DataConverted:
+    """`tailor data convert`: any supported layout -> native PairCase JSONL at `out`, with the sidecar declaring
+    the benchmark's split and tier names when they are not PersonaFeedback's (so it reads back with them)."""
+    from tailorbench.datasets import load_benchmark, write_benchmark
     from tailorbench.files import check_output
 
     check_output("--out", out, inputs=[data])
-    n = write_native(load_benchmark(data, skip_invalid=skip_invalid).cases, Path(out))
+    n = write_benchmark(load_benchmark(data, skip_invalid=skip_invalid, options=options), Path(out))
     return DataConverted(out=str(out), cases=n)
 
 

@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.aio import async_twin
-from tailorbench.api.results import CompareResult, EvalResult, GenEvalResult
+from tailorbench.api.results import (
+    ChoiceResult,
+    CompareResult,
+    EvalResult,
+    GenEvalResult,
+    PrefEvalGenerationResult,
+    ReportedRun,
+)
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.runner import EvalConfig, load_config, run_eval, run_eval_async, run_matrix
 from tailorbench.failures import FailureCheck, check_max_failed
@@ -64,16 +71,28 @@ async def eval_async(data: str = "demo", judge: str = "longer", setting: str = "
 
 
 def eval_many(judges: Sequence[str], settings: Sequence[str] = ("persona",), data: str = "demo", *,
-              out: str | Path, config: EvalConfig | None = None, progress: bool = False,
+              out: str | Path, config: EvalConfig | None = None, progress: bool = False, repeat: int = 1,
               **fields: Any) -> list[EvalResult]:
     """`tailor eval -j A -j B -s S ...`: one run directory per judge x setting under `out`, plus the merged
-    report at `out` (one judge in one setting: `out` is the run directory); the results in that order."""
+    report at `out` (one judge in one setting: `out` is the run directory); the results in that order.
+    `repeat` N > 1: each run judged N - 1 more times without the call cache (`RUN/repeats/K`), its determinism
+    in results.json and the report (`tailor eval --repeat N`)."""
+    from tailorbench.evaluate.repeats import check_repeat, run_repeats
+
     judges, settings = list(judges) or ["longer"], list(settings) or ["persona"]
     base = _eval_config(config, {**fields, "data": data, "judge": judges[0], "setting": settings[0]})
+    check_repeat(repeat, base.executor)
     if len(judges) == 1 and len(settings) == 1:
         runs = [run_eval(base, Path(out), progress=progress)]
     else:
         runs = run_matrix(base, judges, settings, Path(out), progress=progress)
+    if repeat > 1:
+        for run in runs:
+            run_repeats(load_config(run), run, repeat, progress=progress)
+        if len(runs) > 1:
+            from tailorbench.run_kinds import write_merged_report
+
+            write_merged_report(runs, Path(out))
     return [EvalResult.from_run(r) for r in runs]
 
 
@@ -97,8 +116,10 @@ def run_failures(run_dir: str | Path, max_failed: float | None = None, what: str
 
 
 def _run_dirs(runs: Sequence[str | Path]) -> list[Path]:
-    """The run directories `report` and `compare` read, each checked (a corrupt manifest is a DataError)."""
+    """The run directories `report` and `compare` read, each checked (a corrupt manifest is a DataError; a
+    pairwise run's, one without judge and setting too)."""
     from tailorbench.evaluate.results import read_manifest
+    from tailorbench.run_kinds import DEFAULT_KIND, run_kind
 
     dirs = [Path(r) for r in runs]
     for run in dirs:
@@ -109,15 +130,17 @@ def _run_dirs(runs: Sequence[str | Path]) -> list[Path]:
             inner = sorted(p.parent.name for p in run.glob("*/manifest.json"))
             hint = f"; it holds runs: {', '.join(inner[:5])}" if inner else ""
             raise ConfigError(f"{run} is not a run directory: manifest.json is missing{hint}")
-        read_manifest(run)
+        if run_kind(run) == DEFAULT_KIND:
+            read_manifest(run)
     return dirs
 
 
 def report(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
-           private: bool = False) -> list[EvalResult | GenEvalResult]:
+           private: bool = False) -> list[ReportedRun]:
     """`tailor report RUN...`: a merged leaderboard (report.md, report.html) at `out`, laid out by the runs'
-    kind (gen-eval runs side by side by the gen-eval report); with `push` (OWNER/NAME), also published as a hub
-    leaderboard (results.jsonl and the report as its card). Returns each run's results."""
+    kind (gen-eval runs side by side by the gen-eval report, multiple-choice and PrefEval generation runs by
+    theirs); with `push` (OWNER/NAME), also published as a hub leaderboard (results.jsonl and the report as its
+    card). Returns each run's results."""
     from tailorbench.run_kinds import write_merged_report
 
     if not runs:
@@ -133,10 +156,11 @@ def report(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
         from tailorbench.datasets.hub_push import push_report
 
         push_report(dirs, Path(out), push, private=private)
-    results: list[EvalResult | GenEvalResult] = []
+    models: dict[str, type[ReportedRun]] = {"gen-eval": GenEvalResult, "multiple-choice": ChoiceResult,
+                                            "prefeval-generation": PrefEvalGenerationResult}
+    results: list[ReportedRun] = []
     for run, r in zip(dirs if len(dirs) == len(merged) else [None] * len(merged), merged):
-        kind = GenEvalResult if r.get("kind") == "gen-eval" else EvalResult
-        results.append(kind.model_validate(r).located(run))
+        results.append(models.get(str(r.get("kind")), EvalResult).model_validate(r).located(run))
     return results
 
 

@@ -171,6 +171,83 @@ class GenEvalResult(RunOutput):
         return cls.model_validate(load_results(Path(run_dir))).located(run_dir)
 
 
+class BenchmarkRunResult(RunOutput):
+    """results.json of a run scored by its benchmark's own rule (`tailorbench.benchmarks`): `overall`, then the
+    same cell per split and per tier (PrefEval: per form and per filler-turn count)."""
+
+    kind: str
+    model: str
+    data: str | None = None
+    overall: dict[str, Any] = {}
+    by_split: dict[str, Any] = {}
+    by_tier: dict[str, Any] = {}
+    first_errors: list[Any] = []
+
+    @classmethod
+    def from_run(cls: type[B], run_dir: str | Path) -> B:
+        """The results of a run directory of this kind (recomputed from its predictions when missing)."""
+        from tailorbench.run_kinds import RUN_KINDS
+
+        kind = str(cls.model_fields["kind"].default)
+        results = {k: v for k, v in RUN_KINDS.get(kind).load_results(Path(run_dir)).items() if k != "run"}
+        return cls.model_validate(results).located(run_dir)
+
+    @property
+    def n(self) -> int:
+        """Items in the run (`overall.n`)."""
+        return int(self.overall.get("n", 0))
+
+
+B = TypeVar("B", bound=BenchmarkRunResult)
+
+
+class ChoiceResult(BenchmarkRunResult):
+    """results.json of a multiple-choice run (`tailor eval` on PrefEval's classification task or PersonaMem):
+    accuracy of the model's picks with bootstrap CIs, failed and invalid answers counted apart."""
+
+    kind: str = "multiple-choice"
+    benchmark: str = ""
+    by_split_tier: dict[str, Any] = {}
+
+    @property
+    def judge(self) -> str:
+        """The `llm:` judge spec whose model answered (what `tailor eval --judge` was given)."""
+        return f"llm:{self.model}"
+
+    @property
+    def accuracy(self) -> float | None:
+        """Accuracy over the answered items (`overall.accuracy`)."""
+        value = self.overall.get("accuracy")
+        return None if value is None else float(value)
+
+
+class PrefEvalGenerationResult(BenchmarkRunResult):
+    """results.json of PrefEval's generation task (`tailor gen-eval` on PrefEval): the four checks' error types
+    and the preference-following accuracy, overall, per form and per filler-turn count."""
+
+    kind: str = "prefeval-generation"
+    judge: str = ""
+
+    @property
+    def accuracy(self) -> float | None:
+        """Preference-following accuracy (`overall.preference_following_accuracy`)."""
+        value = self.overall.get("preference_following_accuracy")
+        return None if value is None or not self.overall.get("total") else float(value)
+
+
+class SuiteResult(Output):
+    """leaderboard.json of `tailor eval --suite`: one row per judge x setting, a cell per benchmark (accuracy, CI,
+    n and the step's run directory; None where the judge cannot answer the benchmark's task)."""
+
+    suite: str
+    benchmarks: list[str] = []
+    rows: dict[str, dict[str, Any]] = {}
+
+
+#: what `tailor report` returns per run, by the run's kind
+ReportedRun = EvalResult | GenEvalResult | ChoiceResult | PrefEvalGenerationResult
+
+
 class TrainResult(Output):
     """summary.json of `tailor train-rm` (the checkpoint at `out` is the judge `rm:OUT`)."""
 

@@ -59,5 +59,13 @@ def benchmark_kind(compute: Callable[[dict[str, Any], list[dict[str, Any]]], dic
         runs = [load_results(d) for d in run_dirs]
         return page_body(render_html(runs, title(runs) if len(runs) == 1 else merged_title))
 
+    def sections(run_dir: Path) -> list[tuple[str, str]]:
+        """What `tailor view` shows of one run: its report (items are not pairs, so there are no verdict rows)."""
+        return [(title([load_results(run_dir)]), html_body([run_dir]))]
+
+    def key_files(run_dir: Path) -> list[Path]:
+        return [run_dir / MANIFEST, run_dir / PREDICTIONS]
+
     return RunKind(load_results=load_results, check=check, render_markdown=render_markdown,
-                   render_html=render_html, title=title, merged_title=merged_title, html_body=html_body)
+                   render_html=render_html, title=title, merged_title=merged_title, html_body=html_body,
+                   sections=sections, key_files=key_files)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from tailorbench.cli.benchmark_options import DATA_OPTIONS, TURNS_OPTION, data_options
 from tailorbench.cli.common import JSON_HELP, print_json, user_errors
 
 DATA_HELP = "demo, personafeedback, hf:OWNER/NAME or hf:OWNER/NAME@REVISION (pushed by `tailor data push`), or a path"
@@ -18,13 +19,16 @@ data_app = typer.Typer(help="Inspect and convert benchmarks.", no_args_is_help=T
 def check_command(
     path: str = typer.Argument(..., help=DATA_HELP),
     skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),
+    turns: str | None = TURNS_OPTION,
+    data_option: list[str] | None = DATA_OPTIONS,
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": the integrity report"),
 ) -> None:
-    """Integrity report: rows per split/tier, repeats, label flips, equal lengths, answer reuse, personas."""
+    """Integrity report: rows per split/tier, repeats, label flips, equal lengths, answer reuse, personas; for the
+    other benchmarks (PrefEval, PersonaMem, Personalized RewardBench, PRISM) their own counts and dataset card."""
     from tailorbench import api
 
     with user_errors():
-        report = api.check_data(path, skip_invalid=skip_invalid).to_dict()
+        report = api.check_data(path, skip_invalid=skip_invalid, options=data_options(turns, data_option)).to_dict()
     if json_out:
         print_json(report)
         return
@@ -34,7 +38,10 @@ def check_command(
     table = Table(title=f"data check: {path} ({report['layout']} layout)")
     table.add_column("check")
     table.add_column("value", justify="right")
-    for key, value in report.items():
+    stats = report.get("layout_stats") or {}
+    rows = [(k, v) for k, v in report.items() if k != "layout_stats"] + [
+        (k, v) for k, v in stats.items() if k != "card"] + [(f"card {k}", v) for k, v in stats.get("card", {}).items()]
+    for key, value in rows:
         if key in ("skipped", "source", "layout"):
             continue
         if isinstance(value, dict):
@@ -54,13 +61,16 @@ def convert_command(
     path: str = typer.Argument(..., help=DATA_HELP),
     out: Path = typer.Option(..., "--out", "-o", help="native PairCase JSONL to write"),
     skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),
+    turns: str | None = TURNS_OPTION,
+    data_option: list[str] | None = DATA_OPTIONS,
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": {out, cases}"),
 ) -> None:
-    """Convert any supported layout to native PairCase JSONL."""
+    """Convert any supported layout to native PairCase JSONL (a multiple-choice benchmark: its pair view), with
+    a sidecar OUT.layout.json declaring split and tier names other than PersonaFeedback's."""
     from tailorbench import api
 
     with user_errors():
-        n = api.convert_data(path, out, skip_invalid=skip_invalid).cases
+        n = api.convert_data(path, out, skip_invalid=skip_invalid, options=data_options(turns, data_option)).cases
     if json_out:
         print_json({"out": str(out), "cases": n})
     else:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from tailorbench.cli.benchmark_options import DATA_OPTIONS, TURNS_OPTION, data_options, echo_benchmark_run, run_label
 from tailorbench.cli.common import (
     BATCH_HELP,
     EXECUTOR_OPTIONS,
@@ -37,6 +38,15 @@ class EvalCommand(VerbCommand):
 
 def eval_command(
     data: str = typer.Option("demo", "--data", "-d", help="demo, personafeedback (hub), or a path in any layout"),
+    turns: str | None = TURNS_OPTION,
+    data_option: list[str] | None = DATA_OPTIONS,
+    task: str = typer.Option(
+        "auto", help="auto: the benchmark's own task (PrefEval, PersonaMem: multiple choice, answered by each llm: "
+                     "judge's model and scored by the benchmark's rule); pairwise: its pair view, any judge"),
+    suite: str | None = typer.Option(
+        None, help="a YAML suite (benchmarks x judges x settings) or a built-in one (personalization): every step "
+                   "under --out, one leaderboard; run again to finish a killed suite"),
+    data_root: Path | None = typer.Option(None, help="--suite: where the suite's relative data paths start"),
     judge: list[str] | None = typer.Option(None, "--judge", "-j", help="judge spec; repeat for several"),
     setting: list[str] | None = typer.Option(None, "--setting", "-s", help="persona | none | rag; repeatable"),
     out: Path | None = typer.Option(None, "--out", "-o", help="run directory (or parent, for several)"),
@@ -67,7 +77,8 @@ def eval_command(
     progress: bool = typer.Option(True, help="progress bar on stderr"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": results.json (a list of them for several)"),
 ) -> None:
-    """Evaluate judges on a pairwise personalization benchmark.
+    """Evaluate judges on a personalization benchmark (pairwise; PrefEval and PersonaMem as multiple choice scored
+    by their own rule), or on a suite of benchmarks (--suite).
 
     Each verdict is written as it lands; Ctrl-C finishes the calls in flight, writes their verdicts and prints
     the resume command (a second Ctrl-C quits at once). Exit code 3 when failed verdicts exceed --max-failed.
@@ -76,13 +87,23 @@ def eval_command(
     from tailorbench.errors import ConfigError
 
     with user_errors():
+        if suite is not None:
+            if out is None:
+                raise ConfigError("--suite needs --out (the suite's directory)")
+            board = api.eval_suite(suite, out, data_root=data_root, judges=judge, settings=setting, progress=progress)
+            if json_out:
+                print_json(board)
+            else:
+                typer.echo((out / "leaderboard.md").read_text(encoding="utf-8"))
+            return
         if resume is not None:
-            results = [api.eval_resume(resume, progress=progress, max_failed=max_failed)]
+            results = [api.eval_benchmark_resume(resume, progress=progress, max_failed=max_failed)]
         else:
             if out is None:
                 raise ConfigError("--out is required (or --resume RUN_DIR)")
-            results = api.eval_many(
-                judge or ["longer"], setting or ["persona"], data, out=out, progress=progress, orders=orders,
+            results = api.eval_benchmark(
+                judge or ["longer"], setting or ["persona"], data, out=out, progress=progress, task=task,
+                data_options=data_options(turns, data_option), orders=orders,
                 seed=seed, splits=split_csv(split), tiers=split_csv(tier), limit=limit,
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
                 skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,
@@ -95,13 +116,16 @@ def eval_command(
             print_json(results[0] if len(results) == 1 else results)
         else:
             for res in results:
+                if isinstance(res, api.ChoiceResult):
+                    echo_benchmark_run(res)
+                    continue
                 total = res.metrics["all"]
                 retries = (res.failures or {}).get("retries", 0)
                 typer.echo(
                     f"{res.judge} / {res.setting}: accuracy {100 * (total['accuracy'] or 0):.1f}% "
                     f"on {total['n']} cases (invalid {total['invalid']}, abstained {total['abstained']}, "
                     f"failed {total['failed']}, retries {retries}) -> {res.run_dir}", err=True)
-        exit_if_failed(api.run_failures(res.run_dir, what=f"{res.judge} / {res.setting} ({res.run_dir})")
+        exit_if_failed(api.run_failures(res.run_dir, max_failed, what=run_label(res))
                        for res in results if res.run_dir is not None)
 
 

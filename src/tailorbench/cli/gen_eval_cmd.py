@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from tailorbench.cli.benchmark_options import DATA_OPTIONS, TURNS_OPTION, data_options, echo_benchmark_run, run_label
 from tailorbench.cli.common import (
     BATCH_HELP,
     EXECUTOR_OPTIONS,
@@ -25,7 +26,10 @@ from tailorbench.cli.common import (
 def gen_eval_command(
     model: str | None = typer.Option(
         None, "--model", "-m", help="model under test: openai:MODEL, openai:MODEL@URL or hf:PATH"),
-    data: str = typer.Option("demo", "--data", "-d", help="demo, personafeedback (hub), or a path in any layout"),
+    data: str = typer.Option("demo", "--data", "-d", help="demo, personafeedback (hub), or a path in any layout; "
+                                                            "PrefEval: its generation task, checked by the llm: judge"),
+    turns: str | None = TURNS_OPTION,
+    data_option: list[str] | None = DATA_OPTIONS,
     reference: str = typer.Option("chosen", help="chosen (the human-preferred answer) or a model spec"),
     judge: str = typer.Option("longer", "--judge", "-j", help="judge spec: llm:..., rm:..., longer, ..."),
     setting: str = typer.Option(
@@ -69,7 +73,7 @@ def gen_eval_command(
 
     with user_errors():
         if resume is not None:
-            results = api.gen_eval_resume(resume, progress=progress, max_failed=max_failed)
+            results = api.gen_eval_benchmark_resume(resume, progress=progress, max_failed=max_failed)
         else:
             if out is None:
                 raise ConfigError("--out is required (or --resume RUN_DIR)")
@@ -86,17 +90,20 @@ def gen_eval_command(
                 max_failed=max_failed or 0.0, executor=executor, ray_address=ray_address, batch=batch,
                 executor_options=parse_pairs(executor_option, "--executor-option"),
             )
-            results = api.gen_eval(config, out, progress=progress)
+            results = api.gen_eval_benchmark(config, out, progress=progress,
+                                             data_options=data_options(turns, data_option))
     run = results.run_dir
     if json_out:
         print_json(results)
+    elif isinstance(results, api.PrefEvalGenerationResult):
+        echo_benchmark_run(results)
     else:
         total = results.metrics["all"]
         rate = "–" if total["win_rate"] is None else f"{100 * total['win_rate']:.1f}%"
         lc = "–" if total["lc_win_rate"] is None else f"{100 * total['lc_win_rate']:.1f}%"
         typer.echo(f"{results.model} vs {results.reference} ({results.judge}): win rate {rate}, "
                    f"length-controlled {lc} on {total['n']} cases -> {run}", err=True)
-    exit_if_failed([api.run_failures(str(run), what=f"gen-eval {results.model} ({run})")])
+    exit_if_failed([api.run_failures(str(run), max_failed, what=run_label(results))])
 
 
 def register(app: typer.Typer) -> None:

@@ -115,7 +115,8 @@ def build_index(run_dir: Path, kind: str) -> dict[str, Any]:
         return _rows_index(kind, run_dir, run_kind.view_rows(run_dir))
     if run_kind.sections is not None:
         sections = run_kind.sections(run_dir)
-        return {"format": FORMAT, "kind": "stage", "label": f"stage reports ({', '.join(s for s, _ in sections)})",
+        what = "stage reports" if kind == "stage" else f"{kind} run"
+        return {"format": FORMAT, "kind": "stage", "label": f"{what} ({', '.join(s for s, _ in sections)})",
                 "stages": [{"stage": s, "html": body} for s, body in sections]}
     raise DataError(run_dir, None, None, f"the viewer does not know runs of kind {kind!r}")
 

@@ -1,0 +1,227 @@
+"""`tailor eval` and `tailor gen-eval` on every benchmark, and `tailor eval --suite`: which runner a benchmark goes
+to is decided here, from its layout's task, so the CLI only passes its options on.
+
+- a pairwise layout (PersonaFeedback, native, Personalized RewardBench, PRISM ...): `tailor eval`'s judge loop;
+- a multiple-choice layout (PrefEval's classification task, PersonaMem): the model of each `llm:` judge answers
+  in the benchmark's own messages and the benchmark's own rule scores it (`run_choice`); `task="pairwise"`
+  judges the items' pair view with any judge instead;
+- PrefEval under `tailor gen-eval`: its generation task, the four checks asked of the `llm:` judge's model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from tailorbench.aio import async_twin
+from tailorbench.api.results import ChoiceResult, EvalResult, GenEvalResult, PrefEvalGenerationResult, SuiteResult
+from tailorbench.errors import ConfigError
+
+__all__ = [
+    "data_task",
+    "eval_benchmark",
+    "eval_benchmark_async",
+    "eval_benchmark_resume",
+    "eval_benchmark_resume_async",
+    "eval_suite",
+    "eval_suite_async",
+    "gen_eval_benchmark",
+    "gen_eval_benchmark_async",
+    "gen_eval_benchmark_resume",
+    "gen_eval_benchmark_resume_async",
+]
+
+#: what `tailor eval --task` takes: `auto` is the layout's own task
+TASKS = ("auto", "pairwise", "multiple-choice")
+#: layouts whose benchmark has a generation task `tailor gen-eval` runs as its authors do
+GENERATION_LAYOUTS = ("prefeval",)
+#: EvalConfig fields a multiple-choice run takes (the rest must keep their defaults)
+CHOICE_FIELDS = {"data", "judge", "setting", "seed", "limit", "n_boot", "skip_invalid", "batch_size", "judge_options",
+                 "data_options", "max_failed"}
+#: GenEvalConfig fields PrefEval's generation task takes (`per_tier=None`, i.e. `--all`, is what it does anyway)
+GENERATION_FIELDS = {"data", "model", "judge", "seed", "skip_invalid", "n_boot", "temperature", "max_tokens",
+                     "model_options", "judge_options", "batch_size", "max_failed"}
+
+
+def data_task(data: str | Path, layout: str | None = None) -> tuple[str, str]:
+    """(task, layout name) of a benchmark: `multiple-choice` for PrefEval and PersonaMem, else `pairwise`. A spec
+    that names a benchmark tailorbench does not download (`prefeval`) is a ConfigError saying where to get it."""
+    from tailorbench.datasets.layouts import all_layouts, get_layout
+    from tailorbench.datasets.loader import DEMO, PERSONAFEEDBACK, find_layout, source_path
+
+    spec = str(data)
+    if spec in (DEMO, PERSONAFEEDBACK):
+        return "pairwise", "personafeedback"
+    path = source_path(spec)
+    if not path.exists():
+        named = next((x for x in all_layouts() if x.name == spec), None)
+        source = dict(getattr(named, "card", {}) or {}).get("source") if named is not None else None
+        if source:
+            raise ConfigError(f"--data {spec}: tailorbench does not download the {spec} benchmark; get it from "
+                              f"{source} and pass its folder (--data PATH); docs/benchmarks-supported.md")
+    reader = find_layout(path) if layout is None else get_layout(layout)
+    return str(getattr(reader, "task", "pairwise")), reader.name
+
+
+def _model_of(judge: str, what: str, hint: str = "") -> str:
+    from tailorbench.benchmarks.suite import model_of
+
+    model = model_of(judge)
+    if model is None:
+        raise ConfigError(f"--judge {judge}: {what} needs a model to answer, so the judge must be an llm: one "
+                          f"(llm:openai:MODEL@URL){hint}")
+    return model
+
+
+def _not_taken(given: Any, default: Any, taken: set[str], what: str) -> None:
+    """A ConfigError naming the options set away from their defaults that `what` has no use for."""
+    wrong = sorted(f.name for f in fields(default) if f.name not in taken
+                   and getattr(given, f.name) != getattr(default, f.name))
+    if wrong:
+        raise ConfigError(f"{what} does not take: {', '.join(wrong)} (it takes: {', '.join(sorted(taken))})")
+
+
+def eval_benchmark(judges: Sequence[str], settings: Sequence[str] = ("persona",), data: str = "demo", *,
+                   out: str | Path, task: str = "auto", progress: bool = False,
+                   **fields_: Any) -> list[EvalResult | ChoiceResult]:
+    """`tailor eval` on any benchmark: a pairwise one (or `task="pairwise"`: a multiple-choice one's pair view)
+    through `eval_many`; a multiple-choice one (PrefEval, PersonaMem) answered by each `llm:` judge's model and
+    scored by the benchmark's rule (`fields`: `data_options`, `limit`, `seed`, `n_boot`, `batch_size`,
+    `skip_invalid`, `judge_options`: the model's backend options and `temperature`, `max_tokens`)."""
+    from tailorbench.api.evaluation import EvalConfig, eval_many
+
+    if task not in TASKS:
+        raise ConfigError(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
+    kind, layout = data_task(data) if task == "auto" else (task, None)
+    if kind != "multiple-choice":
+        return list(eval_many(judges, settings, data, out=out, progress=progress, **fields_))
+    judges = list(judges) or ["longer"]
+    given = EvalConfig(**{**fields_, "data": data, "judge": judges[0], "setting": (list(settings) or ["persona"])[0]})
+    what = f"a multiple-choice benchmark ({layout or data})"
+    _not_taken(given, EvalConfig(), CHOICE_FIELDS, what)
+    if list(settings) not in ([], ["persona"]):
+        raise ConfigError(f"{what} is asked in its own messages: --setting does not apply")
+    models = [_model_of(j, what, "; --task pairwise judges its pair view with any judge") for j in judges]
+    return [_choice(given, model, Path(out) if len(models) == 1 else Path(out) / _slug(model))
+            for model in models]
+
+
+def _slug(text: str) -> str:
+    from tailorbench.evaluate.runner import slug
+
+    return slug(text)
+
+
+def _choice(given: Any, model: str, run_dir: Path) -> ChoiceResult:
+    from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
+
+    options = dict(given.judge_options)
+    generation = {k: options.pop(k) for k in ("temperature", "max_tokens") if k in options}
+    config = ChoiceConfig(data=given.data, model=model, data_options=dict(given.data_options), model_options=options,
+                          limit=given.limit, skip_invalid=given.skip_invalid, seed=given.seed, n_boot=given.n_boot,
+                          **({"batch_size": given.batch_size} if given.batch_size else {}))
+    if "temperature" in generation:
+        config.temperature = float(generation["temperature"])
+    if "max_tokens" in generation:
+        config.max_tokens = int(generation["max_tokens"])
+    return ChoiceResult.model_validate(run_choice(config, run_dir)).located(run_dir)
+
+
+def _kind(run_dir: Path) -> str:
+    from tailorbench.run_kinds import run_kind
+
+    return run_kind(run_dir) if run_dir.is_dir() else "pairwise"
+
+
+def _config_of(run_dir: Path, cls: Any) -> Any:
+    from tailorbench.run_kinds import read_manifest
+
+    config = read_manifest(run_dir).get("config")
+    if not isinstance(config, dict):
+        raise ConfigError(f"{run_dir / 'manifest.json'}: no config to resume from")
+    try:
+        return cls(**config)
+    except TypeError as exc:
+        raise ConfigError(f"{run_dir / 'manifest.json'}: its config is not a {cls.__name__} ({exc})") from None
+
+
+def eval_benchmark_resume(run_dir: str | Path, progress: bool = False,
+                          max_failed: float | None = None) -> EvalResult | ChoiceResult:
+    """`tailor eval --resume RUN_DIR` for a run of any kind `tailor eval` makes: a multiple-choice run continues
+    with the items not yet answered, a pairwise one through `eval_resume`."""
+    from tailorbench.api.evaluation import eval_resume
+
+    run_dir = Path(run_dir)
+    if _kind(run_dir) != "multiple-choice":
+        return eval_resume(run_dir, progress=progress, max_failed=max_failed)
+    from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
+
+    return ChoiceResult.model_validate(run_choice(_config_of(run_dir, ChoiceConfig), run_dir)).located(run_dir)
+
+
+def gen_eval_benchmark(config: Any, out: str | Path, progress: bool = False,
+                       data_options: Mapping[str, Any] | None = None) -> GenEvalResult | PrefEvalGenerationResult:
+    """`tailor gen-eval` on any benchmark: PrefEval runs its own generation task (the model answers after the
+    preference and the filler turns of `data_options`, the `llm:` judge's model asks the four checks); any other
+    goes through `gen_eval` (`config` a `GenEvalConfig`)."""
+    from tailorbench.api.generation import GenEvalConfig, gen_eval
+
+    _, layout = data_task(config.data)
+    if layout not in GENERATION_LAYOUTS:
+        if data_options:
+            raise ConfigError(f"--data-option / --turns: the {layout} layout takes none here")
+        return gen_eval(config, out, progress=progress)
+    from tailorbench.benchmarks.prefeval_generation import GenerationConfig, run_generation
+
+    what = f"{layout}'s generation task"
+    defaults = GenEvalConfig(per_tier=config.per_tier if config.per_tier is None else GenEvalConfig.per_tier)
+    _not_taken(config, defaults, GENERATION_FIELDS, what)
+    if not config.model:
+        raise ConfigError("--model is required: the model under test, e.g. openai:MODEL@http://host/v1")
+    generation = GenerationConfig(
+        data=config.data, model=config.model, judge=_model_of(config.judge, f"{what}'s checks"),
+        data_options=dict(data_options or {}), model_options=dict(config.model_options),
+        judge_options=dict(config.judge_options), max_tokens=config.max_tokens, temperature=config.temperature,
+        skip_invalid=config.skip_invalid, seed=config.seed, n_boot=config.n_boot,
+        **({"batch_size": config.batch_size} if config.batch_size else {}))
+    out = Path(out)
+    return PrefEvalGenerationResult.model_validate(run_generation(generation, out)).located(out)
+
+
+def gen_eval_benchmark_resume(run_dir: str | Path, progress: bool = False, max_failed: float | None = None
+                              ) -> GenEvalResult | PrefEvalGenerationResult:
+    """`tailor gen-eval --resume RUN_DIR` for a gen-eval run or a PrefEval generation run."""
+    from tailorbench.api.generation import gen_eval_resume
+
+    run_dir = Path(run_dir)
+    if _kind(run_dir) != "prefeval-generation":
+        return gen_eval_resume(run_dir, progress=progress, max_failed=max_failed)
+    from tailorbench.benchmarks.prefeval_generation import GenerationConfig, run_generation
+
+    results = run_generation(_config_of(run_dir, GenerationConfig), run_dir)
+    return PrefEvalGenerationResult.model_validate(results).located(run_dir)
+
+
+def eval_suite(suite: str | Path, out: str | Path, *, data_root: str | Path | None = None,
+               judges: Sequence[str] | None = None, settings: Sequence[str] | None = None,
+               progress: bool = False) -> SuiteResult:
+    """`tailor eval --suite NAME|PATH`: every benchmark x judge x setting of a YAML suite (or the built-in
+    `personalization`), each step its own resumable run directory under `out`, and leaderboard.json / .md at
+    `out` with a column per benchmark (`judges`, `settings`, `data_root` replace the file's). Run it again with
+    the same arguments to finish a killed suite: finished steps are not redone."""
+    from tailorbench.benchmarks.suite import load_suite, run_suite
+    from tailorbench.options import check_writable
+
+    check_writable("--out", out, directory=True)
+    loaded = load_suite(suite, data_root=data_root, judges=list(judges) if judges else None,
+                        settings=list(settings) if settings else None)
+    return SuiteResult.model_validate(run_suite(loaded, out, progress=progress))
+
+
+eval_benchmark_async = async_twin(eval_benchmark)
+eval_benchmark_resume_async = async_twin(eval_benchmark_resume)
+gen_eval_benchmark_async = async_twin(gen_eval_benchmark)
+gen_eval_benchmark_resume_async = async_twin(gen_eval_benchmark_resume)
+eval_suite_async = async_twin(eval_suite)
