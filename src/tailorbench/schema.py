@@ -6,11 +6,13 @@ decides which answer is shown as A and which as B; an `order` names that decisio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 #: one chat message, `{"role": ..., "content": ...}` (what prompts render and every model backend takes)
 Message = dict[str, str]
@@ -27,6 +29,17 @@ VerdictStatus = Literal["ok", "abstain", "invalid", "failed"]
 DEFAULT_SPLITS: tuple[str, ...] = ("specific", "general")
 DEFAULT_TIERS: tuple[str, ...] = ("easy", "medium", "hard")
 ORDERS: tuple[Order, ...] = ("AB", "BA")
+#: characters an id may not hold: C0 and C1 control characters (NUL, escape, newline ...), which a terminal or a
+#: report would print raw
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def id_problem(value: str) -> str | None:
+    """Why `value` cannot be an id (a case id, a user id, an item id), or None: a control character."""
+    bad = _CONTROL.search(value)
+    if bad is None:
+        return None
+    return f"holds the control character U+{ord(bad.group()):04X} at position {bad.start() + 1}: not allowed in an id"
 
 
 class Persona(BaseModel):
@@ -61,6 +74,14 @@ class PairCase(BaseModel):
         it is rendered once and costs no memory per case."""
         if not isinstance(value, dict):
             raise ValueError("expected a JSON object")
+        return value
+
+    @field_validator("id", "user_id", "split", "tier")
+    @classmethod
+    def _no_control_characters(cls, value: str) -> str:
+        problem = id_problem(value)
+        if problem is not None:
+            raise PydanticCustomError("control_character", problem)
         return value
 
     @field_validator("split", "tier", "question", "chosen", "rejected")

@@ -17,7 +17,7 @@ from tailorbench.annotation.tasks import TASK_TYPES, ItemError, TaskType, task_t
 from tailorbench.datasets.native import declared_names, read_native
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
-from tailorbench.schema import PairCase
+from tailorbench.schema import PairCase, id_problem
 
 ImportFormat = Literal["auto", "paircase", "pipeline", "items", "benchmark"]
 #: `benchmark`: a benchmark in any registered layout other than native JSONL (a PersonaFeedback folder, a
@@ -214,6 +214,8 @@ def read_import(path: str | Path, task: TaskType | str, fmt: str = "auto",
         seen[it.ext_id] = it.line
         if len(it.ext_id) > MAX_ID_CHARS:
             raise DataError(path, it.line, "id", f"{len(it.ext_id)} characters long; at most {MAX_ID_CHARS}")
+        if (problem := id_problem(it.ext_id)) is not None:
+            raise DataError(path, it.line, "id", problem)
         for value in (it.payload, it.gold):
             if nesting_depth(value) > MAX_DEPTH:
                 raise DataError(path, it.line, None, f"nested deeper than {MAX_DEPTH} levels of objects and lists")

@@ -23,6 +23,35 @@ from tailorbench.errors import ConfigError, DataError
 
 TIERS_FILE = "tiers.json"
 RESULTS_FILE = "results.jsonl"
+#: the licence identifiers the hub accepts in a card's `license:` (huggingface.co/docs/hub/repositories-licenses);
+#: `other` for any other licence (named in the card's text)
+HUB_LICENSES = frozenset((
+    "apache-2.0", "mit", "openrail", "bigscience-openrail-m", "creativeml-openrail-m", "bigscience-bloom-rail-1.0",
+    "bigcode-openrail-m", "afl-3.0", "artistic-2.0", "bsl-1.0", "bsd", "bsd-2-clause", "bsd-3-clause",
+    "bsd-3-clause-clear", "c-uda", "cc", "cc0-1.0", "cc-by-2.0", "cc-by-2.5", "cc-by-3.0", "cc-by-4.0",
+    "cc-by-sa-3.0", "cc-by-sa-4.0", "cc-by-nc-2.0", "cc-by-nc-3.0", "cc-by-nc-4.0", "cc-by-nd-4.0",
+    "cc-by-nc-nd-3.0", "cc-by-nc-nd-4.0", "cc-by-nc-sa-2.0", "cc-by-nc-sa-3.0", "cc-by-nc-sa-4.0",
+    "cdla-sharing-1.0", "cdla-permissive-1.0", "cdla-permissive-2.0", "wtfpl", "ecl-2.0", "epl-1.0", "epl-2.0",
+    "etalab-2.0", "eupl-1.1", "eupl-1.2", "agpl-3.0", "gfdl", "gpl", "gpl-2.0", "gpl-3.0", "lgpl", "lgpl-2.1",
+    "lgpl-3.0", "isc", "h-research", "intel-research", "lppl-1.3c", "ms-pl", "apple-ascl", "apple-amlr", "mpl-2.0",
+    "odc-by", "odbl", "openrail++", "osl-3.0", "postgresql", "ofl-1.1", "ncsa", "unlicense", "zlib", "pddl",
+    "lgpl-lr", "deepfloyd-if-license", "fair-noncommercial-research-license", "llama2", "llama3", "llama3.1",
+    "llama3.2", "llama3.3", "llama4", "gemma", "unknown", "other",
+))
+
+
+def check_license(license: str | None) -> str:
+    """`--license`: required, and one of the hub's identifiers (lower-cased as the hub writes them)."""
+    if license is None or not license.strip():
+        raise ConfigError("--license is required: name the licence the data is shared under (an SPDX id such as "
+                          "cc-by-4.0, or `other`); tailorbench does not choose one for you")
+    name = license.strip().lower()
+    if name not in HUB_LICENSES:
+        close = sorted(n for n in HUB_LICENSES if n.startswith(name.split("-")[0]))[:6]
+        raise ConfigError(f"--license {license!r} is not a licence identifier the hub accepts"
+                          + (f" (did you mean {', '.join(close)}?)" if close else "")
+                          + "; use `other` for any other licence (docs/data.md)")
+    return name
 
 
 #: the benchmark file inside a directory no layout reads: `tailor annotate export`'s, a `tailor build` output's
@@ -130,9 +159,7 @@ def write_data_folder(data: str | Path, folder: str | Path, repo_id: str, licens
     from tailorbench.datasets.rows import fingerprint_files
 
     check_repo_id(repo_id)
-    if license is None or not license.strip():
-        raise ConfigError("--license is required: name the licence the data is shared under (an SPDX id such as "
-                          "cc-by-4.0, or `other`); tailorbench does not choose one for you")
+    license = check_license(license)
     benchmark = load_benchmark(_source(data), skip_invalid=skip_invalid)
     report = integrity_report(benchmark)
     out = Path(folder)
@@ -142,10 +169,10 @@ def write_data_folder(data: str | Path, folder: str | Path, repo_id: str, licens
     tiers = _tiers_of(benchmark.files)
     if tiers is not None:
         (out / TIERS_FILE).write_text(json.dumps(tiers, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    card = _card(repo_id, license.strip(), report, tiers, _tier_sources(benchmark.cases))
+    card = _card(repo_id, license, report, tiers, _tier_sources(benchmark.cases))
     (out / "README.md").write_text(card, encoding="utf-8")
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    return {"repo": repo_id, "folder": str(out), "rows": rows, "license": license.strip(), "files": files,
+    return {"repo": repo_id, "folder": str(out), "rows": rows, "license": license, "files": files,
             "fingerprint": fingerprint_files([out / DATA_FILE, out / LAYOUT_FILE])}
 
 
