@@ -206,3 +206,16 @@ def test_convert_writes_the_pair_view_with_its_names(tmp_path: Path) -> None:
     assert json.loads(check.stdout)["tiers"] == ["turns-0", "turns-2"]
     card = CliRunner().invoke(app, ["data", "check", str(tmp_path / "data")])
     assert card.exit_code == 0 and "card licence" in card.stdout and "CC BY-NC 4.0" in card.stdout
+
+
+def test_dataset_cards_are_in_the_docs() -> None:
+    """docs/data.md's card table says what `tailor data check` prints: every fact of every layout's card."""
+    from tailorbench.datasets.layouts import all_layouts
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "data.md").read_text(encoding="utf-8")
+    cards = {layout.name: dict(layout.card) for layout in all_layouts() if getattr(layout, "card", None)}
+    assert set(cards) >= {"prefeval", "personamem", "personalized-rewardbench", "prism"}
+    for name, card in cards.items():
+        row = next((line for line in docs.splitlines() if line.startswith(f"| `{name}` |")), "")
+        for key in ("licence", "size", "citation"):
+            assert card[key] in row, (name, key)
