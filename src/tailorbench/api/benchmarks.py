@@ -98,6 +98,8 @@ def eval_benchmark(judges: Sequence[str], settings: Sequence[str] = ("persona",)
     if kind != "multiple-choice":
         return list(eval_many(judges, settings, data, out=out, progress=progress, **fields_))
     judges = list(judges) or ["longer"]
+    if fields_.pop("repeat", 1) != 1:
+        raise ConfigError("--repeat applies to pairwise runs; a multiple-choice run is judged once")
     given = EvalConfig(**{**fields_, "data": data, "judge": judges[0], "setting": (list(settings) or ["persona"])[0]})
     what = f"a multiple-choice benchmark ({layout or data})"
     _not_taken(given, EvalConfig(), CHOICE_FIELDS, what)

@@ -88,6 +88,8 @@ class EvalResult(RunOutput):
     metrics: dict[str, Any] = {}
     #: position, length, calibration and non-verdict shares per split x tier (docs/metrics.md, "Reliability")
     reliability: dict[str, Any] = {}
+    #: `tailor eval --repeat N`: verdict agreement and accuracy spread across repeats (docs/metrics.md)
+    determinism: dict[str, Any] | None = None
 
     @classmethod
     def from_run(cls, run_dir: str | Path) -> EvalResult:

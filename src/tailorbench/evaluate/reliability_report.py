@@ -104,4 +104,22 @@ def reliability_section(runs: Sequence[Mapping[str, Any]]) -> Section | None:
     before = ["Can this judge's verdicts be trusted beyond its accuracy: does the order or the length of the "
               "answers sway it, and does its confidence mean what it says?"]
     before += [f"Probability used for calibration: {rule}." for rule in rules]
+    before += determinism_lines(runs)
     return Section("Reliability", before, HEADER, rows, NOTES, figure=diagram(runs))
+
+
+def determinism_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One sentence per run judged more than once (`tailor eval --repeat N`, results' `determinism`)."""
+    lines = []
+    for run in runs:
+        d = run.get("determinism") or {}
+        if not d or d.get("agreement") is None:
+            continue
+        accuracies = ", ".join(f"{pct(a)}%" for a in d.get("accuracy") or [] if a is not None)
+        spread = d.get("accuracy_spread")
+        lines.append(
+            f"Determinism of `{run['judge']}` / `{run['setting']}` over {d['repeats']} repeats without the cache: "
+            f"{pct(d['agreement'])}% of {d['verdicts_compared']} verdicts identical in every repeat; accuracy "
+            f"{accuracies} (spread {pct(spread) if spread is not None else '–'} points)."
+            + (f" {d['note']}." if d.get("note") else ""))
+    return lines

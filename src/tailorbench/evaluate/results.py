@@ -103,6 +103,11 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     body["reliability"] = reliability(predictions, judge_probability(config.get("judge_description")),
                                       n_boot=int(config.get("n_boot", 1000)), seed=int(manifest.get("seed", 0)),
                                       cols=cols, **names)
+    from tailorbench.evaluate.repeats import read_determinism
+
+    repeated = read_determinism(run_dir)
+    if repeated is not None:
+        body["determinism"] = repeated
     batch = batch_costs(run_dir)
     if batch is not None:
         body["usage"]["batch"] = batch
@@ -110,6 +115,8 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     seen = len({r["case_id"] for r in predictions})
     status = run_state(run_dir, manifest.get("status"))
     warnings = list(config.get("warnings", []))
+    if repeated is not None and repeated.get("note"):
+        warnings.append(str(repeated["note"]))
     if status != "finished":
         warnings.append(_unfinished_warning(run_dir, status, manifest.get("error"), seen, expected))
     training = training_rows(predictions, manifest)
