@@ -179,6 +179,14 @@ def _waiting(judge: str, server: BatchServer, tmp_path: Path, per_batch: int,
     return before, proc
 
 
+def _killed(judge: str, server: BatchServer, tmp_path: Path, per_batch: int, batches: int) -> int:
+    """`_waiting`, then kill -9 of the batch run; returns the custom_ids submitted before it."""
+    before, proc = _waiting(judge, server, tmp_path, per_batch, batches)
+    proc.kill()
+    proc.wait()
+    return before
+
+
 def _status(run: Path) -> dict[str, Any]:
     result = _tailor("batch", "status", str(run), "--json")
     assert result.returncode == 0, result.stderr
@@ -220,9 +228,7 @@ def test_batch_flag_on_a_judge_without_batch_api_is_exit_2(tmp_path: Path) -> No
 def test_status_and_cancel_of_a_run_left_waiting_then_resume(server: BatchServer, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     judge, run = _judge("openai", server), tmp_path / "run"
-    before, proc = _waiting(judge, server, tmp_path, 10, 3)
-    proc.kill()
-    proc.wait()
+    before = _killed(judge, server, tmp_path, 10, 3)
     status = _status(run)
     assert status["open"] == 3 and status["requests"] == 2 * CASES
     assert {b["live_status"] for b in status["batches"]} <= {"validating", "in_progress"}
@@ -336,3 +342,32 @@ def test_an_oversized_request_fails_alone_exit_3_and_the_rest_is_kept(server: Ba
     assert len(rows) == 2 * CASES and 0 < len(failed) < len(rows)  # every verdict written, failed or not
     assert all("over the openai batch limit of 2,300 bytes" in r["error"] for r in failed)
     assert len(server.submitted) == len(rows) - len(failed)  # the oversized ones were never sent
+
+
+def test_a_refused_key_on_resume_loses_nothing_written(server: BatchServer, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    judge, run = _judge("openai", server), tmp_path / "run"
+    before = _killed(judge, server, tmp_path, 10, 3)
+    recorded = {p: p.read_bytes() for p in state_files(run)}
+    server.process_s = 0.0
+    monkeypatch.setenv("OPENAI_API_KEY", "wrong")
+    refused = _tailor("eval", "--resume", str(run), "--no-progress")
+    assert refused.returncode == 2 and "OPENAI_API_KEY" in refused.stderr and "wrong" not in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert {p: p.read_bytes() for p in state_files(run)} == recorded  # the batches are still recorded, untouched
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    resumed = _tailor("eval", "--resume", str(run), "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(server.submitted) - before == 2 * CASES and not server.duplicates()
+    assert _choices(run) == _choices(tmp_path / "sync")
+
+
+def test_a_batch_the_server_refuses_whole_is_exit_2_naming_the_options(tmp_path: Path) -> None:
+    with BatchServer(tmp_path / "server", anthropic_max_requests=5) as server:
+        result = _eval(_judge("anthropic", server), tmp_path / "run", "--batch", *FAST)
+        assert result.exit_code == 2, result.output
+        assert "batch_max_requests" in result.output and "Traceback" not in result.output
+        again = _eval(_judge("anthropic", server), tmp_path / "run2", "--batch", *FAST,
+                      "--judge-option", "batch_max_requests=5")  # the fix the message names
+        assert again.exit_code == 0, again.output
+        assert len(server.submitted) == len(set(server.submitted)) == 2 * CASES
