@@ -148,32 +148,54 @@ def test_a_judge_without_a_model_cannot_answer_multiple_choice(tmp_path: Path) -
     assert gen.exit_code == 2 and "does not take: reference" in gen.stderr
 
 
-def _break_prefeval(root: Path) -> str:
-    base = make_prefeval(root)
-    path = base / "mcq_options" / "shop_motors.json"
-    rows = json.loads(path.read_text())
-    rows[1]["question"] = 7
-    path.write_text(json.dumps(rows))
-    return "[1].question"
+def _break(benchmark: str, how: str, root: Path) -> tuple[str, str]:
+    """A fixture of `benchmark` with one field missing or mistyped; (the file, the place the error must name)."""
+    from tests.datasets.test_benchmark_layouts import _prism, _rewardbench_row, _utterance, _write
+
+    if benchmark == "prefeval":
+        path = make_prefeval(root) / "mcq_options" / "shop_motors.json"
+        rows = json.loads(path.read_text())
+        if how == "missing":
+            del rows[1]["question"]
+        else:
+            rows[1]["question"] = 7
+        path.write_text(json.dumps(rows))
+        return path.name, "[1].question"
+    if benchmark == "personamem":
+        bad = personamem_row(1, correct_answer="" if how == "missing" else "(e)")
+        make_personamem(root, [personamem_row(0), bad])
+        return "questions_32k.csv", ":3: field 'correct_answer'"
+    if benchmark == "personalized-rewardbench":
+        bad = _rewardbench_row(1, profile="likes mornings")
+        if how == "missing":
+            bad = _rewardbench_row(1)
+            del bad["chosen"]
+        _write(root / "Art_and_Entertainment_test.jsonl", [_rewardbench_row(0), bad])
+        return "Art_and_Entertainment_test.jsonl", f":2: field '{'chosen' if how == 'missing' else 'profile'}'"
+    bad = _utterance("user0", "c0", 0, "ok", 60, False)
+    if how == "missing":
+        del bad["score"]
+    else:
+        bad["score"] = "sixty"
+    _prism(root, [_utterance("user0", "c0", 0, "best", 90, True), bad])
+    return "utterances.jsonl", ":2: field 'score'"
 
 
-def _break_personamem(root: Path) -> str:
-    make_personamem(root, [personamem_row(0), personamem_row(1, correct_answer="(e)")])
-    return "questions_32k.csv:3: field 'correct_answer'"
-
-
-@pytest.mark.parametrize("breaker", [_break_prefeval, _break_personamem], ids=["prefeval", "personamem"])
-def test_multiple_choice_readers_exit_2_naming_the_place_in_every_verb(tmp_path: Path, breaker: Any) -> None:
-    where = breaker(tmp_path / "data")
-    model = "openai:m@http://127.0.0.1:9/v1"
-    for args in (["data", "check", str(tmp_path / "data")],
-                 ["data", "convert", str(tmp_path / "data"), "--out", str(tmp_path / "x.jsonl")],
-                 ["eval", "--data", str(tmp_path / "data"), "--judge", f"llm:{model}", "--out", str(tmp_path / "r")],
-                 ["eval", "--data", str(tmp_path / "data"), "--judge", "longer", "--task", "pairwise", "--out",
-                  str(tmp_path / "r")]):
+@pytest.mark.parametrize("how", ["missing", "mistyped"])
+@pytest.mark.parametrize("benchmark", ["prefeval", "personamem", "personalized-rewardbench", "prism"])
+def test_every_reader_exits_2_naming_the_place_in_every_verb(tmp_path: Path, benchmark: str, how: str) -> None:
+    """A missing or mistyped field: `data check`, `data convert`, `eval` (the benchmark's own task with an llm:
+    judge, and the pair view / pairs with any judge) all exit 2 naming the file and the place, and write
+    nothing."""
+    name, where = _break(benchmark, how, tmp_path / "data")
+    data, llm = str(tmp_path / "data"), "llm:openai:m@http://127.0.0.1:9/v1"
+    verbs = [["data", "check", data], ["data", "convert", data, "--out", str(tmp_path / "x.jsonl")],
+             ["eval", "--data", data, "--judge", llm, "--out", str(tmp_path / "r")],
+             ["eval", "--data", data, "--judge", "longer", "--task", "pairwise", "--out", str(tmp_path / "r")]]
+    for args in verbs:
         result = CliRunner().invoke(app, args)
-        assert result.exit_code == 2 and where in result.stderr and "Traceback" not in result.output, (args,
-                                                                                                      result.output)
+        assert result.exit_code == 2 and name in result.stderr and where in result.stderr, (args, result.output)
+        assert "Traceback" not in result.output
     assert not (tmp_path / "r").exists() and not (tmp_path / "x.jsonl").exists()
 
 
