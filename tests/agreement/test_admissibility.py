@@ -30,6 +30,7 @@ from tailorbench.agreement.admissibility import (
 from tailorbench.agreement.matrix import build_matrix
 from tailorbench.agreement.records import Rating, RatingSet
 from tailorbench.cli.app import app
+from tests.agreement.alt_test_reference import accuracy, neg_rmse, reference_alt_test
 
 Writer = Callable[[str, list[dict[str, Any]]], Path]
 runner = CliRunner()
@@ -87,43 +88,6 @@ def test_hand_worked_three_humans() -> None:
     assert alt["winning_rate"] == 1.0 and adm["judges"]["J"]["sentence"] == WITHIN
 
 
-def _reference_alt_test(llm: dict[str, Any], humans: dict[str, dict[str, Any]], epsilon: float, q: float,
-                        min_items: int, score: Callable[[Any, list[Any]], float]) -> dict[str, Any]:
-    """An independent loop over instances, as the paper defines it (scipy for the test and the correction)."""
-    raters_of: dict[str, list[str]] = {}
-    for h, anns in humans.items():
-        for i in anns:
-            raters_of.setdefault(i, []).append(h)
-    keep = {i for i, hs in raters_of.items() if len(hs) >= 2 and i in llm}
-    per: dict[str, tuple[int, float, float]] = {}
-    for h, anns in humans.items():
-        inst = [i for i in anns if i in keep]
-        if len(inst) < min_items:
-            continue
-        wf, wh = [], []
-        for i in inst:
-            rest = [humans[o][i] for o in raters_of[i] if o != h]
-            sf, sh = score(llm[i], rest), score(anns[i], rest)
-            wf.append(int(sf >= sh))
-            wh.append(int(sh >= sf))
-        d = np.array(wh) - np.array(wf)
-        per[h] = (len(inst), float(ss.ttest_1samp(d, epsilon, alternative="less").pvalue), float(np.mean(wf)))
-    names = list(per)
-    adj = ss.false_discovery_control([per[h][1] for h in names], method="by") if names else []
-    rejected = [h for h, a in zip(names, adj) if a <= q]
-    return {"p": {h: per[h][1] for h in names}, "adj": dict(zip(names, adj)), "rejected": set(rejected),
-            "omega": len(rejected) / len(names) if names else None,
-            "rho": float(np.mean([per[h][2] for h in names])) if names else None}
-
-
-def _accuracy(pred: Any, anns: list[Any]) -> float:
-    return float(np.mean([pred == a for a in anns]))
-
-
-def _neg_rmse(pred: Any, anns: list[Any]) -> float:
-    return -float(np.sqrt(np.mean([(pred - a) ** 2 for a in anns])))
-
-
 @pytest.mark.parametrize(("k", "alignment", "seed"), [(2, "accuracy", 0), (3, "accuracy", 1), (5, "neg-rmse", 2),
                                                        (4, "accuracy", 3), (5, "neg-rmse", 4)])
 def test_equals_independent_recomputation(k: int, alignment: str, seed: int) -> None:
@@ -142,7 +106,7 @@ def test_equals_independent_recomputation(k: int, alignment: str, seed: int) -> 
         alt = adm["judges"]["J"]["alt_test"]
         humans = {h: {f"i{i}": v for i, v in enumerate(vals) if v is not None} for h, vals in table.items() if h != "J"}
         llm = {f"i{i}": v for i, v in enumerate(table["J"]) if v is not None}
-        ref = _reference_alt_test(llm, humans, epsilon, 0.05, 30, _neg_rmse if alignment == "neg-rmse" else _accuracy)
+        ref = reference_alt_test(llm, humans, epsilon, 0.05, 30, neg_rmse if alignment == "neg-rmse" else accuracy)
         tested = {r["human"]: r for r in alt["humans"] if "p" in r}
         assert set(tested) == set(ref["p"])
         assert "h4" not in tested and any(r["human"] == "h4" and "excluded" in r for r in alt["humans"])
@@ -317,6 +281,17 @@ def test_cli_bad_input_exit_2(write_jsonl: Writer, tmp_path: Path, extra: list[s
     assert not out.exists()
 
 
+def test_judge_in_another_vocabulary_is_refused(write_jsonl: Writer, tmp_path: Path) -> None:
+    rows = [{**r, "label": "A" if r["label"] == "chosen" else "B"} for r in _pair_rows()]
+    humans = write_jsonl("h.jsonl", rows)
+    preds = [{"case_id": f"c{i}", "judge": "j", "setting": "persona", "order": "AB", "choice": "A", "status": "ok"}
+             for i in range(40)]
+    write_jsonl("run/predictions.jsonl", preds)
+    res = runner.invoke(app, ["agree", str(humans), str(tmp_path / "run"), "--n-boot", "10"])
+    assert res.exit_code == 2, res.output
+    assert "share no category" in res.output and "Traceback" not in res.output
+
+
 def test_alt_test_function_directly() -> None:
     # one judge column against a code matrix; a human who never overlaps is listed with n = 0
     humans = np.array([[0, 0, -1], [1, 1, -1], [0, 1, -1], [1, 1, 0]])
@@ -324,3 +299,21 @@ def test_alt_test_function_directly() -> None:
     alt = alt_test(humans, judge, 2, ["a", "b", "c"], AdmissibilityOptions(min_items=2))
     assert [(r["human"], r["n"]) for r in alt["humans"]] == [("a", 4), ("b", 4), ("c", 1)]
     assert alt["n_tested"] == 2 and "excluded" in alt["humans"][2]
+
+
+def test_stage2_report_has_the_table(tmp_path: Path) -> None:
+    """The stage-2 report of the bundled example: relevance.json, .md and .html carry each model's admissibility."""
+    from tailorbench.threestage.verbs import relevance
+
+    ex = Path(__file__).resolve().parents[2] / "src" / "tailorbench" / "threestage" / "example"
+    report = relevance(human=sorted(ex.glob("ann_*_task3.jsonl")), model=[ex / "illustrative-llm_relevance.jsonl"],
+                       n_resamples=50, report_dir=tmp_path, min_items=10)
+    adm = report["admissibility"]
+    assert list(adm["judges"]) == ["illustrative-llm"] and adm["options"]["alignment"] == "accuracy"
+    assert adm["options"]["majority"].startswith("strict majority of 'True'")
+    sentence = adm["judges"]["illustrative-llm"]["sentence"]
+    assert sentence in (WITHIN, BELOW) or sentence.startswith("not enough shared items")
+    assert json.loads((tmp_path / "relevance.json").read_text(encoding="utf-8"))["admissibility"] == adm
+    md = (tmp_path / "relevance.md").read_text(encoding="utf-8")
+    assert "## Human admissibility of the models" in md and f"illustrative-llm: {sentence}." in md
+    assert "Human admissibility" in (tmp_path / "relevance.html").read_text(encoding="utf-8")

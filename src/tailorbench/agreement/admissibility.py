@@ -310,6 +310,19 @@ def _one(humans: np.ndarray, judge: np.ndarray, m: RatingMatrix, names: Sequence
     return {"sentence": sentence(alt), "alt_test": alt, "kappa": judge_kappas(humans, judge, m.k, opts)}
 
 
+def _check_label_overlap(m: RatingMatrix, judges: Sequence[int], codes_h: np.ndarray) -> None:
+    """A judge whose labels share no category with the humans' speaks another vocabulary (a run directory's
+    chosen/rejected beside A/B votes): refused, since every comparison would count as a disagreement."""
+    human_cats = set(np.unique(codes_h[codes_h != MISSING]).tolist())
+    for j in judges:
+        col = m.codes[:, j]
+        cats = set(np.unique(col[col != MISSING]).tolist())
+        if cats and human_cats and not cats & human_cats:
+            raise ConfigError(
+                f"judge {m.raters[j]!r} labels {sorted(str(m.categories[c]) for c in cats)} share no category with "
+                f"the humans' {sorted(str(m.categories[c]) for c in human_cats)}: write both in one vocabulary")
+
+
 def admissibility(m: RatingMatrix, judges: Sequence[int], humans: Sequence[int],
                   opts: AdmissibilityOptions | None = None,
                   tiers: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -328,6 +341,7 @@ def admissibility(m: RatingMatrix, judges: Sequence[int], humans: Sequence[int],
         strata = {t: tier_of == t for t in sorted({t for t in tier_of if t})}
         if not strata:
             raise ConfigError("--tiers: no rated item has a tier there (do its ids match the ratings' items?)")
+    _check_label_overlap(m, judges, codes_h)
     out_judges: dict[str, Any] = {}
     for j in judges:
         entry = {"group": m.groups[j], **_one(codes_h, m.codes[:, j], m, names, opts, values)}
