@@ -325,6 +325,9 @@ def test_gen_eval_batch_kill_9_then_resume(server: BatchServer, tmp_path: Path) 
     status = _status(run)  # the generating model's and the judge's batches, both in the run directory
     assert {b["model"] for b in status["batches"]} == {model, judge.removeprefix("llm:")}
     assert status["open"] == 0 and len(server.submitted) > before
+    usage = json.loads((run / "results.json").read_text())["usage"]
+    assert usage["batch"]["requests"] == status["requests"] and usage["batch"]["cost_usd"] == pytest.approx(
+        usage["batch"]["sync_cost_usd"] / 2) == pytest.approx(status["cost_usd"])
 
 
 def test_gen_eval_batch_without_any_batch_model_is_exit_2(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from tailorbench.bootstrap import bootstrap_ci, seed_for
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
+from tailorbench.evaluate.results import batch_costs
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_or_compute
 from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
@@ -194,7 +195,10 @@ def compute_results(run_dir: Path) -> dict[str, Any]:
     if failures["exceeded"]:
         warnings.append(f"failed calls: {failures['failed']} of {failures['calls']} (more than --max-failed "
                         f"{100 * failures['max_failed']:g}%): the run exits with code 3")
-    usage = {"generation": _usage(generations), "judge": _usage(verdicts)}
+    usage: dict[str, Any] = {"generation": _usage(generations), "judge": _usage(verdicts)}
+    batch = batch_costs(run_dir)  # --batch: the provider batches of the generating models and the judge
+    if batch is not None:
+        usage["batch"] = batch
     return {
         "kind": "gen-eval",
         "model": manifest["model"], "reference": manifest["reference"], "judge": manifest["judge"],
