@@ -117,3 +117,20 @@ def test_every_figure_recomputed_from_predictions(tmp_path: Path, judge: str) ->
         assert cell["position"]["p_first"]["value"] == 1.0 and cell["position"]["flip_rate"] == 1.0
     report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
     assert "## Reliability" in report and "P(first shown)" in report
+
+
+def test_calibration_asked_of_a_judge_without_probabilities_is_exit_2_and_writes_nothing(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["eval", "--data", "demo", "--judge", "longer", "--calibration", "--limit", "3",
+                                      "--no-progress", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "--calibration: judge 'longer' yields no probability" in result.output
+    assert not out.exists()
+    ok = CliRunner().invoke(app, ["eval", "--data", "demo", "--judge", "embedding", "--calibration", "--limit", "3",
+                                  "--no-progress", "--json", "--out", str(out)])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["reliability"]["cells"]["all"]["calibration"]["ece"] is not None

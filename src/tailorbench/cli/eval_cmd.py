@@ -56,6 +56,8 @@ def eval_command(
     limit: int | None = typer.Option(None, help="a seeded sample of this many cases"),
     seed: int = typer.Option(0, help="seed of sampling, random orders, the random judge and bootstraps"),
     repeat: int = typer.Option(1, help="judge N times, repeats 2..N without the call cache: determinism in the report"),
+    calibration: bool = typer.Option(
+        False, "--calibration", help="require ECE and Brier: a judge without probabilities is exit 2, nothing written"),
     persona_sections: str | None = typer.Option(
         None, help="keep only these persona sections, e.g. Demographics,Preference (field ablation)"),
     ci_unit: str = typer.Option("case", help="bootstrap unit: case, or user (cases cluster by user)"),
@@ -105,7 +107,7 @@ def eval_command(
             results = api.eval_benchmark(
                 judge or ["longer"], setting or ["persona"], data, out=out, progress=progress, task=task,
                 data_options=data_options(turns, data_option), orders=orders,
-                seed=seed, repeat=repeat, splits=split_csv(split), tiers=split_csv(tier), limit=limit,
+                seed=seed, repeat=repeat, calibration=calibration, splits=split_csv(split), tiers=split_csv(tier), limit=limit,
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
                 skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,
                 judge_options=batch_option(parse_pairs(judge_option, "--judge-option"), batch),

@@ -92,6 +92,9 @@ class EvalConfig:
     ray_address: str | None = None
     #: the executor's options (`--executor-option KEY=VALUE`: workers, num_cpus, num_gpus, depth, ...)
     executor_options: dict[str, Any] = field(default_factory=dict)
+    #: the calibration figures are required (`--calibration`): a judge that yields no probability is refused
+    #: before any verdict (otherwise its `calibration` is null)
+    calibration: bool = False
 
 
 @dataclass(frozen=True)
@@ -345,6 +348,17 @@ async def _run(
         lock.release()
 
 
+def require_probability(spec: str, judge: PairJudge) -> None:
+    """`--calibration`: the judge must say how its scores make a probability (docs/metrics.md, "Reliability")."""
+    from tailorbench.evaluate.reliability import PROBABILITY_RULES, judge_probability
+
+    describe = getattr(judge, "describe", None)
+    if judge_probability(describe() if describe is not None else None) is None:
+        raise ConfigError(f"--calibration: judge {spec!r} yields no probability, so it has no ECE or Brier score "
+                          f"(judges that do: llm: with --judge-option verdict=logprobs, rm:, embedding; rules: "
+                          f"{', '.join(PROBABILITY_RULES)})")
+
+
 def is_run_dir(path: Path) -> bool:
     """A directory `tailor eval` wrote (its manifest, predictions or lock): the one kind of non-empty `--out`
     a run may write into (resumed, or its predictions refused)."""
@@ -372,6 +386,8 @@ async def _run_locked(
     if before:
         _say_resumed(out, before, len(done), len(tasks))
     judge = judge or run_judge(config)
+    if config.calibration:
+        require_probability(config.judge, judge)
     bind = getattr(judge, "bind_run_dir", None)
     if bind is not None:
         bind(out)  # where batch mode records its provider batches (models/batch_state.py)
