@@ -15,6 +15,7 @@ from typing import Any
 from tailorbench.aio import async_twin
 from tailorbench.api.results import BatchesCancelled, BatchStatus
 from tailorbench.errors import ConfigError
+from tailorbench.redact import redact_obj
 
 __all__ = ["batch_cancel", "batch_cancel_async", "batch_status", "batch_status_async"]
 
@@ -25,7 +26,7 @@ def batch_status(run_dir: str | Path, live: bool = True) -> BatchStatus:
     from tailorbench.models.batch import status
 
     run = _run_with_batches(run_dir)
-    return BatchStatus.model_validate(_summary(run, status(run, live=live)))
+    return BatchStatus.model_validate(_summary(run, redact_obj(status(run, live=live))))
 
 
 def batch_cancel(run_dir: str | Path) -> BatchesCancelled:
@@ -35,7 +36,7 @@ def batch_cancel(run_dir: str | Path) -> BatchesCancelled:
     from tailorbench.models.batch import cancel
 
     run = _run_with_batches(run_dir)
-    rows = cancel(run)
+    rows = redact_obj(cancel(run))
     return BatchesCancelled.model_validate({
         "run_dir": str(run), "cancelled": rows, "failed": sum(1 for r in rows if r.get("cancel_error")),
         "resume_command": _resume_command(run)})
