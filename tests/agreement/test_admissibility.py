@@ -317,3 +317,18 @@ def test_stage2_report_has_the_table(tmp_path: Path) -> None:
     md = (tmp_path / "relevance.md").read_text(encoding="utf-8")
     assert "## Human admissibility of the models" in md and f"illustrative-llm: {sentence}." in md
     assert "Human admissibility" in (tmp_path / "relevance.html").read_text(encoding="utf-8")
+
+
+def test_stage3_report_has_the_table(tmp_path: Path) -> None:
+    """Stage 3 (-2..2 A/B ratings): each judge's alt-test with the neg-rmse alignment, in the JSON and the report."""
+    from tailorbench.threestage.verbs import incorporation
+
+    ex = Path(__file__).resolve().parents[2] / "src" / "tailorbench" / "threestage" / "example"
+    report = incorporation(tasks=ex / "ab_tasks.jsonl", ratings=[ex / "ab_ratings.jsonl"], n_resamples=50,
+                           report_dir=tmp_path)
+    adm = report["admissibility"]
+    assert adm["options"]["alignment"] == "neg-rmse" and set(adm["judges"]) == set(report["judges"])
+    md = (tmp_path / "incorporation.md").read_text(encoding="utf-8")
+    assert "## Human admissibility of the judges" in md
+    for name, e in adm["judges"].items():
+        assert f"Admissibility: {name}: {e['sentence']}." in md

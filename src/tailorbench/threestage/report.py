@@ -39,6 +39,17 @@ def alignment_rows(alignment: dict[str, Any] | None, missing: dict[str, int]) ->
     return rows
 
 
+def admissibility_parts(adm: dict[str, Any] | None, who: str) -> tuple[list[Table], list[str]]:
+    """The tables and sentences of a stage report's `admissibility` block (none when the report has none)."""
+    if not adm:
+        return [], []
+    judge_rows, human_rows, sentences = render_rows(adm)
+    o = adm["options"]
+    return [(f"Human admissibility of the {who} (alt-test: epsilon={o['epsilon']}, Benjamini-Yekutieli q={o['q']}, "
+             f">= {o['min_items']} shared items per human, {o['alignment']})", JUDGE_HEADER, judge_rows),
+            ("Alt-test per left-out human", HUMAN_HEADER, human_rows)], sentences
+
+
 # --- stage 1 -------------------------------------------------------------------------------------------
 
 
@@ -100,14 +111,8 @@ def relevance_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list[str
          ["pair type", "pairs", "kappa"], groups),
         ("Cohen's kappa per rater pair", ["a", "b", "type", "shared items", "kappa"], pairs),
     ]
-    adm = r.get("admissibility")
-    sentences: list[str] = []
-    if adm:
-        judge_rows, human_rows, sentences = render_rows(adm)
-        o = adm["options"]
-        tables += [(f"Human admissibility of the models (alt-test: epsilon={o['epsilon']}, Benjamini-Yekutieli "
-                    f"q={o['q']}, >= {o['min_items']} shared items per human)", JUDGE_HEADER, judge_rows),
-                   ("Alt-test per left-out human", HUMAN_HEADER, human_rows)]
+    adm_tables, sentences = admissibility_parts(r.get("admissibility"), "models")
+    tables += adm_tables
     tables.append(("What did not line up", ["what", "count"], alignment_rows(r.get("alignment"),
                                                                               r["missing_ratings"])))
     bars: list[Bar] = [(n, e.get("f1"), *(e.get("f1_ci") or [None, None])) for n, e in vs.items()]
@@ -149,13 +154,15 @@ def incorporation_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list
          ["rater", "items", "mean rating", "share no better", "inflation vs humans", "mention uplift"], rows),
         ("Correlation with the mean human rating", ["rater", "kind", "items", "Spearman", "Kendall tau-b"], corr),
         ("Humans by answer condition", ["condition", "items", "mean rating", "share no better"], cond),
-        ("Accounting", ["what", "count"], acct),
     ]
+    adm_tables, sentences = admissibility_parts(r.get("admissibility"), "judges")
+    tables += [*adm_tables, ("Accounting", ["what", "count"], acct)]
     bars: list[Bar] = [("humans", h["per_item_mean"]["share_no_better"],
                         *(h["per_item_mean"].get("share_no_better_ci") or [None, None]))]
     bars += [(n, e["share_no_better"], *(e.get("share_no_better_ci") or [None, None])) for n, e in r["judges"].items()]
     share = r["mention_detector"]["share_items_with_mention"]
-    notes = [f"Share of personalized answers that explicitly mention their attribute: {f3(share)}.", *r["notes"]]
+    notes = [*(f"Admissibility: {s}" for s in sentences),
+             f"Share of personalized answers that explicitly mention their attribute: {f3(share)}.", *r["notes"]]
     return tables, [svg_bars(bars, 0.0, 1.0, "Share rated no better than generic (95% CI)")], notes
 
 
@@ -284,6 +291,13 @@ def write_stage_report(stage: str, report: dict[str, Any], out: Path) -> None:
     (out / f"{stage}.html").write_text(render_html(TITLES[stage], *parts), encoding="utf-8")
 
 
+def admissibility_summary(stage: str, report: dict[str, Any]) -> list[list[str]]:
+    """One summary row per judge of a stage report's `admissibility`: its sentence and winning rate."""
+    return [[stage, f"admissibility: {name}", e["sentence"],
+             f"winning rate={f3(e['alt_test']['winning_rate'])}, humans tested={e['alt_test']['n_tested']}"]
+            for name, e in (report.get("admissibility") or {}).get("judges", {}).items()]
+
+
 def summary_rows(reports: dict[str, dict[str, Any]]) -> list[list[str]]:
     """One line per headline figure of each stage, the numbers the paper leads with."""
     rows: list[list[str]] = []
@@ -305,10 +319,7 @@ def summary_rows(reports: dict[str, dict[str, Any]]) -> list[list[str]]:
                              f"share relevant={f3(e['share_relevant'])}"])
         rows.append(["2 relevance", "share relevant (human majority)", f3(rel["human_majority"]["share_relevant"]),
                      ""])
-        for name, e in (rel.get("admissibility") or {}).get("judges", {}).items():
-            a = e["alt_test"]
-            rows.append(["2 relevance", f"admissibility: {name}", e["sentence"],
-                         f"winning rate={f3(a['winning_rate'])}, humans tested={a['n_tested']}"])
+        rows += admissibility_summary("2 relevance", rel)
     inc = reports.get("incorporation")
     if inc:
         h = inc["humans"]["per_item_mean"]
@@ -316,6 +327,7 @@ def summary_rows(reports: dict[str, dict[str, Any]]) -> list[list[str]]:
                      with_ci(h["share_no_better"], h.get("share_no_better_ci")), f"n={h['n']}"])
         for name, e in inc["judges"].items():
             rows.append(["3 incorporation", f"inflation {name}", with_ci(e["inflation"], e.get("inflation_ci")), ""])
+        rows += admissibility_summary("3 incorporation", inc)
         for name, e in inc["correlation_with_humans"].items():
             rows.append(["3 incorporation", f"Spearman {name}", with_ci(e.get("spearman"), e.get("spearman_ci")),
                          f"n={e['n']}"])

@@ -219,11 +219,26 @@ def incorporation_report(
     for k, v in human_mean.items():
         conds[tasks[k.partition(ATTR_SEP)[0]].condition][k] = v
     report["by_condition"] = {c: summary(v) for c, v in sorted(conds.items())}
+    if humans and judges:
+        report["admissibility"] = _admissibility(ratings, per_rater, n_resamples, seed, level)
     if unknown:
         notes.append(f"{sum(unknown.values())} rating(s) name a task or attribute missing from the task file")
     if not humans:
         notes.append("no human ratings: inflation and correlations with humans are undefined")
     return report
+
+
+def _admissibility(ratings: RatingSet, per_rater: dict[str, dict[str, float]], n_resamples: int, seed: int,
+                   level: float) -> dict[str, Any]:
+    """Each judge's alt-test (neg-rmse alignment on the -2..2 scale) and kappas beside the humans', on the ratings
+    of known items (docs/metrics.md, "Human admissibility")."""
+    from tailorbench.agreement.admissibility import AdmissibilityOptions, admissibility, split_raters
+    from tailorbench.agreement.matrix import build_matrix
+
+    known = RatingSet([r for r in ratings.ratings if r.item in per_rater.get(r.rater, {})], ratings.sources)
+    m = build_matrix(known)
+    judges, humans = split_raters(m)
+    return admissibility(m, judges, humans, AdmissibilityOptions(n_resamples=n_resamples, seed=seed, level=level))
 
 
 def read_incorporation(
