@@ -80,3 +80,41 @@ def test_empty_reference_answers(tmp_path: Path) -> None:
     _write(run, gens, [])
     cell = compute_results(run)["metrics"]["all"]
     assert (cell["win"], cell["tie"], cell["n"], cell["empty_references"]) == (1, 1, 2, 2)
+
+
+def _chosen(case: str, order: str, winner: str, gen: int = 10, ref: int = 10) -> dict[str, Any]:
+    row = _verdict(case, order, winner, gen=gen, ref=ref)
+    row["choice"] = "A" if (winner == "generated") == (order == "AB") else "B"
+    return row
+
+
+def test_judge_reliability_and_self_preference_equal_a_hand_computation(tmp_path: Path) -> None:
+    gens = [g for c in ("c1", "c2", "c3") for g in (_gen(c, "model", "ok", "a" * 20), _gen(c, "reference", "ok", "b"))]
+    verdicts = [
+        _chosen("c1", "AB", "generated", gen=20, ref=1), _chosen("c1", "BA", "generated", gen=20, ref=1),
+        _chosen("c2", "AB", "generated", gen=20, ref=1), _chosen("c2", "BA", "reference", gen=20, ref=1),  # flip
+        _chosen("c3", "AB", "reference", gen=20, ref=1), _chosen("c3", "BA", "reference", gen=20, ref=1),
+    ]
+    run = tmp_path / "run"
+    _write(run, gens, verdicts)
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest.update(model="openai:m", reference="openai:other", judge="llm:openai:m")  # the judge wrote "generated"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    res = compute_results(run)
+    cell = res["reliability"]["cells"]["all"]
+    assert cell["position"]["flip_rate"] == pytest.approx(1 / 3)  # c2's winner changes with the order
+    # first shown picked: c1 AB(A) BA(B) -> 1/2; c2 AB(A) BA(A) -> 1; c3 AB(B) BA(A) -> 1/2
+    assert cell["position"]["p_first"]["value"] == pytest.approx((0.5 + 1 + 0.5) / 3)
+    # the generated answer is always the longer: P(longer) = the generated answer's share of wins
+    assert cell["length"]["p_longer"]["value"] == pytest.approx((1 + 0.5 + 0) / 3)
+    assert cell["calibration"] is None
+    own = res["self_preference"]
+    assert own["own_answer"] == "generated" and own["n"] == 3
+    assert own["own_win_rate"] == pytest.approx(0.5) and own["difference"] == pytest.approx(0.0)
+    assert any("self-preference" in w for w in res["warnings"])
+    write_reports([res], run)
+    text = (run / "report.md").read_text(encoding="utf-8")
+    assert "### Judge reliability" in text and "self-preference (generated answers are the judge's)" in text
+    manifest.update(judge="llm:openai:third")
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    assert compute_results(run)["self_preference"] is None  # a judge that wrote neither side

@@ -164,6 +164,10 @@ class GenEvalResult(RunOutput):
     reference: str
     judge: str
     metrics: dict[str, Any] = {}
+    #: the judge's flip rate, P(first shown), P(longer) and non-verdict shares (docs/generation.md)
+    reliability: dict[str, Any] = {}
+    #: when the judge's model wrote one side: how often it picks its own answers (None otherwise)
+    self_preference: dict[str, Any] | None = None
 
     @classmethod
     def from_run(cls, run_dir: str | Path) -> GenEvalResult:
@@ -513,8 +517,10 @@ class LabelsImported(Output):
 
 class CrowdStudy(Output):
     """`tailor annotate study create|list|close`: a project opened to a crowd platform (Prolific by default).
-    `link` (the study URL to give the platform, with its placeholders) is shown once, when the study is made;
-    `participants` counts them by status (active, finished, screened_out, timed_out, returned)."""
+    `link`: the study URL to give the platform, with its placeholders (when the study is made, and from
+    `study link`); `participants` counts them by status (active, finished, screened_out, timed_out, returned,
+    no_items); `state`: what the link does now (open, closed, full, items exhausted); `items_left`: regular
+    items that can still take an annotator."""
 
     id: int
     project: str | None = None
@@ -531,6 +537,10 @@ class CrowdStudy(Output):
     consent: str | None = None
     participants: dict[str, int] = {}
     link: str | None = None
+    state: str | None = None
+    items_left: int | None = None
+    #: whether `study link` can show the link again (False for studies made before links were kept)
+    link_kept: bool | None = None
 
 
 class StudyReleased(Output):

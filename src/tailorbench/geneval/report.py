@@ -11,7 +11,7 @@ from typing import Any
 
 from tailorbench import run_kinds
 from tailorbench.evaluate.metrics import report_names
-from tailorbench.reporting import colour, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
+from tailorbench.reporting import colour, f3, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
 
 
 def _all_cells(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -133,9 +133,35 @@ _INTRO = ("Win rate = mean case score (a case scores the share of its valid verd
           "the modelled win rate at equal length (docs/generation.md).")
 
 
+_RELIABILITY_HEADER = ["cell", "cases", "flip rate", "P(first shown) [95% CI]", "P(longer) [95% CI]",
+                       "invalid / abstained / failed"]
+_RELIABILITY_NOTE = ("The judge's verdicts, as in `tailor eval`'s reliability table: flip rate = share of cases "
+                     "judged validly in both orders whose winner changes with the order; P(first shown) = share "
+                     "of valid verdicts picking the answer shown first (0.5 is fair); P(longer) = share picking the "
+                     "longer answer; invalid / abstained / failed in % of verdicts (docs/generation.md).")
+
+
+def _reliability_rows(r: dict[str, Any]) -> list[list[str]]:
+    from tailorbench.evaluate.reliability_report import cell_row, cells
+
+    rows = []
+    for name, cell in cells(r.get("reliability") or {}):
+        full = cell_row({"judge": r["judge"], "setting": r["judge_setting"]}, name, cell)
+        rows.append([full[2], full[3], full[4], full[5], full[6], full[10]])
+    own = r.get("self_preference")
+    if own and own.get("difference") is not None:
+        lo, hi = own["ci"]
+        rows.append([f"self-preference ({own['own_answer']} answers are the judge's)", str(own["n"]),
+                     "", f"own {pct(own['own_win_rate'])}% vs other {pct(own['other_win_rate'])}%",
+                     f"difference {f3(own['difference'])} [{f3(lo)}, {f3(hi)}]", ""])
+    return rows
+
+
 def _sections(r: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[str]]]]:
+    reliability = _reliability_rows(r)  # none in results from before the table existed: no section
     return [
         ("Win rates", "", _WIN_HEADER, _win_rows(r)),
+        *([("Judge reliability", _RELIABILITY_NOTE, _RELIABILITY_HEADER, reliability)] if reliability else []),
         ("Explicit persona mentions", "Answers that name persona values outright (language-aware detector). A win "
          "rate much higher with mentions than without suggests a judge that rewards name-dropping.",
          _MENTION_HEADER, _mention_rows(r)),

@@ -195,6 +195,14 @@ def compute_results(run_dir: Path) -> dict[str, Any]:
     if failures["exceeded"]:
         warnings.append(f"failed calls: {failures['failed']} of {failures['calls']} (more than --max-failed "
                         f"{100 * failures['max_failed']:g}%): the run exits with code 3")
+    from tailorbench.geneval.judge_reliability import judge_reliability, self_preference
+
+    judge_table = judge_reliability(verdicts, n_boot, seed, names)
+    own = self_preference(verdicts, manifest["judge"], manifest["model"], manifest["reference"], n_boot, seed)
+    if own is not None and own["difference"] is not None:
+        warnings.append(f"the judge's model wrote the {own['own_answer']} answers: it picks them in "
+                        f"{100 * own['own_win_rate']:.1f}% of cases (self-preference; check with a judge of "
+                        "another model on the same generations)")
     usage: dict[str, Any] = {"generation": _usage(generations), "judge": _usage(verdicts)}
     batch = batch_costs(run_dir)  # --batch: the provider batches of the generating models and the judge
     if batch is not None:
@@ -209,6 +217,7 @@ def compute_results(run_dir: Path) -> dict[str, Any]:
         "cases_per_split_tier": manifest.get("cases_per_split_tier", {}),
         **({"benchmark_names": names} if names else {}),
         "metrics": metrics, "judge_validation": validation, "warnings": warnings, "usage": usage,
+        "reliability": judge_table, "self_preference": own,
         "calls": {"generations": len(generations), "generations_cached": sum(1 for r in generations if r.get("cached")),
                   "verdicts": len(verdicts), "verdicts_cached": sum(1 for r in verdicts if r.get("cached"))},
     }
