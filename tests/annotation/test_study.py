@@ -26,6 +26,8 @@ from tailorbench.cli.app import app as cli_app
 from tests.annotation.conftest import ASSIGNMENT_RE, CSRF_RE, DATA
 
 NONCE_RE = re.compile(r'name="nonce" value="([^"]+)"')
+#: a participant's form posts to their assignment's opaque reference, never to an id
+REF_RE = re.compile(r'action="/t/([A-Za-z0-9_-]+)"')
 DONE = "https://app.prolific.com/submissions/complete?cc="
 
 
@@ -61,15 +63,17 @@ class Participant_:
     def page(self) -> Any:
         return self.client.get(f"/p/{self.project_id}", follow_redirects=False)
 
-    def current(self) -> tuple[int, str]:
+    def current(self) -> tuple[str, str]:
+        """(the opaque reference of the assignment on screen, the CSRF token)."""
         r = self.page()
         assert r.status_code == 200, r.text
-        m, csrf = ASSIGNMENT_RE.search(r.text), CSRF_RE.search(r.text)
+        m, csrf = REF_RE.search(r.text), CSRF_RE.search(r.text)
         assert m is not None and csrf is not None, r.text
-        return int(m.group(1)), csrf.group(1)
+        assert ASSIGNMENT_RE.search(r.text) is None
+        return m.group(1), csrf.group(1)
 
-    def submit(self, aid: int, csrf: str, choice: str = "1") -> Any:
-        return self.client.post(f"/a/{aid}", data={"csrf": csrf, "choice": choice}, follow_redirects=False)
+    def submit(self, ref: str, csrf: str, choice: str = "1") -> Any:
+        return self.client.post(f"/t/{ref}", data={"csrf": csrf, "choice": choice}, follow_redirects=False)
 
 
 def _consent_page(client: TestClient, secret: str, query: str) -> Any:
@@ -117,6 +121,13 @@ def _completion(part: Participant_, last: Any) -> str:
     return str(r.headers["location"])
 
 
+def _by_ref(db: Database, ref: str) -> Assignment:
+    with db.session() as s:
+        a = s.scalar(select(Assignment).where(Assignment.ref == ref))
+        assert a is not None
+        return a
+
+
 def _participant(db: Database, external_id: str) -> Participant:
     with db.session() as s:
         part = s.scalar(select(Participant).where(Participant.external_id == external_id))
@@ -129,7 +140,7 @@ def test_quota_completion_and_consent(db: Database, app: Any, tmp_path: Path) ->
     sid, secret = studies.create_study(db, "crowd", quota=3, max_participants=5, completion_code="CODE-1")
     part = _enter(app, secret, "5f0c0ffee0c0ffee0c0ffee0", pid)
     aid, _ = part.current()
-    for page in (part.page(), part.client.get(f"/a/{aid}")):  # their place counts down from the quota
+    for page in (part.page(), part.client.get(f"/t/{aid}")):  # their place counts down from the quota
         assert 'id="place-total">3<' in page.text and 'id="place-remaining">2<' in page.text
     n, last = _label_until_done(part)
     assert n == 3  # the quota, though 8 items are there
@@ -267,7 +278,7 @@ def test_time_limit_releases_items_and_place(db: Database, app: Any, tmp_path: P
         assert s.scalar(select(func.sum(Item.n_assigned))) == 1
     r = slow.page()
     assert r.status_code == 410 and "Time is up" in r.text
-    late = slow.client.get(f"/a/{aid}")  # someone else's item now: "Time is up", nothing of theirs shown
+    late = slow.client.get(f"/t/{aid}")  # someone else's item now: "Time is up", nothing of theirs shown
     assert late.status_code == 410 and "Time is up" in late.text
     # the admin's release: a participant the platform reports as returned
     assert studies.release(db, sid, ["next"]) == {"id": sid, "timed_out": 0, "returned": 1, "released": 1}
@@ -280,13 +291,13 @@ def test_screen_out_by_gold(db: Database, app: Any, tmp_path: Path) -> None:
     _, secret = studies.create_study(db, "crowd", quota=6, max_participants=2, completion_code="GOOD",
                                      screenout_code="SCREENED", screenout_gold_below=0.5, screenout_after_gold=1)
     part = _enter(app, secret, "careless", pid)
-    for _ in range(2):  # a regular item, then the gold one, answered wrong
-        aid, csrf = part.current()
-        with db.session() as s:
-            a = s.get(Assignment, aid)
-            assert a is not None
-            wrong = ("1" if a.layout.get("swap") else "2") if a.is_gold else "1"  # gold answer A, shown 1 unswapped
-        r = part.submit(aid, csrf, wrong)
+    for _ in range(2):  # the gold item comes first or second (a random place in each block of 2), answered wrong
+        ref, csrf = part.current()
+        a = _by_ref(db, ref)
+        wrong = ("1" if a.layout.get("swap") else "2") if a.is_gold else "1"  # gold answer A, shown 1 unswapped
+        r = part.submit(ref, csrf, wrong)
+        if a.is_gold:
+            break
     assert _completion(part, r) == DONE + "SCREENED"
     assert _participant(db, "careless").status == "screened_out"
     with db.session() as s:  # nothing left open, and the place is free
@@ -349,7 +360,7 @@ def test_a_leaked_study_link(db: Database, app: Any, tmp_path: Path) -> None:
     assert r.status_code == 403 and COOKIE not in r.cookies
     attacker = _enter(app, secret, "attacker", pid)
     _, attacker_csrf = attacker.current()
-    for path in (f"/a/{aid}", f"/a/{victim_open}"):
+    for path in (f"/t/{aid}", f"/t/{victim_open}"):
         assert attacker.client.get(path).status_code == 404
     assert attacker.submit(victim_open, attacker_csrf).status_code == 404
     assert attacker.client.get("/admin").status_code == 403

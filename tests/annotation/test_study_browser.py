@@ -9,18 +9,29 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from tailorbench.annotation import service, studies
 from tailorbench.annotation.db import Database
+from tailorbench.annotation.models import Assignment, Item
 from tests.annotation.conftest import DATA, LiveServer
-from tests.annotation.test_browser import SHOTS, _keys, browser, live  # noqa: F401  (fixtures)
+from tests.annotation.test_browser import SHOTS, browser, live  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
 
+def _item_by_ref(db: Database, page: Any) -> str:
+    """The item id of the participant's page on screen, from its opaque reference (the page shows none)."""
+    ref = str(page.locator("form.task").get_attribute("action")).removeprefix("/t/")
+    with db.session() as s:
+        return str(s.scalar(select(Item.ext_id).join(Assignment, Assignment.item_id == Item.id)
+                            .where(Assignment.ref == ref)))
+
+
 def test_link_consent_items_completion(browser: Any, live: tuple[Database, LiveServer]) -> None:  # noqa: F811
     db, server = live
-    service.create_project(db, "crowd", "pairwise", 1, "Pick the answer that fits the person.", 100)
+    # the items include a gold one: with a gold item in every 3 items it comes at a random place of the 3
+    service.create_project(db, "crowd", "pairwise", 1, "Pick the answer that fits the person.", 2)
     service.import_items(db, "crowd", DATA / "paircase.jsonl")
     platform = f"http://localhost:{server.port}/bye?cc={{code}}"
     _, secret = studies.create_study(db, "crowd", quota=3, max_participants=10, completion_code="C0MPLETE",
@@ -37,11 +48,18 @@ def test_link_consent_items_completion(browser: Any, live: tuple[Database, LiveS
     page.check("#consent-box")
     with page.expect_navigation():
         page.click("#consent-start")
-    page.wait_for_selector("form.task")  # the first item (app.js shows its own /a/ID address)
+    page.wait_for_selector("form.task")  # the first item (app.js shows its own /t/REF address)
     assert page.locator("form.task").get_attribute("action") == page.url.removeprefix(server.url)
-    labelled = [_keys(page, ["1", "3"]) for _ in range(2)]
+    assert page.locator("[data-item]").count() == 0  # a participant's page names no item
+    labelled = []
+    for _ in range(2):
+        labelled.append(_item_by_ref(db, page))
+        for key in ("1", "3"):
+            page.keyboard.press(key)
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
     # the third item is the last of the quota: its submission leads back to the platform with the code
-    item = page.locator("[data-item]").get_attribute("data-item")
+    item = _item_by_ref(db, page)
     page.keyboard.press("1")
     with page.expect_navigation(url=lambda u: u.startswith(f"http://localhost:{server.port}/")):
         page.keyboard.press("Enter")

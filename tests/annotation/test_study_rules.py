@@ -17,8 +17,8 @@ from tailorbench.annotation import studies
 from tailorbench.annotation.db import Database
 from tailorbench.annotation.models import Assignment, Label, Participant, utcnow
 from tailorbench.annotation.web.security import COOKIE
-from tests.annotation.conftest import ASSIGNMENT_RE, CSRF_RE
-from tests.annotation.test_study import _consent_page, _enter, _participant, _project, _query
+from tests.annotation.conftest import CSRF_RE
+from tests.annotation.test_study import REF_RE, _consent_page, _enter, _participant, _project, _query
 
 
 def _open_count(db: Database, user_id: int) -> int:
@@ -58,9 +58,9 @@ def test_one_participant_racing_submits_and_page_loads(db: Database, app: Any, t
             if r.status_code != 200:
                 errors.append(f"GET {r.status_code}")
                 return
-            m, csrf = ASSIGNMENT_RE.search(r.text), CSRF_RE.search(r.text)
+            m, csrf = REF_RE.search(r.text), CSRF_RE.search(r.text)
             if submits and m is not None and csrf is not None:
-                s = c.post(f"/a/{m.group(1)}", data={"csrf": csrf.group(1), "choice": "1"}, follow_redirects=False)
+                s = c.post(f"/t/{m.group(1)}", data={"csrf": csrf.group(1), "choice": "1"}, follow_redirects=False)
                 if s.status_code not in (200, 303):
                     errors.append(f"POST {s.status_code}")
 
@@ -93,7 +93,7 @@ def test_nul_in_a_text_field_is_a_422_naming_it(db: Database, app: Any, tmp_path
     _, secret = studies.create_study(db, "crowd", quota=3, max_participants=2, completion_code="C")
     part = _enter(app, secret, "nul", pid)
     aid, csrf = part.current()
-    r = part.client.post(f"/a/{aid}", data={"csrf": csrf, "choice": "1", "note": "a\x00b"})
+    r = part.client.post(f"/t/{aid}", data={"csrf": csrf, "choice": "1", "note": "a\x00b"})
     assert r.status_code == 422 and "note" in r.text
     with db.session() as s:
         assert s.scalar(select(func.count()).select_from(Label)) == 0
@@ -116,7 +116,7 @@ def test_time_is_up_on_every_route(db: Database, app: Any, tmp_path: Path) -> No
     r = part.submit(aid, csrf)
     assert r.status_code == 410 and "Time is up" in r.text
     assert studies.release(db, sid)["released"] == 0  # (the refused submit released them already)
-    for r in (part.page(), part.client.get(f"/a/{aid}"), part.submit(aid, csrf)):
+    for r in (part.page(), part.client.get(f"/t/{aid}"), part.submit(aid, csrf)):
         assert r.status_code == 410 and "Time is up" in r.text
     with db.session() as s:
         assert s.scalar(select(func.count()).select_from(Label)) == 0

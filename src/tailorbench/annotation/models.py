@@ -115,7 +115,10 @@ class Assignment(Base):
     layout: Mapped[dict[str, Any]] = mapped_column(JSON)
     is_gold: Mapped[bool] = mapped_column(Boolean, default=False)
     done: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: when the assignment was made, i.e. first served (the server's timing of a label starts here)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: a study participant's opaque reference to it (their URLs and pages carry this, never an id)
+    ref: Mapped[str | None] = mapped_column(String(32), nullable=True, unique=True, index=True)
 
 
 class Label(Base):
@@ -132,7 +135,10 @@ class Label(Base):
     value: Mapped[dict[str, Any]] = mapped_column(JSON)
     flagged: Mapped[bool] = mapped_column(Boolean, default=False)
     note: Mapped[str] = mapped_column(Text, default="")
+    #: the client's own figure (the page's script; a form field, so forgeable)
     duration_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: the server's: from the assignment being made (served) to this label (None for labels stored before)
+    server_ms: Mapped[int | None] = mapped_column(Integer, nullable=True)
     submitted_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -168,6 +174,10 @@ class Study(Base):
     consent: Mapped[str] = mapped_column(Text, default="")
     is_open: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: the link's secret, kept so the researcher can see the study URL again (None: a study made before it was)
+    link_secret: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: the seed of every participant's gold schedule (which gold items, at which positions; studies.py)
+    gold_seed: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Participant(Base):

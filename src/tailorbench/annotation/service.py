@@ -366,6 +366,19 @@ def label_fields(form: Mapping[str, str]) -> tuple[bool, str, int | None]:
     return (form.get("flag") or "") in ("1", "on", "true"), note, duration
 
 
+#: the largest duration an Integer column holds (ms, about 24.8 days)
+MAX_STORED_MS = 2**31 - 1
+
+
+def server_ms(served_at: datetime | None, submitted_at: datetime) -> int | None:
+    """The server's own time on one item: from the assignment being made (first served) to its label, in ms
+    (the client's `elapsed_ms` is a form field anyone can set; this one is not)."""
+    if served_at is None:
+        return None
+    ms = int((submitted_at - _aware(served_at)).total_seconds() * 1000)
+    return max(0, min(ms, MAX_STORED_MS))
+
+
 @dataclass(frozen=True)
 class Current:
     """An annotator's current assignment."""
@@ -379,12 +392,13 @@ class Current:
 
 
 def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool = True,
-                    project: tuple[str, int, int] | None = None) -> Current | None:
+                    project: tuple[str, int, int] | None = None, gold: bool = True) -> Current | None:
     """The annotator's current assignment: resume an open one, else make one (see the module docstring);
     None when nothing is left for them. Prebuilt statements (statements.py): this runs on every task page.
     `lazy_commit` (PostgreSQL): a transaction that only makes an assignment need not wait for the WAL flush;
     pass False when the same transaction also stores a label. `project`: (task type, N, gold interval) when the
-    caller has just read them from the user's own assignment in this project. (The web app's submissions make
+    caller has just read them from the user's own assignment in this project. `gold=False`: regular items only
+    (a crowd study places its participants' gold items itself, studies.py). (The web app's submissions make
     the next assignment by the same rules in plain SQL: `submit_sql.py`.)"""
     conn = s.connection()
     ids = {"u": user_id, "p": project_id}
@@ -406,11 +420,11 @@ def next_assignment(s: Session, user_id: int, project_id: int, lazy_commit: bool
     locked = conn.dialect.name != "sqlite"
     regular_q = statements.REGULAR_ITEM_LOCKED if locked else statements.REGULAR_ITEM
     regular = {**ids, "n": n_per_item}
-    due = gold_due(n_regular, n_gold, gold_every)
+    due = gold and gold_due(n_regular, n_gold, gold_every)
     item = conn.execute(statements.GOLD_ITEM, ids).first() if due else None
     if item is None:
         item = conn.execute(regular_q, regular).first()
-    if item is None and not due:
+    if item is None and not due and gold:
         item = conn.execute(statements.GOLD_ITEM, ids).first()
     if item is None and locked:
         item = conn.execute(statements.REGULAR_ITEM_WAIT, regular).first()
@@ -488,9 +502,11 @@ def submit(s: Session, user_id: int, assignment_id: int, form: Mapping[str, str]
     value = tasks.task_type(row.task_type).parse_form(row.payload, row.layout, form)
     flagged, note, duration = label_fields(form)
     conn = s.connection()
+    now = utcnow()
     conn.execute(statements.NEW_LABEL, {
         "assignment_id": assignment_id, "project_id": row.project_id, "item_id": row.item_id, "user_id": user_id,
-        "value": value, "flagged": flagged, "note": note, "duration_ms": duration, "submitted_at": utcnow()})
+        "value": value, "flagged": flagged, "note": note, "duration_ms": duration,
+        "server_ms": server_ms(row.created_at, now), "submitted_at": now})
     conn.execute(statements.CLOSE_ASSIGNMENT, {"a": assignment_id})
     return Submitted(row.project_id, False)
 
@@ -667,7 +683,8 @@ def raw_labels(db: Database, project: str | int) -> list[dict[str, Any]]:
             out.append({"item": item.ext_id, "rater": user.name, "task_type": p.task_type, "value": label.value,
                         "shown_order": task.shown_order(a.layout),
                         "gold": item.gold if item.is_gold else None, "flagged": label.flagged, "note": label.note,
-                        "duration_ms": label.duration_ms, "submitted_at": label.submitted_at.isoformat(),
+                        "duration_ms": label.duration_ms, "server_ms": label.server_ms,
+                        "submitted_at": label.submitted_at.isoformat(),
                         **crowd.get(user.id, NO_PLATFORM_IDS)})
         return out
 

@@ -57,8 +57,8 @@ COUNT_ASSIGNED = update(Item).where(Item.id == bindparam("i")).values(n_assigned
 
 ASSIGNMENT_ROW = (
     select(Assignment.user_id, Assignment.project_id, Assignment.item_id, Assignment.layout, Assignment.done,
-           Item.payload, Item.ext_id, Project.task_type, Project.name, Project.instructions, Project.n_per_item,
-           Project.gold_every)
+           Assignment.created_at, Item.payload, Item.ext_id, Project.task_type, Project.name, Project.instructions,
+           Project.n_per_item, Project.gold_every)
     .join(Item, Item.id == Assignment.item_id)
     .join(Project, Project.id == Assignment.project_id)
     .where(Assignment.id == bindparam("a"))

@@ -3,9 +3,18 @@
 The platform sends each participant to the study link `/s/SECRET?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=...`
 (the parameter names are the study's own). After the consent page, the participant gets an account (role
 "participant", named after their platform id) and a session cookie; the same link in the same browser resumes
-them. They get at most `quota` items (gold included) by the ordinary assignment rules (`service.next_assignment`),
-and when their quota is done, or nothing is left for them, they are sent to the platform's completion URL with the
-completion code (with the screen-out code when the study's gold rule screens them out). A participant who stays
+them. They get at most `quota` items (gold included): regular items by the ordinary assignment rules
+(`service.next_assignment`), gold items by their own schedule (`gold_plan`: which gold items, and where in their
+quota, drawn from the study's recorded seed and the participant, so no two participants see the same gold item
+at the same place and the schedule can be recomputed). When their quota is done, or nothing is left for them
+after some work, they are sent to the platform's completion URL with the completion code (with the screen-out
+code when the study's gold rule screens them out). No code is ever given for no work: when no regular item is
+left, the link admits nobody ("No items left", and the researcher's `study list` says "items exhausted"), and a
+participant who got in but found nothing left is told so (status `no_items`), without a code.
+
+Participants' pages and URLs never name an item: their assignments are reached by an opaque reference
+(`/t/REF`, `assignment_ref`), and the page shows no item id, so nothing tells which items are gold or which
+tier an item is. A participant who stays
 past the time limit, or whom the admin marks as returned, loses their unfinished items to the queue and their
 place to someone else. The link is shared by every participant, so it never opens an existing participant's
 account: a lost cookie is replaced by a personal login link the admin issues (`reissue`).
@@ -13,8 +22,10 @@ account: a lost cookie is replaced by a personal login link the admin issues (`r
 
 from __future__ import annotations
 
+import random
 import re
 import secrets
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -35,7 +46,7 @@ from tailorbench.errors import ConfigError
 ROLE = "participant"
 PROLIFIC_COMPLETION_URL = "https://app.prolific.com/submissions/complete?cc={code}"
 PROLIFIC_PARAMS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
-STATUSES = ("active", "finished", "screened_out", "timed_out", "returned")
+STATUSES = ("active", "finished", "screened_out", "timed_out", "returned", "no_items")
 #: what a platform id may look like (Prolific's are 24 hex digits); anything else is refused, never stored
 EXTERNAL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,99}")
 _PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,99}")
@@ -106,7 +117,13 @@ def create_study(db: Database, project: str | int, quota: int, max_participants:
     secret = secrets.token_urlsafe(24)
     with db.session() as s:
         p = service.find_project(s, project)
-        study = Study(project_id=p.id, secret_hash=secret_hash(secret), quota=quota,
+        n_gold = s.scalar(select(func.count()).select_from(Item).where(Item.project_id == p.id,
+                                                                       Item.is_gold.is_(True))) or 0
+        problem = gold_problem(quota, p.gold_every, n_gold, screenout_after_gold if screenout_code else None)
+        if problem is not None:
+            raise ConfigError(problem)
+        study = Study(project_id=p.id, secret_hash=secret_hash(secret), link_secret=secret,
+                      gold_seed=secrets.randbelow(2**31), quota=quota,
                       max_participants=max_participants, time_limit_min=time_limit_min,
                       completion_url=completion_url, completion_code=completion_code, screenout_code=screenout_code,
                       screenout_gold_below=screenout_gold_below, screenout_after_gold=screenout_after_gold,
@@ -115,6 +132,47 @@ def create_study(db: Database, project: str | int, quota: int, max_participants:
         s.add(study)
         s.flush()
         return study.id, secret
+
+
+def gold_per_participant(quota: int, gold_every: int, n_gold: int) -> int:
+    """How many gold items one participant sees: one in each block of `gold_every` + 1 items of their quota
+    (the project's rule, a gold item after every `gold_every` regular ones), at most every gold item once."""
+    return min(n_gold, quota // (gold_every + 1))
+
+
+def gold_problem(quota: int, gold_every: int, n_gold: int, screenout_after: int | None) -> str | None:
+    """Why a study's settings make its gold items or its screen-out rule a dead letter (None when they apply):
+    gold items that no participant can be shown, or a screen-out rule that needs more gold items than one
+    participant sees (with `screenout_after` gold items answered; None: no screen-out rule)."""
+    per = gold_per_participant(quota, gold_every, n_gold)
+    shown = (f"with --quota {quota} and one gold item in every {gold_every + 1} items (the project's gold "
+             f"interval is {gold_every}), a participant sees {quota} // {gold_every + 1} = "
+             f"{quota // (gold_every + 1)} gold item(s), and the project has {n_gold}")
+    if screenout_after is not None:
+        if n_gold == 0:
+            return ("--screenout-code: the project has no gold items, so nobody can ever be screened out (the "
+                    "rule never applies); import gold items first, or drop the screen-out rule")
+        if per < screenout_after:
+            fixes = [f"--quota {screenout_after * (gold_every + 1)} or more"] if n_gold >= screenout_after else []
+            fixes += [f"--screenout-after-gold {per}"] if per else []
+            fixes += [] if n_gold >= screenout_after else [f"at least {screenout_after} gold items"]
+            return (f"--screenout-after-gold {screenout_after} can never be reached: {shown}, so nobody can ever "
+                    f"be screened out; use {' or '.join(fixes)}")
+    elif n_gold and per == 0:
+        return (f"the project's {n_gold} gold item(s) would never be shown: {shown}; use --quota "
+                f"{gold_every + 1} or more, or a project with a smaller gold interval")
+    return None
+
+
+def gold_plan(seed: int, participant_id: int, quota: int, gold_every: int, gold_ids: Sequence[int]) -> dict[int, int]:
+    """One participant's gold schedule, {position in their quota (0-based): gold item id}: the gold items they
+    see (`gold_per_participant`), drawn at random from `gold_ids`, one at a random position in each block of
+    `gold_every` + 1 items. Drawn from the study's recorded seed and the participant, so it is the same every
+    time it is computed and different for each participant."""
+    rng = random.Random(f"{seed}:{participant_id}")
+    k = gold_per_participant(quota, gold_every, len(gold_ids))
+    chosen = rng.sample(sorted(gold_ids), k)
+    return {block * (gold_every + 1) + rng.randrange(gold_every + 1): item for block, item in enumerate(chosen)}
 
 
 def study_url(base_url: str, secret: str, params: Sequence[str] = PROLIFIC_PARAMS) -> str:
@@ -132,8 +190,34 @@ def _study(s: Session, study_id: int, lock: bool = False) -> Study:
     return study
 
 
-def list_studies(db: Database) -> list[dict[str, Any]]:
-    """Every study with its settings and how many participants stand where."""
+def items_left(s: Session, project_id: int) -> int:
+    """Regular items of the project that can still take an annotator (fewer than N assignments): none left
+    means a newcomer would get no work, so the study link admits nobody."""
+    n = select(orm.Project.n_per_item).where(orm.Project.id == project_id).scalar_subquery()
+    return s.scalar(select(func.count()).select_from(Item).where(
+        Item.project_id == project_id, Item.is_gold.is_(False), Item.n_assigned < n)) or 0
+
+
+def _holding(s: Session, study: Study) -> int:
+    """Places taken: participants finished, or active within the time limit."""
+    cutoff = utcnow() - timedelta(minutes=study.time_limit_min)
+    return s.scalar(select(func.count()).select_from(Participant).where(
+        Participant.study_id == study.id, (Participant.status == "finished")
+        | ((Participant.status == "active") & (Participant.started_at > cutoff)))) or 0
+
+
+def state(study: Study, left: int, holding: int) -> str:
+    """What the study link does now: "open", "closed", "full" (every place taken) or "items exhausted"."""
+    if not study.is_open:
+        return "closed"
+    if left == 0:
+        return "items exhausted"
+    return "full" if holding >= study.max_participants else "open"
+
+
+def list_studies(db: Database, study_id: int | None = None) -> list[dict[str, Any]]:
+    """Every study (or the one `study_id`) with its settings, its state (`state`), the regular items left,
+    how many participants stand where and whether its link can be shown again (`link_kept`)."""
     with db.session() as s:
         counts: dict[int, dict[str, int]] = {}
         for sid, status, n in s.execute(select(Participant.study_id, Participant.status, func.count())
@@ -141,9 +225,15 @@ def list_studies(db: Database) -> list[dict[str, Any]]:
             counts.setdefault(sid, {})[status] = n
         out = []
         query = select(Study, orm.Project.name).join(orm.Project, orm.Project.id == Study.project_id)
+        if study_id is not None:
+            query = query.where(Study.id == study_id)
         for study, pname in s.execute(query.order_by(Study.id)):
-            out.append({**describe(study), "project": pname,
+            left = items_left(s, study.project_id)
+            out.append({**describe(study), "project": pname, "items_left": left,
+                        "state": state(study, left, _holding(s, study)),
                         "participants": {st: counts.get(study.id, {}).get(st, 0) for st in STATUSES}})
+        if study_id is not None and not out:
+            raise service.NotFound(f"no study {study_id}")
         return out
 
 
@@ -153,7 +243,53 @@ def describe(study: Study) -> dict[str, Any]:
             "completion_url": study.completion_url, "completion_code": study.completion_code,
             "screenout_code": study.screenout_code, "screenout_gold_below": study.screenout_gold_below,
             "screenout_after_gold": study.screenout_after_gold,
-            "params": [study.param_id, study.param_study, study.param_session], "consent": study.consent}
+            "params": [study.param_id, study.param_study, study.param_session], "consent": study.consent,
+            "link_kept": study.link_secret is not None}
+
+
+def link(db: Database, study_id: int, base_url: str) -> str:
+    """The study URL to give the platform, again (ConfigError for a study made before links were kept)."""
+    with db.session() as s:
+        study = _study(s, study_id)
+        if study.link_secret is None:
+            raise ConfigError(f"study {study_id} was made before study links were kept, so its link cannot be "
+                              "shown again: close it and create a new one")
+        return study_url(base_url, study.link_secret, (study.param_id, study.param_study, study.param_session))
+
+
+def participants(db: Database, study_id: int) -> list[dict[str, Any]]:
+    """Each participant of a study, in order of entry: platform id, `status` (a participant past the time limit
+    reads "timed_out" even before anyone released them), `items` done (gold included, as the quota counts),
+    `gold_items` and `gold_score` (mean score; None without gold), `minutes` from entry to leaving (or to now
+    while active), `median_seconds` per item by the server's timing, and the `code` they were given (None
+    while they have none)."""
+    with db.session() as s:
+        study = _study(s, study_id)
+        task = tasks.task_type(service.find_project(s, study.project_id).task_type)
+        parts = s.scalars(select(Participant).where(Participant.study_id == study_id)
+                          .order_by(Participant.id)).all()
+        by_user: dict[int, list[tuple[bool, Any, Any, int | None]]] = {p.user_id: [] for p in parts}
+        q = (select(orm.Label.user_id, Item.is_gold, Item.gold, orm.Label.value, orm.Label.server_ms)
+             .join(Item, Item.id == orm.Label.item_id)
+             .where(orm.Label.project_id == study.project_id, orm.Label.user_id.in_(list(by_user))))
+        for uid, is_gold, gold, value, ms in s.execute(q):
+            by_user[uid].append((is_gold, gold, value, ms))
+        now = utcnow()
+        out = []
+        for part in parts:
+            labels = by_user[part.user_id]
+            scores = [task.gold_score(gold, value) for is_gold, gold, value, _ in labels if is_gold]
+            times = [ms for *_, ms in labels if ms is not None]
+            status = "timed_out" if _expired(study, part, now) else part.status
+            end = part.finished_at or part.released_at
+            code = {"finished": study.completion_code, "screened_out": study.screenout_code}.get(status)
+            out.append({"external_id": part.external_id, "status": status, "items": len(labels),
+                        "gold_items": len(scores), "gold_score": sum(scores) / len(scores) if scores else None,
+                        "minutes": round(((_aware(end) if end else now) - _aware(part.started_at))
+                                         .total_seconds() / 60, 1),
+                        "median_seconds": round(statistics.median(times) / 1000, 1) if times else None,
+                        "code": code, "started_at": _aware(part.started_at).isoformat()})
+        return out
 
 
 def close_study(db: Database, study_id: int) -> dict[str, Any]:
@@ -178,7 +314,7 @@ def _leave(s: Session, part: Participant, status: str) -> int:
     """Take `part` out of the study with `status`, releasing their unfinished items; returns how many."""
     now = utcnow()
     part.status = status
-    if status in ("timed_out", "returned"):
+    if status in ("timed_out", "returned", "no_items"):
         part.released_at = now
     else:
         part.finished_at = now
@@ -294,11 +430,11 @@ def check_entry(s: Session, study: Study, ids: EntryParams, user_id: int | None)
                       "message the researcher through the platform for a new personal link.")
     if not study.is_open:
         raise Refused(410, "Study closed", "This study is closed. Please return it on the platform.")
-    cutoff = utcnow() - timedelta(minutes=study.time_limit_min)
-    holding = s.scalar(select(func.count()).select_from(Participant).where(
-        Participant.study_id == study.id, (Participant.status == "finished")
-        | ((Participant.status == "active") & (Participant.started_at > cutoff)))) or 0
-    if holding >= study.max_participants:
+    if items_left(s, study.project_id) == 0:
+        raise Refused(410, "No items left", "Every item of this study has been taken, so there is no work left "
+                                            "for you (and no completion code). Please return the study on the "
+                                            "platform.")
+    if _holding(s, study) >= study.max_participants:
         raise Refused(403, "Study full", "This study is full: all places are taken. Please return it on the "
                                          "platform.")
     return None
@@ -374,6 +510,8 @@ def _gold_failed(s: Session, study: Study, user_id: int, project_id: int) -> boo
 def _exit(s: Session, study: Study, part: Participant, status: str) -> Exit:
     if part.status == "active":
         _leave(s, part, status)
+    if part.status == "no_items":
+        return NO_ITEMS
     code = study.screenout_code if status == "screened_out" else study.completion_code
     assert code is not None
     return Exit(completion_target(study.completion_url, code))
@@ -382,6 +520,11 @@ def _exit(s: Session, study: Study, part: Participant, status: str) -> Exit:
 TIME_UP = Exit(status=410, title="Time is up",
                message="Your time for this study ran out (or you returned it), so your place went to someone "
                        "else. Please return the study on the platform.")
+
+
+NO_ITEMS = Exit(status=410, title="No items left",
+                message="Every item of this study was taken before you got one, so there is no work for you and "
+                        "no completion code. Please return the study on the platform.")
 
 
 def locked_participant(s: Session, user_id: int, project_id: int | None = None) -> tuple[Participant, Study] | None:
@@ -417,7 +560,7 @@ def next_assignment(s: Session, user_id: int, project_id: int) -> service.Curren
     if found is None:
         return None
     part, study = found
-    if part.status in ("finished", "screened_out"):
+    if part.status in ("finished", "screened_out", "no_items"):
         return _exit(s, study, part, part.status)
     if part.status in ("timed_out", "returned"):
         return TIME_UP
@@ -429,13 +572,70 @@ def next_assignment(s: Session, user_id: int, project_id: int) -> service.Curren
         n_done, n_open = (n, n_open) if done else (n_done, n)
     if n_done + n_open >= study.quota and not n_open:
         return _exit(s, study, part, "finished")
-    current = service.next_assignment(s, user_id, project_id)
+    current = None if n_open else _scheduled_gold(s, study, part, project_id, n_done)
+    if current is None:  # resume, or a regular item (gold items come only by the schedule)
+        current = service.next_assignment(s, user_id, project_id, gold=False)
     if current is None:  # items held by participants past the time limit come back, then try once more
         if release_timed_out(s, study)["released"]:
-            current = service.next_assignment(s, user_id, project_id)
-        if current is None:
-            return _exit(s, study, part, "finished")
+            current = service.next_assignment(s, user_id, project_id, gold=False)
+        if current is None:  # nothing left: a code only for work done
+            return _exit(s, study, part, "finished" if n_done else "no_items")
     return current
+
+
+def _scheduled_gold(s: Session, study: Study, part: Participant, project_id: int,
+                    position: int) -> service.Current | None:
+    """The participant's gold item at `position` of their quota by their schedule (`gold_plan`), assigned
+    now; None when a regular item comes here. A scheduled item they already had (gold imported since changed
+    the draw) is replaced by another of the plan's they have not had."""
+    project = s.get(orm.Project, project_id)
+    assert project is not None
+    gold_ids = s.scalars(select(Item.id).where(Item.project_id == project_id, Item.is_gold.is_(True))).all()
+    plan = gold_plan(study.gold_seed or 0, part.id, study.quota, project.gold_every, gold_ids)
+    if position not in plan:
+        return None
+    had = set(s.scalars(select(Assignment.item_id).where(Assignment.user_id == part.user_id,
+                                                         Assignment.project_id == project_id)))
+    todo = [plan[position]] + [i for _, i in sorted(plan.items())]
+    item_id = next((i for i in todo if i not in had), None)
+    if item_id is None:
+        return None
+    item = s.get(Item, item_id)
+    assert item is not None
+    layout = tasks.task_type(project.task_type).new_layout()
+    a = Assignment(project_id=project_id, item_id=item_id, user_id=part.user_id, layout=layout, is_gold=True,
+                   done=False, created_at=utcnow())
+    s.add(a)
+    s.flush()
+    return service.Current(a.id, layout, position, (item.ext_id, item.payload))
+
+
+def assignment_ref(s: Session, assignment_id: int) -> str:
+    """The opaque reference of a participant's assignment (made on first use): what their URLs and pages
+    carry instead of the assignment's id."""
+    ref = s.scalar(select(Assignment.ref).where(Assignment.id == assignment_id))
+    if ref is None:
+        ref = secrets.token_urlsafe(16)
+        s.execute(update(Assignment).where(Assignment.id == assignment_id).values(ref=ref))
+    return ref
+
+
+def by_ref(s: Session, user_id: int, ref: str) -> int:
+    """The id of the participant's own assignment with reference `ref` (NotFound for anyone else's)."""
+    found = s.scalar(select(Assignment.id).where(Assignment.ref == ref, Assignment.user_id == user_id)) if ref else None
+    if found is None:
+        raise service.NotFound("no such assignment")
+    return found
+
+
+def place_kept_until(s: Session, user_id: int) -> str | None:
+    """When an active participant's place goes to someone else (their time limit, ISO UTC); None otherwise."""
+    found = s.execute(select(Participant, Study).join(Study, Study.id == Participant.study_id)
+                      .where(Participant.user_id == user_id)).first()
+    if found is None or found[0].status != "active":
+        return None
+    part, study = found
+    return (_aware(part.started_at) + timedelta(minutes=study.time_limit_min)).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def quota(s: Session, user_id: int, project_id: int) -> int | None:
@@ -451,6 +651,15 @@ def assignment_quota(s: Session, role: str, assignment_id: int) -> int | None:
     return s.scalar(select(Study.quota).join(Participant, Participant.study_id == Study.id)
                     .join(Assignment, Assignment.user_id == Participant.user_id)
                     .where(Assignment.id == assignment_id, Assignment.project_id == Study.project_id))
+
+
+def exit_code(s: Session, user_id: int) -> str | None:
+    """The completion (or screen-out) code of a participant who is done; None while they are not."""
+    found = s.execute(select(Participant.status, Study).join(Study, Study.id == Participant.study_id)
+                      .where(Participant.user_id == user_id)).first()
+    if found is None or found[0] not in ("finished", "screened_out"):
+        return None
+    return found[1].screenout_code if found[0] == "screened_out" else found[1].completion_code
 
 
 def exit_url(s: Session, user_id: int) -> str | None:

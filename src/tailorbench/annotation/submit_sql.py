@@ -38,12 +38,13 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from tailorbench.annotation import counts, tasks
 from tailorbench.annotation.db import Database
 from tailorbench.annotation.models import Label, utcnow
-from tailorbench.annotation.service import gold_due, label_fields, task_view
+from tailorbench.annotation.service import gold_due, label_fields, server_ms, task_view
 
 
 class Gone(Exception):
@@ -60,7 +61,7 @@ def _pg(sql: str) -> str:
 
 
 _ROW = """
-SELECT a.user_id, a.project_id, a.item_id, a.layout, a.done, i.payload, i.ext_id,
+SELECT a.user_id, a.project_id, a.item_id, a.layout, a.done, a.created_at, i.payload, i.ext_id,
        p.task_type, p.name, p.instructions, p.n_per_item, p.gold_every,
        (SELECT count(*) FROM tb_assignments m
          WHERE m.user_id = :u AND m.project_id = a.project_id AND NOT m.is_gold) AS n_regular,
@@ -86,7 +87,8 @@ ORDER BY it.seq LIMIT 1""",
 WHERE it.project_id = :p AND it.is_gold = false AND it.n_assigned < :n AND {_NOT_MINE}
 ORDER BY it.n_assigned, it.seq LIMIT 1""",
 }
-_LABEL_COLS = "assignment_id, project_id, item_id, user_id, value, flagged, note, duration_ms, submitted_at"
+_LABEL_COLS = ("assignment_id, project_id, item_id, user_id, value, flagged, note, duration_ms, server_ms, "
+               "submitted_at")
 _ASSIGN_COLS = "project_id, item_id, user_id, layout, is_gold, done, created_at"
 
 # --- PostgreSQL ---------------------------------------------------------------------------------------
@@ -94,7 +96,7 @@ _ASSIGN_COLS = "project_id, item_id, user_id, layout, is_gold, done, created_at"
 PG_ROW = _pg(_ROW + "\nFOR UPDATE OF a")
 _PG_STORE = f"""lab AS (
   INSERT INTO tb_labels ({_LABEL_COLS})
-  VALUES (:a, :p, :i, :u, :value::json, :flagged, :note, :dur, :now) RETURNING assignment_id),
+  VALUES (:a, :p, :i, :u, :value::json, :flagged, :note, :dur, :server_ms, :now) RETURNING assignment_id),
 cls AS (UPDATE tb_assignments SET done = true WHERE id IN (SELECT assignment_id FROM lab))"""
 
 
@@ -123,7 +125,8 @@ PG_ASSIGN = {g: _pg(f"WITH {_pg_assign(g)}") for g in (True, False)}
 # --- SQLite -------------------------------------------------------------------------------------------
 
 LITE_ROW = _ROW
-LITE_LABEL = f"INSERT INTO tb_labels ({_LABEL_COLS}) VALUES (:a, :p, :i, :u, :value, :flagged, :note, :dur, :now)"
+LITE_LABEL = (f"INSERT INTO tb_labels ({_LABEL_COLS}) "
+              "VALUES (:a, :p, :i, :u, :value, :flagged, :note, :dur, :server_ms, :now)")
 LITE_CLOSE = "UPDATE tb_assignments SET done = 1 WHERE id = :a"
 LITE_PICK = _PICK
 LITE_ASSIGN = (f"INSERT INTO tb_assignments ({_ASSIGN_COLS}) "
@@ -211,8 +214,7 @@ class SubmitSQL:
             return
         raw.rollback()
 
-    def _now(self) -> Any:
-        now = utcnow()
+    def _stamp(self, now: Any) -> Any:
         return self._date(now) if self._date is not None else now
 
     def submit_and_next(self, user_id: int, assignment_id: int, form: Mapping[str, str]) -> Result:
@@ -224,17 +226,21 @@ class SubmitSQL:
             row = cur.fetchone()
             if row is None or row[0] != user_id:
                 raise Gone(assignment_id)
-            (_, project_id, item_id, layout, done, payload, _ext, task, name, instructions, n_per_item, gold_every,
-             n_regular, n_gold, n_done, open_id) = row
+            (_, project_id, item_id, layout, done, served_at, payload, _ext, task, name, instructions, n_per_item,
+             gold_every, n_regular, n_gold, n_done, open_id) = row
             if done:
                 return Result(project_id, None)
             layout, payload = _json(layout), _json(payload)
             kind = tasks.task_type(task)  # a dict lookup: no import and no query per request
             value = kind.parse_form(payload, layout, form)
             flagged, note, duration = label_fields(form)
+            now = utcnow()
+            if isinstance(served_at, str):  # SQLite: SQLAlchemy's text form, naive UTC
+                served_at = datetime.fromisoformat(served_at)
             params: dict[str, Any] = {
                 "a": assignment_id, "p": project_id, "i": item_id, "u": user_id, "value": json.dumps(value),
-                "flagged": flagged, "note": note, "dur": duration, "now": self._now(), "n": n_per_item}
+                "flagged": flagged, "note": note, "dur": duration, "server_ms": server_ms(served_at, now),
+                "now": self._stamp(now), "n": n_per_item}
             if open_id is not None:  # resume an older open assignment: the reference path reads its page
                 if self.pg:
                     cur.execute(PG_STORE, params)

@@ -143,3 +143,17 @@
   }
   window.setTimeout(poll, 1000);
 })();
+
+// The completion page: a button copies the code (shown in case the platform's redirect is blocked).
+(function () {
+  "use strict";
+  const button = document.getElementById("copy-code");
+  if (!button) return;
+  button.addEventListener("click", () => {
+    const code = document.getElementById(button.dataset.copy);
+    if (!code) return;
+    const done = () => { button.textContent = "Copied"; };
+    if (navigator.clipboard) navigator.clipboard.writeText(code.textContent.trim()).then(done, () => {});
+    else { const r = document.createRange(); r.selectNodeContents(code); const s = window.getSelection(); s.removeAllRanges(); s.addRange(r); }
+  });
+})();

@@ -12,6 +12,7 @@ from tailorbench.annotation import service, studies, tasks
 from tailorbench.annotation.submit_sql import Conflict, Gone
 from tailorbench.annotation.web.pages import Site
 from tailorbench.annotation.web.security import Denied
+from tailorbench.annotation.web.study import assignment_page
 
 
 def router(site: Site) -> APIRouter:
@@ -36,20 +37,8 @@ def router(site: Site) -> APIRouter:
 
     @routes.get("/a/{assignment_id:id}")
     def show_assignment(request: Request, assignment_id: int) -> Response:
-        with site.tx() as s:
-            ident = site.who(s, request)
-            up = studies.time_is_up(s, ident.user_id) if ident.role == studies.ROLE else None
-            if up is not None:  # their items went back to the queue: say why, not "no such assignment"
-                return site.page(request, "message.html", {"title": up.title, "message": up.message, "me": ident},
-                                 up.status)
-            try:
-                ctx = service.assignment_view(s, ident.user_id, assignment_id,
-                                              quota=studies.assignment_quota(s, ident.role, assignment_id))
-            except service.NotFound:
-                raise Denied(404, "No such assignment.") from None
-        if ctx["assignment"]["done"]:
-            return RedirectResponse(f"/p/{ctx['project']['id']}", status_code=303)
-        return site.task_page(request, ident, ctx)
+        return assignment_page(site, request, lambda s, ident: service.assignment_view(
+            s, ident.user_id, assignment_id, quota=studies.assignment_quota(s, ident.role, assignment_id)))
 
     def submit_sync(request: Request, assignment_id: int, form: dict[str, str]) -> Response:
         """One request and one transaction per submission: store the label and answer with the next task page

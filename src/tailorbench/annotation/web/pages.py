@@ -185,10 +185,12 @@ class Site:
                   status: int = 200) -> HTMLResponse:
         p = ctx["project"]
         # page_url: where a reload should go (app.js puts it in the address bar after a POST answered with
-        # this page, so a reload is a GET of the current assignment and never a second POST)
+        # this page, so a reload is a GET of the current assignment and never a second POST); a study
+        # participant's page carries their assignment's opaque reference instead of its id (`ref`)
+        url = f"/t/{ctx['ref']}" if ctx.get("ref") else f"/a/{ctx['assignment']['id']}"
         return self.page(request, tasks.task_type(p["task_type"]).page_template(),
-                         {"me": ident, **ctx, "v": ctx["view"], "error": error,
-                          "page_url": f"/a/{ctx['assignment']['id']}"}, status)
+                         {"me": ident, **ctx, "v": ctx["view"], "error": error, "page_url": url,
+                          "action_url": url}, status)
 
     def done_page(self, request: Request, ident: service.Identity, project_id: int,
                   counts: dict[str, int]) -> HTMLResponse:

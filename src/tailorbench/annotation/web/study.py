@@ -16,12 +16,16 @@ redirect: the Content-Security-Policy's `form-action 'self'` stops a form's redi
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
-from tailorbench.annotation import service, studies
+from tailorbench.annotation import service, studies, tasks
+from tailorbench.annotation.submit_sql import Gone
 from tailorbench.annotation.web.security import COOKIE, Denied
 
 if TYPE_CHECKING:
@@ -32,8 +36,48 @@ CONSENT_COOKIE_S = 3600
 COMPLETE = "/s/complete"
 
 
+def _exit_page(site: Site, request: Request, ident: service.Identity, step: studies.Exit) -> HTMLResponse:
+    """A participant who is out of the study without a code (time is up, returned, no items left)."""
+    return site.page(request, "message.html", {"title": step.title, "message": step.message, "me": ident},
+                     step.status)
+
+
+def time_up_page(site: Site, request: Request, s: Session, ident: service.Identity) -> HTMLResponse | None:
+    """"Time is up" (410) for a participant who timed out or returned the study, on any route of theirs (their
+    items went back to the queue: say why, not "no such assignment"); None for everyone else."""
+    up = studies.time_is_up(s, ident.user_id) if ident.role == studies.ROLE else None
+    return None if up is None else _exit_page(site, request, ident, up)
+
+
+def assignment_page(site: Site, request: Request,
+                    view: Callable[[Session, service.Identity], dict[str, Any]]) -> Response:
+    """One assignment's task page (`view`: its context, NotFound when it is not the user's: a 404); a finished
+    one sends the user on to their current page, a participant out of time gets "Time is up"."""
+    with site.tx() as s:
+        ident = site.who(s, request)
+        if (up := time_up_page(site, request, s, ident)) is not None:
+            return up
+        try:
+            ctx = view(s, ident)
+        except service.NotFound:
+            raise Denied(404, "No such assignment.") from None
+    if ctx["assignment"]["done"]:
+        return RedirectResponse(f"/p/{ctx['project']['id']}", status_code=303)
+    return site.task_page(request, ident, ctx)
+
+
 def refused_page(site: Site, request: Request, exc: studies.Refused) -> HTMLResponse:
     return site.page(request, "message.html", {"title": exc.title, "message": exc.message, "me": None}, exc.status)
+
+
+def participant_view(s: Session, ident: service.Identity, assignment_id: int, project_id: int | None = None,
+                     ) -> dict[str, Any]:
+    """A participant's task page context: their place counted down from the quota, the assignment reached by
+    its opaque reference, and no item id (nothing on the page tells which item, tier or gold status it is)."""
+    if project_id is None:
+        project_id = service.assignment_project(s, assignment_id)
+    ctx = service.assignment_view(s, ident.user_id, assignment_id, quota=studies.quota(s, ident.user_id, project_id))
+    return {**ctx, "item_id": "", "ref": studies.assignment_ref(s, assignment_id)}
 
 
 def current_page(site: Site, request: Request, ident: service.Identity, project_id: int) -> Response:
@@ -51,18 +95,26 @@ def current_page(site: Site, request: Request, ident: service.Identity, project_
         if step is None:
             counts = service.my_counts(s, ident.user_id, project_id)
         elif isinstance(step, service.Current):
-            ctx = service.assignment_view(s, ident.user_id, step.id,
-                                          quota=studies.quota(s, ident.user_id, project_id))
+            ctx = participant_view(s, ident, step.id, project_id)
     if step is None:
         return site.done_page(request, ident, project_id, counts)
     if isinstance(step, studies.Exit):
         if step.url is None:
-            return site.page(request, "message.html", {"title": step.title, "message": step.message, "me": ident},
-                             step.status)
+            return _exit_page(site, request, ident, step)
         if request.method == "POST":  # the last submission: a page that moves on by itself (see the docstring)
-            return site.page(request, "study_complete.html", {"complete_url": COMPLETE})
+            return complete_page(site, request, ident)
         return RedirectResponse(COMPLETE, status_code=303)
     return site.task_page(request, ident, ctx)
+
+
+def complete_page(site: Site, request: Request, ident: service.Identity) -> Response:
+    """The page after the last submission: it moves on to the platform by itself, and shows the code with a
+    copy button, should the refresh be blocked (the worker then has something to paste)."""
+    with site.tx() as s:
+        code = studies.exit_code(s, ident.user_id)
+        target = studies.exit_url(s, ident.user_id)
+    return site.page(request, "study_complete.html", {"complete_url": COMPLETE, "code": code,
+                                                     "platform_url": target})
 
 
 def router(site: Site) -> APIRouter:
@@ -81,6 +133,46 @@ def router(site: Site) -> APIRouter:
             return RedirectResponse("/", status_code=303)  # not done yet: back to their work
         return RedirectResponse(exit_url, status_code=303)
 
+    @routes.get("/s/later")
+    def later(request: Request) -> Response:
+        """"Continue later" (participants have no log-out): their session and place are kept until the time
+        limit; the study link in this browser, or this page's link, brings them back."""
+        ident = site.who_now(request)
+        if ident.role != studies.ROLE:
+            raise Denied(404, "This page is for study participants.")
+        with site.tx() as s:
+            until = studies.place_kept_until(s, ident.user_id)
+        return site.page(request, "study_later.html", {"me": ident, "until": until})
+
+    @routes.get("/t/{ref}")
+    def show_ref(request: Request, ref: str) -> Response:
+        """A participant's assignment by its opaque reference."""
+        return assignment_page(site, request,
+                               lambda s, ident: participant_view(s, ident, studies.by_ref(s, ident.user_id, ref)))
+
+    def submit_ref(request: Request, ref: str, form: dict[str, str]) -> Response:
+        ident = site.who_now(request)
+        site.check_csrf(request, ident, form)
+        try:
+            with site.tx() as s:
+                if (up := time_up_page(site, request, s, ident)) is not None:
+                    return up
+                assignment_id = studies.by_ref(s, ident.user_id, ref)
+            got = studies.submit_and_next(site.db, ident.user_id, assignment_id, form)
+        except (service.NotFound, Gone):
+            raise Denied(404, "No such assignment.") from None
+        except tasks.FormError as exc:  # nothing stored: the page again with the reason
+            with site.tx() as s:
+                ctx = participant_view(s, ident, assignment_id)
+            return site.task_page(request, ident, ctx, error=str(exc), status=422)
+        return site.current_page(request, ident, got.project_id)
+
+    async def post_ref(request: Request) -> Response:
+        form = await site.read_form(request)
+        return await run_in_threadpool(submit_ref, request, request.path_params["ref"], form)
+
+    routes.add_route("/t/{ref}", post_ref, methods=["POST"])
+
     @routes.get("/s/{secret}")
     def consent_page(request: Request, secret: str) -> Response:
         try:
@@ -88,6 +180,7 @@ def router(site: Site) -> APIRouter:
                 study = studies.find_study(s, secret)
                 ids = studies.entry_params(study, dict(request.query_params))
                 ident = site.sessions.lookup(s, request.cookies.get(COOKIE))
+                studies.release_timed_out(s, study)  # their places and items count as free
                 mine = studies.check_entry(s, study, ids, ident.user_id if ident else None)
                 project = service.find_project(s, study.project_id)
                 info = {"project": project.name, "instructions": project.instructions, "quota": study.quota,
