@@ -28,7 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tailorbench.agreement.admissibility import AdmissibilityOptions, admissibility, render_rows, split_raters
+from tailorbench.agreement.admissibility import (
+    AdmissibilityOptions,
+    admissibility,
+    headers,
+    render_rows,
+    split_raters,
+)
 from tailorbench.agreement.matrix import build_matrix
 from tailorbench.agreement.records import Rating, RatingSet
 
@@ -89,16 +95,15 @@ def as_dicts(ratings: RatingSet, judge: str) -> tuple[dict[str, Any], dict[str, 
 def show(adm: dict[str, Any], ratings: RatingSet, title: str) -> int:
     """Print the judge table, the per-human rows and the sentences; return how many judges the independent
     recomputation disagrees with."""
-    from tailorbench.agreement.admissibility import HUMAN_HEADER, JUDGE_HEADER
-
     judge_rows, human_rows, sentences = render_rows(adm)
+    judge_header, human_header = headers(adm)
     o = adm["options"]
     print(f"\n## {title}\nepsilon={o['epsilon']}, q={o['q']}, min_items={o['min_items']}, {o['alignment']}; "
           f"human kappa vs the others' majority: range {adm['human_reference']['range']}")
-    print(" | ".join(JUDGE_HEADER))
+    print(" | ".join(judge_header))
     for row in judge_rows:
         print(" | ".join(row))
-    print(" | ".join(HUMAN_HEADER))
+    print(" | ".join(human_header))
     for row in human_rows:
         print(" | ".join(row))
     for s in sentences:

@@ -250,6 +250,15 @@ def test_cli_agree_admissibility(write_jsonl: Writer, tmp_path: Path) -> None:
     adm = json.loads(res.stdout)["admissibility"]
     assert list(adm["judges"]) == ["j@persona"] and adm["humans"] == ["h0", "h1", "h2"]
     assert adm["judges"]["j@persona"]["sentence"] == WITHIN
+    # predictions that carry tiers: the admissibility per tier without --tiers
+    write_jsonl("run2/predictions.jsonl", [{**p, "tier": "easy" if i < 20 else "hard", "split": "general"}
+                                           for i, p in enumerate(preds)])
+    res = runner.invoke(app, ["agree", str(humans), str(tmp_path / "run2"), "--json", "--n-boot", "20",
+                              "--min-items", "10"])
+    assert res.exit_code == 0, res.output
+    by_tier = json.loads(res.stdout)["admissibility"]["judges"]["j@persona"]["by_tier"]
+    assert {t: [h["n"] for h in e["alt_test"]["humans"]] for t, e in by_tier.items()} == {"easy": [20] * 3,
+                                                                                          "hard": [20] * 3}
     # a human held out as the judge; the table and the sentence in the text output
     res = runner.invoke(app, ["agree", str(humans), "--judge", "h2", "--n-boot", "50", "--min-items", "10"])
     assert res.exit_code == 0, res.output

@@ -437,7 +437,21 @@ def render_rows(adm: dict[str, Any]) -> tuple[list[list[str]], list[list[str]], 
             else:
                 human_rows.append([name, tier, h["human"], str(h["n"]), f3(h["rho_f"]), f3(h["rho_h"]),
                                    f"{h['p']:.3g}", f"{h['p_adjusted']:.3g}", "yes" if h["rejected"] else "no"])
+    if not _tiered(adm):  # the tier column only where there are tiers
+        judge_rows = [r[:1] + r[2:] for r in judge_rows]
+        human_rows = [r[:1] + r[2:] for r in human_rows]
     return judge_rows, human_rows, sentences
+
+
+def _tiered(adm: dict[str, Any]) -> bool:
+    return any("by_tier" in e for e in adm["judges"].values())
+
+
+def headers(adm: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The column names of `render_rows`' two tables for this block."""
+    if _tiered(adm):
+        return JUDGE_HEADER, HUMAN_HEADER
+    return JUDGE_HEADER[:1] + JUDGE_HEADER[2:], HUMAN_HEADER[:1] + HUMAN_HEADER[2:]
 
 
 JUDGE_HEADER = ["judge", "tier", "humans tested", "winning rate ω", "advantage prob. ρ", "κ vs majority",

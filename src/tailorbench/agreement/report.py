@@ -15,14 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tailorbench.agreement import stats as st
-from tailorbench.agreement.admissibility import (
-    HUMAN_HEADER,
-    JUDGE_HEADER,
-    AdmissibilityOptions,
-    admissibility,
-    render_rows,
-    split_raters,
-)
+from tailorbench.agreement.admissibility import AdmissibilityOptions, admissibility, headers, render_rows, split_raters
 from tailorbench.agreement.matrix import MISSING, RatingMatrix, build_matrix
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.bootstrap import Interval, Resampler, percentile_ci
@@ -383,15 +376,16 @@ def admissibility_tables(adm: dict[str, Any]) -> list[RenderableType]:
     from rich.table import Table
 
     judge_rows, human_rows, sentences = render_rows(adm)
+    judge_header, human_header = headers(adm)
     o = adm["options"]
     judges = Table(title=f"Human admissibility (alt-test: epsilon={o['epsilon']}, BY q={o['q']}, "
                          f">= {o['min_items']} shared items per human, {o['alignment']})")
-    for col in JUDGE_HEADER:
+    for col in judge_header:
         judges.add_column(col)
     for row in judge_rows:
         judges.add_row(*row)
     humans = Table(title="Alt-test per left-out human (H0: rho_h - rho_f >= epsilon)")
-    for col in HUMAN_HEADER:
+    for col in human_header:
         humans.add_column(col)
     for row in human_rows:
         humans.add_row(*row)

@@ -67,3 +67,22 @@ def read_run_dir(run_dir: str | Path, group: str = "model") -> RatingSet:
             continue
         out.ratings.append(Rating(key[0], rater, _label(row["choice"], row["order"]), group, str(path), line_no))
     return out
+
+
+def read_run_tiers(paths: list[str | Path]) -> dict[str, str]:
+    """case_id -> tier of every run directory among `paths` (predictions carry the tier), so a judge's
+    admissibility is also given per tier; runs disagreeing on a case's tier are an error naming both."""
+    out: dict[str, tuple[str, str]] = {}
+    for run_dir in paths:
+        path = Path(run_dir) / PREDICTIONS
+        if not Path(run_dir).is_dir() or not path.is_file():
+            continue
+        for line_no, row in _parse(path):
+            tier = row.get("tier")
+            if not isinstance(tier, str) or not tier:
+                continue
+            case = str(row["case_id"])
+            prev = out.setdefault(case, (tier, f"{path}:{line_no}"))
+            if prev[0] != tier:
+                raise DataError(path, line_no, "tier", f"case {case!r} has tier {prev[0]!r} in {prev[1]}")
+    return {case: tier for case, (tier, _) in out.items()}

@@ -22,9 +22,11 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
 
     Every rater named in `judges`, and every rater outside the human group (a run directory's judge), gets its
     human admissibility: the alternative-annotator test (`epsilon`, `min_items` shared items per human,
-    `alignment`) and kappas beside the humans', overall and per tier of `tiers` (JSONL with id and tier)."""
+    `alignment`) and kappas beside the humans', overall and per tier of `tiers` (JSONL with id and tier; without
+    it, the tiers a run directory's predictions carry)."""
     from tailorbench.agreement import AgreeOptions, agreement_report
     from tailorbench.agreement.admissibility import AdmissibilityOptions, read_tiers
+    from tailorbench.agreement.runs import read_run_tiers
     from tailorbench.errors import ConfigError
     from tailorbench.files import check_output
     from tailorbench.interop import read_ratings_any
@@ -39,7 +41,8 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
     notes: list[str] = []
     adm = AdmissibilityOptions(epsilon=epsilon, min_items=min_items, alignment=alignment)
     adm.check()
-    tier_map = read_tiers(tiers) if tiers is not None else None
+    run_tiers = read_run_tiers(list(files)) if tiers is None else {}
+    tier_map = read_tiers(tiers) if tiers is not None else (run_tiers if len(set(run_tiers.values())) > 1 else None)
     report = agreement_report(read_ratings_any(list(files), fmt, mapping, notes), list(order) if order else None,
                               AgreeOptions(n_boot, seed, level, positive), list(judges), adm, tier_map)
     report["notes"] = [*notes, *report["notes"]]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.agreement.admissibility import HUMAN_HEADER, JUDGE_HEADER, render_rows
+from tailorbench.agreement.admissibility import headers, render_rows
 from tailorbench.reporting import Bar, Table, f3, html_page, html_table, md_table, svg_bars, with_ci
 from tailorbench.threestage.extraction.analysis import CATEGORIES
 
@@ -44,10 +44,11 @@ def admissibility_parts(adm: dict[str, Any] | None, who: str) -> tuple[list[Tabl
     if not adm:
         return [], []
     judge_rows, human_rows, sentences = render_rows(adm)
+    judge_header, human_header = headers(adm)
     o = adm["options"]
     return [(f"Human admissibility of the {who} (alt-test: epsilon={o['epsilon']}, Benjamini-Yekutieli q={o['q']}, "
-             f">= {o['min_items']} shared items per human, {o['alignment']})", JUDGE_HEADER, judge_rows),
-            ("Alt-test per left-out human", HUMAN_HEADER, human_rows)], sentences
+             f">= {o['min_items']} shared items per human, {o['alignment']})", judge_header, judge_rows),
+            ("Alt-test per left-out human", human_header, human_rows)], sentences
 
 
 # --- stage 1 -------------------------------------------------------------------------------------------
