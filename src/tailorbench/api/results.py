@@ -141,6 +141,9 @@ class AgreeResult(Output):
     missing_ratings: dict[str, Any] = {}
     pairwise_cohen_kappa: Any = None
     groups: dict[str, Any] = {}
+    #: each judge's alt-test and kappas beside the humans' (docs/metrics.md, "Human admissibility"); empty
+    #: (and absent from the JSON) when the ratings hold no judge beside humans
+    admissibility: dict[str, Any] = {}
     bootstrap: dict[str, Any] = {}
     notes: list[str] = []
 
