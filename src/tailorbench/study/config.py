@@ -1,0 +1,244 @@
+"""The study configuration (`STUDY_DIR/study.yaml`): one YAML file validated into `StudyConfig` before any work.
+
+Unknown keys are errors and every error names the key's path (`stages.relevance.crowd.places: ...`), so a typo
+never falls back to a default. Relative paths resolve against the file's directory, so a study directory can be
+moved. Model specs are built (building opens nothing) and stage dependencies checked at load time: a stage that
+needs one the config does not run is an error, as is a model step whose model is not named.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tailorbench.errors import ConfigError
+
+#: the stages in the order the study runs them (the paper's three)
+STAGES: tuple[str, ...] = ("extraction", "relevance", "incorporation")
+#: the annotation service's task type of each stage
+TASK_TYPE = {"extraction": "attributes", "relevance": "relevance", "incorporation": "ab_rating"}
+#: what each stage needs run before it (its items come from that stage's human majority)
+NEEDS = {"extraction": None, "relevance": "extraction", "incorporation": "relevance"}
+CONFIG_FILE = "study.yaml"
+
+
+class _Strict(BaseModel):
+    #: unknown keys are errors, and so are NaN and infinities
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class ProlificCrowd(_Strict):
+    """A crowd study on a redirect-based platform (Prolific by default): one study link per stage."""
+
+    kind: Literal["prolific"]
+    #: participants (places) the platform may send
+    places: int = Field(ge=1)
+    #: items per participant (gold included)
+    quota: int = Field(ge=1)
+    #: paid per place, in `currency` (for the plan's crowd cost: places x reward)
+    reward: float = Field(ge=0)
+    currency: str = "GBP"
+    time_limit_min: int = Field(60, ge=1)
+    completion_code: str
+    screenout_code: str | None = None
+    screenout_gold_below: float | None = Field(None, gt=0, le=1)
+    completion_url: str | None = None
+    consent: str = ""
+
+
+class OwnAnnotators(_Strict):
+    """The researcher's own annotators, each with a personal login link."""
+
+    kind: Literal["own"]
+    annotators: list[str] = Field(min_length=1)
+    link_days: float = Field(7.0, gt=0, le=365)
+
+    @field_validator("annotators")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        if any(not n.strip() for n in value) or len(set(value)) != len(value):
+            raise ValueError("annotator names are non-empty and distinct")
+        return value
+
+
+Crowd = Annotated[ProlificCrowd | OwnAnnotators, Field(discriminator="kind")]
+
+
+class StageConfig(_Strict):
+    """One stage's annotation: N annotators per item, gold items, who annotates, and whether judges vote."""
+
+    n: int = Field(3, ge=1)
+    #: gold items in the annotation service's items format of the stage's task type (with `gold`)
+    gold: Path | None = None
+    gold_every: int = Field(5, ge=1)
+    instructions: str = ""
+    crowd: Crowd
+    #: run the study's judges on this stage's items (relevance: yes/no votes; incorporation: A/B ratings)
+    judges: bool = True
+
+
+class StagesConfig(_Strict):
+    extraction: StageConfig | None = None
+    relevance: StageConfig | None = None
+    incorporation: StageConfig | None = None
+
+
+class InputsConfig(_Strict):
+    #: stage 1: `{"user_id", "conversations", "source"?}` per line (what `tailor stages extract` reads)
+    conversations: Path | None = None
+    #: stage 2: the users' new prompts, `{"user_id", "prompt", "prompt_index"?}` per line (other keys ignored)
+    prompts: Path | None = None
+
+
+class ModelsConfig(_Strict):
+    extractor: str | None = None
+    generator: str | None = None
+    #: judge name -> model spec
+    judges: dict[str, str] = Field(default_factory=dict)
+    #: model options every model gets (cache, concurrency, prices ...)
+    options: dict[str, Any] = Field(default_factory=dict)
+    max_tokens: int = Field(256, ge=1)
+
+
+class AnnotationConfig(_Strict):
+    #: the service's database URL; default SQLite under STUDY_DIR/annotation
+    db: str | None = None
+    #: where the service is served (the links printed are under it)
+    base_url: str = "http://127.0.0.1:8000"
+
+
+class StatisticsConfig(_Strict):
+    n_boot: int = Field(1000, ge=1)
+    seed: int = 0
+    min_shared: int = Field(20, ge=1)
+    epsilon: float = Field(0.2, gt=0, lt=1)
+    min_items: int = Field(30, ge=1)
+
+
+class ReportConfig(_Strict):
+    dir: Path = Path("report")
+
+
+class StudyConfig(_Strict):
+    name: str = Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    inputs: InputsConfig = Field(default_factory=InputsConfig)
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    stages: StagesConfig
+    annotation: AnnotationConfig = Field(default_factory=AnnotationConfig)
+    statistics: StatisticsConfig = Field(default_factory=StatisticsConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
+
+    def stage(self, name: str) -> StageConfig | None:
+        value: StageConfig | None = getattr(self.stages, name)
+        return value
+
+    def run_stages(self) -> list[str]:
+        return [s for s in STAGES if self.stage(s) is not None]
+
+
+def json_schema() -> dict[str, Any]:
+    """The published JSON schema of study.yaml (docs/study.md is generated from it)."""
+    return StudyConfig.model_json_schema()
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a key path (`stages.relevance.crowd.places`; list entries `[i]`), without
+    the discriminated union's tag."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in ("prolific", "own") and out.endswith("crowd"):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "top level"
+
+
+def _resolve(base: Path, value: Any) -> Any:
+    if not isinstance(value, str) or not value:
+        return value
+    return value if Path(value).is_absolute() else str((base / value).resolve())
+
+
+def _check(config: StudyConfig, path: Path) -> None:
+    """What pydantic cannot see: stage dependencies, the models each step needs, model specs, input files."""
+    def fail(where: str, message: str) -> None:
+        raise ConfigError(f"{path}: {where}: {message}")
+
+    if not config.run_stages():
+        fail("stages", "name at least one stage (extraction, relevance, incorporation)")
+    for stage in config.run_stages():
+        need = NEEDS[stage]
+        if need is not None and config.stage(need) is None:
+            fail(f"stages.{stage}", f"needs stage {need!r}, which this study does not run (its items come from "
+                                    f"the {need} stage's human majority)")
+        cfg = config.stage(stage)
+        assert cfg is not None
+        if cfg.gold is not None and not cfg.gold.is_file():
+            fail(f"stages.{stage}.gold", f"no such file {cfg.gold}")
+    if config.stage("extraction") is not None:
+        if config.models.extractor is None:
+            fail("models.extractor", "stage extraction needs an extractor model")
+        if config.inputs.conversations is None:
+            fail("inputs.conversations", "stage extraction needs the users' conversations")
+    if config.stage("relevance") is not None and config.inputs.prompts is None:
+        fail("inputs.prompts", "stage relevance needs the users' new prompts")
+    if config.stage("incorporation") is not None and config.models.generator is None:
+        fail("models.generator", "stage incorporation needs a generator model")
+    for key in ("conversations", "prompts"):
+        file = getattr(config.inputs, key)
+        if file is not None and not file.is_file():
+            fail(f"inputs.{key}", f"no such file {file}")
+    from tailorbench.models.backends import make_chat_model
+
+    specs = [("models.extractor", config.models.extractor), ("models.generator", config.models.generator)]
+    specs += [(f"models.judges.{name}", spec) for name, spec in config.models.judges.items()]
+    for where, spec in specs:
+        if spec is None:
+            continue
+        try:
+            make_chat_model(spec, dict(config.models.options))
+        except ConfigError as exc:
+            fail(where, f"model spec {spec!r} does not build: {exc}")
+
+
+def parse_config(data: Any, path: str | Path, base: Path | None = None) -> StudyConfig:
+    """A study config from its parsed YAML (`path` names it in errors; relative paths against `base`)."""
+    path = Path(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level: a study config is a mapping of settings")
+    base = base or path.resolve().parent
+    data = json.loads(json.dumps(data, default=str))  # a copy: the paths below are resolved in it
+    inputs = data.get("inputs")
+    if isinstance(inputs, dict):
+        for key in ("conversations", "prompts"):
+            inputs[key] = _resolve(base, inputs.get(key)) if key in inputs else None
+            if inputs[key] is None:
+                del inputs[key]
+    stages = data.get("stages")
+    if isinstance(stages, dict):
+        for cfg in stages.values():
+            if isinstance(cfg, dict) and isinstance(cfg.get("gold"), str):
+                cfg["gold"] = _resolve(base, cfg["gold"])
+    try:
+        config = StudyConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"{path}: {_where(tuple(first['loc']))}: {first['msg']} "
+                          f"({len(exc.errors())} error(s) in all)") from None
+    _check(config, path)
+    return config
+
+
+def load_config(study_dir: str | Path) -> StudyConfig:
+    """STUDY_DIR/study.yaml read (bounded) and validated; a ConfigError naming the key path otherwise."""
+    from tailorbench.files import load_yaml
+
+    path = Path(study_dir) / CONFIG_FILE
+    if not path.is_file():
+        raise ConfigError(f"{path}: no study config here (tailor study init {study_dir} writes one)")
+    return parse_config(load_yaml(path, None, "a study config"), path)

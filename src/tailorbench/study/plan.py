@@ -1,0 +1,224 @@
+"""The steps of a study, in the order `run` takes them, each with its inputs, outputs, fingerprint and (for model
+steps) its call count and estimated cost; `plan` prints them and writes nothing.
+
+Per stage: the model steps (stage 1: `extract`; stage 2: the stage-2 items from stage 1's human majority, then
+`judge.NAME` per judge; stage 3: `generate`, then `judge.NAME`), `annotate` (project, import, crowd study or
+login links), `collect` (waits for the labels, then exports them) and `analyse` (the stage report); then
+`report`. A model step's call count is exact once the step's inputs exist (the extractor's at once; the others
+once the labels they are built from are in) and `null` before, said so in `calls_known`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tailorbench.study.config import NEEDS, TASK_TYPE, StudyConfig
+from tailorbench.study.state import StudyState, fingerprint
+
+#: the max_tokens each stage verb asks for (threestage: extract 512, yes/no and 1..5 judges 8)
+EXTRACT_MAX_TOKENS = 512
+JUDGE_MAX_TOKENS = 8
+#: tokens a prompt template adds around the item's own text (an estimate for the cost)
+TEMPLATE_TOKENS = 150
+#: what stage 3 generates: the gold attributes of the stage-2 human majority, and none (the template's control)
+CONDITIONS = ("gold", "none")
+
+
+@dataclass
+class Step:
+    id: str
+    stage: str
+    kind: str  # model | data | annotation | collect | analysis | report
+    what: str
+    deps: list[str]
+    config: dict[str, Any]
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    model: str | None = None
+    judge: str | None = None
+    fingerprint: str = ""
+    status: str = "pending"  # done | pending | stale (done before with another fingerprint)
+    calls: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def row(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "config"}
+        out["calls_known"] = self.kind != "model" or self.calls is not None
+        return out
+
+
+def _stage_slice(config: StudyConfig, stage: str) -> dict[str, Any]:
+    """What an annotation step depends on: the stage's settings less what only costs money."""
+    cfg = config.stage(stage)
+    assert cfg is not None
+    data = cfg.model_dump(mode="json")
+    data["crowd"] = {k: v for k, v in data["crowd"].items() if k not in ("reward", "currency")}
+    return {**data, "task": TASK_TYPE[stage], "name": config.name}
+
+
+def build_steps(config: StudyConfig, study_dir: str | Path, state: StudyState | None = None) -> list[Step]:
+    """Every step of the study with its fingerprint and status against STUDY_DIR/state.json (nothing written,
+    except that a finished step a killed run did not record is adopted into `state`)."""
+    state = state or StudyState(study_dir, readonly=True)
+    models = config.models
+    opts = dict(models.options)
+    steps: list[Step] = []
+
+    def add(step: Step) -> None:
+        by_id = {s.id: s for s in steps}
+        step.fingerprint = fingerprint(step.config, step.inputs, [by_id[d].fingerprint for d in step.deps])
+        rec = state.steps.get(step.id)
+        upstream_ok = all(by_id[d].status == "done" for d in step.deps)
+        if upstream_ok and state.done(step.id, step.fingerprint):
+            step.status = "done"
+        elif rec is not None:
+            step.status = "stale"
+        steps.append(step)
+
+    for stage in config.run_stages():
+        cfg = config.stage(stage)
+        assert cfg is not None
+        model_steps: list[str] = []
+        if stage == "extraction":
+            assert config.inputs.conversations is not None
+            add(Step("extraction.extract", stage, "model", "the extractor lists each user's attributes", [],
+                     {"model": models.extractor, "options": opts}, [str(config.inputs.conversations)],
+                     ["items.jsonl"], model=models.extractor))
+            source = "extraction.extract"
+            model_steps.append(source)
+        elif stage == "relevance":
+            need = NEEDS[stage]
+            assert config.inputs.prompts is not None
+            add(Step("relevance.items", stage, "data", "stage-2 items: each user's prompts with the attributes "
+                     "stage 1's human majority accepted", [f"{need}.extract", f"{need}.collect"], {},
+                     [str(config.inputs.prompts)], ["items.jsonl"]))
+            source = "relevance.items"
+        else:
+            add(Step("incorporation.generate", stage, "model", "generic and personalized answers (gold attributes "
+                     "of stage 2's human majority, and none) -> A/B tasks", ["relevance.items", "relevance.collect"],
+                     {"model": models.generator, "options": opts, "max_tokens": models.max_tokens,
+                      "conditions": list(CONDITIONS)}, [], ["ab_tasks.jsonl"], model=models.generator))
+            source = "incorporation.generate"
+            model_steps.append(source)
+        if cfg.judges and stage != "extraction":
+            for name, spec in models.judges.items():
+                sid = f"{stage}.judge.{name}"
+                add(Step(sid, stage, "model", f"judge {name} votes on every item", [source],
+                         {"model": spec, "options": opts, "name": name}, [], ["votes.jsonl"], model=spec, judge=name))
+                model_steps.append(sid)
+        gold = [str(cfg.gold)] if cfg.gold is not None else []
+        add(Step(f"{stage}.annotate", stage, "annotation", f"project, import and crowd for task {TASK_TYPE[stage]}",
+                 [source], _stage_slice(config, stage), gold, ["tasks.jsonl", "project.json"]))
+        add(Step(f"{stage}.collect", stage, "collect", "wait for the labels, then export them",
+                 [f"{stage}.annotate"], {}, [], ["export/ratings.jsonl"]))
+        add(Step(f"{stage}.analyse", stage, "analysis", f"the {stage} report", [f"{stage}.collect", *model_steps],
+                 config.statistics.model_dump(mode="json"), [], [f"{stage}.json"]))
+    add(Step("report", "report", "report", "the study report", [f"{s}.analyse" for s in config.run_stages()],
+             {"dir": str(config.report.dir)}, [], ["study.json", "study.md"]))
+    for step in steps:
+        if step.kind == "model":
+            _count(step, state, config)
+    return steps
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _count(step: Step, state: StudyState, config: StudyConfig) -> None:
+    """The step's model calls and token estimate from its inputs, when they exist (else left None)."""
+    prompts: list[str] = []
+    out_tokens = JUDGE_MAX_TOKENS
+    if step.id == "extraction.extract":
+        from tailorbench.threestage.extraction.extract import user_turns
+
+        assert config.inputs.conversations is not None
+        prompts = ["\n".join(user_turns(rec.get("conversations") or [])) for rec in _lines(config.inputs.conversations)]
+        out_tokens = EXTRACT_MAX_TOKENS
+    elif step.id == "incorporation.generate":
+        prompts_g = generation_requests(state)
+        if prompts_g is None:
+            return
+        prompts, out_tokens = prompts_g, config.models.max_tokens
+    elif step.id.startswith("relevance.judge."):
+        items = state.step_dir("relevance.items") / "items.jsonl"
+        if not (items.is_file() and state.steps.get("relevance.items")):
+            return
+        prompts = [f"{r['prompt']}\n{a}" for r in _lines(items) for a in r["attributes"]]
+    elif step.id.startswith("incorporation.judge."):
+        tasks = state.step_dir("incorporation.generate") / "ab_tasks.jsonl"
+        if not (tasks.is_file() and state.steps.get("incorporation.generate")):
+            return
+        prompts = [f"{r['prompt']}\n{r['generic']}\n{r['personalized']}\n{a}" for r in _lines(tasks)
+                   for a in r["attributes"]]
+    step.calls = len(prompts)
+    step.input_tokens = sum(len(p) // 4 + TEMPLATE_TOKENS for p in prompts)
+    step.output_tokens = out_tokens * len(prompts)
+    step.cost_usd = _cost(step.model, step.input_tokens, step.output_tokens)
+
+
+def _cost(spec: str | None, input_tokens: int, output_tokens: int) -> float | None:
+    """Estimated USD from the price table (None for a model it does not list: local models, unknown names)."""
+    if spec is None:
+        return None
+    from tailorbench.models.backends import parse_model_spec
+    from tailorbench.models.pricing import PriceTable
+
+    return PriceTable.load().cost(parse_model_spec(spec).model, input_tokens, output_tokens)
+
+
+def generation_requests(state: StudyState) -> list[str] | None:
+    """The distinct generation requests stage 3 makes (one generic answer per prompt, one personalized answer
+    per distinct attribute set given), from the stage-2 items and the stage-2 export; None before they exist."""
+    items_file = state.step_dir("relevance.items") / "items.jsonl"
+    export = state.step_dir("relevance.collect") / "export" / "ratings.jsonl"
+    if not (items_file.is_file() and export.is_file() and state.steps.get("relevance.collect")):
+        return None
+    from tailorbench.threestage.incorporation.generation import plan
+    from tailorbench.threestage.recentering_formats import read_relevance_items
+    from tailorbench.threestage.relevance.analysis import human_gold
+    from tailorbench.threestage.verbs import stage2_ratings
+
+    gold = human_gold(stage2_ratings((), (), [export], items_file)[0])
+    tasks, _ = plan(read_relevance_items(items_file), list(CONDITIONS), gold, None)
+    keys: dict[tuple[str, str, tuple[str, ...]], str] = {}
+    for t in tasks:
+        keys.setdefault(("generic", t.item.prompt, ()), t.item.prompt)
+        keys.setdefault(("personalized", t.item.prompt, tuple(t.given)), t.item.prompt + "\n" + "\n".join(t.given))
+    return list(keys.values())
+
+
+def crowd_cost(config: StudyConfig) -> dict[str, Any]:
+    """Per stage: places x reward (Prolific) in its currency; own annotators cost nothing here."""
+    out: dict[str, Any] = {}
+    for stage in config.run_stages():
+        cfg = config.stage(stage)
+        assert cfg is not None
+        crowd = cfg.crowd
+        if crowd.kind == "prolific":
+            out[stage] = {"places": crowd.places, "reward": crowd.reward, "currency": crowd.currency,
+                          "cost": round(crowd.places * crowd.reward, 2)}
+        else:
+            out[stage] = {"annotators": len(crowd.annotators), "cost": 0.0}
+    return out
+
+
+def study_plan(config: StudyConfig, study_dir: str | Path) -> dict[str, Any]:
+    """The plan: every step (status, inputs, outputs, calls, tokens, cost), the stale steps and the totals."""
+    steps = build_steps(config, study_dir)
+    model = [s for s in steps if s.kind == "model"]
+    known = [s.cost_usd for s in model if s.cost_usd is not None]
+    return {
+        "study": config.name,
+        "steps": [s.row() for s in steps],
+        "stale": [s.id for s in steps if s.status == "stale"],
+        "model_calls": sum(s.calls or 0 for s in model),
+        "model_calls_known": all(s.calls is not None for s in model),
+        "estimated_cost_usd": round(sum(known), 6) if known else None,
+        "crowd_cost": crowd_cost(config),
+    }

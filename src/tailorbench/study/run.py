@@ -1,0 +1,343 @@
+"""`tailor study run`: advance the study as far as it can go, step by step (study/plan.py), and stop where
+people are needed.
+
+Model steps call the stage verbs (`threestage.verbs`, which `tb.stages` wraps) into a temporary folder that
+becomes the step's folder in one rename; annotation steps make the project, import the items (skipped when
+they are already in: imports are by item id and all or nothing), open the crowd study (an existing one on the
+project is reused) or issue the own annotators' login links; `collect` waits until every item has its N labels,
+then exports them. A process killed anywhere repeats at most the step it was in, which had not been recorded:
+its model calls come from the call cache, its database work is found done and not redone.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tailorbench.errors import ConfigError, TailorError
+from tailorbench.files import write_jsonl_atomic
+from tailorbench.study.config import TASK_TYPE, StudyConfig, load_config
+from tailorbench.study.plan import CONDITIONS, Step, build_steps
+from tailorbench.study.state import STEPS_DIR, StudyState
+
+LOCK_FILE = "run.lock"
+
+
+def database(config: StudyConfig, study_dir: str | Path) -> Any:
+    """The study's annotation database: `annotation.db`, else SQLite under STUDY_DIR/annotation."""
+    from tailorbench.annotation.db import Database, resolve_url
+
+    return Database(resolve_url(config.annotation.db or os.environ.get("TAILOR_ANNOTATE_DB"),
+                                Path(study_dir) / "annotation"))
+
+
+@contextmanager
+def study_lock(study_dir: Path) -> Iterator[None]:
+    """One `run` at a time per study (a second is a ConfigError, not a wait)."""
+    study_dir.mkdir(parents=True, exist_ok=True)
+    with (study_dir / LOCK_FILE).open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"{study_dir}: another `tailor study run` is working on this study") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def project_name(config: StudyConfig, step: Step) -> str:
+    """The annotation project of a stage: named by the study, the stage and the annotate step's fingerprint, so
+    a changed config opens a new project and never mixes labels of different items."""
+    return f"{config.name}-{step.stage}-{step.fingerprint[:8]}"
+
+
+class Runner:
+    def __init__(self, study_dir: str | Path, config: StudyConfig, say: Callable[[str], None] | None = None) -> None:
+        self.dir = Path(study_dir)
+        self.config = config
+        self.state = StudyState(self.dir)
+        self.say = say or (lambda _m: None)
+        self._db: Any = None
+
+    @property
+    def db(self) -> Any:
+        if self._db is None:
+            self._db = database(self.config, self.dir)
+        return self._db
+
+    def out(self, step_id: str, name: str) -> Path:
+        return self.state.step_dir(step_id) / name
+
+    # --- the steps ---------------------------------------------------------------------------------------
+
+    def run_step(self, step: Step) -> dict[str, Any] | None:
+        """Do one step; its info, or None when it waits for people (nothing recorded)."""
+        from tailorbench.threestage import verbs
+
+        models = self.config.models
+        opts = dict(models.options)
+        if step.kind == "collect":
+            return self.collect(step)
+        for stale in (self.dir / STEPS_DIR).glob(f".tmp-{step.id}-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # left by a killed run
+        tmp = self.state.scratch(step.id)
+        info: dict[str, Any]
+        if step.id == "extraction.extract":
+            assert self.config.inputs.conversations is not None and models.extractor is not None
+            info = verbs.extract(self.config.inputs.conversations, models.extractor, tmp / "items.jsonl",
+                                 None, opts)
+        elif step.id == "relevance.items":
+            info = self.relevance_items(tmp / "items.jsonl")
+        elif step.id == "incorporation.generate":
+            assert models.generator is not None
+            info = verbs.generate(self.out("relevance.items", "items.jsonl"), models.generator, tmp,
+                                  conditions=list(CONDITIONS),
+                                  export=[self.out("relevance.collect", "export/ratings.jsonl")], name="generator",
+                                  max_tokens=models.max_tokens, options=opts)
+        elif step.kind == "model" and step.stage == "relevance":
+            assert step.model is not None
+            info = verbs.judge_relevance(self.out("relevance.items", "items.jsonl"), step.model,
+                                         tmp / "votes.jsonl", step.judge, opts)
+        elif step.kind == "model":
+            assert step.model is not None
+            info = verbs.judge_ab(self.out("incorporation.generate", "ab_tasks.jsonl"), step.model,
+                                  tmp / "votes.jsonl", step.judge, opts)
+        elif step.kind == "annotation":
+            info = self.annotate(step, tmp)
+        elif step.kind == "analysis":
+            info = self.analyse(step, tmp)
+        else:
+            info = self.report(tmp)
+        self.state.commit(step.id, tmp, step.fingerprint, _summary(info))
+        return info
+
+    def relevance_items(self, out: Path) -> dict[str, Any]:
+        """Stage-2 items: for each user, each of their prompts with the attributes stage 1's strict human
+        majority accepted (users with none accepted get no item; counted)."""
+        from tailorbench.threestage import verbs
+        from tailorbench.threestage.extraction.analysis import majority_labels
+        from tailorbench.threestage.recentering_formats import jsonl, split_key
+
+        parsed, ratings, _ = verbs.stage1_ratings(self.out("extraction.extract", "items.jsonl"),
+                                                  export=[self.out("extraction.collect", "export/ratings.jsonl")])
+        accepted: dict[str, list[str]] = {}
+        for key, label in majority_labels(ratings).items():
+            _, user, attribute = split_key(key)
+            if label == "accepted":
+                accepted.setdefault(user, []).append(attribute)
+        order = {it.user_id: list(it.attributes) for it in parsed.values()}
+        rows: list[dict[str, Any]] = []
+        no_attribute: set[str] = set()
+        assert self.config.inputs.prompts is not None
+        per_user: dict[str, int] = {}
+        for line, rec in jsonl(self.config.inputs.prompts):
+            user_v, prompt_v = rec.get("user_id"), rec.get("prompt")
+            if not isinstance(user_v, str) or not isinstance(prompt_v, str) or not prompt_v.strip():
+                raise ConfigError(f"{self.config.inputs.prompts}: line {line}: needs a user_id and a prompt")
+            user, prompt = user_v, prompt_v
+            attrs = [a for a in order.get(user, []) if a in set(accepted.get(user, []))]
+            if not attrs:
+                no_attribute.add(user)
+                continue
+            pi = rec.get("prompt_index")
+            rows.append({"index": len(rows), "user_id": user,
+                         "prompt_index": pi if isinstance(pi, int) else per_user.get(user, 0),
+                         "prompt": prompt, "attributes": attrs})
+            per_user[user] = per_user.get(user, 0) + 1
+        write_jsonl_atomic(out, rows)
+        return {"out": str(out), "items": len(rows), "users": len(per_user),
+                "users_without_accepted_attributes": sorted(no_attribute)}
+
+    def annotate(self, step: Step, tmp: Path) -> dict[str, Any]:
+        """The stage's project (made once), its items and gold (imported once), and who annotates: the crowd
+        study's link, or the own annotators' login links (written to links.json, readable by the owner only)."""
+        from tailorbench.annotation import service, studies
+        from tailorbench.threestage import verbs
+
+        stage, cfg = step.stage, self.config.stage(step.stage)
+        assert cfg is not None
+        tasks = tmp / "tasks.jsonl"
+        if stage == "extraction":
+            verbs.export_tasks(self.out("extraction.extract", "items.jsonl"), tasks)
+        elif stage == "relevance":
+            verbs.export_relevance(self.out("relevance.items", "items.jsonl"), tasks)
+        else:
+            shutil.copyfile(self.out("incorporation.generate", "ab_tasks.jsonl"), tasks)
+        name = project_name(self.config, step)
+        db = self.db
+        if name not in {p["name"] for p in service.list_projects(db)}:
+            service.create_project(db, name, TASK_TYPE[stage], cfg.n, cfg.instructions, cfg.gold_every)
+        have = {str(r.get("id")) for r in service.items_records(db, name)}
+        imported = {"items": 0, "gold_items": 0}
+        for source in [tasks, *([cfg.gold] if cfg.gold is not None else [])]:
+            ids = {str(json.loads(line)["id"]) for line in source.read_text(encoding="utf-8").splitlines()
+                   if line.strip()}
+            if ids and not ids <= have:  # all or nothing per file: either none of it is in, or all
+                got = service.import_items(db, name, source)
+                imported["items"] += got["items"]
+                imported["gold_items"] += got["gold_items"]
+        info: dict[str, Any] = {"project": name, "task": TASK_TYPE[stage], "imported": imported}
+        crowd = cfg.crowd
+        base = self.config.annotation.base_url
+        if crowd.kind == "prolific":
+            existing = [s for s in studies.list_studies(db) if s["project"] == name]
+            if existing:
+                sid = existing[0]["id"]
+            else:
+                sid, _ = studies.create_study(db, name, crowd.quota, crowd.places, crowd.completion_code,
+                                              crowd.screenout_code, crowd.screenout_gold_below, 2,
+                                              crowd.time_limit_min,
+                                              crowd.completion_url or studies.PROLIFIC_COMPLETION_URL,
+                                              consent=crowd.consent)
+            info.update(study=sid, link=studies.link(db, sid, base))
+            self.say(f"{stage}: give the platform this study link: {info['link']}")
+        else:
+            users = {u["name"] for u in service.list_users(db)}
+            links = {}
+            for who in crowd.annotators:
+                if who in users:
+                    if not _member(db, name, who):
+                        service.add_member(db, name, who)
+                    token = service.rotate_link(db, who, crowd.link_days)
+                else:
+                    _, token = service.add_user(db, who, "annotator", [name], crowd.link_days)
+                links[who] = f"{base.rstrip('/')}/login/{token}"
+            path = tmp / "links.json"
+            path.write_text(json.dumps(links, indent=2) + "\n", encoding="utf-8")
+            path.chmod(0o600)
+            info.update(annotators=sorted(links), links_file=str(self.out(step.id, "links.json")))
+            self.say(f"{stage}: login links for {len(links)} annotator(s) in {info['links_file']}")
+        (tmp / "project.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        return info
+
+    def labels(self, stage: str) -> dict[str, Any]:
+        from tailorbench.annotation import service
+
+        project = self.state.info(f"{stage}.annotate")["project"]
+        return dict(service.progress(self.db, project))
+
+    def collect(self, step: Step) -> dict[str, Any] | None:
+        """Export once every item has its N labels; else None (waiting), with what is missing said."""
+        from tailorbench.annotation import service
+
+        got = self.labels(step.stage)
+        missing = got["labels_needed"] - got["labels_done"]
+        if missing > 0:
+            self.say(f"{step.stage}: waiting for people: {missing} label(s) missing "
+                     f"({got['labels_done']} of {got['labels_needed']})")
+            return None
+        tmp = self.state.scratch(step.id)
+        info = service.export(self.db, got["project"], tmp / "export")
+        info["out"] = str(self.out(step.id, "export"))
+        self.state.commit(step.id, tmp, step.fingerprint, _summary(info))
+        return info
+
+    def analyse(self, step: Step, tmp: Path) -> dict[str, Any]:
+        from tailorbench.threestage import verbs
+
+        st = self.config.statistics
+        export = [self.out(f"{step.stage}.collect", "export/ratings.jsonl")]
+        votes = [self.out(d, "votes.jsonl") for d in step.deps if ".judge." in d]
+        if step.stage == "extraction":
+            report = verbs.extraction(self.out("extraction.extract", "items.jsonl"), export=export,
+                                      n_resamples=st.n_boot, seed=st.seed, report_dir=tmp)
+        elif step.stage == "relevance":
+            report = verbs.relevance(model=votes, export=export, items=self.out("relevance.items", "items.jsonl"),
+                                     min_shared=st.min_shared, n_resamples=st.n_boot, seed=st.seed,
+                                     report_dir=tmp, epsilon=st.epsilon, min_items=st.min_items)
+        else:
+            report = verbs.incorporation(self.out("incorporation.generate", "ab_tasks.jsonl"), [*export, *votes],
+                                         n_resamples=st.n_boot, seed=st.seed, report_dir=tmp)
+        return {"report": str(self.out(step.id, f"{step.stage}.json")), "figures": headline(step.stage, report)}
+
+    def report(self, tmp: Path) -> dict[str, Any]:
+        from tailorbench.study.report import write_study_report
+
+        return write_study_report(self.dir, self.config, self.state, tmp)
+
+
+def _summary(info: dict[str, Any]) -> dict[str, Any]:
+    """What state.json keeps of a step's result: small values only (no report bodies)."""
+    return {k: v for k, v in info.items() if isinstance(v, (str, int, float, bool, type(None)))
+            or (isinstance(v, (dict, list)) and len(json.dumps(v, default=str)) < 4000)}
+
+
+def headline(stage: str, report: dict[str, Any]) -> dict[str, Any]:
+    """The figures the study report shows of a stage: the human-human and human-model agreement (with CIs where
+    the stage report has them) and each judge's admissibility."""
+    from tailorbench.study.report import stage_figures
+
+    return stage_figures(stage, report)
+
+
+def advance(study_dir: str | Path, say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run every step that can run; stop at the first that waits for people. Returns what ran, what waits and
+    whether the study is finished."""
+    study_dir = Path(study_dir)
+    config = load_config(study_dir)
+    with study_lock(study_dir):
+        runner = Runner(study_dir, config, say)
+        ran: list[str] = []
+        waiting: dict[str, Any] | None = None
+        try:
+            for step in build_steps(config, study_dir, runner.state):
+                if step.status == "done":
+                    continue
+                if any(not _is_done(runner.state, d) for d in step.deps):
+                    break
+                if step.status == "stale":
+                    runner.say(f"{step.id}: its config or inputs changed since it ran: redoing it")
+                runner.say(f"{step.id}: {step.what}")
+                info = runner.run_step(step)
+                if info is None:
+                    got = runner.labels(step.stage)
+                    waiting = {"stage": step.stage, "step": step.id, "labels_done": got["labels_done"],
+                               "labels_wanted": got["labels_needed"],
+                               "missing": got["labels_needed"] - got["labels_done"],
+                               "link": runner.state.info(f"{step.stage}.annotate").get("link")}
+                    break
+                ran.append(step.id)
+        finally:
+            if runner._db is not None:
+                runner._db.dispose()
+        steps = build_steps(config, study_dir)
+        return {"study": config.name, "dir": str(study_dir), "ran": ran, "waiting": waiting,
+                "done": [s.id for s in steps if s.status == "done"],
+                "finished": all(s.status == "done" for s in steps)}
+
+
+def _is_done(state: StudyState, step_id: str) -> bool:
+    rec = state.steps.get(step_id)
+    return rec is not None and rec.get("status") == "done"
+
+
+def _member(db: Any, project: str, user: str) -> bool:
+    from tailorbench.annotation import service
+
+    got = service.progress(db, project)
+    return any(a["annotator"] == user for a in got["annotators"])
+
+
+def watch(study_dir: str | Path, interval_s: float = 30.0, max_wait_s: float | None = None,
+          say: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """`run --watch`: advance, then again every `interval_s` while people are needed, until the study is
+    finished (or `max_wait_s` passed: the last result, still waiting)."""
+    start = time.monotonic()
+    while True:
+        got = advance(study_dir, say)
+        if got["finished"] or got["waiting"] is None:
+            return got
+        if max_wait_s is not None and time.monotonic() - start + interval_s > max_wait_s:
+            return got
+        time.sleep(interval_s)
+
+
+__all__ = ["TailorError", "advance", "database", "watch"]

@@ -1,0 +1,210 @@
+"""`tailor study` foundation (study/): the config's errors name the key path before any work; the bundled
+example study runs from an empty directory to the report with simulated participants over HTTP on the real
+annotation server (SQLite and PostgreSQL); plan's model-call counts equal the calls run makes; a kill -9
+while a model step runs and while waiting repeats no step and duplicates no label."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tailorbench.errors import ConfigError
+from tailorbench.study.config import load_config
+from tailorbench.study.plan import study_plan
+from tailorbench.study.run import advance, database
+from tailorbench.study.simulate import Behaviour, participate, serving
+from tests.study.helpers import register, study_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("TAILORBENCH_CALL_CACHE", str(tmp_path / "calls.sqlite"))
+    return register()
+
+
+def _write(d: Path, text: str) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "study.yaml").write_text(text, encoding="utf-8")
+    return d
+
+
+def _edit(text: str, change: Any) -> str:
+    data = yaml.safe_load(text)
+    change(data)
+    return yaml.safe_dump(data)
+
+
+@pytest.mark.parametrize(("change", "where"), [
+    (lambda d: d["stages"]["relevance"]["crowd"].update(placez=3), "stages.relevance.crowd.placez"),
+    (lambda d: d["stages"]["extraction"].update(n="three"), "stages.extraction.n"),
+    (lambda d: d["models"]["judges"].update(j1="nosuchbackend:x"), "models.judges.j1"),
+    (lambda d: d["stages"].pop("relevance"), "stages.incorporation"),
+    (lambda d: d.update(colour="red"), "colour"),
+])
+def test_a_config_error_names_the_key_path_before_any_work(scripted: Any, tmp_path: Path, change: Any,
+                                                           where: str) -> None:
+    d = _write(tmp_path / "s", _edit(study_yaml(), change))
+    with pytest.raises(ConfigError) as err:
+        advance(d)
+    assert f"study.yaml: {where}:" in str(err.value)
+    assert sorted(p.name for p in d.iterdir()) == ["study.yaml"]  # nothing written
+    assert scripted.attempts == []
+
+
+def _people(d: Path, waiting: dict[str, Any], tag: str, accuracy: float = 0.9) -> int:
+    """Simulated participants through the stage's study link until the link admits nobody more."""
+    cfg = load_config(d)
+    db = database(cfg, d)
+    n = 0
+    try:
+        with serving(db) as url:
+            for i in range(60):
+                got = participate(waiting["link"], f"{tag}{i}", Behaviour(accuracy), seed=1, base_url=url)
+                if got.status != "finished":
+                    break
+                assert got.code == "DONE1"
+                n += got.items
+    finally:
+        db.dispose()
+    return n
+
+
+def _whole_study(d: Path) -> list[dict[str, Any]]:
+    results = []
+    for rnd in range(4):
+        got = advance(d)
+        results.append(got)
+        if got["finished"]:
+            return results
+        assert got["waiting"]["missing"] > 0
+        _people(d, got["waiting"], f"p{rnd}x")
+    raise AssertionError("the study did not finish")
+
+
+def _model_calls(d: Path) -> dict[str, int]:
+    state = json.loads((d / "state.json").read_text())
+    out = {k: v["info"]["calls"] for k, v in state["steps"].items() if "calls" in v["info"]}
+    out["incorporation.generate"] = state["steps"]["incorporation.generate"]["info"]["generations"]["calls"]
+    return out
+
+
+def test_example_study_from_empty_dir_to_report_with_simulated_people_sqlite(scripted: Any, tmp_path: Path) -> None:
+    d = _write(tmp_path / "s", study_yaml())
+    plan = study_plan(load_config(d), d)
+    assert sorted(p.name for p in d.iterdir()) == ["study.yaml"]  # plan writes nothing
+    assert plan["steps"][0]["calls"] == 6 and plan["crowd_cost"]["relevance"]["cost"] == 45.0
+    planned: dict[str, int] = {}
+    results = []
+    for rnd in range(4):
+        # re-planned at each stop: every model step whose inputs exist has an exact count
+        for s in study_plan(load_config(d), d)["steps"]:
+            if s["kind"] == "model" and s["calls"] is not None and s["status"] != "done":
+                planned[s["id"]] = s["calls"]
+        got = advance(d)
+        results.append(got)
+        if got["finished"]:
+            break
+        _people(d, got["waiting"], f"p{rnd}x")
+    assert results[-1]["finished"] and [r["waiting"]["stage"] for r in results[:-1]] == [
+        "extraction", "relevance", "incorporation"]
+    made = _model_calls(d)
+    # the counts known before a step ran (the extractor's from the start) and plan's count of every model step
+    # from its inputs are the calls run made
+    assert planned == {"extraction.extract": 6}
+    after = {s["id"]: s["calls"] for s in study_plan(load_config(d), d)["steps"] if s["kind"] == "model"}
+    assert after == made
+    # nothing asked twice (identical prompts across users come from the call cache)
+    assert len(scripted.attempts) == len(set(scripted.attempts)) <= sum(made.values())
+    report = json.loads((d / "report" / "study.json").read_text())
+    assert set(report["stages"]) == {"extraction", "relevance", "incorporation"}
+    rel = report["stages"]["relevance"]["figures"]
+    assert "human_human" in rel and "human_model" in rel and "admissibility" in rel
+    # the chain gives what the links give: the stage verb on the same export reproduces the report
+    from tailorbench.threestage import verbs
+
+    steps = d / "steps"
+    again = verbs.relevance(model=[steps / "relevance.judge.j1" / "votes.jsonl"],
+                            export=[steps / "relevance.collect" / "export" / "ratings.jsonl"],
+                            items=steps / "relevance.items" / "items.jsonl", min_shared=2, n_resamples=50, seed=0,
+                            min_items=3)
+    assert json.loads(json.dumps(again, default=str)) == json.loads((d / "report" / "relevance.json").read_text())
+    # a second run does nothing
+    assert advance(d)["ran"] == []
+    # a changed config invalidates exactly the steps downstream of it, and says which
+    _write(d, _edit(study_yaml(), lambda c: c["models"]["judges"].update(j1="studyscripted:judge2")))
+    stale = study_plan(load_config(d), d)["stale"]
+    assert stale == ["relevance.judge.j1", "relevance.analyse", "incorporation.judge.j1", "incorporation.analyse",
+                     "report"]
+
+
+_KILL_SCRIPT = """
+import sys, time
+sys.path.insert(0, {root!r})
+from tests.study.helpers import StudyScriptedAPI, register
+register()
+if {slow}:
+    real = StudyScriptedAPI.generate
+    async def slow(self, messages, params):
+        time.sleep(0.5)
+        return await real(self, messages, params)
+    StudyScriptedAPI.generate = slow
+from tailorbench.study.run import advance
+print("started", flush=True)
+advance({d!r})
+print("done", flush=True)
+"""
+
+
+def _run_killed(d: Path, env: dict[str, str], slow: bool, after_s: float) -> None:
+    code = _KILL_SCRIPT.format(root=str(ROOT), d=str(d), slow=slow)
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+    time.sleep(after_s)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+
+
+def test_kill_9_during_a_model_step_and_while_waiting_repeats_nothing(scripted: Any, tmp_path: Path) -> None:
+    env = {**os.environ, "TAILORBENCH_CALL_CACHE": str(tmp_path / "calls.sqlite")}
+    d = _write(tmp_path / "s", study_yaml())
+    _run_killed(d, env, slow=True, after_s=1.5)  # inside extraction.extract (6 calls, 0.5 s each)
+    assert not (d / "steps" / "extraction.extract" / "step.json").exists()
+    results = _whole_study(d)
+    assert results[-1]["finished"]
+    # killed while waiting for people: the next run finds everything done
+    _run_killed(d, env, slow=False, after_s=0.0)
+    assert advance(d)["ran"] == []
+    # no duplicated label: each item has exactly its N labels
+    cfg = load_config(d)
+    from tailorbench.annotation import service
+
+    db = database(cfg, d)
+    try:
+        for p in service.list_projects(db):
+            got = service.progress(db, p["id"])
+            assert got["labels_done"] == got["labels_needed"]
+            rows = service.raw_labels(db, p["id"])
+            assert len({(r["item"], r["rater"]) for r in rows}) == len(rows)
+    finally:
+        db.dispose()
+    state = json.loads((d / "state.json").read_text())
+    assert all(v["status"] == "done" for v in state["steps"].values())
+
+
+def test_the_published_schema_is_the_models() -> None:
+    from tailorbench.study.config import json_schema
+
+    doc = (ROOT / "docs" / "study.md").read_text(encoding="utf-8")
+    published = doc.split("```json\n", 1)[1].split("\n```", 1)[0]
+    assert json.loads(published) == json_schema()
