@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import ConfigError
+from tailorbench.evaluate.results import DETERMINISM, read_manifest, read_predictions
 from tailorbench.files import write_json_atomic
-
-DETERMINISM = "determinism.json"
 
 
 @contextlib.contextmanager
@@ -96,7 +95,6 @@ def judge_temperature(description: Any) -> float | None:
 def run_repeats(config: Any, run_dir: Path, n: int, progress: bool = False) -> dict[str, Any]:
     """Repeats 2..`n` of the finished run `run_dir` (its EvalConfig `config`), each with the cache off, then
     determinism.json and the run's results and reports rewritten with it. Returns the figures."""
-    from tailorbench.evaluate.results import read_manifest, read_predictions
     from tailorbench.evaluate.runner import finalize_run, run_eval
 
     check_repeat(n, config.executor)
@@ -115,13 +113,3 @@ def run_repeats(config: Any, run_dir: Path, n: int, progress: bool = False) -> d
     write_json_atomic(run_dir / DETERMINISM, figures)
     finalize_run(run_dir)
     return figures
-
-
-def read_determinism(run_dir: Path) -> dict[str, Any] | None:
-    import json
-
-    path = run_dir / DETERMINISM
-    if not path.is_file():
-        return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) else None

@@ -20,6 +20,8 @@ from tailorbench.files import load_or_compute
 from tailorbench.schema import benchmark_names
 
 RESULTS = "results.json"
+#: `tailor eval --repeat N`'s figures (evaluate/repeats.py)
+DETERMINISM = "determinism.json"
 _KIND = re.compile(r"[a-z_]+")
 
 
@@ -103,8 +105,6 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     body["reliability"] = reliability(predictions, judge_probability(config.get("judge_description")),
                                       n_boot=int(config.get("n_boot", 1000)), seed=int(manifest.get("seed", 0)),
                                       cols=cols, **names)
-    from tailorbench.evaluate.repeats import read_determinism
-
     repeated = read_determinism(run_dir)
     if repeated is not None:
         body["determinism"] = repeated
@@ -275,6 +275,17 @@ def check_run(results: Mapping[str, Any], max_failed: float | None = None, what:
     limit = check_max_failed(block.get("max_failed", 0.0) if max_failed is None else max_failed)
     name = what or f"{results.get('judge')} / {results.get('setting')}"
     return FailureCheck(name, failed, verdicts, limit, list(block.get("first_errors", [])))
+
+
+def read_determinism(run_dir: Path) -> dict[str, Any] | None:
+    """The run's determinism figures (`tailor eval --repeat N`), or None for a run judged once."""
+    from tailorbench.files import load_json
+
+    path = run_dir / DETERMINISM
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = load_json(path, dict, "the determinism figures of tailor eval --repeat")
+    return data
 
 
 def load_results(run_dir: Path) -> dict[str, Any]:
