@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from tailorbench.errors import ConfigError
-from tailorbench.study.config import load_config
-from tailorbench.study.plan import study_plan
-from tailorbench.study.run import advance, database
-from tailorbench.study.simulate import Behaviour, participate, serving
+from tailorbench.humanstudy.config import load_config
+from tailorbench.humanstudy.plan import study_plan
+from tailorbench.humanstudy.run import advance, database
+from tailorbench.humanstudy.simulate import Behaviour, participate, serving
 from tests.study.helpers import register, study_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +159,7 @@ if {slow}:
         time.sleep(0.5)
         return await real(self, messages, params)
     StudyScriptedAPI.generate = slow
-from tailorbench.study.run import advance
+from tailorbench.humanstudy.run import advance
 print("started", flush=True)
 advance({d!r})
 print("done", flush=True)
@@ -203,7 +203,7 @@ def test_kill_9_during_a_model_step_and_while_waiting_repeats_nothing(scripted: 
 
 
 def test_the_published_schema_is_the_models() -> None:
-    from tailorbench.study.config import json_schema
+    from tailorbench.humanstudy.config import json_schema
 
     doc = (ROOT / "docs" / "study.md").read_text(encoding="utf-8")
     published = doc.split("```json\n", 1)[1].split("\n```", 1)[0]

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from tailorbench.study.config import StudyConfig
-from tailorbench.study.state import StudyState
+from tailorbench.humanstudy.config import StudyConfig
+from tailorbench.humanstudy.state import StudyState
 
 REPORT_JSON = "study.json"
 REPORT_MD = "study.md"

@@ -23,9 +23,9 @@ from typing import Any
 
 from tailorbench.errors import ConfigError, TailorError
 from tailorbench.files import write_jsonl_atomic
-from tailorbench.study.config import TASK_TYPE, StudyConfig, load_config
-from tailorbench.study.plan import CONDITIONS, Step, build_steps
-from tailorbench.study.state import STEPS_DIR, StudyState
+from tailorbench.humanstudy.config import TASK_TYPE, StudyConfig, load_config
+from tailorbench.humanstudy.plan import CONDITIONS, Step, build_steps
+from tailorbench.humanstudy.state import STEPS_DIR, StudyState
 
 LOCK_FILE = "run.lock"
 
@@ -259,7 +259,7 @@ class Runner:
         return {"report": str(self.out(step.id, f"{step.stage}.json")), "figures": headline(step.stage, report)}
 
     def report(self, tmp: Path) -> dict[str, Any]:
-        from tailorbench.study.report import write_study_report
+        from tailorbench.humanstudy.report import write_study_report
 
         return write_study_report(self.dir, self.config, self.state, tmp)
 
@@ -273,7 +273,7 @@ def _summary(info: dict[str, Any]) -> dict[str, Any]:
 def headline(stage: str, report: dict[str, Any]) -> dict[str, Any]:
     """The figures the study report shows of a stage: the human-human and human-model agreement (with CIs where
     the stage report has them) and each judge's admissibility."""
-    from tailorbench.study.report import stage_figures
+    from tailorbench.humanstudy.report import stage_figures
 
     return stage_figures(stage, report)
 

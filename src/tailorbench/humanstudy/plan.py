@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tailorbench.study.config import NEEDS, TASK_TYPE, StudyConfig
-from tailorbench.study.state import StudyState, fingerprint
+from tailorbench.humanstudy.config import NEEDS, TASK_TYPE, StudyConfig
+from tailorbench.humanstudy.state import StudyState, fingerprint
 
 #: the max_tokens each stage verb asks for (threestage: extract 512, yes/no and 1..5 judges 8)
 EXTRACT_MAX_TOKENS = 512
