@@ -79,6 +79,18 @@ def test_prefeval_both_tasks_per_turn_count_then_report_and_view(tmp_path: Path,
     assert both.exit_code == 2 and "cannot merge" in both.stderr
 
 
+def test_personamem_through_tailor_eval(tmp_path: Path, llama_server: Any) -> None:
+    make_personamem(tmp_path / "data")
+    spec = f"llm:openai:{llama_server.model}@{llama_server.base_url}"
+    result = CliRunner().invoke(app, ["eval", "--data", str(tmp_path / "data"), "--judge", spec, "--judge-option",
+                                      "max_tokens=8", "--n-boot", "200", "--no-progress", "--out",
+                                      str(tmp_path / "run"), "--json"])
+    assert result.exit_code == 0, result.output
+    results = json.loads(result.stdout)
+    assert results["kind"] == "multiple-choice" and results["benchmark"] == "personamem"
+    assert results["overall"]["n"] == 8 and set(results["by_tier"]) == {"32k"} and len(results["by_split"]) == 3
+
+
 @pytest.mark.parametrize("task", ["multiple-choice", "generation"])
 def test_kill_9_then_resume_matches_an_uninterrupted_run(tmp_path: Path, llama_server: Any, task: str) -> None:
     """The `tailor` process is killed (SIGKILL) while its calls are in flight (held at a proxy; the call cache
