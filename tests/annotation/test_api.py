@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from tailorbench.annotation import service
+from tailorbench.annotation import quality, service
 from tailorbench.annotation.db import Database
 from tailorbench.annotation.models import Assignment, Label
 from tailorbench.annotation.web import create_app
@@ -375,7 +375,10 @@ def test_submit_answers_with_the_next_page(db: Database, app: Any, make_annotato
     assert 'id="all-done"' in r.text and f'data-url="/p/{pid}"' in r.text
     assert len(seen) == 6  # 5 regular items + 1 gold, one POST each after the first GET
     assert _counts(db) == (6, 6)
-    assert service.progress(db, "pw")["annotators"][0]["done"] == 5
+    # one "done": finished items, gold included, as the quality block counts them (it used to leave gold out)
+    row = service.progress(db, "pw")["annotators"][0]
+    assert row["done"] == 6 and row["gold_done"] == 1
+    assert row["done"] == quality.annotator_quality(db, "pw")[row["annotator"]]["labels"]
 
 
 def test_resent_submit_stores_nothing_and_shows_the_same_next_page(db: Database, app: Any,

@@ -149,3 +149,54 @@ def test_a_participants_page_names_no_item(db: Database, app: Any, tmp_path: Pat
         assert part.current()[0] == ref
         part.submit(ref, csrf)
     assert seen_gold
+
+
+def test_the_researchers_view(db_url: str, tmp_path: Path) -> None:
+    """`annotate progress` is a table (before: one long JSON line of annotators) with one "done" (gold
+    included, as the quality block counts it); `study participants` gives each participant's state, items,
+    gold score, time and code; `study link` prints the link again (before: shown once); the admin's study
+    pages show the same figures."""
+    from tailorbench.annotation.web import create_app
+    from tests.annotation.conftest import login
+
+    store = Database(db_url)
+    pid = _project(store, tmp_path, n_regular=6, n_gold=2, n=1, gold_every=1)
+    sid, secret = studies.create_study(store, "crowd", quota=4, max_participants=5, completion_code="PAID",
+                                       screenout_code="OUT", screenout_gold_below=0.5, screenout_after_gold=1)
+    app = create_app(store)
+    good = _enter(app, secret, "good", pid)
+    _label_until_done(good)  # gold answer A is shown as 1 unless swapped: "1" is right half the time
+    _enter(app, secret, "idle", pid)
+    runner = CliRunner()
+    r = runner.invoke(cli_app, ["annotate", "progress", "crowd", "--db", db_url])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    header = next(line for line in lines if line.startswith("annotator"))
+    assert "done" in header and "majority agreement" in header and "MACE" in header
+    row = next(line for line in lines if line.startswith("good "))
+    done = service.progress(store, "crowd")["annotators"]
+    mine = next(a for a in done if a["annotator"] == "good")
+    assert mine["done"] == len(service.raw_labels(store, "crowd")) and row.split()[1] == str(mine["done"])
+    r = runner.invoke(cli_app, ["annotate", "progress", "crowd", "--json", "--db", db_url])
+    assert r.exit_code == 0 and json.loads(r.output)["annotators"]
+    r = runner.invoke(cli_app, ["annotate", "study", "participants", str(sid), "--db", db_url])
+    assert r.exit_code == 0, r.output
+    table = {line.split()[0]: line for line in r.output.splitlines()[1:]}
+    part = _participant(store, "good")
+    code = "OUT" if part.status == "screened_out" else "PAID"
+    assert table["good"].split()[-1] == code and "idle" in table and "active" in table["idle"]
+    rows = json.loads(runner.invoke(cli_app, ["annotate", "study", "participants", str(sid), "--json", "--db",
+                                              db_url]).output)
+    assert {r["external_id"]: r["status"] for r in rows} == {"good": part.status, "idle": "active"}
+    r = runner.invoke(cli_app, ["annotate", "study", "link", str(sid), "--base-url", "https://h.example",
+                                "--json", "--db", db_url])
+    assert r.exit_code == 0 and json.loads(r.output)["link"].startswith(f"https://h.example/s/{secret}?")
+    _, token = service.add_user(store, "boss", "admin")
+    admin = login(app, token)
+    index = admin.get("/admin/studies")
+    assert index.status_code == 200 and f"/s/{secret}?" in index.text and 'class="state">open<' in index.text
+    page = admin.get(f"/admin/studies/{sid}")
+    assert page.status_code == 200 and 'data-participant="good"' in page.text and f"<td>{code}</td>" in page.text
+    assert admin.get("/admin/studies/999").status_code == 404
+    assert good.client.get("/admin/studies").status_code == 403
+    store.dispose()

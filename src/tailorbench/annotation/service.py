@@ -548,7 +548,9 @@ def task_view(assignment_id: int, done: bool, project_row: Any, ext_id: str, pay
 
 
 def progress(db: Database, project: str | int) -> dict[str, Any]:
-    """Progress of a project overall and per annotator, with each annotator's gold score."""
+    """Progress of a project overall and per annotator, with each annotator's gold score. Per annotator,
+    `assigned` and `done` count every item, gold included (`gold_done` of them gold); the project's
+    `labels_done` counts the labels of regular items, towards `labels_needed` (regular items x N)."""
     with db.session() as s:
         p = find_project(s, project)
         n_items = s.scalar(select(func.count()).select_from(Item).where(Item.project_id == p.id,
@@ -562,15 +564,16 @@ def progress(db: Database, project: str | int) -> dict[str, Any]:
                                    .where(Member.project_id == p.id).order_by(User.name)):
             per_user[uid] = {"annotator": name, "assigned": 0, "done": 0, "gold_done": 0, "gold_score": None,
                              "flagged": 0, "last_submission": None}
-        for uid, is_gold, done, n in s.execute(
-            select(Assignment.user_id, Assignment.is_gold, Assignment.done, func.count())
-            .where(Assignment.project_id == p.id).group_by(Assignment.user_id, Assignment.is_gold, Assignment.done)
+        for uid, done, n in s.execute(
+            select(Assignment.user_id, Assignment.done, func.count())
+            .where(Assignment.project_id == p.id).group_by(Assignment.user_id, Assignment.done)
         ):
             row = per_user.setdefault(uid, {"annotator": str(uid), "assigned": 0, "done": 0, "gold_done": 0,
                                             "gold_score": None, "flagged": 0, "last_submission": None})
-            if not is_gold:
-                row["assigned"] += n
-                row["done"] += n if done else 0
+            # one definition of "done" everywhere: finished items, gold included (as a study's quota and the
+            # quality block count them); `gold_done` says how many of them were gold
+            row["assigned"] += n
+            row["done"] += n if done else 0
         scores: dict[int, list[float]] = defaultdict(list)
         task = tasks.task_type(p.task_type)
         for label, item in s.execute(select(Label, Item).join(Item, Item.id == Label.item_id)

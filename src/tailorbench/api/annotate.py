@@ -22,6 +22,8 @@ from tailorbench.api.results import (
     ProjectCreated,
     ProjectProgress,
     Released,
+    StudyLink,
+    StudyParticipant,
     StudyReleased,
 )
 
@@ -61,8 +63,12 @@ __all__ = [
     "study_close_async",
     "study_create",
     "study_create_async",
+    "study_link",
+    "study_link_async",
     "study_list",
     "study_list_async",
+    "study_participants",
+    "study_participants_async",
     "study_reissue",
     "study_reissue_async",
     "study_release",
@@ -319,6 +325,23 @@ def study_list(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> li
     return [CrowdStudy.model_validate(s) for s in studies.list_studies(database(directory, db))]
 
 
+def study_participants(study: int, directory: str | Path = DEFAULT_DIR,
+                       db: str | None = None) -> list[StudyParticipant]:
+    """`tailor annotate study participants STUDY`: each participant's state, items, gold score, time and code."""
+    from tailorbench.annotation import studies
+
+    return [StudyParticipant.model_validate(p) for p in studies.participants(database(directory, db), study)]
+
+
+def study_link(study: int, base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
+               db: str | None = None) -> StudyLink:
+    """`tailor annotate study link STUDY`: the study URL to give the platform (ConfigError for a study made
+    before links were kept)."""
+    from tailorbench.annotation import studies
+
+    return StudyLink(id=study, link=studies.link(database(directory, db), study, base_url))
+
+
 def study_close(study: int, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> CrowdStudy:
     """`tailor annotate study close STUDY`: the link lets nobody in any more (participants in keep working)."""
     from tailorbench.annotation import studies
@@ -391,5 +414,7 @@ import_labels_async = async_twin(import_labels)
 study_create_async = async_twin(study_create)
 study_list_async = async_twin(study_list)
 study_close_async = async_twin(study_close)
+study_participants_async = async_twin(study_participants)
+study_link_async = async_twin(study_link)
 study_release_async = async_twin(study_release)
 study_reissue_async = async_twin(study_reissue)

@@ -546,6 +546,29 @@ class CrowdStudy(Output):
     link_kept: bool | None = None
 
 
+class StudyParticipant(Output):
+    """`tailor annotate study participants STUDY`: one participant, by platform id: `status` (active, finished,
+    screened_out, timed_out, returned, no_items), `items` done (gold included), `gold_items` and `gold_score`,
+    `minutes` in the study, `median_seconds` per item (the server's timing) and the `code` they were given."""
+
+    external_id: str
+    status: str
+    items: int
+    gold_items: int
+    gold_score: float | None = None
+    minutes: float
+    median_seconds: float | None = None
+    code: str | None = None
+    started_at: str
+
+
+class StudyLink(Output):
+    """`tailor annotate study link STUDY`: the study URL to give the platform, again."""
+
+    id: int
+    link: str
+
+
 class StudyReleased(Output):
     """`tailor annotate study release`: participants taken out (past the time limit, or reported as returned)
     and their unfinished assignments put back in the queue."""

@@ -8,6 +8,7 @@ import typer
 
 from tailorbench.cli.agree_cmd import MAP
 from tailorbench.cli.annotate_options import BASE_URL, DB, DIR, JSON, LINK_DAYS, PREDICTIONS, twins
+from tailorbench.cli.annotate_tables import progress_table
 from tailorbench.cli.common import JSON_HELP, emit, print_json, user_errors
 
 annotate_app = typer.Typer(help="Annotation web service: serve, projects, imports, annotators, progress, export.",
@@ -144,9 +145,14 @@ def progress(
     db: str | None = DB,
     json_out: bool = JSON,
 ) -> None:
-    """Progress overall and per annotator (with gold scores), flagged items, optionally agreement."""
+    """Progress overall and per annotator (with gold scores and quality) as a table, flagged items, optionally
+    agreement (--json: every figure)."""
     with user_errors():
-        emit(twins().progress(project, agreement, directory, db), json_out)
+        got = twins().progress(project, agreement, directory, db)
+        if json_out:
+            emit(got, True)
+        else:
+            typer.echo(progress_table(got))
 
 
 @annotate_app.command("release")

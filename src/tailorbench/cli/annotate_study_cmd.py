@@ -7,10 +7,11 @@ from pathlib import Path
 import typer
 
 from tailorbench.cli.annotate_options import BASE_URL, DB, DIR, JSON, twins
+from tailorbench.cli.annotate_tables import participants_table
 from tailorbench.cli.common import emit, user_errors
 
-study_app = typer.Typer(help="Crowd studies (Prolific or another redirect-based platform): open, list, close, "
-                             "release, reissue links.", no_args_is_help=True)
+study_app = typer.Typer(help="Crowd studies (Prolific or another redirect-based platform): open, list, show "
+                             "participants and the link, close, release, reissue links.", no_args_is_help=True)
 
 
 @study_app.command("create")
@@ -53,6 +54,26 @@ def study_list(directory: Path = DIR, db: str | None = DB, json_out: bool = JSON
     """List studies with their settings and participants by status."""
     with user_errors():
         emit(twins().study_list(directory, db), json_out)
+
+
+@study_app.command("participants")
+def study_participants(study: int = typer.Argument(..., help="Study id (from `study list`)."),
+                       directory: Path = DIR, db: str | None = DB, json_out: bool = JSON) -> None:
+    """Each participant's state, items, gold score, time and code, as a table (--json: the rows)."""
+    with user_errors():
+        rows = twins().study_participants(study, directory, db)
+        if json_out:
+            emit(rows, True)
+        else:
+            typer.echo(participants_table(rows))
+
+
+@study_app.command("link")
+def study_link(study: int = typer.Argument(..., help="Study id (from `study list`)."), base_url: str = BASE_URL,
+               directory: Path = DIR, db: str | None = DB, json_out: bool = JSON) -> None:
+    """Print the study URL to give the platform again."""
+    with user_errors():
+        emit(twins().study_link(study, base_url, directory, db), json_out)
 
 
 @study_app.command("close")

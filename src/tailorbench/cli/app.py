@@ -65,6 +65,8 @@ EXAMPLES: dict[str, str] = {
                              "--completion-code C1A2B3 --screenout-code S9 --screenout-gold-below 0.5 "
                              "--time-limit-min 90 --param-id PROLIFIC_PID --dir annotation",
     "annotate study list": "tailor annotate study list --dir annotation",
+    "annotate study participants": "tailor annotate study participants 1 --dir annotation",
+    "annotate study link": "tailor annotate study link 1 --base-url https://annotate.example.org --dir annotation",
     "annotate study close": "tailor annotate study close 1 --dir annotation",
     "annotate study release": "tailor annotate study release 1 --returned 5f0c0ffee0c0ffee0c0ffee0 --dir annotation",
     "annotate study reissue": "tailor annotate study reissue 5f0c0ffee0c0ffee0c0ffee0 --study 1 --dir annotation",

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException
 from tailorbench.annotation.db import Database
 
 # `ids` registers the `{name:id}` path convertor the routers use
-from tailorbench.annotation.web import admin, annotator, auth, health, ids, study, users  # noqa: F401
+from tailorbench.annotation.web import admin, admin_studies, annotator, auth, health, ids, study, users  # noqa: F401
 from tailorbench.annotation.web.import_jobs import ImportJobs
 from tailorbench.annotation.web.limits import MAX_FORM_BYTES, MAX_IMPORT_BYTES, BodyLimit
 from tailorbench.annotation.web.pages import Site
@@ -80,7 +80,7 @@ def create_app(db: Database, secure_cookies: bool | None = None, login_failures:
         return site.denied_page(request, Denied(422, "The request is not valid."))
 
     for area in (health.router(), auth.router(site), annotator.router(site), admin.router(site, imports),
-                 study.router(site), users.router(site)):
+                 admin_studies.router(site), study.router(site), users.router(site)):
         # the areas' routes go into the app's own route list, in this order: `app.include_router` would match
         # every request through FastAPI's nested-router layer, measured at 90-190 µs more per request
         app.router.routes.extend(area.routes)
