@@ -186,6 +186,9 @@ if TYPE_CHECKING:
         stages as stages,
     )
     from tailorbench.api import (
+        study as study,
+    )
+    from tailorbench.api import (
         tiers as tiers,
     )
     from tailorbench.api import (
@@ -215,8 +218,8 @@ __all__ = [
     "eval_many_async", "eval_resume", "eval_resume_async", "eval_suite", "eval_suite_async", "gen_eval",
     "gen_eval_async", "gen_eval_benchmark", "gen_eval_benchmark_async", "gen_eval_benchmark_resume",
     "gen_eval_benchmark_resume_async", "gen_eval_resume", "gen_eval_resume_async", "push_data", "push_data_async",
-    "report", "report_async", "run_failures", "stages", "tiers", "tiers_async", "train_rm", "train_rm_async", "view",
-    "view_async",
+    "report", "report_async", "run_failures", "stages", "study", "tiers", "tiers_async", "train_rm",
+    "train_rm_async", "view", "view_async",
 ]
 
 

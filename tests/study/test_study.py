@@ -208,3 +208,46 @@ def test_the_published_schema_is_the_models() -> None:
     doc = (ROOT / "docs" / "study.md").read_text(encoding="utf-8")
     published = doc.split("```json\n", 1)[1].split("\n```", 1)[0]
     assert json.loads(published) == json_schema()
+
+
+def test_cli_config_error_is_exit_2_with_the_key_path(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    d = _write(tmp_path / "s", _edit(study_yaml(), lambda c: c["stages"]["extraction"]["crowd"].update(places=0)))
+    for verb in ("plan", "run", "status", "report"):
+        res = CliRunner().invoke(app, ["study", verb, str(d)])
+        assert res.exit_code == 2, (verb, res.output)
+        assert "study.yaml: stages.extraction.crowd.places: " in res.output and "Traceback" not in res.output
+    assert sorted(p.name for p in d.iterdir()) == ["study.yaml"]
+
+
+def test_cli_demo_runs_the_bundled_example_from_init_to_report(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tailor study demo`: init, the illustrative model, simulated participants over HTTP, the report labelled
+    illustrative; then status, plan and report read the finished study."""
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    monkeypatch.setenv("TAILORBENCH_CALL_CACHE", str(tmp_path / "calls.sqlite"))
+    d = tmp_path / "demo"
+    res = CliRunner().invoke(app, ["study", "demo", str(d), "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)
+    assert got["finished"] and set(got["participants"]) == {"extraction", "relevance", "incorporation"}
+    assert all(p["status"] == "finished" and p["code"] for ps in got["participants"].values() for p in ps)
+    md = (d / "report" / "study.md").read_text()
+    assert "Illustrative only" in md and json.loads((d / "report" / "study.json").read_text())["illustrative"]
+    status = json.loads(CliRunner().invoke(app, ["study", "status", str(d), "--json"]).stdout)
+    ex = status["stages"]["extraction"]
+    assert status["finished"] and ex["labels_done"] == ex["labels_wanted"] == 18
+    assert ex["crowd"]["open_places"] == 0 and len(ex["annotators"]) == 3
+    plan = json.loads(CliRunner().invoke(app, ["study", "plan", str(d), "--json"]).stdout)
+    assert {s["status"] for s in plan["steps"]} == {"done"} and plan["model_calls_known"]
+    rep = CliRunner().invoke(app, ["study", "report", str(d), "--json"])
+    assert rep.exit_code == 0 and set(json.loads(rep.stdout)["stages"]) == {"extraction", "relevance",
+                                                                             "incorporation"}
+    again = CliRunner().invoke(app, ["study", "init", str(d)])
+    assert again.exit_code == 2 and "--force" in again.output

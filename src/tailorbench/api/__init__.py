@@ -98,7 +98,7 @@ _AREAS: dict[str, tuple[str, ...]] = {
                 "PrefEvalGenerationResult", "SuiteResult", "TiersResult", "TrainResult"),
 }
 #: the verb groups: modules of verbs (`tb.stages.relevance`, `tb.annotate.create_project`)
-_GROUPS = ("annotate", "stages")
+_GROUPS = ("annotate", "stages", "study")
 _WHERE = {name: area for area, names in _AREAS.items() for name in names}
 
 __all__ = sorted([*_WHERE, *_GROUPS])

@@ -587,3 +587,57 @@ class ParticipantLink(Output):
     name: str
     status: str
     login_link: str
+
+
+# -- tb.study.*: a whole human study from one config (humanstudy/) ------------------------------------------------
+
+
+class HumanStudyInit(Output):
+    """`tailor study init DIR`: the study directory with its study.yaml and the example's input files."""
+
+    dir: str
+    config: str
+    files: list[str] = []
+
+
+class HumanStudyPlan(Output):
+    """`tailor study plan DIR`: every step (status, inputs, outputs, model calls, tokens, cost), the stale steps
+    (done before with another config or input), the totals and the crowd cost per stage."""
+
+    study: str
+    steps: list[dict[str, Any]] = []
+    stale: list[str] = []
+    model_calls: int = 0
+    model_calls_known: bool = True
+    estimated_cost_usd: float | None = None
+    crowd_cost: dict[str, Any] = {}
+
+
+class HumanStudyRun(Output):
+    """`tailor study run DIR`: the steps this run did, where it waits for people (stage, labels done / wanted,
+    missing, the link) and whether the study is finished."""
+
+    study: str
+    dir: str
+    ran: list[str] = []
+    waiting: dict[str, Any] | None = None
+    done: list[str] = []
+    finished: bool = False
+
+
+class HumanStudyStatus(Output):
+    """`tailor study status DIR`: per stage the current step, labels done / wanted, each annotator's quality and
+    the crowd study's open places."""
+
+    study: str
+    dir: str
+    stages: dict[str, Any] = {}
+    finished: bool = False
+
+
+class HumanStudyReport(Output):
+    """`tailor study report DIR`: the study report (study.json's figures per stage) and where it was written."""
+
+    study: str
+    out: str
+    stages: dict[str, Any] = {}

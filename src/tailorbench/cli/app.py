@@ -16,7 +16,7 @@ from tailorbench.failures import EXIT_INTERRUPTED
 #: verb modules under tailorbench.cli, registered in this order
 _VERBS: tuple[str, ...] = (
     "eval_cmd", "report_cmd", "data_cmd", "agree_cmd", "cache_cmd", "train_cmd", "annotate_cmd", "stages_cmd",
-    "build_cmd", "gen_eval_cmd", "view_cmd", "batch_cmd",
+    "build_cmd", "gen_eval_cmd", "view_cmd", "batch_cmd", "study_cmd",
 )
 
 app = typer.Typer(
@@ -92,6 +92,12 @@ EXAMPLES: dict[str, str] = {
     "stages classify-relevance": "tailor stages classify-relevance --items items.jsonl --classifier "
                                  "clf/relevance_classifier.npz --out votes.jsonl",
     "build run": "tailor build run examples/construction/config.yaml --until questions",
+    "study init": "tailor study init studies/pilot",
+    "study plan": "tailor study plan studies/pilot",
+    "study run": "tailor study run studies/pilot --watch --interval 60",
+    "study status": "tailor study status studies/pilot",
+    "study report": "tailor study report studies/pilot --json",
+    "study demo": "tailor study demo /tmp/study-demo",
 }
 
 for _name in _VERBS:

@@ -120,6 +120,8 @@ class StatisticsConfig(_Strict):
 
 class ReportConfig(_Strict):
     dir: Path = Path("report")
+    #: the report says its figures are illustrative (the demo: an illustrative model and simulated people)
+    illustrative: bool = False
 
 
 class StudyConfig(_Strict):

@@ -50,21 +50,24 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
         reports[stage] = json.loads((src / f"{stage}.json").read_text(encoding="utf-8"))
         for ext in ("json", "md", "html"):
             shutil.copyfile(src / f"{stage}.{ext}", tmp / f"{stage}.{ext}")
-    write_summary(reports, tmp)
+    write_summary(reports, tmp, illustrative=config.report.illustrative)
     labels = {stage: state.info(f"{stage}.collect") for stage in config.run_stages()}
     stages: dict[str, dict[str, Any]] = {
         stage: {"figures": stage_figures(stage, reports[stage]),
                 "labels": {k: labels[stage].get(k) for k in ("ratings", "items")},
                 "report": f"{stage}.json"} for stage in reports}
-    body = {"study": config.name, "stages": stages}
+    body = {"study": config.name, "illustrative": config.report.illustrative, "stages": stages}
     (tmp / REPORT_JSON).write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     rows = [[s, str(b["labels"]["items"]), str(b["labels"]["ratings"])] for s, b in stages.items()]
     tables = [("Headline figures", ["stage", "figure", "value [95% CI]", "detail"], summary_rows(reports)),
               ("Annotation", ["stage", "items", "ratings"], rows)]
     notes = [f"Stage reports: {', '.join(f'{s}.md' for s in reports)}; every figure is the stage report's own."]
+    if config.report.illustrative:
+        notes.insert(0, "Illustrative only: the bundled example run with an illustrative model and simulated "
+                        "participants (tailor study demo); no figure here says anything about a model or a person.")
     (tmp / REPORT_MD).write_text(render_markdown(f"Study {config.name}", tables, [], notes), encoding="utf-8")
     place = config.report.dir if config.report.dir.is_absolute() else study_dir / config.report.dir
     if place.exists():
         shutil.rmtree(place)
     shutil.copytree(tmp, place)
-    return {"out": str(place), "stages": list(reports)}
+    return {"out": str(place), "stages": list(reports), "illustrative": config.report.illustrative}

@@ -1,0 +1,94 @@
+"""Python twins of `tailor study ...` (`tb.study.*`): a whole human study from one config (humanstudy/,
+docs/study.md). Each verb reads STUDY_DIR/study.yaml first (a ConfigError naming the key path before any work)
+and returns the pydantic model of api.results that mirrors what the CLI prints; each has an `*_async` twin."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tailorbench.aio import async_twin
+from tailorbench.api.results import HumanStudyInit, HumanStudyPlan, HumanStudyReport, HumanStudyRun, HumanStudyStatus
+from tailorbench.options import as_float
+
+Say = Callable[[str], None] | None
+
+
+def init(study_dir: str | Path, force: bool = False) -> HumanStudyInit:
+    """`tailor study init DIR`: the bundled example study (study.yaml and its inputs) to edit."""
+    from tailorbench.humanstudy.demo import init_study
+
+    return HumanStudyInit.model_validate(init_study(study_dir, force))
+
+
+def plan(study_dir: str | Path) -> HumanStudyPlan:
+    """`tailor study plan DIR`: every step with its inputs, outputs, model calls and estimated cost (writes
+    nothing)."""
+    from tailorbench.humanstudy.config import load_config
+    from tailorbench.humanstudy.plan import study_plan
+
+    return HumanStudyPlan.model_validate(study_plan(load_config(study_dir), study_dir))
+
+
+def run(study_dir: str | Path, watch: bool = False, interval_s: float = 30.0, max_wait_s: float | None = None,
+        say: Say = None) -> HumanStudyRun:
+    """`tailor study run DIR [--watch]`: advance as far as the study can go; with `watch`, again every
+    `interval_s` while people are needed (until finished, or `max_wait_s`)."""
+    from tailorbench.humanstudy.config import load_config
+    from tailorbench.humanstudy.run import advance
+    from tailorbench.humanstudy.run import watch as watch_study
+
+    as_float("--interval", interval_s, minimum=0.0, exclusive_minimum=True)
+    if max_wait_s is not None:
+        as_float("--max-wait", max_wait_s, minimum=0.0)
+    load_config(study_dir)  # the config's errors before anything else
+    got = watch_study(study_dir, interval_s, max_wait_s, say) if watch else advance(study_dir, say)
+    return HumanStudyRun.model_validate(got)
+
+
+def status(study_dir: str | Path) -> HumanStudyStatus:
+    """`tailor study status DIR`: per stage the step, labels done / wanted, annotator quality, open places."""
+    from tailorbench.humanstudy.status import study_status
+
+    return HumanStudyStatus.model_validate(study_status(study_dir))
+
+
+def report(study_dir: str | Path) -> HumanStudyReport:
+    """`tailor study report DIR`: the study report, once every stage is analysed (a ConfigError saying which
+    step is not done otherwise)."""
+    import json
+
+    from tailorbench.errors import ConfigError
+    from tailorbench.humanstudy.config import load_config
+    from tailorbench.humanstudy.plan import build_steps
+
+    config = load_config(study_dir)
+    steps = build_steps(config, study_dir)
+    if any(s.status != "done" for s in steps if s.id != "report"):
+        left = [s.id for s in steps if s.status != "done" and s.id != "report"]
+        raise ConfigError(f"{study_dir}: the study is not finished ({', '.join(left[:3])} ... not done): "
+                          "`tailor study run` first")
+    if steps[-1].status != "done":
+        run(study_dir)
+    place = config.report.dir if config.report.dir.is_absolute() else Path(study_dir) / config.report.dir
+    body = json.loads((place / "study.json").read_text(encoding="utf-8"))
+    return HumanStudyReport.model_validate({"study": body["study"], "out": str(place), "stages": body["stages"]})
+
+
+def demo(study_dir: str | Path, seed: int = 0, say: Say = None) -> HumanStudyRun:
+    """`tailor study demo DIR`: the bundled example end to end on SQLite with the illustrative model and
+    simulated participants (illustrative figures, labelled so)."""
+    from tailorbench.humanstudy.demo import run_demo
+
+    return HumanStudyRun.model_validate(run_demo(study_dir, seed, say))
+
+
+init_async = async_twin(init)
+plan_async = async_twin(plan)
+run_async = async_twin(run)
+status_async = async_twin(status)
+report_async = async_twin(report)
+demo_async = async_twin(demo)
+
+__all__ = ["demo", "demo_async", "init", "init_async", "plan", "plan_async", "report", "report_async", "run",
+           "run_async", "status", "status_async"]
