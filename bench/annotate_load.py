@@ -18,8 +18,8 @@ submission. Three runs per database:
 The clients run in this process on uvloop (when installed) with a lean HTTP/1.1 client on asyncio streams
 (`LeanHttp`), which takes far less CPU from the server on a small machine than httpx (`--client httpx`).
 Run: .venv/bin/python bench/annotate_load.py [--db sqlite|postgres|both] [--quick] [--only restart]
-     [--http h11|httptools] [--loop asyncio|uvloop] [--workers N]   (uvicorn flags for both servers; default:
-     auto choice, 1 worker) [--client lean|httpx]
+     [--http h11|httptools|bounded] [--loop asyncio|uvloop] [--workers N]   (uvicorn flags for both servers;
+     default: auto choice, 1 worker; bounded: the protocol `tailor annotate serve` runs) [--client lean|httpx]
 It exits with an error naming every goal of (c) a database missed.
 """
 
@@ -105,6 +105,8 @@ def free_port() -> int:
 
 #: extra uvicorn flags for both servers (the service and the bare endpoint), from --http / --loop
 UVICORN_FLAGS: list[str] = []
+#: `--http bounded`: the protocol `tailor annotate serve` runs (httptools with bounded request heads)
+BOUNDED = "tailorbench.annotation.web.bounded_http:BoundedHttpToolsProtocol"
 
 
 class Server:
@@ -589,7 +591,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true",
                     help="a fifth of the durations and a fifth of the restart run's items (smoke run)")
     ap.add_argument("--only", choices=["restart"], help="run only (c), the restart run")
-    ap.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto", help="uvicorn --http")
+    ap.add_argument("--http", choices=["auto", "h11", "httptools", "bounded"], default="auto",
+                    help="uvicorn --http (bounded: the protocol `tailor annotate serve` runs, web/bounded_http.py)")
     ap.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto", help="uvicorn --loop")
     ap.add_argument("--workers", type=int, default=1, help="uvicorn --workers, for both servers (default 1)")
     ap.add_argument("--client", choices=sorted(HTTP_CLIENT), default="lean",
@@ -598,7 +601,7 @@ def main() -> None:
     CLIENT_KIND[0] = args.client
     if args.workers != 1:
         UVICORN_FLAGS.extend(["--workers", str(args.workers)])
-    for flag, value in (("--http", args.http), ("--loop", args.loop)):
+    for flag, value in (("--http", BOUNDED if args.http == "bounded" else args.http), ("--loop", args.loop)):
         if value != "auto":
             UVICORN_FLAGS.extend([flag, value])
     results = []

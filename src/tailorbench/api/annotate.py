@@ -378,6 +378,7 @@ def serve(directory: str | Path = DEFAULT_DIR, db: str | None = None, host: str 
     import uvicorn
 
     from tailorbench.annotation.web import create_app
+    from tailorbench.annotation.web.bounded_http import server_config
     from tailorbench.redact import public_url
 
     limits = serve_limits(port, max_form_kib, max_import_mib)
@@ -385,7 +386,8 @@ def serve(directory: str | Path = DEFAULT_DIR, db: str | None = None, host: str 
     app = create_app(store, secure_cookies=True if secure_cookies else None, **limits)
     if announce is not None:
         announce({"url": f"http://{host}:{port}", "database": public_url(str(store.url))})
-    uvicorn.run(app, host=host, port=port, proxy_headers=proxy_headers, log_level="warning", access_log=False)
+    # request heads bounded before any work (431 / 408: web/bounded_http.py), bodies by the app (limits.py)
+    uvicorn.Server(server_config(app, host, port, proxy_headers=proxy_headers)).run()
 
 
 def serve_limits(port: int, max_form_kib: int, max_import_mib: int) -> dict[str, int]:

@@ -3,7 +3,10 @@ without a session cannot make the server hold or spool more than the limit.
 
 Pure ASGI middleware: a declared `Content-Length` over the limit is answered 413 at once (the body is never
 read); a body that arrives without one (chunked) is counted while the app reads it and cut off with a 413 as
-soon as it passes the limit. The 413 closes the connection, so the server reads nothing more of that body.
+soon as it passes the limit. The 413 closes the connection, so the server reads nothing more of that body. So
+does any answer the app gives before it has read the whole body (a 401 or 403 to an upload without a session):
+uvicorn would otherwise read and throw away the rest of it to keep the connection alive (an unauthenticated
+1 GiB chunked import was answered 401 only once all of it had been sent).
 """
 
 from __future__ import annotations
@@ -63,14 +66,18 @@ class BodyLimit:
         received = 0
         exceeded = False
         started = False
+        # a body is coming (declared, or chunked) and not all of it has been read yet
+        pending = (declared is not None and declared != b"0") or any(
+            k == b"transfer-encoding" for k, _ in scope["headers"])
 
         async def limited_receive() -> Any:
-            nonlocal received, exceeded
+            nonlocal received, exceeded, pending
             if exceeded:
                 raise BodyTooLarge
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
+                pending = pending and bool(message.get("more_body"))
                 if received > limit:
                     exceeded = True
                     raise BodyTooLarge
@@ -82,6 +89,8 @@ class BodyLimit:
                 return
             if message["type"] == "http.response.start":
                 started = True
+                if pending:  # answered before the body was read: close, never drain the rest
+                    message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
             await send(message)
 
         try:
