@@ -99,8 +99,10 @@ def _model_calls(d: Path) -> dict[str, int]:
     return out
 
 
-def test_example_study_from_empty_dir_to_report_with_simulated_people_sqlite(scripted: Any, tmp_path: Path) -> None:
-    d = _write(tmp_path / "s", study_yaml())
+def test_example_study_from_empty_dir_to_report_with_simulated_people(scripted: Any, tmp_path: Path,
+                                                                      db_url: str) -> None:
+    """On SQLite and on PostgreSQL (db_url): init to report, simulated participants over HTTP."""
+    d = _write(tmp_path / "s", study_yaml(db=db_url))
     plan = study_plan(load_config(d), d)
     assert sorted(p.name for p in d.iterdir()) == ["study.yaml"]  # plan writes nothing
     assert plan["steps"][0]["calls"] == 6 and plan["crowd_cost"]["relevance"]["cost"] == 45.0
@@ -139,10 +141,17 @@ def test_example_study_from_empty_dir_to_report_with_simulated_people_sqlite(scr
                             items=steps / "relevance.items" / "items.jsonl", min_shared=2, n_resamples=50, seed=0,
                             min_items=3)
     assert json.loads(json.dumps(again, default=str)) == json.loads((d / "report" / "relevance.json").read_text())
+    ex = verbs.extraction(steps / "extraction.extract" / "items.jsonl",
+                          export=[steps / "extraction.collect" / "export" / "ratings.jsonl"], n_resamples=50, seed=0)
+    assert json.loads(json.dumps(ex, default=str)) == json.loads((d / "report" / "extraction.json").read_text())
+    inc = verbs.incorporation(steps / "incorporation.generate" / "ab_tasks.jsonl",
+                              [steps / "incorporation.collect" / "export" / "ratings.jsonl",
+                               steps / "incorporation.judge.j1" / "votes.jsonl"], n_resamples=50, seed=0)
+    assert json.loads(json.dumps(inc, default=str)) == json.loads((d / "report" / "incorporation.json").read_text())
     # a second run does nothing
     assert advance(d)["ran"] == []
     # a changed config invalidates exactly the steps downstream of it, and says which
-    _write(d, _edit(study_yaml(), lambda c: c["models"]["judges"].update(j1="studyscripted:judge2")))
+    _write(d, _edit(study_yaml(db=db_url), lambda c: c["models"]["judges"].update(j1="studyscripted:judge2")))
     stale = study_plan(load_config(d), d)["stale"]
     assert stale == ["relevance.judge.j1", "relevance.analyse", "incorporation.judge.j1", "incorporation.analyse",
                      "report"]
@@ -153,6 +162,7 @@ import sys, time
 sys.path.insert(0, {root!r})
 from tests.study.helpers import StudyScriptedAPI, register
 register()
+{patch}
 if {slow}:
     real = StudyScriptedAPI.generate
     async def slow(self, messages, params):
@@ -166,10 +176,30 @@ print("done", flush=True)
 """
 
 
-def _run_killed(d: Path, env: dict[str, str], slow: bool, after_s: float) -> None:
-    code = _KILL_SCRIPT.format(root=str(ROOT), d=str(d), slow=slow)
+#: the import of the annotate step, stopped for the kill just after its transaction committed ("after") or
+#: before it began ("before")
+_IMPORT_PATCH = """
+from tailorbench.annotation import service
+real_import = service.import_items
+def stopped_import(*args, **kwargs):
+    if {when!r} == "before":
+        print("importing", flush=True)
+        time.sleep(60)
+    got = real_import(*args, **kwargs)
+    print("importing", flush=True)
+    time.sleep(60)
+    return got
+service.import_items = stopped_import
+"""
+
+
+def _run_killed(d: Path, env: dict[str, str], slow: bool, after_s: float, patch: str = "",
+                wait_for: str | None = None) -> None:
+    code = _KILL_SCRIPT.format(root=str(ROOT), d=str(d), slow=slow, patch=patch)
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+    if wait_for is not None:
+        assert proc.stdout.readline().strip() == wait_for
     time.sleep(after_s)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
@@ -200,6 +230,7 @@ def test_kill_9_during_a_model_step_and_while_waiting_repeats_nothing(scripted: 
         db.dispose()
     state = json.loads((d / "state.json").read_text())
     assert all(v["status"] == "done" for v in state["steps"].values())
+    _same_report_as_uninterrupted(d, tmp_path / "plain")
 
 
 def test_the_published_schema_is_the_models() -> None:
@@ -251,3 +282,40 @@ def test_cli_demo_runs_the_bundled_example_from_init_to_report(tmp_path: Path,
                                                                              "incorporation"}
     again = CliRunner().invoke(app, ["study", "init", str(d)])
     assert again.exit_code == 2 and "--force" in again.output
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_kill_9_during_an_import_imports_once_and_opens_one_crowd_study(scripted: Any, tmp_path: Path,
+                                                                        when: str) -> None:
+    """Killed inside the annotate step (before the import's transaction, or after it committed but before the
+    step was recorded): the next run imports nothing twice, opens no second project or study, and the study
+    goes on to the same report as an uninterrupted one."""
+    from tailorbench.annotation import service, studies
+
+    env = {**os.environ, "TAILORBENCH_CALL_CACHE": str(tmp_path / "calls.sqlite")}
+    d = _write(tmp_path / "s", study_yaml())
+    _run_killed(d, env, slow=False, after_s=0.2, patch=_IMPORT_PATCH.format(when=when), wait_for="importing")
+    assert "extraction.annotate" not in json.loads((d / "state.json").read_text())["steps"]
+    got = advance(d)
+    assert got["ran"] == ["extraction.annotate"] and got["waiting"]["labels_wanted"] == 12
+    db = database(load_config(d), d)
+    try:
+        projects = service.list_projects(db)
+        assert len(projects) == 1 and len(service.items_records(db, projects[0]["name"])) == 6
+        assert len(studies.list_studies(db)) == 1
+    finally:
+        db.dispose()
+    results = _whole_study(d)
+    assert results[-1]["finished"]
+    _same_report_as_uninterrupted(d, tmp_path / "plain")
+
+
+def _same_report_as_uninterrupted(d: Path, plain: Path) -> None:
+    """An uninterrupted run of the same study with the same simulated people gives the same stage reports (the
+    study directory's name aside)."""
+    _write(plain, (d / "study.yaml").read_text())
+    assert _whole_study(plain)[-1]["finished"]
+    for stage in ("extraction", "relevance", "incorporation"):
+        a = (d / "report" / f"{stage}.json").read_text().replace(str(d), "STUDY")
+        b = (plain / "report" / f"{stage}.json").read_text().replace(str(plain), "STUDY")
+        assert json.loads(a) == json.loads(b), stage

@@ -28,7 +28,8 @@ class IllustrativeAPI:
     async def generate(self, messages: Sequence[Message], params: GenParams) -> ChatResult:
         system = messages[0]["content"] if len(messages) > 1 else ""
         text = messages[-1]["content"]
-        h = hashlib.sha256(f"{self.model}\x1f{text}".encode()).hexdigest()
+        whole = json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
+        h = hashlib.sha256(f"{self.model}\x1f{whole}".encode()).hexdigest()
         if system.startswith("You read a"):  # the extractor (threestage/extraction/templates/extract.jinja)
             answer = json.dumps({"attributes": [{"text": f"The user has trait {h[i:i + 4]}.", "evidence": [1]}
                                                 for i in range(0, 12, 4)]})

@@ -65,18 +65,18 @@ def page_answers(page: str, rng: random.Random, behaviour: Behaviour, seed: int)
     texts = {int(n): html.unescape(t) for n, t in ANSWER.findall(page)}
     out: dict[str, str] = {}
     for (kind, key), attribute in zip(fields, rows):
-        if kind == "s":  # the truth is a rating of the larger text over the smaller: order-invariant
+        if kind == "s":  # the truth rates the larger text over the smaller: the same whatever order was shown
             first, second = texts.get(1, ""), texts.get(2, "")
             low, high = sorted((first, second))
-            value = int(truth(kind, attribute, prompt + "\x1f" + low + "\x1f" + high, seed))
-            right = str(value if second == high else 6 - value)
-            options = ["1", "2", "3", "4", "5"]
+            right, options = truth(kind, attribute, prompt + "\x1f" + low + "\x1f" + high, seed), list("12345")
         elif kind == "r":
             right, options = truth(kind, attribute, prompt, seed), ["yes", "no"]
         else:
             right, options = truth(kind, attribute, "", seed), list(JUDGMENTS)
         if rng.random() >= behaviour.accuracy:
             right = rng.choice([o for o in options if o != right])
+        if kind == "s" and second != high:  # shown the other way round: the scale flips
+            right = str(6 - int(right))
         out[f"{kind}_{key}"] = right
     out["elapsed_ms"] = str(int(behaviour.seconds * 1000))
     return out
