@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from tailorbench.humanstudy.demo_model import IllustrativeAPI
 from tailorbench.models.backends import BACKENDS
 from tailorbench.models.base import ChatResult, GenParams, Message
+from tailorbench.models.model import CallError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "src" / "tailorbench" / "threestage" / "example"
 
@@ -20,6 +22,8 @@ class StudyScriptedAPI(IllustrativeAPI):
 
     async def generate(self, messages: Sequence[Message], params: GenParams) -> ChatResult:
         StudyScriptedAPI.attempts.append(json.dumps(list(messages), sort_keys=True))
+        if os.environ.get("STUDY_TEST_FAIL") == "1":
+            raise CallError("client", "HTTP 400: refused by the test", retryable=False)
         return await super().generate(messages, params)
 
 

@@ -319,3 +319,22 @@ def _same_report_as_uninterrupted(d: Path, plain: Path) -> None:
         a = (d / "report" / f"{stage}.json").read_text().replace(str(d), "STUDY")
         b = (plain / "report" / f"{stage}.json").read_text().replace(str(plain), "STUDY")
         assert json.loads(a) == json.loads(b), stage
+
+
+def test_failed_model_calls_are_exit_3_and_the_step_is_asked_again(scripted: Any, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    d = _write(tmp_path / "s", study_yaml())
+    monkeypatch.setenv("STUDY_TEST_FAIL", "1")
+    res = CliRunner().invoke(app, ["study", "run", str(d)])
+    assert res.exit_code == 3, res.output
+    assert "study step extraction.extract: all 6 model calls failed" in res.output and "Traceback" not in res.output
+    assert sorted(p.name for p in d.iterdir()) == ["run.lock", "steps", "study.yaml"]  # no state.json
+    assert list((d / "steps").iterdir()) == []  # no step folder: nothing recorded
+    monkeypatch.delenv("STUDY_TEST_FAIL")
+    res = CliRunner().invoke(app, ["study", "run", str(d), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["ran"] == ["extraction.extract", "extraction.annotate"]

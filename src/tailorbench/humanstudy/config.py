@@ -101,6 +101,9 @@ class ModelsConfig(_Strict):
     #: model options every model gets (cache, concurrency, prices ...)
     options: dict[str, Any] = Field(default_factory=dict)
     max_tokens: int = Field(256, ge=1)
+    #: the share of a model step's calls that may fail (default 0: none); more stops the run with exit 3 and
+    #: the step is not recorded, so the next run asks the failed calls again (the others come from the cache)
+    max_failed: float = Field(0.0, ge=0, le=1)
 
 
 class AnnotationConfig(_Strict):

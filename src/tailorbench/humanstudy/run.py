@@ -30,6 +30,25 @@ from tailorbench.humanstudy.state import STEPS_DIR, StudyState
 LOCK_FILE = "run.lock"
 
 
+class StepFailed(TailorError):
+    """A model step's failed calls exceed `models.max_failed`: exit 3, the step not recorded."""
+
+    exit_code = 3
+
+
+def check_calls(step: Step, info: dict[str, Any], max_failed: float) -> None:
+    """The exit-code-3 rule of the stage verbs for one model step (`failed` / `calls` of its accounting, under
+    `generations` for generate)."""
+    from tailorbench.failures import FailureCheck
+
+    gen = info.get("generations")
+    acc: dict[str, Any] = gen if isinstance(gen, dict) else info
+    check = FailureCheck(f"study step {step.id}", int(acc.get("failed", 0)), int(acc.get("calls", 0)), max_failed,
+                         unit="model calls")
+    if check.exceeded:
+        raise StepFailed(check.message() + " (not recorded: `tailor study run` again asks the failed calls again)")
+
+
 def database(config: StudyConfig, study_dir: str | Path) -> Any:
     """The study's annotation database: `annotation.db`, else SQLite under STUDY_DIR/annotation."""
     from tailorbench.annotation.db import Database, resolve_url
@@ -80,44 +99,52 @@ class Runner:
 
     def run_step(self, step: Step) -> dict[str, Any] | None:
         """Do one step; its info, or None when it waits for people (nothing recorded)."""
-        from tailorbench.threestage import verbs
-
         models = self.config.models
-        opts = dict(models.options)
         if step.kind == "collect":
             return self.collect(step)
         for stale in (self.dir / STEPS_DIR).glob(f".tmp-{step.id}-*"):
             shutil.rmtree(stale, ignore_errors=True)  # left by a killed run
         tmp = self.state.scratch(step.id)
         info: dict[str, Any]
+        try:
+            if step.kind == "model":
+                info = self.model_step(step, tmp)
+                check_calls(step, info, models.max_failed)
+            elif step.id == "relevance.items":
+                info = self.relevance_items(tmp / "items.jsonl")
+            elif step.kind == "annotation":
+                info = self.annotate(step, tmp)
+            elif step.kind == "analysis":
+                info = self.analyse(step, tmp)
+            else:
+                info = self.report(tmp)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # nothing of a step that did not finish stays
+            raise
+        self.state.commit(step.id, tmp, step.fingerprint, _summary(info))
+        return info
+
+    def model_step(self, step: Step, tmp: Path) -> dict[str, Any]:
+        """One model step through its stage verb, its outputs in `tmp`; the verb's accounting."""
+        from tailorbench.threestage import verbs
+
+        models = self.config.models
+        opts = dict(models.options)
         if step.id == "extraction.extract":
             assert self.config.inputs.conversations is not None and models.extractor is not None
-            info = verbs.extract(self.config.inputs.conversations, models.extractor, tmp / "items.jsonl",
-                                 None, opts)
-        elif step.id == "relevance.items":
-            info = self.relevance_items(tmp / "items.jsonl")
-        elif step.id == "incorporation.generate":
+            return verbs.extract(self.config.inputs.conversations, models.extractor, tmp / "items.jsonl", None, opts)
+        if step.id == "incorporation.generate":
             assert models.generator is not None
-            info = verbs.generate(self.out("relevance.items", "items.jsonl"), models.generator, tmp,
+            return verbs.generate(self.out("relevance.items", "items.jsonl"), models.generator, tmp,
                                   conditions=list(CONDITIONS),
                                   export=[self.out("relevance.collect", "export/ratings.jsonl")], name="generator",
                                   max_tokens=models.max_tokens, options=opts)
-        elif step.kind == "model" and step.stage == "relevance":
-            assert step.model is not None
-            info = verbs.judge_relevance(self.out("relevance.items", "items.jsonl"), step.model,
+        assert step.model is not None
+        if step.stage == "relevance":
+            return verbs.judge_relevance(self.out("relevance.items", "items.jsonl"), step.model,
                                          tmp / "votes.jsonl", step.judge, opts)
-        elif step.kind == "model":
-            assert step.model is not None
-            info = verbs.judge_ab(self.out("incorporation.generate", "ab_tasks.jsonl"), step.model,
-                                  tmp / "votes.jsonl", step.judge, opts)
-        elif step.kind == "annotation":
-            info = self.annotate(step, tmp)
-        elif step.kind == "analysis":
-            info = self.analyse(step, tmp)
-        else:
-            info = self.report(tmp)
-        self.state.commit(step.id, tmp, step.fingerprint, _summary(info))
-        return info
+        return verbs.judge_ab(self.out("incorporation.generate", "ab_tasks.jsonl"), step.model, tmp / "votes.jsonl",
+                              step.judge, opts)
 
     def relevance_items(self, out: Path) -> dict[str, Any]:
         """Stage-2 items: for each user, each of their prompts with the attributes stage 1's strict human
