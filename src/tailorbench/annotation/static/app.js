@@ -51,11 +51,21 @@
     return -1;
   }
 
+  function keyed(row, key) {
+    return row.querySelector('input[data-key="' + key + '"]') || row.querySelector('input[data-alt="' + key + '"]');
+  }
+
   function pick(key) {
-    const row = rows[current];
-    if (!row) return false;
-    const input = row.querySelector('input[data-key="' + key + '"]') || row.querySelector('input[data-alt="' + key + '"]');
-    if (!input) return false;
+    if (!rows[current]) return false;
+    let input = keyed(rows[current], key);
+    if (!input) {  // focus moved elsewhere (the note, a link, Esc): the key goes to the first row that takes it
+      const start = Math.max(0, firstUnanswered());
+      const order = rows.slice(start).concat(rows.slice(0, start));
+      const row = order.find((r) => keyed(r, key));
+      if (!row) return false;
+      setRow(rows.indexOf(row));
+      input = keyed(row, key);
+    }
     input.checked = true;
     input.dispatchEvent(new Event("change", { bubbles: true }));
     if (current < rows.length - 1) setRow(current + 1);
@@ -88,7 +98,8 @@
     if (ev.altKey || ev.metaKey || (ev.ctrlKey && ev.key !== "Enter")) return;
     const target = ev.target;
     if (isText(target)) {
-      if (ev.key === "Escape") { target.blur(); ev.preventDefault(); }
+      // Esc leaves the field, and the keys go back to the first row still to answer
+      if (ev.key === "Escape") { target.blur(); setRow(Math.max(0, firstUnanswered())); ev.preventDefault(); }
       else if (ev.key === "Enter" && (ev.ctrlKey || target.tagName === "INPUT")) { ev.preventDefault(); target.blur(); submit(); }
       return;
     }
@@ -110,6 +121,9 @@
   // the first row to answer is marked, not scrolled to: scrolling to it (a tall row of answers) opened long
   // items hundreds of pixels down, the persona and Submit off screen
   setRow(Math.max(0, firstUnanswered()), false);
+  // on a phone the persona opens folded (its summary stays, one tap away) so the answers are in view
+  const persona = document.getElementById("persona");
+  if (persona && window.matchMedia("(max-width: 700px)").matches) persona.open = false;
 })();
 
 // Admin project page: while an import job is queued or running, its row shows the rows read and stored
