@@ -4,13 +4,15 @@ steps) its call count and estimated cost; `plan` prints them and writes nothing.
 Per stage: the model steps (stage 1: `extract`; stage 2: the stage-2 items from stage 1's human majority, then
 `judge.NAME` per judge; stage 3: `generate`, then `judge.NAME`), `annotate` (project, import, crowd study or
 login links), `collect` (waits for the labels, then exports them) and `analyse` (the stage report); then
-`report`. A model step's call count is exact once the step's inputs exist (the extractor's at once; the others
-once the labels they are built from are in) and `null` before, said so in `calls_known`.
+`report`. A model step's call count is exact once its inputs can be known (the extractor's at once; the others
+once the labels they are built from are all in, read from the export or the annotation database) and `null`
+before, said so in `calls_known`.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,9 +122,14 @@ def build_steps(config: StudyConfig, study_dir: str | Path, state: StudyState | 
                  config.statistics.model_dump(mode="json"), [], [f"{stage}.json"]))
     add(Step("report", "report", "report", "the study report", [f"{s}.analyse" for s in config.run_stages()],
              {"dir": str(config.report.dir)}, [], ["study.json", "study.md"]))
-    for step in steps:
-        if step.kind == "model":
-            _count(step, state, config)
+    with tempfile.TemporaryDirectory(prefix="tailor-study-plan-") as scratch:
+        sources = Sources(config, Path(study_dir), state, {s.id: s for s in steps}, Path(scratch))
+        try:
+            for step in steps:
+                if step.kind == "model":
+                    _count(step, sources, config)
+        finally:
+            sources.close()
     return steps
 
 
@@ -130,7 +137,69 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _count(step: Step, state: StudyState, config: StudyConfig) -> None:
+class Sources:
+    """Where plan finds a model step's inputs: the finished steps' files, else what they would hold once the
+    labels they read are all in (the stage's labels from the annotation database, the stage-2 items built from
+    them, the stage-3 tasks generation would plan), in a scratch folder outside the study."""
+
+    def __init__(self, config: StudyConfig, study_dir: Path, state: StudyState, steps: dict[str, Step],
+                 scratch: Path) -> None:
+        self.config, self.dir, self.state, self.steps, self.scratch = config, study_dir, state, steps, scratch
+        self._db: Any = None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.dispose()
+
+    def done(self, step_id: str) -> bool:
+        step = self.steps.get(step_id)
+        return step is not None and step.status == "done"
+
+    def export(self, stage: str) -> Path | None:
+        """The stage's exported ratings, or the same from the database once every label is in."""
+        if self.done(f"{stage}.collect"):
+            return self.state.step_dir(f"{stage}.collect") / "export" / "ratings.jsonl"
+        if not self.done(f"{stage}.annotate"):
+            return None
+        from tailorbench.humanstudy.items import database, labels_from_database
+
+        if self._db is None:
+            self._db = database(self.config, self.dir)
+        return labels_from_database(self._db, self.state.info(f"{stage}.annotate")["project"],
+                                    self.scratch / f"{stage}-ratings.jsonl")
+
+    def relevance_items(self) -> Path | None:
+        if self.done("relevance.items"):
+            return self.state.step_dir("relevance.items") / "items.jsonl"
+        export = self.export("extraction") if self.done("extraction.extract") else None
+        if export is None or self.config.inputs.prompts is None:
+            return None
+        from tailorbench.files import write_jsonl_atomic
+        from tailorbench.humanstudy.items import relevance_rows
+
+        rows, _ = relevance_rows(self.state.step_dir("extraction.extract") / "items.jsonl", export,
+                                 self.config.inputs.prompts)
+        out = self.scratch / "relevance-items.jsonl"
+        write_jsonl_atomic(out, rows)
+        return out
+
+    def generation_plan(self) -> list[Any] | None:
+        """Stage 3's planned tasks (generation.plan: pure), from the stage-2 items and labels."""
+        items = self.relevance_items()
+        export = self.export("relevance") if items is not None else None
+        if items is None or export is None:
+            return None
+        from tailorbench.threestage.incorporation.generation import plan
+        from tailorbench.threestage.recentering_formats import read_relevance_items
+        from tailorbench.threestage.relevance.analysis import human_gold
+        from tailorbench.threestage.verbs import stage2_ratings
+
+        gold = human_gold(stage2_ratings((), (), [export], items)[0])
+        tasks, _ = plan(read_relevance_items(items), list(CONDITIONS), gold, None)
+        return tasks
+
+
+def _count(step: Step, sources: Sources, config: StudyConfig) -> None:
     """The step's model calls and token estimate from its inputs, when they exist (else left None)."""
     prompts: list[str] = []
     out_tokens = JUDGE_MAX_TOKENS
@@ -140,22 +209,24 @@ def _count(step: Step, state: StudyState, config: StudyConfig) -> None:
         assert config.inputs.conversations is not None
         prompts = ["\n".join(user_turns(rec.get("conversations") or [])) for rec in _lines(config.inputs.conversations)]
         out_tokens = EXTRACT_MAX_TOKENS
-    elif step.id == "incorporation.generate":
-        prompts_g = generation_requests(state)
-        if prompts_g is None:
-            return
-        prompts, out_tokens = prompts_g, config.models.max_tokens
     elif step.id.startswith("relevance.judge."):
-        items = state.step_dir("relevance.items") / "items.jsonl"
-        if not (items.is_file() and state.steps.get("relevance.items")):
+        items = sources.relevance_items()
+        if items is None:
             return
         prompts = [f"{r['prompt']}\n{a}" for r in _lines(items) for a in r["attributes"]]
-    elif step.id.startswith("incorporation.judge."):
-        tasks = state.step_dir("incorporation.generate") / "ab_tasks.jsonl"
-        if not (tasks.is_file() and state.steps.get("incorporation.generate")):
-            return
-        prompts = [f"{r['prompt']}\n{r['generic']}\n{r['personalized']}\n{a}" for r in _lines(tasks)
+    elif step.judge is not None and sources.done("incorporation.generate"):
+        tasks_file = sources.state.step_dir("incorporation.generate") / "ab_tasks.jsonl"
+        prompts = [f"{r['prompt']}\n{r['generic']}\n{r['personalized']}\n{a}" for r in _lines(tasks_file)
                    for a in r["attributes"]]
+    else:
+        tasks = sources.generation_plan()
+        if tasks is None:
+            return
+        if step.id == "incorporation.generate":
+            prompts, out_tokens = generation_requests(tasks), config.models.max_tokens
+        else:  # the A/B judge: one call per rated attribute of every task (every generation succeeding)
+            answer = "x" * 4 * config.models.max_tokens
+            prompts = [f"{t.item.prompt}\n{answer}\n{answer}\n{a}" for t in tasks for a in t.rated]
     step.calls = len(prompts)
     step.input_tokens = sum(len(p) // 4 + TEMPLATE_TOKENS for p in prompts)
     step.output_tokens = out_tokens * len(prompts)
@@ -172,20 +243,9 @@ def _cost(spec: str | None, input_tokens: int, output_tokens: int) -> float | No
     return PriceTable.load().cost(parse_model_spec(spec).model, input_tokens, output_tokens)
 
 
-def generation_requests(state: StudyState) -> list[str] | None:
-    """The distinct generation requests stage 3 makes (one generic answer per prompt, one personalized answer
-    per distinct attribute set given), from the stage-2 items and the stage-2 export; None before they exist."""
-    items_file = state.step_dir("relevance.items") / "items.jsonl"
-    export = state.step_dir("relevance.collect") / "export" / "ratings.jsonl"
-    if not (items_file.is_file() and export.is_file() and state.steps.get("relevance.collect")):
-        return None
-    from tailorbench.threestage.incorporation.generation import plan
-    from tailorbench.threestage.recentering_formats import read_relevance_items
-    from tailorbench.threestage.relevance.analysis import human_gold
-    from tailorbench.threestage.verbs import stage2_ratings
-
-    gold = human_gold(stage2_ratings((), (), [export], items_file)[0])
-    tasks, _ = plan(read_relevance_items(items_file), list(CONDITIONS), gold, None)
+def generation_requests(tasks: list[Any]) -> list[str]:
+    """The distinct generation requests of stage 3's planned tasks, as `generate` sends them: one generic answer
+    per prompt, one personalized answer per distinct attribute set given."""
     keys: dict[tuple[str, str, tuple[str, ...]], str] = {}
     for t in tasks:
         keys.setdefault(("generic", t.item.prompt, ()), t.item.prompt)

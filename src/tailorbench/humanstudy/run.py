@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +23,7 @@ from typing import Any
 from tailorbench.errors import ConfigError, TailorError
 from tailorbench.files import write_jsonl_atomic
 from tailorbench.humanstudy.config import TASK_TYPE, StudyConfig, load_config
+from tailorbench.humanstudy.items import database
 from tailorbench.humanstudy.plan import CONDITIONS, Step, build_steps
 from tailorbench.humanstudy.state import STEPS_DIR, StudyState
 
@@ -47,14 +47,6 @@ def check_calls(step: Step, info: dict[str, Any], max_failed: float) -> None:
                          unit="model calls")
     if check.exceeded:
         raise StepFailed(check.message() + " (not recorded: `tailor study run` again asks the failed calls again)")
-
-
-def database(config: StudyConfig, study_dir: str | Path) -> Any:
-    """The study's annotation database: `annotation.db`, else SQLite under STUDY_DIR/annotation."""
-    from tailorbench.annotation.db import Database, resolve_url
-
-    return Database(resolve_url(config.annotation.db or os.environ.get("TAILOR_ANNOTATE_DB"),
-                                Path(study_dir) / "annotation"))
 
 
 @contextmanager
@@ -147,41 +139,14 @@ class Runner:
                               step.judge, opts)
 
     def relevance_items(self, out: Path) -> dict[str, Any]:
-        """Stage-2 items: for each user, each of their prompts with the attributes stage 1's strict human
-        majority accepted (users with none accepted get no item; counted)."""
-        from tailorbench.threestage import verbs
-        from tailorbench.threestage.extraction.analysis import majority_labels
-        from tailorbench.threestage.recentering_formats import jsonl, split_key
+        """Stage-2 items from stage 1's human majority (humanstudy/items.py)."""
+        from tailorbench.humanstudy.items import relevance_rows
 
-        parsed, ratings, _ = verbs.stage1_ratings(self.out("extraction.extract", "items.jsonl"),
-                                                  export=[self.out("extraction.collect", "export/ratings.jsonl")])
-        accepted: dict[str, list[str]] = {}
-        for key, label in majority_labels(ratings).items():
-            _, user, attribute = split_key(key)
-            if label == "accepted":
-                accepted.setdefault(user, []).append(attribute)
-        order = {it.user_id: list(it.attributes) for it in parsed.values()}
-        rows: list[dict[str, Any]] = []
-        no_attribute: set[str] = set()
         assert self.config.inputs.prompts is not None
-        per_user: dict[str, int] = {}
-        for line, rec in jsonl(self.config.inputs.prompts):
-            user_v, prompt_v = rec.get("user_id"), rec.get("prompt")
-            if not isinstance(user_v, str) or not isinstance(prompt_v, str) or not prompt_v.strip():
-                raise ConfigError(f"{self.config.inputs.prompts}: line {line}: needs a user_id and a prompt")
-            user, prompt = user_v, prompt_v
-            attrs = [a for a in order.get(user, []) if a in set(accepted.get(user, []))]
-            if not attrs:
-                no_attribute.add(user)
-                continue
-            pi = rec.get("prompt_index")
-            rows.append({"index": len(rows), "user_id": user,
-                         "prompt_index": pi if isinstance(pi, int) else per_user.get(user, 0),
-                         "prompt": prompt, "attributes": attrs})
-            per_user[user] = per_user.get(user, 0) + 1
+        rows, info = relevance_rows(self.out("extraction.extract", "items.jsonl"),
+                                    self.out("extraction.collect", "export/ratings.jsonl"), self.config.inputs.prompts)
         write_jsonl_atomic(out, rows)
-        return {"out": str(out), "items": len(rows), "users": len(per_user),
-                "users_without_accepted_attributes": sorted(no_attribute)}
+        return {"out": str(out), **info}
 
     def annotate(self, step: Step, tmp: Path) -> dict[str, Any]:
         """The stage's project (made once), its items and gold (imported once), and who annotates: the crowd

@@ -1,0 +1,73 @@
+"""What the study builds between stages from people's labels, shared by `run` (which writes it) and `plan` (which
+counts the model calls it leads to): stage 2's items from stage 1's human majority, and the labels of a stage
+read from its export or, before the export, from the annotation database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tailorbench.errors import DataError
+from tailorbench.humanstudy.config import StudyConfig
+
+
+def database(config: StudyConfig, study_dir: str | Path) -> Any:
+    """The study's annotation database: `annotation.db` (else $TAILOR_ANNOTATE_DB), else SQLite under
+    STUDY_DIR/annotation."""
+    import os
+
+    from tailorbench.annotation.db import Database, resolve_url
+
+    return Database(resolve_url(config.annotation.db or os.environ.get("TAILOR_ANNOTATE_DB"),
+                                Path(study_dir) / "annotation"))
+
+
+def relevance_rows(stage1_items: Path, stage1_export: Path, prompts: Path) -> tuple[list[dict[str, Any]],
+                                                                                     dict[str, Any]]:
+    """Stage-2 items: for each user, each of their prompts (in file order) with the attributes stage 1's human
+    majority accepted, in extraction order (a tie or uncertain/rejected majority leaves an attribute out; a user
+    with none accepted gets no item, counted). Returns (rows, counts)."""
+    from tailorbench.threestage import verbs
+    from tailorbench.threestage.extraction.analysis import majority_labels
+    from tailorbench.threestage.recentering_formats import jsonl, split_key
+
+    parsed, ratings, _ = verbs.stage1_ratings(stage1_items, export=[stage1_export])
+    accepted: dict[str, set[str]] = {}
+    for key, label in majority_labels(ratings).items():
+        _, user, attribute = split_key(key)
+        if label == "accepted":
+            accepted.setdefault(user, set()).add(attribute)
+    order = {it.user_id: list(it.attributes) for it in parsed.values()}
+    rows: list[dict[str, Any]] = []
+    no_attribute: set[str] = set()
+    per_user: dict[str, int] = {}
+    for line, rec in jsonl(prompts):
+        for field in ("user_id", "prompt"):
+            value = rec.get(field)
+            if not isinstance(value, str) or not value.strip():
+                raise DataError(prompts, line, field, "must be a non-empty string")
+        user, prompt = str(rec["user_id"]), str(rec["prompt"])
+        attrs = [a for a in order.get(user, []) if a in accepted.get(user, set())]
+        if not attrs:
+            no_attribute.add(user)
+            continue
+        pi = rec.get("prompt_index")
+        rows.append({"index": len(rows), "user_id": user,
+                     "prompt_index": pi if isinstance(pi, int) else per_user.get(user, 0),
+                     "prompt": prompt, "attributes": attrs})
+        per_user[user] = per_user.get(user, 0) + 1
+    return rows, {"items": len(rows), "users": len(per_user),
+                  "users_without_accepted_attributes": sorted(no_attribute)}
+
+
+def labels_from_database(db: Any, project: str, out: Path) -> Path | None:
+    """A stage's labels as its export's ratings.jsonl would hold them, written to `out` (outside the study),
+    once every item has its N labels; None before."""
+    from tailorbench.agreement.ratings import write_ratings_jsonl
+    from tailorbench.annotation import service
+
+    got = service.progress(db, project)
+    if got["labels_done"] < got["labels_needed"]:
+        return None
+    write_ratings_jsonl(service.ratings(db, project).ratings, out)
+    return out
