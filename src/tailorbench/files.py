@@ -139,11 +139,11 @@ def write_jsonl_atomic(path: str | Path, rows: Iterable[dict[str, Any] | str]) -
 
 def remove_if_unused(folder: Path, existed: bool, leftovers: Sequence[str] = ("run.lock",)) -> None:
     """After a rejected run: a folder the run created (`existed` False) that holds nothing but `leftovers` (its
-    lock) is removed, so a refused command leaves nothing behind."""
+    lock, the manifest it began with) and empty files is removed, so a refused command leaves nothing behind."""
     if existed or not folder.is_dir():
         return
     entries = list(folder.iterdir())
-    if all(e.is_file() and e.name in leftovers for e in entries):
+    if all(e.is_file() and (e.name in leftovers or e.stat().st_size == 0) for e in entries):
         for entry in entries:
             entry.unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # something appeared meanwhile: keep it

@@ -342,7 +342,8 @@ async def _run(
         return await _run_locked(config, out, resume, show_progress, benchmark, cases, options, judge)
     except TailorError:
         lock.release()
-        remove_if_unused(out, existed)  # a rejected run (an unknown judge ...) leaves no folder behind
+        # a run refused before any verdict (an unknown judge, a missing extra) leaves no folder behind
+        remove_if_unused(out, existed, ("run.lock", MANIFEST))
         raise
     finally:
         lock.release()

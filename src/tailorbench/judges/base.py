@@ -129,6 +129,28 @@ def known_judges() -> list[str]:
     return JUDGES.names()
 
 
+#: model backends whose library comes in an optional extra: backend -> (module, extra)
+BACKEND_EXTRAS = {"vllm": ("vllm", "vllm"), "hf": ("torch", "local"), "anthropic": ("anthropic", "anthropic")}
+
+
+def _model_spec_hint(name: str, bare: str) -> str:
+    """What `--judge vllm:M` (a model spec where a judge spec goes) means, with the extra its backend needs when
+    that is not installed here."""
+    from tailorbench.errors import require_extra
+    from tailorbench.models.backends import BACKENDS
+
+    if name not in BACKENDS:
+        return ""
+    hint = f": {name}: is a model backend; a chat model judges as --judge llm:{bare}"
+    module, extra = BACKEND_EXTRAS.get(name, (None, None))
+    if module is not None and extra is not None:
+        try:
+            require_extra(module, extra, f"{name}: models")
+        except ConfigError as missing:
+            hint += f" ({missing}; install the [{extra}] extra)" if extra != "vllm" else f" ({missing})"
+    return hint
+
+
 def make_judge(spec: str, options: JudgeOptions | None = None) -> PairJudge:
     """Build a judge from its spec string; unknown names fail before any work starts."""
     bare, own = split_spec_options(spec)
@@ -136,7 +158,7 @@ def make_judge(spec: str, options: JudgeOptions | None = None) -> PairJudge:
         options = replace(options or JudgeOptions(), extra={**(options.extra if options else {}), **own})
     name, arg = parse_spec(bare)
     if name not in JUDGES:
-        raise ConfigError(f"unknown judge {spec!r}; known: {', '.join(known_judges())}")
+        raise ConfigError(f"unknown judge {spec!r}{_model_spec_hint(name, bare)}; known: {', '.join(known_judges())}")
     factory = JUDGES.get(name)
     options = options or JudgeOptions()
     if options.batch_size is not None:

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from tailorbench.errors import ConfigError
+from tailorbench.errors import ConfigError, require_extra
 from tailorbench.memory.tokenize import tokenize
 
 RetrieverKind = Literal["bm25", "dense", "hybrid"]
@@ -51,6 +51,7 @@ class BM25Index:
     """bm25s over `tokenize` tokens for one corpus."""
 
     def __init__(self, texts: Sequence[str], k1: float = 1.5, b: float = 0.75) -> None:
+        require_extra("bm25s", "retrieval", "the bm25 retriever")
         import bm25s
 
         self.size = len(texts)

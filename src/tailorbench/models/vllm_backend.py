@@ -29,7 +29,13 @@ from tailorbench.errors import ConfigError
 from tailorbench.models.backends import BACKENDS
 from tailorbench.models.base import CallFailure, ChatResult, GenParams, Message, TokenLogprob, strip_think
 from tailorbench.models.model import CallError
-from tailorbench.models.vllm_engine import SharedEngine, VLLMEngineConfig, acquire_engine, release_engine
+from tailorbench.models.vllm_engine import (
+    SharedEngine,
+    VLLMEngineConfig,
+    acquire_engine,
+    release_engine,
+    require_vllm,
+)
 from tailorbench.models.vllm_ray_data import DEFAULT_CHUNK as RAY_DATA_CHUNK
 from tailorbench.models.vllm_ray_data import RayDataEngine, RayDataSettings, RowOutput
 from tailorbench.options import as_int
@@ -107,6 +113,8 @@ class VLLMChatAPI:
         """The model's HF tokenizer (cheap; prompts are rendered and counted without the engine)."""
         if self._tok is not None:
             return self._tok
+        if self._ray_data is None:
+            require_vllm(self.spec)  # the extra first: a missing vLLM is not a tokenizer problem
         try:
             from transformers import AutoTokenizer
         except ImportError as exc:

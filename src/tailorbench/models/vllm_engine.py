@@ -150,14 +150,25 @@ def release_engine(engine: SharedEngine) -> None:
     engine.llm = None
 
 
+VLLM_MISSING = ("vLLM is not installed; pip install 'tailorbench[vllm]' in an environment of its own (vLLM pins "
+                "its own transformers; docs/models.md, 'vLLM')")
+
+
+def require_vllm(spec: str) -> None:
+    """A ConfigError naming the [vllm] extra when vLLM is not importable here (checked without importing it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise ConfigError(f"{spec}: {VLLM_MISSING}")
+
+
 def start_engine(model: str, config: VLLMEngineConfig, spec: str, **extra: Any) -> Any:
     """`vllm.LLM(model, **config, **extra)`; a missing vLLM or an engine that cannot start is a ConfigError
     naming the spec (and the [vllm] extra)."""
     try:
         from vllm import LLM
     except ImportError as exc:
-        raise ConfigError(f"{spec}: vLLM is not installed; pip install 'tailorbench[vllm]' in an environment of "
-                          f"its own (vLLM pins its own transformers; docs/models.md, 'vLLM') ({exc})") from None
+        raise ConfigError(f"{spec}: {VLLM_MISSING} ({exc})") from None
     try:
         return LLM(model=model, **config.engine_kwargs(), **extra)
     except (OSError, ValueError, RuntimeError, TypeError) as exc:

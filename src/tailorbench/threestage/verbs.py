@@ -249,8 +249,12 @@ def run_example(out: str | Path, model: str | None = None, n_resamples: int = 10
     votes on relevance, rates A/B pairs and generates new A/B tasks (its invalid answers are counted). With
     `interventions`, the verifier and the relevance classifier are trained and judged on held-out users (the
     MiniLM encoder). Figures are illustrative."""
+    from tailorbench.errors import require_extra
     from tailorbench.threestage.report import write_summary
 
+    require_extra("bm25s", "retrieval", "tailor stages example (its BM25 baseline)")  # before any work
+    if interventions and encoder is None:
+        require_extra("torch", "local", "tailor stages example (the interventions' MiniLM encoder)")
     ex, out = example_dir(), Path(out)
     out.mkdir(parents=True, exist_ok=True)
     humans1 = sorted(ex.glob("ann_*_task1.jsonl"))
