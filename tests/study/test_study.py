@@ -338,3 +338,50 @@ def test_failed_model_calls_are_exit_3_and_the_step_is_asked_again(scripted: Any
     res = CliRunner().invoke(app, ["study", "run", str(d), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["ran"] == ["extraction.extract", "extraction.annotate"]
+
+
+def test_own_annotators_with_login_links_and_gold_items(scripted: Any, tmp_path: Path) -> None:
+    """crowd kind `own`: each stage's annotators get login links (links.json, owner-only), log in over HTTP as a
+    browser does and label everything; stage 1's gold items are imported once and scored in `status`."""
+    from tailorbench.annotation import service
+    from tailorbench.humanstudy.simulate import annotate_as
+    from tailorbench.humanstudy.status import study_status
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "gold-1", "user_id": "g", "conversation": "I am vegan.",
+                                "attributes": ["The user is vegan.", "The user lives in Rome."],
+                                "gold": {"1": "accepted", "2": "rejected"}}) + "\n")
+
+    def own(c: dict[str, Any]) -> None:
+        for stage in c["stages"].values():
+            stage["crowd"] = {"kind": "own", "annotators": ["ann-a", "ann-b"]}
+            stage["gold_every"] = 2
+        c["stages"]["extraction"]["gold"] = str(gold)
+
+    d = _write(tmp_path / "s", _edit(study_yaml(), own))
+    for _ in range(4):
+        got = advance(d)
+        if got["finished"]:
+            break
+        stage = got["waiting"]["stage"]
+        links_file = d / "steps" / f"{stage}.annotate" / "links.json"
+        assert oct(links_file.stat().st_mode & 0o777) == "0o600"
+        links = json.loads(links_file.read_text())
+        db = database(load_config(d), d)
+        try:
+            project = json.loads((d / "steps" / f"{stage}.annotate" / "project.json").read_text())["project"]
+            pid = next(p["id"] for p in service.list_projects(db) if p["name"] == project)
+            with serving(db) as url:
+                for name, link in links.items():
+                    assert link.startswith("http://127.0.0.1:1/login/")
+                    out = annotate_as(url, link, pid, name, Behaviour(0.9), seed=2)
+                    assert out.items > 0
+        finally:
+            db.dispose()
+        if stage == "extraction":
+            st = study_status(d)["stages"]["extraction"]
+            assert st["labels_done"] == st["labels_wanted"] == 12 and "crowd" not in st
+            assert all(q["gold_items"] == 1 for q in st["annotators"].values())
+    assert got["finished"]
+    report = json.loads((d / "report" / "study.json").read_text())
+    assert report["stages"]["extraction"]["labels"]["items"] == 6  # gold left out of the export

@@ -54,7 +54,8 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
     labels = {stage: state.info(f"{stage}.collect") for stage in config.run_stages()}
     stages: dict[str, dict[str, Any]] = {
         stage: {"figures": stage_figures(stage, reports[stage]),
-                "labels": {k: labels[stage].get(k) for k in ("ratings", "items")},
+                "labels": {"items": labels[stage].get("regular_items"), "gold_items": labels[stage].get("gold_items"),
+                           "ratings": labels[stage].get("ratings")},
                 "report": f"{stage}.json"} for stage in reports}
     body = {"study": config.name, "illustrative": config.report.illustrative, "stages": stages}
     (tmp / REPORT_JSON).write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -228,7 +228,8 @@ class Runner:
             return None
         tmp = self.state.scratch(step.id)
         info = service.export(self.db, got["project"], tmp / "export")
-        info["out"] = str(self.out(step.id, "export"))
+        # the export's items.jsonl holds the gold items too; its ratings leave them out
+        info.update(out=str(self.out(step.id, "export")), regular_items=got["items"], gold_items=got["gold_items"])
         self.state.commit(step.id, tmp, step.fingerprint, _summary(info))
         return info
 
