@@ -31,7 +31,7 @@ def html_table(header: list[str], rows: list[list[str]], row_classes: list[str] 
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     classes = row_classes or [""] * len(rows)
     body = "".join((f"<tr class='{html.escape(k)}'>" if k else "<tr>")
-                   + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                   + "".join(f"<td>{html.escape('' if c is None else str(c))}</td>" for c in row) + "</tr>"
                    for row, k in zip(rows, classes, strict=True))
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 

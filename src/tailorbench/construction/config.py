@@ -192,7 +192,8 @@ class BuildConfig(_Strict):
 
 
 def _resolve(base: Path, value: Any) -> Any:
-    return value if value is None or Path(value).is_absolute() else str((base / value).resolve())
+    # only text is a path: anything else is left to the model's validation, which names the field
+    return value if not isinstance(value, str) or Path(value).is_absolute() else str((base / value).resolve())
 
 
 def load_build_config(path: str | Path, overrides: dict[str, Any] | None = None) -> BuildConfig:
@@ -218,5 +219,6 @@ def load_build_config(path: str | Path, overrides: dict[str, Any] | None = None)
         return BuildConfig.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "top level"
+        # a key as typed, escaped (a key holding a newline or an escape stays on the message's one line)
+        where = ".".join(str(p) if str(p).isprintable() else repr(str(p)) for p in first["loc"]) or "top level"
         raise ConfigError(f"{path}: {where}: {first['msg']} ({len(exc.errors())} error(s) in all)") from None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.datasets.hub_repo import DATA_FILE, LAYOUT_FILE, check_repo_id
-from tailorbench.errors import ConfigError, DataError
+from tailorbench.errors import ConfigError, DataError, shown
 
 TIERS_FILE = "tiers.json"
 RESULTS_FILE = "results.jsonl"
@@ -79,8 +79,29 @@ def _tiers_of(files: list[Path]) -> dict[str, Any] | None:
             from tailorbench.files import load_json
 
             tiers: dict[str, Any] = load_json(candidate, dict, "a JSON object (what `tailor tiers` writes)")
+            _check_tiers(candidate, tiers)
             return tiers
     return None
+
+
+def _check_tiers(path: Path, tiers: dict[str, Any]) -> None:
+    """The fields of tiers.json the card shows, of the types it shows them as (a DataError naming the field)."""
+    from tailorbench.files import field_of
+
+    field_of(tiers, "rule", dict, "an object", path)
+    for name, stats in field_of(tiers, "tiers", dict, "an object (tier -> counts)", path, default={}).items():
+        where = f"tiers.{shown(name)}."
+        if stats is None:
+            continue
+        if not isinstance(stats, dict):
+            raise DataError(path, None, where.rstrip("."), "expected an object (n, fleiss_kappa)")
+        field_of(stats, "n", int, "a count", path, None, where)
+        kappa = field_of(stats, "fleiss_kappa", dict, "an object (value, ci)", path, None, where, {})
+        field_of(kappa, "value", (int, float), "a number", path, None, f"{where}fleiss_kappa.")
+        ci = field_of(kappa, "ci", list, "[low, high]", path, None, f"{where}fleiss_kappa.", [])
+        if ci and (len(ci) != 2 or not all(c is None or (isinstance(c, int | float) and not isinstance(c, bool))
+                                           for c in ci)):
+            raise DataError(path, None, f"{where}fleiss_kappa.ci", "expected [low, high] numbers")
 
 
 def _tier_sources(cases: list[Any]) -> dict[str, int]:

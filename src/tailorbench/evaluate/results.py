@@ -3,7 +3,6 @@ every reported number can be recomputed from it alone (`tailor report RUN` does 
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections import Counter
@@ -16,7 +15,7 @@ from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.metrics import compute_metrics
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
-from tailorbench.files import load_or_compute
+from tailorbench.files import load_json, load_or_compute
 from tailorbench.schema import benchmark_names
 
 RESULTS = "results.json"
@@ -51,17 +50,35 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "manifest.json"
     if not path.exists():
         raise DataError(path, None, None, "not a run directory: manifest.json is missing")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
-        raise DataError(path, line, None, f"not a readable run manifest: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("config", {}), dict):
-        raise DataError(path, None, None, "not a run manifest (expected an object with a config object)")
+    data: dict[str, Any] = load_json(path, dict, "a run manifest (a JSON object)")
     for key in ("judge", "setting"):
         if not isinstance(data.get(key), str):
             raise DataError(path, None, key, "missing or not text: not a run manifest")
+    _check_manifest_fields(path, data)
+    stats = data.get("data_stats") or {}
+    for key in ("splits", "tiers"):
+        names = stats.get(key)
+        if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise DataError(path, None, f"data_stats.{key}", "expected a list of names: not a run manifest")
     return data
+
+
+def _check_manifest_fields(path: Path, data: dict[str, Any]) -> None:
+    """Each field of `schema.RunManifest` the manifest holds has that field's type (fields may be missing: older
+    runs); a DataError naming the field otherwise (reports and the viewer read them as typed)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from tailorbench.schema import RunManifest
+
+    for key, info in RunManifest.model_fields.items():
+        if key not in data or info.annotation is None:
+            continue
+        try:
+            TypeAdapter(info.annotation).validate_python(data[key], strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in (key, *first["loc"]))
+            raise DataError(path, None, where, f"{first['msg']}: not a run manifest") from None
 
 
 def predictions_digest(run_dir: Path) -> str | None:

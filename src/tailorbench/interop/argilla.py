@@ -136,7 +136,8 @@ def _responses(record: dict[str, Any], where: tuple[str | Path, int]) -> dict[st
                                 f"{type_name(answers)}")
             for a in answers or []:
                 if isinstance(a, dict):
-                    by_user[str(a.get("user_id") or "")].append((question, a.get("value"), a.get("status")))
+                    by_user[str(a.get("user_id") or "")].append(
+                        (question, a.get("value"), _status(a.get("status"), f"responses.{question}.status", where)))
         return by_user
     for key, values in record.items():
         if not key.endswith(".responses") or values is None:
@@ -146,8 +147,15 @@ def _responses(record: dict[str, Any], where: tuple[str | Path, int]) -> dict[st
         users = _column(record, f"{key}.users", "", len(values), where)
         statuses = _column(record, f"{key}.status", None, len(values), where)
         for value, user, status in zip(values, users, statuses, strict=True):
-            by_user[str(user or "")].append((question, value, status))
+            by_user[str(user or "")].append((question, value, _status(status, f"{key}.status", where)))
     return by_user
+
+
+def _status(status: Any, field: str, where: tuple[str | Path, int]) -> str | None:
+    """A response's status: text (submitted, discarded, draft) or absent; anything else names the field."""
+    if status is None or isinstance(status, str):
+        return status
+    raise DataError(where[0], where[1], field, f"a response status is text, got {type_name(status)}")
 
 
 def _column(record: dict[str, Any], key: str, missing: Any, n: int, where: tuple[str | Path, int]) -> list[Any]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.records import Label
-from tailorbench.errors import ConfigError
+from tailorbench.errors import ConfigError, shown
 from tailorbench.files import load_yaml
 from tailorbench.interop.units import TIE_WORDS, Collector, Tie, Unmappable
 
@@ -78,7 +78,7 @@ def parse_map(spec: str | Path | None) -> FieldMap | None:
     values = raw.pop("values", {}) or {}
     unknown = sorted(set(raw) - set(_KEYS))
     if unknown or not isinstance(values, dict):
-        raise ConfigError(f"option --map: unknown key(s) {', '.join(unknown) or 'values'}; known: "
+        raise ConfigError(f"option --map: unknown key(s) {', '.join(map(shown, unknown)) or 'values'}; known: "
                           f"{', '.join(_KEYS)}, value.SHOWN=MEANT")
     if bool(raw.get("a")) != bool(raw.get("b")):
         raise ConfigError("option --map: give both a= and b= (the fields of answer A and answer B), or neither")

