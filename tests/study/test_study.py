@@ -385,3 +385,15 @@ def test_own_annotators_with_login_links_and_gold_items(scripted: Any, tmp_path:
     assert got["finished"]
     report = json.loads((d / "report" / "study.json").read_text())
     assert report["stages"]["extraction"]["labels"]["items"] == 6  # gold left out of the export
+
+
+def test_interventions_when_asked_are_trained_on_the_study_labels(scripted: Any, tmp_path: Path) -> None:
+    """report.interventions: the verifier (stage 1) and the relevance classifier (stage 2) are trained on the
+    study's own exports and judged on held-out users, and the study report carries them."""
+    d = _write(tmp_path / "s", _edit(study_yaml(), lambda c: c.setdefault("report", {}).update(interventions=True)))
+    assert _whole_study(d)[-1]["finished"]
+    body = json.loads((d / "report" / "study.json").read_text())
+    assert body["interventions"] == {"verifier": "verifier.json", "relevance_classifier": "relevance_classifier.json"}
+    verifier = json.loads((d / "report" / "verifier.json").read_text())
+    assert verifier["split"]["heldout_users"] and "acceptance" in verifier
+    assert "held-out" in (d / "report" / "summary.md").read_text()

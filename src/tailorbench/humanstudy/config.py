@@ -125,6 +125,9 @@ class ReportConfig(_Strict):
     dir: Path = Path("report")
     #: the report says its figures are illustrative (the demo: an illustrative model and simulated people)
     illustrative: bool = False
+    #: also train and judge the paper's interventions on the study's labels (held-out users): the stage-1
+    #: verifier and the stage-2 relevance classifier (the MiniLM encoder; the `local` extra)
+    interventions: bool = False
 
 
 class StudyConfig(_Strict):

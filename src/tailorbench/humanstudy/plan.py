@@ -120,8 +120,23 @@ def build_steps(config: StudyConfig, study_dir: str | Path, state: StudyState | 
                  [f"{stage}.annotate"], {}, [], ["export/ratings.jsonl"]))
         add(Step(f"{stage}.analyse", stage, "analysis", f"the {stage} report", [f"{stage}.collect", *model_steps],
                  config.statistics.model_dump(mode="json"), [], [f"{stage}.json"]))
-    add(Step("report", "report", "report", "the study report", [f"{s}.analyse" for s in config.run_stages()],
-             {"dir": str(config.report.dir)}, [], ["study.json", "study.md"]))
+    report_deps = [f"{s}.analyse" for s in config.run_stages()]
+    if config.report.interventions:
+        fit = config.statistics.model_dump(mode="json")
+        if config.stage("extraction") is not None:
+            add(Step("extraction.verifier", "extraction", "analysis", "the verifier trained on stage 1's labels, "
+                     "judged on held-out users", ["extraction.extract", "extraction.collect"], fit, [],
+                     ["verifier.json"]))
+            report_deps.append("extraction.verifier")
+        if config.stage("relevance") is not None:
+            judges = [s.id for s in steps if s.stage == "relevance" and s.judge is not None]
+            add(Step("relevance.classifier", "relevance", "analysis", "the relevance classifier trained on stage "
+                     "2's labels, judged on held-out users", ["relevance.items", "relevance.collect", *judges], fit,
+                     [], ["relevance_classifier.json"]))
+            report_deps.append("relevance.classifier")
+    add(Step("report", "report", "report", "the study report", report_deps,
+             {"dir": str(config.report.dir), "illustrative": config.report.illustrative}, [],
+             ["study.json", "study.md"]))
     with tempfile.TemporaryDirectory(prefix="tailor-study-plan-") as scratch:
         sources = Sources(config, Path(study_dir), state, {s.id: s for s in steps}, Path(scratch))
         try:

@@ -50,14 +50,22 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
         reports[stage] = json.loads((src / f"{stage}.json").read_text(encoding="utf-8"))
         for ext in ("json", "md", "html"):
             shutil.copyfile(src / f"{stage}.{ext}", tmp / f"{stage}.{ext}")
+    for step_id, name in (("extraction.verifier", "verifier"), ("relevance.classifier", "relevance_classifier")):
+        src = state.step_dir(step_id)
+        if config.report.interventions and (src / f"{name}.json").is_file():
+            reports[name] = json.loads((src / f"{name}.json").read_text(encoding="utf-8"))
+            for ext in ("json", "md", "html"):
+                shutil.copyfile(src / f"{name}.{ext}", tmp / f"{name}.{ext}")
     write_summary(reports, tmp, illustrative=config.report.illustrative)
     labels = {stage: state.info(f"{stage}.collect") for stage in config.run_stages()}
     stages: dict[str, dict[str, Any]] = {
         stage: {"figures": stage_figures(stage, reports[stage]),
                 "labels": {"items": labels[stage].get("regular_items"), "gold_items": labels[stage].get("gold_items"),
                            "ratings": labels[stage].get("ratings")},
-                "report": f"{stage}.json"} for stage in reports}
-    body = {"study": config.name, "illustrative": config.report.illustrative, "stages": stages}
+                "report": f"{stage}.json"} for stage in config.run_stages()}
+    body = {"study": config.name, "illustrative": config.report.illustrative, "stages": stages,
+            "interventions": {name: f"{name}.json" for name in ("verifier", "relevance_classifier")
+                              if name in reports}}
     (tmp / REPORT_JSON).write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     rows = [[s, str(b["labels"]["items"]), str(b["labels"]["ratings"])] for s, b in stages.items()]
     tables = [("Headline figures", ["stage", "figure", "value [95% CI]", "detail"], summary_rows(reports)),

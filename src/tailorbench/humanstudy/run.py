@@ -239,6 +239,14 @@ class Runner:
         st = self.config.statistics
         export = [self.out(f"{step.stage}.collect", "export/ratings.jsonl")]
         votes = [self.out(d, "votes.jsonl") for d in step.deps if ".judge." in d]
+        if step.id == "extraction.verifier":
+            report = verbs.train_verifier(self.out("extraction.extract", "items.jsonl"), tmp, export=export,
+                                          seed=st.seed, n_resamples=st.n_boot)
+            return {"report": str(self.out(step.id, "verifier.json"))}
+        if step.id == "relevance.classifier":
+            report = verbs.train_relevance(self.out("relevance.items", "items.jsonl"), tmp, export=export,
+                                           model=votes, seed=st.seed, n_resamples=st.n_boot)
+            return {"report": str(self.out(step.id, "relevance_classifier.json"))}
         if step.stage == "extraction":
             report = verbs.extraction(self.out("extraction.extract", "items.jsonl"), export=export,
                                       n_resamples=st.n_boot, seed=st.seed, report_dir=tmp)
