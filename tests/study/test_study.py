@@ -397,3 +397,33 @@ def test_interventions_when_asked_are_trained_on_the_study_labels(scripted: Any,
     verifier = json.loads((d / "report" / "verifier.json").read_text())
     assert verifier["split"]["heldout_users"] and "acceptance" in verifier
     assert "held-out" in (d / "report" / "summary.md").read_text()
+
+
+def test_run_watch_continues_as_people_label_and_gives_up_after_max_wait(scripted: Any, tmp_path: Path) -> None:
+    """`run --watch` (tb.study.run(watch=True)): with nobody labelling it returns after --max-wait, still
+    waiting; with simulated participants arriving while it watches, it goes on to the report by itself."""
+    import threading
+
+    import tailorbench as tb
+
+    d = _write(tmp_path / "s", study_yaml())
+    got = tb.study.run(d, watch=True, interval_s=0.1, max_wait_s=0.5)
+    assert not got.finished and got.waiting is not None and got.waiting["stage"] == "extraction"
+    done: list[str] = []
+
+    def people() -> None:
+        for stage in ("extraction", "relevance", "incorporation"):
+            project = d / "steps" / f"{stage}.annotate" / "project.json"
+            deadline = time.monotonic() + 120
+            while not project.is_file() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            link = json.loads(project.read_text())["link"]
+            _people(d, {"link": link}, f"w{stage[:3]}")
+            done.append(stage)
+
+    worker = threading.Thread(target=people, daemon=True)
+    worker.start()
+    got = tb.study.run(d, watch=True, interval_s=0.2, max_wait_s=300)
+    worker.join(30)
+    assert got.finished and done == ["extraction", "relevance", "incorporation"]
+    assert (d / "report" / "study.json").is_file()
