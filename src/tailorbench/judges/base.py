@@ -145,7 +145,7 @@ def _model_spec_hint(name: str, bare: str) -> str:
     module, extra = BACKEND_EXTRAS.get(name, (None, None))
     if module is not None and extra is not None:
         try:
-            require_extra(module, extra, f"{name}: models")
+            require_extra(module, extra, f"a {name}: model")
         except ConfigError as missing:
             hint += f" ({missing}; install the [{extra}] extra)" if extra != "vllm" else f" ({missing})"
     return hint
