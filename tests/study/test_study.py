@@ -282,6 +282,18 @@ def test_cli_demo_runs_the_bundled_example_from_init_to_report(tmp_path: Path,
                                                                              "incorporation"}
     again = CliRunner().invoke(app, ["study", "init", str(d)])
     assert again.exit_code == 2 and "--force" in again.output
+    # another process reads the demo's study (its illustrative model is known to any study labelled so)
+    fresh = subprocess.run([sys.executable, "-m", "tailorbench.cli.app", "study", "status", str(d), "--json"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert fresh.returncode == 0, fresh.stderr
+    assert json.loads(fresh.stdout)["finished"]
+    # ... and only such a study may name it
+    unlabelled = _write(tmp_path / "u", (d / "study.yaml").read_text().replace("illustrative: true",
+                                                                              "illustrative: false"))
+    for name in ("conversations.jsonl", "prompts.jsonl"):
+        (unlabelled / name).write_bytes((d / name).read_bytes())
+    res = CliRunner().invoke(app, ["study", "plan", str(unlabelled)])
+    assert res.exit_code == 2 and "study.yaml: models.extractor: the illustrative model" in res.output
 
 
 @pytest.mark.parametrize("when", ["before", "after"])

@@ -201,6 +201,8 @@ def _check(config: StudyConfig, path: Path) -> None:
         file = getattr(config.inputs, key)
         if file is not None and not file.is_file():
             fail(f"inputs.{key}", f"no such file {file}")
+    from tailorbench.humanstudy.demo_model import BACKEND
+    from tailorbench.humanstudy.demo_model import register as register_illustrative
     from tailorbench.models.backends import make_chat_model
 
     specs = [("models.extractor", config.models.extractor), ("models.generator", config.models.generator)]
@@ -208,6 +210,11 @@ def _check(config: StudyConfig, path: Path) -> None:
     for where, spec in specs:
         if spec is None:
             continue
+        if spec.strip().lower().startswith(BACKEND + ":"):  # the demo's model: only in a study labelled so
+            if not config.report.illustrative:
+                fail(where, f"the {BACKEND} model answers by a hash of the prompt, for demos: set "
+                            "report.illustrative: true, so the report says its figures are illustrative")
+            register_illustrative()
         try:
             make_chat_model(spec, dict(config.models.options))
         except ConfigError as exc:
