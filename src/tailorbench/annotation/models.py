@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -105,6 +105,8 @@ class Assignment(Base):
     __table_args__ = (
         UniqueConstraint("item_id", "user_id", name="uq_tb_assignments_item_user"),
         Index("ix_tb_assignments_user_open", "user_id", "project_id", "done"),
+        Index("ix_tb_assignments_ref", "ref", unique=True, postgresql_where=text("ref IS NOT NULL"),
+              sqlite_where=text("ref IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -117,8 +119,9 @@ class Assignment(Base):
     done: Mapped[bool] = mapped_column(Boolean, default=False)
     #: when the assignment was made, i.e. first served (the server's timing of a label starts here)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    #: a study participant's opaque reference to it (their URLs and pages carry this, never an id)
-    ref: Mapped[str | None] = mapped_column(String(32), nullable=True, unique=True, index=True)
+    #: a study participant's opaque reference to it (their URLs and pages carry this, never an id); unique
+    #: where set, indexed only where set (a partial index: annotators' assignments never touch it)
+    ref: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
 
 class Label(Base):

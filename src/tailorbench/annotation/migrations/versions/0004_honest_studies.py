@@ -31,7 +31,9 @@ def upgrade() -> None:
     for (sid,) in conn.execute(sa.select(studies.c.id)).all():
         conn.execute(studies.update().where(studies.c.id == sid).values(gold_seed=secrets.randbelow(2**31)))
     op.add_column("tb_assignments", sa.Column("ref", sa.String(32), nullable=True))
-    op.create_index("ix_tb_assignments_ref", "tb_assignments", ["ref"], unique=True)
+    # partial: only participants' assignments have a reference, so annotators' inserts never touch the index
+    op.create_index("ix_tb_assignments_ref", "tb_assignments", ["ref"], unique=True,
+                    postgresql_where=sa.text("ref IS NOT NULL"), sqlite_where=sa.text("ref IS NOT NULL"))
     op.add_column("tb_labels", sa.Column("server_ms", sa.Integer, nullable=True))
 
 
