@@ -107,7 +107,8 @@ def eval_command(
             results = api.eval_benchmark(
                 judge or ["longer"], setting or ["persona"], data, out=out, progress=progress, task=task,
                 data_options=data_options(turns, data_option), orders=orders,
-                seed=seed, repeat=repeat, calibration=calibration, splits=split_csv(split), tiers=split_csv(tier), limit=limit,
+                seed=seed, repeat=repeat, calibration=calibration, splits=split_csv(split), tiers=split_csv(tier),
+                limit=limit,
                 persona_sections=split_csv([persona_sections] if persona_sections else None),
                 skip_invalid=skip_invalid, ci_unit=ci_unit, n_boot=n_boot,
                 judge_options=batch_option(parse_pairs(judge_option, "--judge-option"), batch),
