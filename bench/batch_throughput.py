@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from listening import check_loopback
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "personafeedback-general-dev"
 TAILOR = str(Path(sys.executable).parent / "tailor")
@@ -60,7 +62,9 @@ def start_server(state: Path, process_s: float) -> tuple[subprocess.Popen[str], 
     proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.batch_server", "--state", str(state), "--key", KEY,
                              "--process-s", str(process_s)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    return proc, proc.stdout.readline().strip()
+    url = proc.stdout.readline().strip()
+    check_loopback(proc.pid, "batch test server")  # its sockets, read from /proc
+    return proc, url
 
 
 def children_cpu() -> float:

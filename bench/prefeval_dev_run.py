@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,17 +25,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from listening import check_loopback, free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 TAILOR = str(Path(sys.executable).with_name("tailor"))
 GGUF = Path(os.environ.get("TAILORBENCH_CACHE", Path.home() / ".cache" / "tailorbench")) / "models" / \
     "tiny-llama-f32.gguf"
 NOT_COMPARED = ("latency_s", "cached")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -48,6 +43,7 @@ def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
     for _ in range(300):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=1).read()
+            check_loopback(proc.pid, "llama.cpp server")  # its sockets, read from /proc
             return proc
         except OSError:
             time.sleep(0.1)
