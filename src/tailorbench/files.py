@@ -1,11 +1,16 @@
 """The ground rules for the files tailorbench touches.
 
-Writing (the output rule of every verb): an output is checked before any work and without creating anything
-(`check_output`: it is not one of the command's inputs, a directory it replaces files in is empty or the verb's
-own earlier output, its parents can be created); every file goes to a unique temporary sibling first and is
-renamed into place (`write_text_atomic`), so an interrupted or failed run never leaves half a file where a
-good one was; every text written has the process's registered secrets masked (`redact.py`), a last guard
-behind redaction at the sources.
+Writing (the one door of every verb): every write, replacement and removal of a user-visible path goes through
+this module, and a standing test (tests/test_one_door.py, an AST walk over the package) fails on any other.
+An output is claimed before any work and without creating anything (`claim_output`, `check_output`): it is not
+one of the command's inputs, nor a folder holding one, nor the command's own state (a study folder, an
+annotation database); it lies inside the folder the user named when a config names it (`within`); a non-empty
+directory the command did not create (`MARKER`) is refused unless `--force` was given on the command line.
+The `Output` it returns is the only way to write under it: names are checked to stay inside it, every file goes
+to a unique temporary sibling first and is renamed into place (`write_text_atomic`), so an interrupted or failed
+run never leaves half a file where a good one was, with the permissions the user's umask gives; every text
+written has the process's registered secrets masked (`redact.py`), a last guard behind redaction at the
+sources.
 
 Reading (the one bounded loader of user files: `load_json`, `load_yaml`, `parse_json`): nesting is bounded
 (`MAX_NESTING`) so a file 100,000 levels deep is an error message, never a RecursionError; the top level's
@@ -17,10 +22,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.redact import redact_registered
@@ -31,17 +37,54 @@ MAX_NESTING = 64
 
 # --- writing ------------------------------------------------------------------------------------------------
 
+#: the file a verb puts in every directory it creates, so that a later run knows the folder as its own (and a
+#: folder without it, holding files, as someone else's: refused without --force)
+MARKER = ".tailorbench"
+
+
+def _read_umask() -> int:
+    """The process's umask (read once: os.umask can only be read by setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
 
 def check_output(flag: str, path: str | Path, *, inputs: Iterable[str | Path | None] = (), directory: bool = False,
-                 ours: Callable[[Path], bool] | None = None, force: bool = False, hint: str = "") -> Path:
+                 ours: Callable[[Path], bool] | None = None, force: bool = False, hint: str = "",
+                 state: Iterable[str | Path | None] = (), within: str | Path | None = None) -> Path:
     """The output rule, checked before any work and without creating anything. `path` (named by `flag`) must
-    not be one of the command's `inputs` (a ConfigError naming both); an existing file must be writable (and
-    not a directory, unless `directory`); else the nearest existing ancestor must be a writable directory. An
-    existing non-empty `directory` is refused unless it is the verb's own earlier output (`ours(path)`) or
-    `force` is given: its files are not the verb's to replace (`hint`: what else the user can do, e.g. "or
-    --force to write into it anyway"). Returns the path."""
+    not be one of the command's `inputs`, a file inside an input folder or a folder holding an input (a
+    ConfigError naming both); never the command's own `state` (a study folder, an annotation database), a folder
+    holding it or a path inside it (`force` changes nothing here); inside `within` when given (an output a config
+    file names lies inside the folder of that config's owner). An existing file must be writable (and not a
+    directory, unless `directory`); else the nearest existing ancestor must be a writable directory. An existing
+    non-empty `directory` is refused unless the command made it (`MARKER`, or `ours(path)`: the verb's own
+    earlier output) or `force` is given: its files are not the verb's to replace (`hint`: what else the user can
+    do, e.g. "or --force to write into it anyway"; an output named in a config file passes no force). Returns
+    the path."""
     target = Path(path).expanduser()
     resolved = _resolved(target)
+    if within is not None:
+        folder = _resolved(Path(within).expanduser())
+        if not _under(resolved, folder) or resolved == folder:
+            raise ConfigError(f"{flag} {target} lies outside {within}: an output named here must be a folder "
+                              f"or file inside it (a relative path)")
+    for owned in state:
+        if owned is None:
+            continue
+        kept = _resolved(Path(owned).expanduser())
+        if _under(kept, resolved):
+            raise ConfigError(f"{flag} {target} {'is' if kept == resolved else 'holds'} this command's own state "
+                              f"{owned}: writing there would replace it; name a path inside it or elsewhere")
+        if resolved != kept and _under(resolved, kept) and not kept.is_dir():
+            raise ConfigError(f"{flag} {target} is inside this command's own state {owned}")
     for source in inputs:
         if source is None:
             continue
@@ -49,6 +92,9 @@ def check_output(flag: str, path: str | Path, *, inputs: Iterable[str | Path | N
         if given == resolved or (given.is_dir() and target.is_file() and given in resolved.parents):
             raise ConfigError(f"{flag} {target} is {'also' if given == resolved else 'a file inside'} this "
                               f"command's input {source}: the output would overwrite it; write to another path")
+        if directory and resolved in given.parents:
+            raise ConfigError(f"{flag} {target} holds this command's input {source}: the output would replace "
+                              f"files beside it; write to another path")
     if target.exists():
         if target.is_dir() != directory:
             raise ConfigError(f"{flag} {target} is {'a file' if directory else 'a directory'}, "
@@ -60,7 +106,11 @@ def check_output(flag: str, path: str | Path, *, inputs: Iterable[str | Path | N
             except OSError as exc:
                 raise ConfigError(f"{flag} {target} cannot be written: {exc.strerror or exc}") from None
             return target
-        if not force and any(target.iterdir()) and not (ours is not None and ours(target)):
+        try:
+            holds = any(target.iterdir())
+        except OSError as exc:
+            raise ConfigError(f"{flag} {target} cannot be read: {exc.strerror or exc}") from None
+        if not force and holds and not is_ours(target) and not (ours is not None and ours(target)):
             raise ConfigError(f"{flag} {target} is a directory that already holds files this command did not "
                               f"write: give a new or empty directory{hint}")
     probe = target if target.exists() else target.parent
@@ -78,6 +128,11 @@ def check_output(flag: str, path: str | Path, *, inputs: Iterable[str | Path | N
     return target
 
 
+def is_ours(folder: Path) -> bool:
+    """A directory a tailorbench verb created (it holds `MARKER`)."""
+    return (Path(folder) / MARKER).is_file()
+
+
 def _resolved(path: Path) -> Path:
     try:
         return path.resolve()
@@ -87,27 +142,193 @@ def _resolved(path: Path) -> Path:
 
 def only_names(patterns: Sequence[str], required: str) -> Callable[[Path], bool]:
     """An `ours` test of `check_output`: a directory holding `required` and nothing but files matching
-    `patterns` (glob patterns of the names the verb writes) is the verb's earlier output."""
+    `patterns` (glob patterns of the names the verb writes; the marker aside) is the verb's earlier output."""
 
     def test(folder: Path) -> bool:
-        entries = list(folder.iterdir())
+        entries = [e for e in folder.iterdir() if e.name != MARKER]
         return (folder / required).is_file() and all(
             entry.is_file() and any(entry.match(p) for p in patterns) for entry in entries)
 
     return test
 
 
-def _replace_into(path: Path, write: Callable[[Any], None]) -> None:
-    """`write(handle)` into a unique temporary sibling of `path`, renamed over it (removed on failure)."""
+class Output:
+    """An output that passed the output rule (`claim_output`): the one way to write, replace and remove under it.
+
+    A directory output is created on the first write (so nothing exists before the inputs validate), with
+    `MARKER`; every name given to a method is checked to stay inside it. A file output (`directory` False) is
+    written with the same atomic replace. `made` tells whether this command created the folder, so a refused
+    run can take away what it made (`discard_if_unused`)."""
+
+    def __init__(self, flag: str, root: Path, directory: bool, made_by: str = "tailor") -> None:
+        self.flag = flag
+        self.root = root
+        self.directory = directory
+        self.made_by = made_by
+        self.existed = root.exists()
+
+    def __fspath__(self) -> str:
+        return str(self.root)
+
+    def __repr__(self) -> str:
+        return f"Output({self.flag} {self.root})"
+
+    def path(self, *parts: str | Path) -> Path:
+        """A path inside the output (`parts` relative, no `..`): for reading back and for a library saver given
+        a staged folder (`staged`)."""
+        if not self.directory:
+            if parts:
+                raise ValueError(f"{self.flag} {self.root} is a file output: it has no names inside")
+            return self.root
+        inner = Path(*parts) if parts else Path()
+        if inner.is_absolute() or ".." in inner.parts:
+            raise ConfigError(f"{self.flag}: {inner} would leave {self.root}; names inside an output are relative")
+        return self.root / inner
+
+    def ensure(self, *parts: str | Path) -> Path:
+        """The output folder (or a folder inside it) created now, with the marker in the output folder itself."""
+        if not self.directory:
+            self.root.parent.mkdir(parents=True, exist_ok=True)
+            return self.root
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"{self.flag} {self.root} cannot be created: {exc.strerror or exc}") from None
+        marker = self.root / MARKER
+        if not marker.exists():
+            _replace_into(marker, lambda handle: handle.write(json.dumps({"made_by": self.made_by}) + "\n"))
+        target = self.path(*parts)
+        target.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def _file(self, name: str | Path | None) -> Path:
+        if name is None:
+            if self.directory:
+                raise ValueError(f"{self.flag} {self.root} is a directory output: name a file inside it")
+            self.ensure()
+            return self.root
+        target = self.path(name)
+        self.ensure(*Path(name).parts[:-1])
+        return target
+
+    def write_text(self, name: str | Path | None, text: str) -> Path:
+        return write_text_atomic(self._file(name), text)
+
+    def write_bytes(self, name: str | Path | None, data: bytes) -> Path:
+        target = self._file(name)
+        _replace_into(target, lambda handle: handle.buffer.write(data))
+        return target
+
+    def write_json(self, name: str | Path | None, payload: Any) -> Path:
+        return write_json_atomic(self._file(name), payload)
+
+    def write_jsonl(self, name: str | Path | None, rows: Iterable[dict[str, Any] | str]) -> int:
+        return write_jsonl_atomic(self._file(name), rows)
+
+    @contextlib.contextmanager
+    def writing(self, name: str | Path | None) -> Iterator[IO[str]]:
+        """A text handle whose whole content replaces `name` when the block ends without an error (for a writer
+        that streams: csv.writer, yaml.safe_dump; what it writes is built from records redacted at the source)."""
+        target = self._file(name)
+        with _replacing(target) as handle:
+            yield handle
+
+    @contextlib.contextmanager
+    def appending(self, name: str | Path | None) -> Iterator[IO[bytes]]:
+        """A binary append handle on `name` (a run's predictions: one flushed line per verdict)."""
+        target = self._file(name)
+        existed = target.exists()
+        with target.open("ab") as handle:
+            if not existed:
+                _chmod_umask(target)
+            yield handle
+
+    def copy_in(self, source: str | Path, name: str | Path) -> Path:
+        """A copy of the file `source` (never inside this output's own state) as `name`, atomically."""
+        data = load_bytes(Path(source), "a file to copy")
+        return self.write_bytes(name, data)
+
+    def remove(self, name: str | Path) -> None:
+        """Remove the file or folder `name` inside the output (absent: nothing to do)."""
+        target = self.path(name)
+        if target == self.root:
+            raise ValueError("an output removes names inside it, never itself")
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def staged(self, name: str | Path | None = None) -> Iterator[Path]:
+        """A fresh folder to fill (by a library saver: `save_pretrained`, `np.savez`, a copied tree) that replaces
+        the folder `name` inside the output (or the whole output, `name` None, the marker kept) only when the
+        block ends without an error; on an error it is removed and the old folder stays as it was."""
+        target = self.path(name) if name is not None else self.root
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        try:
+            yield tmp
+            if name is None:
+                _write_marker(tmp, self.made_by)
+            _swap_in(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def discard_if_unused(self, leftovers: Sequence[str] = ("run.lock",)) -> None:
+        """After a refused run: the folder this command created, holding nothing but `leftovers`, the marker and
+        empty files, is removed, so a refused command leaves nothing behind."""
+        remove_if_unused(self.root, self.existed, (*leftovers, MARKER))
+
+
+def claim_output(flag: str, path: str | Path, *, made_by: str = "tailor", **rule: Any) -> Output:
+    """`check_output(flag, path, **rule)` and the `Output` through which the verb writes there."""
+    target = check_output(flag, path, **rule)
+    return Output(flag, target, bool(rule.get("directory")), made_by)
+
+
+def _write_marker(folder: Path, made_by: str) -> None:
+    _replace_into(folder / MARKER, lambda handle: handle.write(json.dumps({"made_by": made_by}) + "\n"))
+
+
+def _swap_in(tmp: Path, target: Path) -> None:
+    """Put the folder `tmp` where `target` is: the old one renamed aside first, removed after the rename."""
+    old: Path | None = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(target, old)
+    os.replace(tmp, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _chmod_umask(path: Path) -> None:
+    """A new file gets the permissions the user's umask gives (mkstemp makes 0600 whatever the umask)."""
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o666 & ~_UMASK)
+
+
+@contextlib.contextmanager
+def _replacing(path: Path) -> Iterator[IO[str]]:
+    """A handle on a unique temporary sibling of `path`, renamed over it when the block ends (removed on error)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            write(handle)
+            yield handle
+        _chmod_umask(Path(tmp))
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _replace_into(path: Path, write: Callable[[Any], None]) -> None:
+    """`write(handle)` into a unique temporary sibling of `path`, renamed over it (removed on failure)."""
+    with _replacing(path) as handle:
+        write(handle)
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
@@ -139,15 +360,60 @@ def write_jsonl_atomic(path: str | Path, rows: Iterable[dict[str, Any] | str]) -
 
 def remove_if_unused(folder: Path, existed: bool, leftovers: Sequence[str] = ("run.lock",)) -> None:
     """After a rejected run: a folder the run created (`existed` False) that holds nothing but `leftovers` (its
-    lock, the manifest it began with) and empty files is removed, so a refused command leaves nothing behind."""
+    lock, the manifest it began with), the marker and empty files is removed, so a refused command leaves nothing
+    behind."""
     if existed or not folder.is_dir():
         return
     entries = list(folder.iterdir())
-    if all(e.is_file() and (e.name in leftovers or e.stat().st_size == 0) for e in entries):
+    keep = (*leftovers, MARKER)
+    if all(e.is_file() and (e.name in keep or e.stat().st_size == 0) for e in entries):
         for entry in entries:
             entry.unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # something appeared meanwhile: keep it
             folder.rmdir()
+
+
+def remove_path(path: str | Path) -> None:
+    """Remove a file (or an empty folder) the command itself owns and names: its lock, a scratch file, a cache
+    entry. Never a user's output: those go through `Output.remove`."""
+    target = Path(path)
+    if target.is_dir() and not target.is_symlink():
+        target.rmdir()
+    else:
+        target.unlink(missing_ok=True)
+
+
+def remove_tree(path: str | Path) -> None:
+    """Remove a scratch folder the command made itself (a temporary working folder, a step's unfinished output).
+    Refuses a folder without the marker that is not a temporary one (`.…tmp`, or under the system's temporary
+    directory), so a wrong path can never take a user's folder with it."""
+    target = Path(path)
+    if not target.exists():
+        return
+    tmpdir = _resolved(Path(tempfile.gettempdir()))
+    resolved = _resolved(target)
+    scratch = target.name.endswith(".tmp") or target.name.startswith(".") or _under(resolved, tmpdir)
+    if not (scratch or is_ours(target)):
+        raise ValueError(f"refusing to remove {target}: not a folder this command made")
+    shutil.rmtree(target, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def scratch(prefix: str = "tailorbench-", parent: str | Path | None = None) -> Iterator[Path]:
+    """A temporary folder the command works in (an upload being imported, an export being served, a step being
+    built), removed when the block ends whatever happens; under `parent` (on the output's file system, so a
+    finished folder can be renamed into place) or the system's temporary directory."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=parent))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def make_scratch(prefix: str = "tailorbench-", parent: str | Path | None = None) -> Path:
+    """A temporary folder whose removal the caller schedules itself (`remove_tree`), for work that outlives one
+    block (a file served by a web response and removed after it is sent)."""
+    return Path(tempfile.mkdtemp(prefix=prefix, suffix=".tmp", dir=parent))
 
 
 def load_or_compute(path: str | Path, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
