@@ -12,14 +12,18 @@ run never leaves half a file where a good one was, with the permissions the user
 written has the process's registered secrets masked (`redact.py`), a last guard behind redaction at the
 sources.
 
-Reading (the one bounded loader of user files: `load_json`, `load_yaml`, `parse_json`): nesting is bounded
-(`MAX_NESTING`) so a file 100,000 levels deep is an error message, never a RecursionError; the top level's
-type is checked; every error is a DataError naming the file, the line and the field.
+Reading (the one reader of user files: `load_json`, `load_yaml`, `parse_json`, `read_csv`, and
+datasets/rows.py's `read_jsonl` for JSONL; tests/test_one_reader.py fails on any other YAML, JSON or CSV parse
+of a file): a file read whole is bounded in size (`MAX_FILE_BYTES`, checked before reading), nesting is bounded
+(`MAX_NESTING`) so a file 100,000 levels deep is an error message, never a RecursionError; YAML has no anchors,
+aliases or repeated keys; CSV fields are bounded (`MAX_CSV_FIELD`) and text is UTF-8; the top level's type is
+checked; every error is a DataError naming the file, the line and the field (docs/data.md, "Reading files").
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -28,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tailorbench.errors import ConfigError, DataError
+from tailorbench.errors import ConfigError, DataError, shown
 from tailorbench.redact import redact_registered
 
 #: the deepest nesting of objects and lists a user file may have (exports and configs are a few levels deep)
@@ -50,6 +54,10 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+
+#: directories this process claimed as outputs (`check_output(directory=True)`): the first file the door writes
+#: under one of them marks it (`MARKER`), so a verb's folder is its own on the next run however it was created
+_CLAIMED: set[Path] = set()
 
 
 def _under(path: Path, folder: Path) -> bool:
@@ -125,7 +133,28 @@ def check_output(flag: str, path: str | Path, *, inputs: Iterable[str | Path | N
         raise ConfigError(f"{flag} {target} cannot be written: {probe}: {exc.strerror or exc}") from None
     if not os.access(probe, os.W_OK | os.X_OK):
         raise ConfigError(f"{flag} {target} cannot be written: {probe} is not writable")
+    if directory:
+        _CLAIMED.add(resolved)
     return target
+
+
+def ensure_dir(path: str | Path) -> Path:
+    """Create a folder the command writes into (an output it claimed, or a folder inside one), marking a
+    claimed output as the command's own."""
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    _mark_claimed(folder)
+    return folder
+
+
+def _mark_claimed(folder: Path) -> None:
+    """Mark every claimed output at or above `folder` that has no marker yet."""
+    if not _CLAIMED:
+        return
+    resolved = _resolved(folder)
+    for claimed in _CLAIMED:
+        if _under(resolved, claimed) and claimed.is_dir() and not (claimed / MARKER).exists():
+            _write_marker(claimed, "tailor")
 
 
 def is_ours(folder: Path) -> bool:
@@ -314,6 +343,8 @@ def _chmod_umask(path: Path) -> None:
 def _replacing(path: Path) -> Iterator[IO[str]]:
     """A handle on a unique temporary sibling of `path`, renamed over it when the block ends (removed on error)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.name != MARKER:
+        _mark_claimed(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
@@ -434,6 +465,15 @@ def whole_lines(path: Path) -> bytes:
 
 # --- reading ------------------------------------------------------------------------------------------------
 
+#: the largest user file read whole (a YAML config, a JSON export, manifest or state file, a CSV table): a bigger
+#: one is a DataError naming this bound, raised from the file's size before anything is read or parsed (a 300 MB
+#: study.yaml would otherwise take minutes and gigabytes). JSONL files (benchmarks, predictions) are parsed a line
+#: at a time, each line bounded in nesting, and are not held to it.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+#: the longest CSV field, in characters: a longer one is a DataError naming the file, line and column (the csv
+#: module's own limit, 131,072, would be a traceback; no published CSV this package reads comes near either)
+MAX_CSV_FIELD = 1024 * 1024
+
 _TYPE_NAMES = {dict: "an object", list: "a list", str: "text", int: "an integer", float: "a number",
                bool: "true or false", type(None): "null"}
 
@@ -446,16 +486,31 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def load_bytes(path: Path, what: str) -> bytes:
-    """A user file's bytes, or a DataError saying why not (`what`: what the file should be)."""
+def _too_big(path: Path, size: int, what: str, limit: int) -> DataError:
+    return DataError(path, None, None, f"{size:,} bytes: more than MAX_FILE_BYTES ({limit:,} bytes, "
+                                       f"{limit // 2**20} MiB), the most a file read whole may have "
+                                       f"(expected {what})")
+
+
+def load_bytes(path: Path, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """A user file's bytes, or a DataError saying why not (`what`: what the file should be). A file larger than
+    `limit` (MAX_FILE_BYTES) is refused from its size before it is read; a device or pipe that never ends is
+    read no further than the bound."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limit:
+                raise _too_big(path, size, what, limit)
+            data = handle.read(limit + 1)
     except FileNotFoundError:
         raise DataError(path, None, None, f"no such file (expected {what})") from None
     except IsADirectoryError:
         raise DataError(path, None, None, f"is a directory (expected {what})") from None
     except OSError as exc:
         raise DataError(path, None, None, f"cannot be read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise _too_big(path, len(data), what, limit)
+    return data
 
 
 def _decode(data: bytes, path: Path, line: int | None = None) -> str:
@@ -513,25 +568,77 @@ def load_json(path: str | Path, expect: type | tuple[type, ...] | None = None, w
     return parse_json(load_bytes(path, what), path, None, expect, what)
 
 
+class _DuplicateKey(Exception):
+    """Raised by the YAML loader at a mapping's second use of a key (turned into a DataError by `load_yaml`)."""
+
+    def __init__(self, key: Any, line: int, first: int) -> None:
+        super().__init__(key, line, first)
+        self.key, self.line, self.first = key, line, first
+
+
+@functools.cache
+def _yaml_loader() -> Any:
+    """The safe loader (libyaml's when installed) that refuses a key a mapping already has: YAML's rule is that
+    keys are unique, and PyYAML otherwise keeps the last value silently."""
+    import yaml
+
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    merge = "tag:yaml.org,2002:merge"
+
+    class UniqueKeyLoader(base):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                first: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == merge:
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    with contextlib.suppress(TypeError):  # an unhashable key: the base loader says so
+                        if key in first:
+                            raise _DuplicateKey(key, key_node.start_mark.line + 1, first[key])
+                        first[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
+
+
 def load_yaml(path: str | Path, expect: type | tuple[type, ...] | None = None, what: str = "YAML") -> Any:
-    """A user's YAML file (a config, a project file), bounded before it is built: nesting is counted on the
-    parser's events (no recursion), so 10,000 levels are an error naming the line, not a RecursionError."""
+    """A user's YAML file (a config, a project file), the one YAML loader of the package, bounded before anything
+    is built: the file's size (MAX_FILE_BYTES); its nesting, counted on the parser's events (no recursion, so
+    10,000 levels are an error naming the line, not a RecursionError); anchors and aliases are refused (nine
+    lines of nested aliases expand to billions of nodes: a "billion laughs" bomb); a key given twice in one
+    mapping is an error naming both lines, not the last one silently winning. Safe tags only (no Python
+    objects)."""
     import yaml
 
     path = Path(path)
     text = _decode(load_bytes(path, what), path)
     try:
         depth = 0
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            mark = event.start_mark
+            line = mark.line + 1 if mark is not None else None
+            if isinstance(event, yaml.AliasEvent):
+                raise DataError(path, line, None, f"an alias (*{event.anchor}): anchors and aliases are not read "
+                                                  "(write each value out in full)")
+            if isinstance(event, yaml.NodeEvent) and event.anchor is not None:
+                raise DataError(path, line, None, f"an anchor (&{event.anchor}): anchors and aliases are not "
+                                                  "read (write each value out in full)")
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_NESTING:
-                    mark = event.start_mark
-                    raise DataError(path, mark.line + 1 if mark else None, None,
+                    raise DataError(path, line, None,
                                     f"nested more than {MAX_NESTING} levels deep (mappings and lists)")
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
-        value = yaml.safe_load(text)
+        loader = _yaml_loader()(text)
+        try:
+            value = loader.get_single_data()
+        finally:
+            loader.dispose()
+    except _DuplicateKey as dup:
+        raise DataError(path, dup.line, shown(dup.key), f"duplicate key (first on line {dup.first}): each key "
+                                                        "of a mapping is given once") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -552,3 +659,64 @@ def field_of(obj: dict[str, Any], key: str, expect: type | tuple[type, ...], wha
     if not isinstance(value, expect):
         raise DataError(path, line, f"{where}{key}", f"expected {what}, got {type_name(value)}")
     return value
+
+
+def parse_count(text: str, path: str | Path, line: int | None, field: str) -> int:
+    """A whole number of 0 or more written in ASCII digits (a count or an index read from text, e.g. a CSV cell):
+    `int()` would also take "1_0" (as 10), " -5" (an index from the end) and non-ASCII digits."""
+    stripped = text.strip()
+    if not (stripped.isascii() and stripped.isdigit()):
+        raise DataError(path, line, field, f"expected a whole number of 0 or more in digits, got {shown(text)}")
+    return int(stripped)
+
+
+def parse_csv(data: bytes, path: str | Path, required: Sequence[str] = (),
+              on_error: Callable[[DataError], None] | None = None) -> Iterator[tuple[int, dict[str, str]]]:
+    """The rows of a CSV file's bytes as (first line of the row, {column: cell}), the package's one CSV reader:
+    UTF-8 checked (a DataError naming the line of the first bad byte); the header must hold the `required`
+    columns; a row with more cells than the header, or a cell longer than MAX_CSV_FIELD characters, is a
+    DataError naming line and column, given to `on_error` (the row is then skipped) or raised; a row with fewer
+    cells lacks the keys of the missing ones. Blank lines are skipped."""
+    import csv
+    import io
+
+    path = Path(path)
+    text = _decode(data, path)
+    if csv.field_size_limit() < MAX_FILE_BYTES:  # the bound is checked below, where the column can be named
+        csv.field_size_limit(MAX_FILE_BYTES)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise DataError(path, None, None, "empty: expected a CSV header line")
+        for column in required:
+            if column not in header:
+                raise DataError(path, 1, column, f"column missing from the header ({', '.join(map(shown, header))})")
+        end = reader.line_num
+        for cells in reader:
+            start, end = end + 1, reader.line_num
+            if not cells:
+                continue
+            problem: DataError | None = None
+            if len(cells) > len(header):
+                problem = DataError(path, start, None, f"{len(cells)} cells, more than the header's {len(header)} "
+                                                       "columns")
+            for column, cell in zip(header, cells):
+                if problem is None and len(cell) > MAX_CSV_FIELD:
+                    problem = DataError(path, start, column, f"{len(cell):,} characters: more than MAX_CSV_FIELD "
+                                                             f"({MAX_CSV_FIELD:,}), the longest CSV field read")
+            if problem is not None:
+                if on_error is None:
+                    raise problem
+                on_error(problem)
+                continue
+            yield start, dict(zip(header, cells))
+    except csv.Error as exc:
+        raise DataError(path, reader.line_num or None, None, f"not readable CSV: {exc}") from None
+
+
+def read_csv(path: str | Path, what: str, required: Sequence[str] = (),
+             on_error: Callable[[DataError], None] | None = None) -> Iterator[tuple[int, dict[str, str]]]:
+    """`parse_csv` of a user's CSV file (bounded by MAX_FILE_BYTES; `what`: what the file should be)."""
+    path = Path(path)
+    return parse_csv(load_bytes(path, what), path, required, on_error)

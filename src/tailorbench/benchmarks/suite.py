@@ -25,12 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.runner import EvalConfig, run_eval, slug
-from tailorbench.files import write_json_atomic, write_text_atomic
+from tailorbench.files import load_yaml, write_json_atomic, write_text_atomic
 from tailorbench.redact import redact
 from tailorbench.reporting import md_table, with_ci
 
@@ -71,7 +69,7 @@ def load_suite(spec: str | Path, data_root: str | Path | None = None, judges: li
     path = builtin_suite(str(spec)) or Path(spec)
     if not path.is_file():
         raise ConfigError(f"--suite {spec}: no such file and no built-in suite of that name")
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = load_yaml(path, None, "a suite (a YAML mapping)")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a suite is a mapping of {', '.join(sorted(SUITE_KEYS))}")
     _known(raw, SUITE_KEYS, str(path))

@@ -38,8 +38,10 @@ def _demo_config(study_dir: Path) -> None:
     """The example's models replaced by the illustrative one, its report marked illustrative."""
     import yaml
 
+    from tailorbench.files import load_yaml
+
     path = study_dir / CONFIG_FILE
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = load_yaml(path, dict, "a study config")
     data["models"].update(extractor="illustrative:extractor", generator="illustrative:generator",
                           judges={"illustrative-judge": "illustrative:judge"})
     data["report"]["illustrative"] = True
