@@ -5,11 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from typer.core import TyperCommand
 
 from tailorbench.cli.agree_cmd import MAP
-from tailorbench.cli.annotate_options import BASE_URL, DB, DIR, JSON, LINK_DAYS, PREDICTIONS, twins
+from tailorbench.cli.annotate_options import (
+    BASE_URL,
+    DATABASE_VERB,
+    DB,
+    DIR,
+    JSON,
+    LINK_DAYS,
+    PREDICTIONS,
+    SERVER_VERB,
+    twins,
+)
 from tailorbench.cli.annotate_tables import progress_table
-from tailorbench.cli.common import JSON_HELP, emit, print_json, user_errors
+from tailorbench.cli.common import JSON_HELP, emit, print_json, text_or_file, user_errors
 
 annotate_app = typer.Typer(help="Annotation web service: serve, projects, imports, annotators, progress, export.",
                            no_args_is_help=True)
@@ -54,7 +65,7 @@ def project_create(
 ) -> None:
     """Create a project."""
     with user_errors():  # options checked before the database is opened (or created)
-        text = Path(instructions[1:]).read_text(encoding="utf-8") if instructions.startswith("@") else instructions
+        text = text_or_file(instructions, "--instructions")
         emit(twins().create_project(name, task, n, text, gold_every, directory, db), json_out)
 
 
@@ -224,8 +235,18 @@ def import_labels(
         emit(twins().import_labels(file, out, fmt, mapping), json_out)
 
 
+#: the annotate verbs that work on files alone (an items file in, a tool's project or export out): no [web] extra
+FILE_VERBS = ("export-items", "import-labels")
+
+
 def register(app: typer.Typer) -> None:
+    """`tailor annotate ...`; every verb but FILE_VERBS opens the database (`serve` also serves it), so without
+    the [web] extra it says so before any work, a verb added later included."""
     from tailorbench.cli.annotate_study_cmd import study_app
 
     annotate_app.add_typer(study_app, name="study")
+    for group in (annotate_app, project_app, annotator_app, study_app):
+        for info in group.registered_commands:
+            if info.name not in FILE_VERBS and info.cls in (None, TyperCommand):
+                info.cls = SERVER_VERB if info.name == "serve" else DATABASE_VERB
     app.add_typer(annotate_app, name="annotate")

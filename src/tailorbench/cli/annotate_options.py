@@ -8,7 +8,7 @@ from types import ModuleType
 
 import typer
 
-from tailorbench.cli.common import JSON_HELP
+from tailorbench.cli.common import JSON_HELP, needs_extra
 
 DIR = typer.Option(Path("annotation"), "--dir", help="Project directory (holds annotate.sqlite when no --db).")
 DB = typer.Option(None, "--db", help="Database URL, e.g. postgresql+psycopg://USER@HOST:PORT/DB "
@@ -17,6 +17,10 @@ BASE_URL = typer.Option("http://127.0.0.1:8000", "--base-url", help="Address ann
 LINK_DAYS = typer.Option(7.0, "--link-days", help="Days the login link stays valid (it logs in once).")
 PREDICTIONS = typer.Option([], "--predictions", help="Tool formats: judge verdicts (long format or run "
                             "directory) attached as Label Studio predictions / Argilla suggestions.")
+#: the command classes of the verbs that open the annotation database (SQLAlchemy, Alembic's migrations) and of
+#: those that also serve it (FastAPI, uvicorn): without the [web] extra they say so before any work
+DATABASE_VERB = needs_extra("web", ("sqlalchemy", "alembic"), "the annotation database")
+SERVER_VERB = needs_extra("web", ("sqlalchemy", "alembic", "fastapi", "uvicorn"), "the annotation server")
 #: the verbs call their Python twins (`tailorbench.api.annotate`) and print the result: JSON with --json
 JSON = typer.Option(False, "--json", help=JSON_HELP)
 

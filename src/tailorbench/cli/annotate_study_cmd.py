@@ -8,7 +8,7 @@ import typer
 
 from tailorbench.cli.annotate_options import BASE_URL, DB, DIR, JSON, twins
 from tailorbench.cli.annotate_tables import participants_table
-from tailorbench.cli.common import emit, user_errors
+from tailorbench.cli.common import emit, text_or_file, user_errors
 
 study_app = typer.Typer(help="Crowd studies (Prolific or another redirect-based platform): open, list, show "
                              "participants and the link, close, release, reissue links.", no_args_is_help=True)
@@ -43,7 +43,7 @@ def study_create(
 ) -> None:
     """Open a project to a crowd platform and print the study URL to give it (shown once)."""
     with user_errors():
-        text = Path(consent[1:]).read_text(encoding="utf-8") if consent.startswith("@") else consent
+        text = text_or_file(consent, "--consent")
         emit(twins().study_create(project, quota, max_participants, completion_code, screenout_code,
                                     screenout_gold_below, screenout_after_gold, time_limit_min, completion_url,
                                     param_id, param_study, param_session, text, base_url, directory, db), json_out)

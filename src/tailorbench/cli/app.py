@@ -9,7 +9,7 @@ import sys
 import typer
 from typer.core import TyperCommand
 
-from tailorbench.cli.common import VerbCommand, exit_codes_help
+from tailorbench.cli.common import TailorGroup, VerbCommand, exit_codes_help
 from tailorbench.errors import TailorError
 from tailorbench.failures import EXIT_INTERRUPTED
 
@@ -21,6 +21,7 @@ _VERBS: tuple[str, ...] = (
 
 app = typer.Typer(
     name="tailor",
+    cls=TailorGroup,
     help="tailorbench: human-grounded evaluation of LLM personalization.",
     epilog=exit_codes_help(),
     no_args_is_help=True,

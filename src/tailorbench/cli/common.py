@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from tailorbench.errors import TailorError
 from tailorbench.failures import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, FailureCheck
@@ -47,6 +47,30 @@ def exit_if_failed(checks: Iterable[FailureCheck]) -> None:
         typer.echo(f"error: {check.message()}", err=True)
     if failed:
         raise typer.Exit(EXIT_FAILED)
+
+
+#: the base class of click's errors as typer raises them (typer >= 0.20 carries its own copy of click)
+_CLICK_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+@contextmanager
+def usage_errors() -> Iterator[None]:
+    """A usage error (an unknown option or verb, an option value of the wrong type, a missing argument) as what
+    a TailorError gets: one `error: ...` line on stderr, naming the verb's --help, and exit code 2, so a script
+    or a user reads every refusal the same way (typer's own display is a box without `error:`). A missing verb
+    (`tailor annotate`) still prints the group's help."""
+    try:
+        yield
+    except _CLICK_ERROR as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            raise
+        format_message = getattr(exc, "format_message", None)  # the text click shows, e.g. "Invalid value for ..."
+        message = " ".join(str(format_message() if callable(format_message) else exc).split())
+        ctx = getattr(exc, "ctx", None)
+        if ctx is not None:
+            message += f" (see {ctx.command_path} --help)"
+        typer.echo(f"error: {redact(message)}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
 @contextmanager
@@ -171,6 +195,24 @@ def parse_pairs(values: list[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
+def text_or_file(value: str, flag: str) -> str:
+    """The one reader of the options that take `TEXT, or @FILE to read it` (`--instructions`, `--consent`): the
+    text as given, or the named file's UTF-8 text; a file that is missing, unreadable, too large or not text is a
+    DataError naming it and the flag (exit 2), before anything is opened or created."""
+    if not value.startswith("@"):
+        return value
+    from tailorbench.errors import DataError
+    from tailorbench.files import load_bytes
+
+    path = Path(value[1:]).expanduser()
+    data = load_bytes(path, f"the text of {flag}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(path, data[: exc.start].count(b"\n") + 1, None,
+                        f"not UTF-8 text (byte {data[exc.start]:#04x}); {flag} @FILE reads a text file") from None
+
+
 def write_json(path: Path, payload: Any, flag: str = "--out") -> None:
     """A verb's result object written as JSON to `path` (atomic; parents created); a path that cannot be written
     is a ConfigError naming the flag (exit 2 through `user_errors`)."""
@@ -251,3 +293,40 @@ class VerbCommand(TyperCommand):
             self.help = f"{self.help or ''}\n\n{extra()}"
             self._extra_added = True
         super().format_help(ctx, formatter)
+
+
+class ExtraVerb(VerbCommand):
+    """A verb that needs an optional extra (`needs_extra` makes its class): once its options are read, so that
+    `--help` and usage errors come first, and before its body runs (nothing read, nothing created), a missing
+    module is one `error:` line naming the extra and the verb, exit 2 (`errors.require_extra`)."""
+
+    extra: str = ""
+    modules: tuple[str, ...] = ()
+    why: str = ""
+
+    def invoke(self, ctx: Any) -> Any:
+        from tailorbench.errors import require_extra
+
+        with user_errors():
+            for module in self.modules:
+                require_extra(module, self.extra, f"{ctx.command_path} ({self.why})")
+        return super().invoke(ctx)
+
+
+def needs_extra(extra: str, modules: tuple[str, ...], why: str) -> type[VerbCommand]:
+    """The command class of verbs that need the modules of `extra` (`cls=` of a verb): `why` says what for, as
+    the error shows it: `tailor annotate serve (the annotation server) needs the [web] extra: ...`."""
+    return type(f"Needs{extra.title()}Verb", (ExtraVerb,), {"extra": extra, "modules": modules, "why": why})
+
+
+class TailorGroup(TyperGroup):
+    """The command class of `tailor` itself (`cli/app.py`): every verb is parsed and run inside it, so its
+    usage errors are shown by `usage_errors` whichever verb or group they come from."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        with usage_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: Any) -> Any:
+        with usage_errors():
+            return super().invoke(ctx)

@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from tailorbench.cli.annotate_options import DATABASE_VERB, SERVER_VERB
 from tailorbench.cli.common import JSON_OPTION, emit, print_json, user_errors
 
 study_app = typer.Typer(help="A whole human study from one config: init, plan, run (until people are needed), "
@@ -63,7 +64,7 @@ def plan(study_dir: Path = STUDY_DIR, as_json: bool = JSON_OPTION) -> None:
         typer.echo(f"changed since they ran (will be redone): {', '.join(got.stale)}")
 
 
-@study_app.command("run")
+@study_app.command("run", cls=DATABASE_VERB)
 def run(study_dir: Path = STUDY_DIR,
         watch: bool = typer.Option(False, "--watch", help="Keep going: check again every --interval seconds "
                                    "while people are needed, until the study is finished."),
@@ -86,7 +87,7 @@ def run(study_dir: Path = STUDY_DIR,
                    f"{w['labels_wanted']})" + (f"; study link: {w['link']}" if w.get("link") else ""))
 
 
-@study_app.command("status")
+@study_app.command("status", cls=DATABASE_VERB)
 def status(study_dir: Path = STUDY_DIR, as_json: bool = JSON_OPTION) -> None:
     """Per stage: the step, labels done / wanted, each annotator's quality and the crowd's open places."""
     with user_errors():
@@ -115,7 +116,7 @@ def report(study_dir: Path = STUDY_DIR, as_json: bool = JSON_OPTION) -> None:
     typer.echo(Path(got.out, "study.md").read_text(encoding="utf-8"))
 
 
-@study_app.command("demo")
+@study_app.command("demo", cls=SERVER_VERB)
 def demo(study_dir: Path = STUDY_DIR,
          seed: int = typer.Option(0, "--seed", help="Seed of the simulated participants' answers."),
          as_json: bool = JSON_OPTION) -> None:

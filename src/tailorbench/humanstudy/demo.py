@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.errors import ConfigError
+from tailorbench.files import check_output
 from tailorbench.humanstudy.config import CONFIG_FILE
 
 EXAMPLE = Path(__file__).resolve().parent / "example"
@@ -24,6 +25,7 @@ def init_study(study_dir: str | Path, force: bool = False) -> dict[str, Any]:
     """Write the bundled example study into `study_dir`: study.yaml (edit its models and crowd settings) and
     its input files. An existing study.yaml is kept unless `force`."""
     d = Path(study_dir)
+    check_output("STUDY_DIR", d, directory=True, force=True)  # a file, or a path under one: exit 2, nothing made
     if (d / CONFIG_FILE).exists() and not force:
         raise ConfigError(f"{d / CONFIG_FILE} exists already (--force writes over it)")
     d.mkdir(parents=True, exist_ok=True)
@@ -58,6 +60,7 @@ def run_demo(study_dir: str | Path, seed: int = 0, say: Callable[[str], None] | 
     from tailorbench.humanstudy.simulate import Behaviour, participate, serving
 
     d = Path(study_dir)
+    check_output("STUDY_DIR", d, directory=True, force=True)
     if d.exists() and any(d.iterdir()):
         raise ConfigError(f"{d}: the demo needs a new or empty directory")
     init_study(d)
