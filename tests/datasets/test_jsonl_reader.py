@@ -12,7 +12,7 @@ import pytest
 from tailorbench.datasets.rows import InvalidRows, first_jsonl_row, read_jsonl
 from tailorbench.datasets.scored import is_scored, read_scored
 from tailorbench.errors import DataError
-from tailorbench.geneval.generate import read_rows
+from tailorbench.geneval.generate import read_rows, verdict_key
 
 
 def _scored_rows() -> list[dict[str, object]]:
@@ -62,10 +62,10 @@ def test_detection_reads_one_line_and_never_raises(tmp_path: Path) -> None:
 def test_run_files_read_back_through_the_reader(tmp_path: Path) -> None:
     """gen-eval's rows: a torn last line (kill -9) is cut off; a damaged line is a DataError naming it."""
     path = tmp_path / "verdicts.jsonl"
-    path.write_bytes(b'{"case_id": "a"}\n{"case_id": "b"}\n{"case_i')
-    assert read_rows(path) == [{"case_id": "a"}, {"case_id": "b"}]
-    assert path.read_bytes().endswith(b'"b"}\n')
+    path.write_bytes(b'{"case_id": "a", "order": "AB"}\n{"case_id": "b", "order": "AB"}\n{"case_i')
+    assert read_rows(path, verdict_key) == [{"case_id": "a", "order": "AB"}, {"case_id": "b", "order": "AB"}]
+    assert path.read_bytes().endswith(b'"AB"}\n')
     path.write_bytes(b'{"case_id": "a"}\n{oops}\n')
     with pytest.raises(DataError) as caught:
-        read_rows(path)
+        read_rows(path, verdict_key)
     assert caught.value.line == 2

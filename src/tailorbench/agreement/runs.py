@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.records import Rating, RatingSet
-from tailorbench.datasets.rows import InvalidRows, read_jsonl
+from tailorbench.datasets.rows import InvalidRows, last_per_key, read_jsonl
 from tailorbench.errors import DataError
 
 PREDICTIONS = "predictions.jsonl"
@@ -27,6 +27,8 @@ def _label(choice: str, order: str) -> str:
 
 
 def _parse(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The lines of predictions.jsonl with their numbers, the last per (judge, setting, case, order): the
+    predictions format rule (`rows.last_per_key`; a failed call retried by `--resume` appends its new line)."""
     rows: list[tuple[int, dict[str, Any]]] = []
     for line_no, row in read_jsonl(path, InvalidRows()):
         for key in _REQUIRED:
@@ -39,7 +41,8 @@ def _parse(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if row["status"] == "ok" and row["choice"] not in ("A", "B"):
             raise DataError(path, line_no, "choice", f"an ok verdict needs 'A' or 'B', got {row['choice']!r}")
         rows.append((line_no, row))
-    return rows
+    return last_per_key(rows, lambda item: (item[1]["judge"], item[1]["setting"], str(item[1]["case_id"]),
+                                            item[1]["order"]))
 
 
 def read_run_dir(run_dir: str | Path, group: str = "model") -> RatingSet:
@@ -53,19 +56,15 @@ def read_run_dir(run_dir: str | Path, group: str = "model") -> RatingSet:
     for _, row in rows:
         orders[row["judge"], row["setting"]].add(row["order"])
     out = RatingSet(sources=[str(run_dir)])
-    seen: dict[tuple[str, str], int] = {}
-    for line_no, row in rows:
+    for line_no, row in rows:  # one line per (rater, case): `_parse` keeps the last
         rater = f"{row['judge']}@{row['setting']}"
         if len(orders[row["judge"], row["setting"]]) > 1:
             rater += f"/{row['order']}"
-        key = (str(row["case_id"]), rater)
-        if key in seen:
-            raise DataError(path, line_no, "case_id", f"duplicate of line {seen[key]} for rater {rater!r}")
-        seen[key] = line_no
         if row["status"] != "ok":
             out.missing[f"verdict {row['status']}"] += 1
             continue
-        out.ratings.append(Rating(key[0], rater, _label(row["choice"], row["order"]), group, str(path), line_no))
+        out.ratings.append(Rating(str(row["case_id"]), rater, _label(row["choice"], row["order"]), group, str(path),
+                                  line_no))
     return out
 
 

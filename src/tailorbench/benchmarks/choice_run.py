@@ -4,7 +4,8 @@ gives its accuracy overall, per split and per tier with bootstrap intervals.
 
 Not the pairwise judge loop: a pick among all options is not a choice between two answers (the pair view of the
 same items goes through `tailor eval`). Like every run, it streams: one line per item appended and flushed per
-batch to predictions.jsonl, a torn last line cut off on resume, items already there skipped, `run.lock` held;
+batch to predictions.jsonl, a torn last line cut off on resume, items already answered skipped (a failed call
+is asked again, its new line appended: the last line per item counts), `run.lock` held;
 every call goes through `models/` (cache, retries, accounting), so a re-run makes no call at all.
 """
 
@@ -23,10 +24,10 @@ import orjson
 from tailorbench.aio import run_sync
 from tailorbench.benchmarks.choice_report import MULTIPLE_CHOICE
 from tailorbench.benchmarks.choice_results import KIND, compute_results
-from tailorbench.benchmarks.run_pages import MANIFEST, PREDICTIONS, RESULTS
+from tailorbench.benchmarks.run_pages import MANIFEST, PREDICTIONS, RESULTS, item_key, read_items
 from tailorbench.benchmarks.scoring import SCORERS
 from tailorbench.datasets.choice import ChoiceItem, ItemSet, load_choice_items
-from tailorbench.datasets.rows import fingerprint_files, read_appended_jsonl
+from tailorbench.datasets.rows import done_keys, fingerprint_files
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.runner import library_versions
@@ -198,9 +199,9 @@ async def run_streamed(out: Path, manifest: dict[str, Any], models: Sequence[Cha
                        work: Callable[[Path, set[str]], Awaitable[None]]) -> tuple[list[dict[str, Any]],
                                                                                  dict[str, Any]]:
     """The life of a run directory: `run.lock` held; a manifest with other settings or data refused; the
-    predictions already there read (a torn last line cut off) and their item ids handed to `work`, which appends
-    the rest; the manifest marked finished, or stopped with the error. Returns every prediction and the
-    manifest."""
+    predictions already there read (a torn last line cut off) and the ids of the items answered handed to
+    `work`, which appends the rest (an item whose call failed is asked again); the manifest marked finished, or
+    stopped with the error. Returns every prediction (the last line per item) and the manifest."""
     out.mkdir(parents=True, exist_ok=True)
     with RunLock(out):
         path, previous = out / PREDICTIONS, out / MANIFEST
@@ -212,9 +213,8 @@ async def run_streamed(out: Path, manifest: dict[str, Any], models: Sequence[Cha
                                   "directory")
             manifest["created_at"] = before.get("created_at", manifest["created_at"])
         write_json_atomic(previous, manifest)
-        done: list[dict[str, Any]] = read_appended_jsonl(path)
-        try:
-            await work(path, {row["item"] for row in done})
+        try:  # a failed call is asked again (its new line appended); an unparsed answer is kept
+            await work(path, done_keys(read_items(path), item_key))
         except BaseException as exc:
             manifest.update(status="stopped", error=f"{type(exc).__name__}: {exc}")
             write_json_atomic(previous, manifest)
@@ -222,7 +222,7 @@ async def run_streamed(out: Path, manifest: dict[str, Any], models: Sequence[Cha
         finally:
             for model in models:
                 await model.aclose()
-        rows: list[dict[str, Any]] = read_appended_jsonl(path)
+        rows = read_items(path)
         manifest.update(status="finished", calls=[m.stats.as_dict() for m in models])
         write_json_atomic(previous, manifest)
         return rows, manifest

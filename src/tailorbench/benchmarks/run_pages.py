@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.datasets.rows import read_appended_jsonl
+from tailorbench.datasets.rows import last_per_key, read_appended_jsonl
 from tailorbench.errors import DataError
 from tailorbench.failures import FailureCheck
 from tailorbench.files import write_json_atomic
@@ -20,6 +20,18 @@ from tailorbench.run_kinds import RunKind
 MANIFEST, PREDICTIONS, RESULTS = "manifest.json", "predictions.jsonl", "results.json"
 
 Table = tuple[str, list[str], list[list[str]]]
+
+
+def item_key(row: dict[str, Any]) -> str:
+    """What one prediction line of a benchmark run answers: its item."""
+    return str(row["item"])
+
+
+def read_items(path: Path) -> list[dict[str, Any]]:
+    """A benchmark run's prediction lines, the last per item (the predictions format rule, `rows.last_per_key`:
+    a failed call retried by `--resume` appends its new line); a torn last line (kill -9) is cut off."""
+    rows: list[dict[str, Any]] = read_appended_jsonl(path)
+    return last_per_key(rows, item_key)
 Runs = Sequence[Mapping[str, Any]]
 
 
@@ -36,7 +48,7 @@ def benchmark_kind(compute: Callable[[dict[str, Any], list[dict[str, Any]]], dic
                 manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise DataError(run_dir / MANIFEST, None, None, f"not a readable manifest ({exc})") from None
-            results = compute(manifest, read_appended_jsonl(run_dir / PREDICTIONS))
+            results = compute(manifest, read_items(run_dir / PREDICTIONS))
             write_json_atomic(run_dir / RESULTS, results)
         return {**results, "run": run_dir.name}
 

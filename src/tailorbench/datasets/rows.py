@@ -8,7 +8,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ from tailorbench.errors import DataError
 from tailorbench.files import MAX_NESTING, check_nesting
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 
 def pair_hash(user_id: str, question: str, chosen: str, rejected: str) -> str:
@@ -111,6 +112,25 @@ def read_appended_jsonl(path: Path, parse: Callable[[Path, bytes], list[T]] | No
         with path.open("r+b") as handle:
             handle.truncate(end)
     return rows
+
+
+def last_per_key(rows: Iterable[T], key: Callable[[T], Hashable]) -> list[T]:
+    """The run files' format rule (docs/data.md, "Predictions"): a file a run appends to (predictions.jsonl,
+    verdicts.jsonl, generations.jsonl) may hold several lines for one key (a failed call retried by `--resume`
+    appends its new line), and the LAST line per key is the one that counts. Every reader of those files goes
+    through here, so report, compare, view, reliability, agreement and resume can never count a key differently.
+    Rows keep the place of their key's first line (a retry does not reorder a run)."""
+    latest: dict[Hashable, T] = {}
+    for row in rows:
+        latest[key(row)] = row
+    return list(latest.values())
+
+
+def done_keys(rows: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], K]) -> set[K]:
+    """The keys whose last line is a finished answer (any status but `failed`): what `--resume` of every run
+    kind skips. A failed call (an error, nothing answered) is tried again; an invalid verdict is an answer the
+    judge gave, and is kept."""
+    return {key(row) for row in last_per_key(rows, key) if row.get("status") != "failed"}
 
 
 def first_jsonl_row(path: Path) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import FrameType
 
 from tailorbench.failures import EXIT_INTERRUPTED
@@ -52,3 +52,18 @@ def stop_on_sigint(stop: asyncio.Event) -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+async def take_early_interrupt(stop: asyncio.Event) -> bool:
+    """Whether a Ctrl-C came before `stop_on_sigint` was installed (or `stop` is already set), so the caller
+    ends as interrupted with its resume command instead of a bare 130. Such a Ctrl-C reached asyncio's own
+    handler, which cancels the main task; that pending cancel is taken here (one step of the loop) rather than
+    at some later await where it would cut the run short without writing its state."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        with suppress(asyncio.CancelledError):
+            await asyncio.sleep(0)
+        while task.uncancel():
+            pass
+        stop.set()
+    return stop.is_set()

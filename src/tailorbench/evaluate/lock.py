@@ -37,8 +37,10 @@ class RunLock:
         self.path = Path(run_dir) / LOCK
         self._fd: int | None = None
 
-    def acquire(self) -> RunLock:
-        """Take the lock or raise RunInProgressError naming the holder; records this process's pid."""
+    def acquire(self, record: bool = True) -> RunLock:
+        """Take the lock or raise RunInProgressError naming the holder; records this process's pid (with
+        `record=False` only once `record()` is called: a run that may still be refused takes the lock to check
+        the directory, and a refused run must leave the file as the last real holder wrote it)."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -47,10 +49,16 @@ class RunLock:
             raise RunInProgressError(
                 f"{self.path.parent}: run is in progress ({_holder(self.path)} holds {self.path}); "
                 "wait for it to finish or stop it first") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
         self._fd = fd
+        if record:
+            self.record()
         return self
+
+    def record(self) -> None:
+        """Write this process's pid into the lock file (it holds the lock)."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, f"{os.getpid()}\n".encode("ascii"), 0)
 
     def release(self) -> None:
         if self._fd is not None:

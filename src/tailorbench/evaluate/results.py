@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.datasets.rows import InvalidRows, parse_jsonl
+from tailorbench.datasets.rows import InvalidRows, last_per_key, parse_jsonl
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.metrics import compute_metrics
@@ -24,9 +24,16 @@ DETERMINISM = "determinism.json"
 _KIND = re.compile(r"[a-z_]+")
 
 
+def prediction_key(row: Mapping[str, Any]) -> tuple[str, str]:
+    """What one prediction line answers: (case id, order). A run holds one verdict per key, its last line."""
+    return row["case_id"], row["order"]
+
+
 def parse_predictions(path: Path, data: bytes, note: str = "") -> list[dict[str, Any]]:
-    """The predictions in bytes of predictions.jsonl (read through `datasets.rows`, the one JSONL reader), or a
-    DataError naming file, line and field (`note` is added to its message, e.g. that the run is left as it is)."""
+    """The predictions in bytes of predictions.jsonl (read through `datasets.rows`, the one JSONL reader), the
+    last line per (case, order) (`rows.last_per_key`: a failed call retried by `--resume` appends its new line),
+    or a DataError naming file, line and field (`note` is added to its message, e.g. that the run is left as it
+    is). Every reader of a pairwise run (results, report, compare, view, reliability, resume) reads it here."""
     rows = []
     try:
         for number, row in parse_jsonl(path, data, InvalidRows()):
@@ -36,7 +43,7 @@ def parse_predictions(path: Path, data: bytes, note: str = "") -> list[dict[str,
             rows.append(row)
     except DataError as exc:
         raise DataError(exc.path, exc.line, exc.field, f"{exc.message}{note}") from None
-    return rows
+    return last_per_key(rows, prediction_key)
 
 
 def read_predictions(run_dir: Path) -> list[dict[str, Any]]:

@@ -23,14 +23,14 @@ from typing import Any, Literal
 
 from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
-from tailorbench.datasets.rows import read_appended_jsonl
+from tailorbench.datasets.rows import done_keys, read_appended_jsonl
 from tailorbench.errors import ConfigError, DataError, TailorError
 from tailorbench.evaluate.counters import add_counts
-from tailorbench.evaluate.interrupt import stop_on_sigint
+from tailorbench.evaluate.interrupt import stop_on_sigint, take_early_interrupt
 from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.report import write_run_reports
-from tailorbench.evaluate.results import compute_results, parse_predictions
+from tailorbench.evaluate.results import compute_results, parse_predictions, prediction_key
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import check_output, load_json, remove_if_unused, write_json_atomic
@@ -209,9 +209,11 @@ def select_cases(config: EvalConfig, benchmark: Benchmark) -> list[PairCase]:
 
 
 def read_done(path: Path) -> set[tuple[str, str]]:
-    """(case_id, order) pairs already in predictions.jsonl. A torn last line (kill -9) is cut off."""
+    """(case_id, order) pairs whose last line in predictions.jsonl (or gen-eval's verdicts.jsonl) is an answer:
+    what `--resume` skips. A failed call (`status: failed`) is judged again and its new line appended; an invalid
+    verdict is the judge's answer and is kept (`rows.done_keys`). A torn last line (kill -9) is cut off."""
     rows = read_appended_jsonl(path, lambda p, data: parse_predictions(p, data, " (the run is left as it is)"))
-    return {(row["case_id"], row["order"]) for row in rows}
+    return done_keys(rows, prediction_key)
 
 
 def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -337,9 +339,10 @@ async def _run(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"--out {out} cannot be created: {exc.strerror or exc}") from None
-    lock = RunLock(out).acquire()  # another run holding it: refused, and its folder left alone
+    # another run holding it: refused, and its folder left alone; the pid is written once this run is not refused
+    lock = RunLock(out).acquire(record=False)
     try:
-        return await _run_locked(config, out, resume, show_progress, benchmark, cases, options, judge)
+        return await _run_locked(config, out, resume, show_progress, benchmark, cases, options, judge, lock)
     except TailorError:
         lock.release()
         # a run refused before any verdict (an unknown judge, a missing extra) leaves no folder behind
@@ -375,8 +378,29 @@ async def _run_locked(
     cases: list[PairCase],
     options: SettingOptions,
     judge: PairJudge | None,
+    lock: RunLock,
 ) -> Path:
-    """The run itself, with this process holding the directory's lock."""
+    """The run itself, with this process holding the directory's lock. Ctrl-C is this run's from here to the
+    last file written (`stop_on_sigint`): before the first verdict it ends the run as interrupted with the resume
+    command, during the verdicts it lets the calls in flight finish, and once every verdict is in it changes
+    nothing (the run finishes and writes its results)."""
+    stop = asyncio.Event()
+    with stop_on_sigint(stop):
+        return await _run_owned(config, out, resume, show_progress, benchmark, cases, options, judge, lock, stop)
+
+
+async def _run_owned(
+    config: EvalConfig,
+    out: Path,
+    resume: bool,
+    show_progress: bool,
+    benchmark: Benchmark,
+    cases: list[PairCase],
+    options: SettingOptions,
+    judge: PairJudge | None,
+    lock: RunLock,
+    stop: asyncio.Event,
+) -> Path:
     predictions = out / PREDICTIONS
     if not resume and predictions.exists() and predictions.stat().st_size:
         raise ConfigError(f"{out} already holds predictions: use --resume {out} or another --out")
@@ -384,11 +408,12 @@ async def _run_locked(
     done = read_done(predictions) if resume else set()
     tasks = [t for t in plan(cases, config.setting, config.orders, config.seed, options)
              if (t.case.id, t.order) not in done]
-    if before:
-        _say_resumed(out, before, len(done), len(tasks))
     judge = judge or run_judge(config)
     if config.calibration:
         require_probability(config.judge, judge)
+    lock.record()  # not refused: from here the directory is this process's run
+    if before:
+        _say_resumed(out, before, len(done), len(tasks))
     bind = getattr(judge, "bind_run_dir", None)
     if bind is not None:
         bind(out)  # where batch mode records its provider batches (models/batch_state.py)
@@ -398,30 +423,34 @@ async def _run_locked(
     write_json_atomic(out / MANIFEST, manifest.model_dump())
     if tasks:
         (out / RESULTS).unlink(missing_ok=True)  # an earlier process's results no longer match the predictions
+    if await take_early_interrupt(stop) and tasks:  # a Ctrl-C before the first call: the run is resumable
+        await judge.aclose()
+        manifest.status = "interrupted"
+        write_json_atomic(out / MANIFEST, manifest.model_dump())
+        raise RunInterrupted(_announce_interrupted(out, len(done), len(done) + len(tasks)))
     per_case = len(tasks) / max(1, len({t.case.id for t in tasks}))
     label = f"{redact(config.judge)} / {config.setting}"
     bar = Progress(len(tasks), label, show_progress and bool(tasks), "cases", per_case)
-    stop = asyncio.Event()
     written: list[dict[str, Any]] = []
     ended: tuple[str, str | None] | None = None
     early = 0
     try:
-        with stop_on_sigint(stop):
-            if tasks:
-                inputs = [t.input for t in tasks]
-                # what can be known before any work (truncation at the model's limit, language): said first
-                judge.warnings.extend(w for w in pre_work_warnings(judge, inputs) if w not in judge.warnings)
-                for warning in judge.warnings:
-                    log.warning("%s", warning)
-                early = len(judge.warnings)
-                await judge.prepare(inputs)
-                for warning in judge.warnings[early:]:  # what prepare learnt: still before the verdicts
-                    log.warning("%s", warning)
-                early = len(judge.warnings)
-                if not stop.is_set():
-                    written = await judge_pairs(judge, tasks, to_prediction, predictions, bar, stop)
+        if tasks:
+            inputs = [t.input for t in tasks]
+            # what can be known before any work (truncation at the model's limit, language): said first
+            judge.warnings.extend(w for w in pre_work_warnings(judge, inputs) if w not in judge.warnings)
+            for warning in judge.warnings:
+                log.warning("%s", warning)
+            early = len(judge.warnings)
+            await judge.prepare(inputs)
+            for warning in judge.warnings[early:]:  # what prepare learnt: still before the verdicts
+                log.warning("%s", warning)
+            early = len(judge.warnings)
+            if not stop.is_set():
+                written = await judge_pairs(judge, tasks, to_prediction, predictions, bar, stop)
     except (KeyboardInterrupt, asyncio.CancelledError):
-        ended = ("interrupted", None)
+        ended = ("interrupted", None)  # (the manifest says so below; the resume command is said here)
+        _announce_interrupted(out, len(read_done(predictions)), len(done) + len(tasks))
         raise
     except Exception as exc:
         ended = ("stopped", f"{type(exc).__name__}: {exc}")
@@ -442,7 +471,10 @@ async def _run_locked(
         raise RunInterrupted(_announce_interrupted(out, len(done) + len(written), len(done) + len(tasks)))
     manifest.status = "finished"
     write_json_atomic(out / MANIFEST, manifest.model_dump())
-    finalize_run(out, None if done else written)
+    finalize_run(out, None if resume else written)
+    await asyncio.sleep(0)  # (a Ctrl-C's `stop.set`, handed to the loop by the handler, has run)
+    if stop.is_set():
+        log.info(f"interrupt: every verdict was already in; the run is finished and its results are in {out}")
     return out
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from tailorbench.datasets.rows import read_appended_jsonl
+from tailorbench.datasets.rows import last_per_key, read_appended_jsonl
 from tailorbench.evaluate.settings import ContextBuilder
 from tailorbench.geneval.mentions import find_mentions, value_phrases
 from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, ChatResult, GenParams, Message
@@ -44,10 +44,22 @@ def messages_for(case: PairCase, context: str | None) -> list[Message]:
     return [{"role": "system", "content": system}, {"role": "user", "content": case.question}]
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The lines of a JSONL file this package writes; a torn last line (kill -9) is cut off."""
+def generation_key(row: dict[str, Any]) -> tuple[str, str]:
+    """What a line of generations.jsonl answers: (case id, role)."""
+    return row["case_id"], row["role"]
+
+
+def verdict_key(row: dict[str, Any]) -> tuple[str, str]:
+    """What a line of verdicts.jsonl answers: (case id, order)."""
+    return row["case_id"], row["order"]
+
+
+def read_rows(path: Path, key: Callable[[dict[str, Any]], tuple[str, str]]) -> list[dict[str, Any]]:
+    """The lines of generations.jsonl (`generation_key`) or verdicts.jsonl (`verdict_key`), the last per key
+    (the predictions format rule, `rows.last_per_key`: a failed call retried by `--resume` appends its new
+    line); a torn last line (kill -9) is cut off."""
     rows: list[dict[str, Any]] = read_appended_jsonl(path)
-    return rows
+    return last_per_key(rows, key)
 
 
 def _base_row(case: PairCase, role: str, source: str) -> dict[str, Any]:

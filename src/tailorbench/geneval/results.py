@@ -23,7 +23,7 @@ from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.results import batch_costs
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_or_compute
-from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, read_rows
+from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, generation_key, read_rows, verdict_key
 from tailorbench.geneval.lcwr import length_controlled_win_rate
 from tailorbench.geneval.validation import VALIDATION
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, benchmark_names, in_declared_order
@@ -153,8 +153,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def compute_results(run_dir: Path) -> dict[str, Any]:
     manifest = _read_json(run_dir / "manifest.json")
-    generations = read_rows(run_dir / GENERATIONS)
-    verdicts = read_rows(run_dir / VERDICTS)
+    generations = read_rows(run_dir / GENERATIONS, generation_key)
+    verdicts = read_rows(run_dir / VERDICTS, verdict_key)
     validation_path = run_dir / VALIDATION
     validation: dict[str, Any] = _read_json(validation_path) if validation_path.exists() else {
         "source": None, "warnings": ["judge validation has not run yet (interrupted run)"]}

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
+from tailorbench.datasets.rows import done_keys
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.executors import build_judge, check_executor, generator_options
 from tailorbench.evaluate.interrupt import stop_on_sigint
@@ -36,6 +37,7 @@ from tailorbench.geneval.generate import (
     PhraseCache,
     chosen_rows,
     generate,
+    generation_key,
     language_of,
     read_rows,
 )
@@ -56,6 +58,12 @@ log = get_logger(__name__)
 
 KIND = "gen-eval"
 MANIFEST = "manifest.json"
+
+
+def is_gen_eval_dir(path: Path) -> bool:
+    """A directory `tailor gen-eval` wrote (its manifest or generations): the one kind of non-empty `--out` it
+    resumes into."""
+    return (path / MANIFEST).is_file() or (path / GENERATIONS).is_file()
 
 
 def select_cases(config: GenEvalConfig, benchmark: Benchmark) -> list[PairCase]:
@@ -142,7 +150,7 @@ def _check(config: GenEvalConfig, out: Path) -> None:
     as_int("--validate-cases", config.validate_cases, minimum=0)
     if config.setting_options.get("top_k") is not None:
         as_int("--top-k", config.setting_options["top_k"], minimum=1)
-    check_writable("--out", out, directory=True)
+    check_writable("--out", out, directory=True, ours=is_gen_eval_dir)
     check_executor(config.executor, config.ray_address, config.executor_options)
     if config.batch and not batch_targets(config):
         raise ConfigError(f"--batch: no model of this run has a batch API (the model {config.model!r}, the judge "
@@ -219,7 +227,7 @@ async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out:
     options = SettingOptions(config.persona_sections, config.setting_options)
     phrases = PhraseCache()
     path = out / GENERATIONS
-    done = {(r["case_id"], r["role"]) for r in read_rows(path)}
+    done = done_keys(read_rows(path, generation_key), generation_key)  # a failed generation is asked again
     notes: list[str] = []
     roles = [(MODEL, config.model)]
     if config.reference == CHOSEN:
@@ -324,7 +332,8 @@ async def _judge(
     path = out / VERDICTS
     done = read_done(path)
     judge_options = SettingOptions(config.persona_sections, config.setting_options)
-    tasks = [t for t in judge_tasks(cases, read_rows(out / GENERATIONS), config.judge_setting, judge_options)
+    generations = read_rows(out / GENERATIONS, generation_key)
+    tasks = [t for t in judge_tasks(cases, generations, config.judge_setting, judge_options)
              if (t.case.id, t.order) not in done]
     if not tasks:
         return []

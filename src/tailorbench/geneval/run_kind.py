@@ -3,13 +3,13 @@ in `run_kinds.RUN_KINDS`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.datasets.rows import InvalidRows, parse_jsonl
+from tailorbench.datasets.rows import InvalidRows, last_per_key, parse_jsonl
 from tailorbench.files import whole_lines
-from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, VERDICTS
+from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, VERDICTS, generation_key, verdict_key
 from tailorbench.geneval.report import render_html, render_markdown, run_label
 from tailorbench.geneval.results import check_run, load_results
 from tailorbench.redact import redact
@@ -31,18 +31,21 @@ def _key_files(run_dir: Path) -> list[Path]:
     return [run_dir / "manifest.json", run_dir / VERDICTS, run_dir / GENERATIONS, run_dir / "results.json"]
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    return [row for _, row in parse_jsonl(path, whole_lines(path), InvalidRows())] if path.is_file() else []
+def _rows(path: Path, key: Callable[[dict[str, Any]], tuple[str, str]]) -> list[dict[str, Any]]:
+    """The whole lines of a run file, the last per key (the predictions format rule, `rows.last_per_key`)."""
+    if not path.is_file():
+        return []
+    return last_per_key([row for _, row in parse_jsonl(path, whole_lines(path), InvalidRows())], key)
 
 
 def _view_rows(run_dir: Path) -> ViewRows:
     """The verdicts the run holds in full, each with the lengths of the generated and the reference answer."""
     manifest = read_manifest(run_dir)
     answers: dict[str, dict[str, str]] = {}
-    for row in _rows(run_dir / GENERATIONS):
+    for row in _rows(run_dir / GENERATIONS, generation_key):
         answers.setdefault(str(row["case_id"]), {})[str(row.get("role"))] = str(row.get("answer") or "")
     rows = []
-    for row in _rows(run_dir / VERDICTS):
+    for row in _rows(run_dir / VERDICTS, verdict_key):
         pair = answers.get(str(row["case_id"]), {})
         outcome = STATUS_OUTCOME.get(str(row.get("status")), 0 if row.get("winner") == "generated" else 1)
         rows.append(ViewRow(row, outcome, len(pair.get(MODEL, "")), len(pair.get(REFERENCE, ""))))
@@ -58,7 +61,7 @@ def _case_scores(run_dir: Path) -> dict[str, tuple[float, str, str, str]]:
     split, tier, user), for every case with a score: what `tailor compare` pairs."""
     from tailorbench.geneval.results import case_table
 
-    records = case_table(_rows(run_dir / GENERATIONS), _rows(run_dir / VERDICTS))
+    records = case_table(_rows(run_dir / GENERATIONS, generation_key), _rows(run_dir / VERDICTS, verdict_key))
     return {str(r["case_id"]): (float(r["score"]), str(r["split"]), str(r["tier"]), str(r["user_id"]))
             for r in records if r["score"] is not None}
 
