@@ -642,6 +642,9 @@ def load_yaml(path: str | Path, expect: type | tuple[type, ...] | None = None, w
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "maximum nesting depth" in problem:  # libyaml's own bound (1,000 levels), far beyond ours
+            raise DataError(path, mark.line + 1 if mark is not None else None, None,
+                            f"nested more than {MAX_NESTING} levels deep (mappings and lists)") from None
         raise DataError(path, mark.line + 1 if mark is not None else None, None,
                         f"not readable YAML: {problem}") from None
     return _expect(value, expect, what, path)

@@ -85,6 +85,25 @@ def as_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     return text
 
 
+
+def as_url(name: str, value: Any) -> str:
+    """An http(s) URL with a host (and, if any, a numeric port): the only kind a link or a redirect may be built
+    on; `javascript:`, `file:` or `data:` would be accepted silently by a plain string field."""
+    from urllib.parse import urlsplit
+
+    what = "an http(s) URL with a host, such as http://127.0.0.1:8000"
+    if not isinstance(value, str) or any(c.isspace() or not c.isprintable() for c in value):
+        raise _fail(name, what, value)
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  (reading it validates it)
+    except ValueError:
+        raise _fail(name, what, value) from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise _fail(name, what, value)
+    return value
+
+
 def _range(what: str, minimum: float | None, maximum: float | None, exclusive_minimum: bool = False,
            exclusive_maximum: bool = False) -> str:
     if minimum is not None and maximum is not None:

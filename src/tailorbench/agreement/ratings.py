@@ -8,7 +8,6 @@ that is not ok) is counted in `RatingSet.missing`, never dropped silently.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from tailorbench.agreement.records import DEFAULT_GROUP, Label, Rating, RatingSet
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.files import read_csv
 
 _FIELDS = ("item", "rater", "label", "group")
 
@@ -79,30 +79,21 @@ def _from_records(records: Iterable[tuple[int, dict[str, Any]]], path: str) -> R
 
 
 def _csv_label(text: str) -> Label | None:
+    """A CSV cell's label: an integer when written as one (digits, an optional minus: "1_0" and "٣" stay text,
+    though `int()` would take them), else the text; empty: no rating."""
     if text == "":
         return None
-    try:
-        return int(text)
-    except ValueError:
-        return text
+    digits = text[1:] if text.startswith("-") else text
+    return int(text) if digits.isascii() and digits.isdigit() else text
 
 
 def _csv_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        for key in ("item", "rater", "label"):
-            if key not in header:
-                raise DataError(path, 1, key, f"column missing from the CSV header {header}")
-        for record in reader:
-            line_no = reader.line_num
-            if None in record:
-                raise DataError(path, line_no, None, "more cells than header columns")
-            values: dict[str, Any] = {k: v for k, v in record.items() if k in _FIELDS and v is not None}
-            values["label"] = _csv_label((record.get("label") or "").strip())
-            if not values.get("group"):
-                values.pop("group", None)
-            yield line_no, values
+    for line_no, record in read_csv(path, "a ratings CSV (item, rater, label, group)", ("item", "rater", "label")):
+        values: dict[str, Any] = {k: v for k, v in record.items() if k in _FIELDS}
+        values["label"] = _csv_label((record.get("label") or "").strip())
+        if not values.get("group"):
+            values.pop("group", None)
+        yield line_no, values
 
 
 def _check_label_types(ratings: RatingSet) -> None:

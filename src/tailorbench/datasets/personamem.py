@@ -11,8 +11,6 @@ Splits: the question types; tiers: the context length of the file (`32k`, `128k`
 from __future__ import annotations
 
 import ast
-import csv
-import io
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -22,6 +20,7 @@ from tailorbench.datasets.choice import LETTERS, ChoiceItem, ChoiceLayout, rende
 from tailorbench.datasets.layouts import register_layout
 from tailorbench.datasets.rows import InvalidRows, read_jsonl, remember_digest
 from tailorbench.errors import ConfigError, DataError
+from tailorbench.files import load_bytes, parse_count, parse_csv
 
 #: `query_llm`'s default instruction
 INSTRUCTION = ("Find the most appropriate model response and give your final answer (a), (b), (c), or (d) after "
@@ -102,10 +101,9 @@ def _options(text: str, path: Path, line: int) -> list[str]:
 
 
 def _int(row: dict[str, str], key: str, path: Path, line: int) -> int:
-    try:
-        return int(row[key])
-    except ValueError:
-        raise DataError(path, line, key, f"not a whole number: {row[key]!r}") from None
+    """A count or index column: digits only (`int()` would read "1_0" as 10, and -5 would slice the shared
+    context from its end)."""
+    return parse_count(row[key], path, line, key)
 
 
 def item(row: dict[str, str], path: Path, line: int, size: str,
@@ -126,6 +124,10 @@ def item(row: dict[str, str], path: Path, line: int, size: str,
     shared = contexts.get(row["shared_context_id"])
     if shared is None:
         raise DataError(path, line, "shared_context_id", f"{row['shared_context_id']!r} is not in {context_file}")
+    if end > len(shared):
+        raise DataError(path, line, "end_index_in_shared_context", f"{end} is past the end of shared context "
+                                                                   f"{row['shared_context_id']!r} ({len(shared)} "
+                                                                   "messages)")
     question = row["user_question_or_message"]
     if not question.strip():
         raise DataError(path, line, "user_question_or_message", "must not be empty")
@@ -151,19 +153,10 @@ def read_items(path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> 
         raise DataError(context_file, None, None, f"no such file: the shared contexts of {questions.name} "
                                                   "(give another with the layout option contexts=PATH)")
     contexts = read_contexts(context_file, invalid)
-    data = questions.read_bytes()
+    data = load_bytes(questions, PersonaMemLayout.expects)
     remember_digest(questions, data)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as bad:
-        raise DataError(questions, None, None, f"not valid UTF-8 (byte {bad.start}): wrong encoding?") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        raise DataError(questions, 1, missing[0], "missing column")
     seen: dict[str, int] = {}
-    for row in reader:
-        line = reader.line_num
+    for line, row in parse_csv(data, questions, COLUMNS, invalid.handle):
         try:
             built = item(row, questions, line, size, contexts, context_file)
             if built.id in seen:

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.choice import unknown_options
 from tailorbench.datasets.layouts import Layout, register_layout
-from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl, require_text
-from tailorbench.errors import DataError
+from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl, require_id, require_text
+from tailorbench.errors import ConfigError, DataError
 from tailorbench.schema import PairCase
 
 CONVERSATION_TYPES = ("unguided", "values guided", "controversy guided")
@@ -34,7 +34,7 @@ def read_survey(path: Path, invalid: InvalidRows) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for line, row in read_jsonl(path, invalid):
         try:
-            user = require_text(row, "user_id", path, line)
+            user = require_id(row, "user_id", path, line)
             if user in out:
                 raise DataError(path, line, "user_id", f"user {user!r} appears twice")
         except DataError as error:
@@ -53,9 +53,37 @@ def _stratum(profile: Mapping[str, Any], field: str | None) -> str:
     return str(value).strip() if value not in (None, "") else "unknown"
 
 
+def survey_fields(profiles: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The fields `strata=` may name: every survey field holding a value other than an object, nested ones with
+    a dot (`location.reside_region`), in order of first appearance."""
+    found: dict[str, None] = {}
+    for profile in profiles.values():
+        stack: list[tuple[str, Mapping[str, Any]]] = [("", profile)]
+        while stack:
+            prefix, node = stack.pop()
+            for key, value in node.items():
+                if isinstance(value, Mapping):
+                    stack.append((f"{prefix}{key}.", value))
+                else:
+                    found.setdefault(f"{prefix}{key}")
+    return list(found)
+
+
+def check_strata(profiles: Mapping[str, Mapping[str, Any]], field: str | None, survey: Path) -> None:
+    """`strata=FIELD` must name a field some participant's survey row holds: a typo would put every case in
+    tier `unknown` and still exit 0."""
+    if field is None or not profiles:
+        return
+    if all(_stratum(profile, field) == "unknown" for profile in profiles.values()):
+        fields = survey_fields(profiles)
+        shown_fields = ", ".join(fields[:40]) + (f" ... ({len(fields)} in all)" if len(fields) > 40 else "")
+        raise ConfigError(f"option strata: no participant in {survey} has a value for {field!r}; the survey "
+                          f"fields are: {shown_fields}")
+
+
 def _utterance(row: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
-    out: dict[str, Any] = {key: require_text(row, key, path, line)
-                           for key in ("conversation_id", "user_id", "user_prompt", "model_response")}
+    out: dict[str, Any] = {key: require_id(row, key, path, line) for key in ("conversation_id", "user_id")}
+    out.update({key: require_text(row, key, path, line) for key in ("user_prompt", "model_response")})
     for key, kinds in (("turn", (int,)), ("score", (int, float)), ("if_chosen", (bool,))):
         value = row.get(key)
         if value is None:
@@ -75,6 +103,7 @@ def _utterance(row: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
 def read_prism(folder: Path, invalid: InvalidRows, strata: str | None) -> tuple[list[PairCase], dict[str, Any]]:
     survey_path, path = folder / SURVEY, folder / UTTERANCES
     profiles = read_survey(survey_path, invalid)
+    check_strata(profiles, strata, survey_path)
     turns: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     for line, row in read_jsonl(path, invalid):
         try:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.choice import unknown_options
 from tailorbench.datasets.layouts import Layout, register_layout
-from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl, require_text
+from tailorbench.datasets.rows import InvalidRows, pair_hash, read_jsonl, require_id, require_text
 from tailorbench.errors import DataError
 from tailorbench.schema import PairCase
 
@@ -70,7 +70,7 @@ def read_file(path: Path, subset: str, split: str, invalid: InvalidRows, seen: d
     rows = list(read_jsonl(path, invalid))
     for (line, row), chosen_first in zip(rows, authors_positions(len(rows))):
         try:
-            ident = require_text(row, "id", path, line)
+            ident = require_id(row, "id", path, line)
             question = require_text(row, "question", path, line)
             chosen = require_text(row, "chosen", path, line)
             rejected = require_text(row, "rejected", path, line)

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 import orjson
 
 from tailorbench.errors import DataError
-from tailorbench.files import MAX_NESTING, check_nesting
+from tailorbench.files import MAX_NESTING, check_nesting, type_name
+from tailorbench.schema import id_problem
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -176,16 +177,30 @@ def fingerprint_files(paths: list[Path]) -> str:
 
 
 def require_text(row: dict[str, Any], key: str, path: Path, line: int) -> str:
-    """A required, non-empty string field (numbers are accepted and turned into text)."""
+    """A required, non-empty string field. A number is refused, not turned into text: `"chosen": 5` is a
+    broken row, and reading it as the answer "5" would score it silently (ids, which are often numbers, are
+    read by `require_id`)."""
     value = row.get(key)
     if type(value) is str and value and not value.isspace():  # the common case, fast
         return value
     if key not in row or row[key] is None:
         raise DataError(path, line, key, "missing required field")
     value = row[key]
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise DataError(path, line, key, f"expected text, got {type(value).__name__}")
-    text = str(value)
-    if not text.strip():
-        raise DataError(path, line, key, "must not be empty")
+    if not isinstance(value, str):
+        raise DataError(path, line, key, f"expected text, got {type_name(value)}")
+    raise DataError(path, line, key, "must not be empty")
+
+
+def require_id(row: dict[str, Any], key: str, path: Path, line: int) -> str:
+    """A required id field: text, or a whole number written as one (read as its digits); never a control
+    character (a NUL or an escape in an id would reach every report and terminal, and the case model refuses it)."""
+    value = row.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if value is not None and not isinstance(value, str):
+        raise DataError(path, line, key, f"expected text or a whole number, got {type_name(value)}")
+    text = require_text(row, key, path, line)
+    problem = id_problem(text)
+    if problem is not None:
+        raise DataError(path, line, key, problem)
     return text

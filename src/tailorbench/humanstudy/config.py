@@ -26,8 +26,21 @@ CONFIG_FILE = "study.yaml"
 
 
 class _Strict(BaseModel):
-    #: unknown keys are errors, and so are NaN and infinities
+    #: unknown keys are errors, and so are NaN and infinities; `parse_config` validates in strict mode, so a
+    #: value of the wrong type is an error too (`places: true` is not 1, `quota: "3"` is not 3)
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+def _http_url(value: str | None) -> str | None:
+    """A link or redirect target: http(s) only (a `javascript:` URL would be handed to every participant)."""
+    from tailorbench.options import as_url
+
+    if value is None:
+        return None
+    try:
+        return as_url("url", value)
+    except ConfigError as exc:
+        raise ValueError(str(exc).removeprefix("option url must be ")) from None
 
 
 class ProlificCrowd(_Strict):
@@ -47,6 +60,8 @@ class ProlificCrowd(_Strict):
     screenout_gold_below: float | None = Field(None, gt=0, le=1)
     completion_url: str | None = None
     consent: str = ""
+
+    _completion_url = field_validator("completion_url")(_http_url)
 
 
 class OwnAnnotators(_Strict):
@@ -111,6 +126,8 @@ class AnnotationConfig(_Strict):
     db: str | None = None
     #: where the service is served (the links printed are under it)
     base_url: str = "http://127.0.0.1:8000"
+
+    _base_url = field_validator("base_url")(_http_url)
 
 
 class StatisticsConfig(_Strict):
@@ -240,10 +257,15 @@ def parse_config(data: Any, path: str | Path, base: Path | None = None) -> Study
             if isinstance(cfg, dict) and isinstance(cfg.get("gold"), str):
                 cfg["gold"] = _resolve(base, cfg["gold"])
     try:
-        config = StudyConfig.model_validate(data)
+        config = StudyConfig.model_validate_json(json.dumps(data), strict=True)  # JSON mode: paths from text
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ConfigError(f"{path}: {_where(tuple(first['loc']))}: {first['msg']} "
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if str(first["type"]).endswith(("_type", "_parsing")):  # a wrong type: say what was given
+            from tailorbench.files import type_name
+
+            message += f", got {type_name(first.get('input'))}"
+        raise ConfigError(f"{path}: {_where(tuple(first['loc']))}: {message} "
                           f"({len(exc.errors())} error(s) in all)") from None
     _check(config, path)
     return config

@@ -52,12 +52,24 @@ def relevance_rows(stage1_items: Path, stage1_export: Path, prompts: Path) -> tu
             no_attribute.add(user)
             continue
         pi = rec.get("prompt_index")
+        if pi is not None and (isinstance(pi, bool) or not isinstance(pi, int) or pi < 0):
+            raise DataError(prompts, line, "prompt_index", f"expected a whole number of 0 or more, got {pi!r}")
         rows.append({"index": len(rows), "user_id": user,
-                     "prompt_index": pi if isinstance(pi, int) else per_user.get(user, 0),
+                     "prompt_index": pi if pi is not None else per_user.get(user, 0),
                      "prompt": prompt, "attributes": attrs})
         per_user[user] = per_user.get(user, 0) + 1
     return rows, {"items": len(rows), "users": len(per_user),
                   "users_without_accepted_attributes": sorted(no_attribute)}
+
+
+def item_ids(path: Path, stage: str) -> set[str]:
+    """The ids of an items file of the stage's task type (the stage's tasks, or its gold items), read and checked
+    by the annotation service's importer, the reader `annotate import-items` uses: a malformed, id-less,
+    non-UTF-8 or list-shaped line is a DataError naming the file and line."""
+    from tailorbench.annotation.importer import read_import
+    from tailorbench.humanstudy.config import TASK_TYPE
+
+    return {item.ext_id for item in read_import(path, TASK_TYPE[stage])[1]}
 
 
 def labels_from_database(db: Any, project: str, out: Path) -> Path | None:

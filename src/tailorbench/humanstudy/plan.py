@@ -11,7 +11,6 @@ before, said so in `calls_known`.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +113,10 @@ def build_steps(config: StudyConfig, study_dir: str | Path, state: StudyState | 
                          {"model": spec, "options": opts, "name": name}, [], ["votes.jsonl"], model=spec, judge=name))
                 model_steps.append(sid)
         gold = [str(cfg.gold)] if cfg.gold is not None else []
+        if cfg.gold is not None:  # read as `run` will import it: a bad gold file stops the plan, naming its line
+            from tailorbench.humanstudy.items import item_ids
+
+            item_ids(cfg.gold, stage)
         add(Step(f"{stage}.annotate", stage, "annotation", f"project, import and crowd for task {TASK_TYPE[stage]}",
                  [source], _stage_slice(config, stage), gold, ["tasks.jsonl", "project.json"]))
         add(Step(f"{stage}.collect", stage, "collect", "wait for the labels, then export them",
@@ -149,7 +152,10 @@ def build_steps(config: StudyConfig, study_dir: str | Path, state: StudyState | 
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The objects of a JSONL file, read by the stage verbs' reader (a bad line: a DataError naming it)."""
+    from tailorbench.threestage.recentering_formats import jsonl
+
+    return [rec for _, rec in jsonl(path)]
 
 
 class Sources:
@@ -219,10 +225,10 @@ def _count(step: Step, sources: Sources, config: StudyConfig) -> None:
     prompts: list[str] = []
     out_tokens = JUDGE_MAX_TOKENS
     if step.id == "extraction.extract":
-        from tailorbench.threestage.extraction.extract import user_turns
+        from tailorbench.threestage.extraction.extract import read_conversations, user_turns
 
         assert config.inputs.conversations is not None
-        prompts = ["\n".join(user_turns(rec.get("conversations") or [])) for rec in _lines(config.inputs.conversations)]
+        prompts = ["\n".join(user_turns(convs)) for _, convs, _ in read_conversations(config.inputs.conversations)]
         out_tokens = EXTRACT_MAX_TOKENS
     elif step.id.startswith("relevance.judge."):
         items = sources.relevance_items()

@@ -23,7 +23,7 @@ from typing import Any
 from tailorbench.errors import ConfigError, TailorError
 from tailorbench.files import write_jsonl_atomic
 from tailorbench.humanstudy.config import TASK_TYPE, StudyConfig, load_config
-from tailorbench.humanstudy.items import database
+from tailorbench.humanstudy.items import database, item_ids
 from tailorbench.humanstudy.plan import CONDITIONS, Step, build_steps
 from tailorbench.humanstudy.state import STEPS_DIR, StudyState
 
@@ -170,8 +170,7 @@ class Runner:
         have = {str(r.get("id")) for r in service.items_records(db, name)}
         imported = {"items": 0, "gold_items": 0}
         for source in [tasks, *([cfg.gold] if cfg.gold is not None else [])]:
-            ids = {str(json.loads(line)["id"]) for line in source.read_text(encoding="utf-8").splitlines()
-                   if line.strip()}
+            ids = item_ids(source, stage)
             if ids and not ids <= have:  # all or nothing per file: either none of it is in, or all
                 got = service.import_items(db, name, source)
                 imported["items"] += got["items"]

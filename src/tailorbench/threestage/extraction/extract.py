@@ -55,13 +55,20 @@ def parse_attributes(text: str) -> list[tuple[str, list[int]]] | None:
     return None
 
 
+def read_conversations(path: str | Path) -> list[tuple[str, list[Any], str]]:
+    """(user id, conversations, source) of each line of a conversations file, `{"user_id", "conversations",
+    "source"?}`: the one reader of it (the stage verb and the study's plan), a bad line a DataError naming it."""
+    rows = []
+    for line, rec in jsonl(path):
+        convs = get_list(rec, "conversations", path, line)
+        rows.append((get_str(rec, "user_id", path, line), convs, str(rec.get("source") or "unknown")))
+    return rows
+
+
 def extract(conversations_path: str | Path, model: str, out: str | Path, name: str | None = None,
             options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run the extractor over `{"user_id", "conversations", "source"?}` lines; write the stage-1 item file."""
-    rows = []
-    for line, rec in jsonl(conversations_path):
-        convs = get_list(rec, "conversations", conversations_path, line)
-        rows.append((get_str(rec, "user_id", conversations_path, line), convs, str(rec.get("source") or "unknown")))
+    rows = read_conversations(conversations_path)
     template, _ = compile_template(TEMPLATE, "extract template")
     prompts: list[list[Message]] = [split_messages(template.render(turns=user_turns(convs))) for _, convs, _ in rows]
     batch = ask(model, prompts, parse_attributes, GenParams(temperature=0.0, max_tokens=512), options)
