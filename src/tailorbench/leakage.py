@@ -108,16 +108,14 @@ class TrainingContent:
 
     @classmethod
     def read(cls, path: Path) -> TrainingContent:
+        from tailorbench.files import load_json
+
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise DataError(path, None, None, f"training content declared by the judge cannot be read: "
-                            f"{exc.strerror or exc}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
-            raise DataError(path, line, None, f"malformed training content: {exc}") from None
-        if not isinstance(data, dict):
-            raise DataError(path, 1, None, "expected a JSON object")
+            data = load_json(path, dict, "a JSON object")
+        except DataError as exc:
+            what = ("malformed training content" if exc.line is not None
+                    else "training content declared by the judge cannot be read")
+            raise DataError(exc.path, exc.line, exc.field, f"{what}: {exc.message}") from None
         for key in ("personas", "pairs"):
             if not isinstance(data.get(key), list):
                 raise DataError(path, None, key, "expected a list of hashes")

@@ -131,18 +131,75 @@ def test_potato2_files_give_the_labels_given_and_their_kappas(task: str) -> None
         assert report.confidence == {"2": len(given)}
 
 
-def test_potato2_export_file_alone_is_read(tmp_path: Path) -> None:
-    """Without user states, Potato 2's periodic export (`exports/jsonl/annotations.jsonl`) is read."""
+def test_potato2_annotator_folders_without_their_states_are_refused(tmp_path: Path) -> None:
+    """At 97f6c24 a Potato 2 folder whose annotators kept `annotation_history.jsonl` but lost `user_state.json`
+    (their current labels) was read from the lagging periodic export instead, silently: 1 of the 30 annotations
+    of the fuzz case, exit 0, no note. Now exit 2 naming the annotator folder; one missing state is enough."""
     project = tmp_path / "p"
     shutil.copytree(DATA / "potato2_pairwise", project)
-    for state in project.glob("annotation_output/*/user_state.json"):
-        state.unlink()
+    (project / "annotation_output" / "bob" / "user_state.json").unlink()
+    with pytest.raises(DataError, match=r"annotation_output/bob: .* no user_state\.json"):
+        read_export(project)
+    out = tmp_path / "ratings.jsonl"
+    result = CliRunner().invoke(app, ["annotate", "import-labels", str(project), "--out", str(out)])
+    assert result.exit_code == 2 and result.stderr.startswith("error: ") and "bob" in result.stderr, result.output
+    assert not out.exists()
+
+
+def test_potato2_export_file_alone_is_read_with_a_note(tmp_path: Path) -> None:
+    """Only Potato 2's periodic export (`exports/jsonl/annotations.jsonl`) copied, no annotator folder: it is
+    read, and the import says so (a note printed and kept in OUT.meta.json, with the count): the export holds
+    the labels as of its last write, so it may lag (at 97f6c24: no note)."""
+    project = tmp_path / "p"
+    shutil.copytree(DATA / "potato2_pairwise", project)
+    for folder in ("alice", "bob"):
+        shutil.rmtree(project / "annotation_output" / folder)
     _ratings, report = read_export(project)
     rows = (project / "annotation_output/exports/jsonl/annotations.jsonl").read_text().splitlines()
     assert report.ratings == len(rows) >= 1 and not report.unmappable
+    [note] = report.notes
+    assert "periodic export" in note and f"{len(rows)} annotation(s)" in note and "may lag" in note
+    out = tmp_path / "ratings.jsonl"
+    result = CliRunner().invoke(app, ["annotate", "import-labels", str(project), "--out", str(out)])
+    assert result.exit_code == 0 and "periodic export" in result.stdout, result.output
+    meta = json.loads(out.with_suffix(".meta.json").read_text(encoding="utf-8"))
+    assert meta["notes"] == [note] and meta["annotations"] == len(rows)
     with pytest.raises(DataError, match="no annotator output"):
         shutil.rmtree(project / "annotation_output/exports")
         read_export(project)
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda text: text.replace("annotation_schemes:", "annotation_scheme:"), "annotation_schemes"),
+    (lambda text: text.replace("data_files:", "data_file:"), "data_files"),
+    (lambda text: text.replace("annotation_schemes:", "annotation_schemes: 3\nx:"), "annotation_schemes"),
+])
+@pytest.mark.parametrize("verb", ["import-labels", "agree"])
+def test_a_broken_potato_config_says_what_is_wrong_with_it(tmp_path: Path, edit: Any, field: str,
+                                                           verb: str) -> None:
+    """At 97f6c24 a Potato project whose config lost `annotation_schemes` (a misspelt key) was not recognised as
+    Potato: `tailor agree` read the folder as a run directory and said predictions.jsonl was missing, and
+    `import-labels` said it was no export at all. Now the config's file and field are named."""
+    project = tmp_path / "p"
+    shutil.copytree(DATA / "potato2_pairwise", project)
+    config = project / "config.yaml"
+    config.write_text(edit(config.read_text(encoding="utf-8")), encoding="utf-8")
+    args = ["agree", str(project)] if verb == "agree" else [
+        "annotate", "import-labels", str(project), "--out", str(tmp_path / "r.jsonl")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {config}: field '{field}'"), result.stderr
+    assert "predictions" not in result.stderr
+
+
+def test_a_potato_folder_without_its_config_names_the_config(tmp_path: Path) -> None:
+    """The output folder (annotation_output/) marks a Potato project even when its config.yaml was not copied
+    (at 97f6c24: read as a run directory without predictions.jsonl)."""
+    project = tmp_path / "p"
+    shutil.copytree(DATA / "potato2_pairwise", project)
+    (project / "config.yaml").unlink()
+    result = CliRunner().invoke(app, ["agree", str(project)])
+    assert result.exit_code == 2 and "no Potato config" in result.stderr, result.output
 
 
 def _nested_with_status(flat: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ the run's state files (`RUN/batches/`) and the provider is asked through its SDK
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 from typing import Any
@@ -68,9 +67,12 @@ def _summary(run: Path, rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _resume_command(run: Path) -> str:
     """The command that continues the run (its kind from manifest.json: gen-eval or eval)."""
+    from tailorbench.errors import DataError
+    from tailorbench.files import load_json
+
     try:
-        kind = json.loads((run / "manifest.json").read_text(encoding="utf-8")).get("kind")
-    except (OSError, ValueError, AttributeError):
+        kind = load_json(run / "manifest.json", dict, "a run manifest (a JSON object)").get("kind")
+    except DataError:
         kind = None
     verb = "gen-eval" if kind == "gen-eval" else "eval"
     return f"tailor {verb} --resume {shlex.quote(str(run))}"

@@ -11,7 +11,6 @@ every call goes through `models/` (cache, retries, accounting), so a re-run make
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -206,7 +205,9 @@ async def run_streamed(out: Path, manifest: dict[str, Any], models: Sequence[Cha
     with RunLock(out):
         path, previous = out / PREDICTIONS, out / MANIFEST
         if previous.exists():
-            before = json.loads(previous.read_text(encoding="utf-8"))
+            from tailorbench.files import load_json
+
+            before = load_json(previous, dict, "a run manifest (a JSON object)")
             if before.get("config") != manifest["config"] or before.get("dataset_fingerprint") != manifest[
                     "dataset_fingerprint"]:
                 raise ConfigError(f"{out} holds a {manifest['kind']} run with other settings or data; give another "

@@ -5,7 +5,6 @@ the tables in Markdown and HTML; a failed call counts against `--max-failed` (no
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from tailorbench.datasets.rows import last_per_key, read_appended_jsonl
 from tailorbench.errors import DataError
 from tailorbench.failures import FailureCheck
-from tailorbench.files import write_json_atomic
+from tailorbench.files import load_json, write_json_atomic
 from tailorbench.reporting import html_page, html_table, md_table, page_body
 from tailorbench.run_kinds import RunKind
 
@@ -42,12 +41,9 @@ def benchmark_kind(compute: Callable[[dict[str, Any], list[dict[str, Any]]], dic
 
     def load_results(run_dir: Path) -> dict[str, Any]:
         try:
-            results: dict[str, Any] = json.loads((run_dir / RESULTS).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            try:
-                manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise DataError(run_dir / MANIFEST, None, None, f"not a readable manifest ({exc})") from None
+            results: dict[str, Any] = load_json(run_dir / RESULTS, dict, "a run's results (a JSON object)")
+        except DataError:  # missing or damaged: computed again from the manifest and the predictions
+            manifest = load_json(run_dir / MANIFEST, dict, "a run manifest (a JSON object)")
             results = compute(manifest, read_items(run_dir / PREDICTIONS))
             write_json_atomic(run_dir / RESULTS, results)
         return {**results, "run": run_dir.name}

@@ -20,7 +20,6 @@ resumes by itself, so a suite killed at any point is run again with the same com
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.runner import EvalConfig, run_eval, slug
-from tailorbench.files import load_yaml, write_json_atomic, write_text_atomic
+from tailorbench.files import load_json, load_yaml, write_json_atomic, write_text_atomic
 from tailorbench.redact import redact
 from tailorbench.reporting import md_table, with_ci
 
@@ -165,5 +164,5 @@ def _step(suite: Suite, bench: SuiteBenchmark, judge: str, setting: str, folder:
     config = EvalConfig(data=bench.data, judge=judge, setting=setting, limit=suite.limit, seed=suite.seed,
                         n_boot=suite.n_boot, data_options=bench.options)
     run_eval(config, run_dir, resume=(run_dir / "manifest.json").exists(), progress=progress)
-    total = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["metrics"]["all"]
+    total = load_json(run_dir / "results.json", dict, "a run's results (a JSON object)")["metrics"]["all"]
     return {"accuracy": total["accuracy"], "ci": total["ci"], "n": total["n"], "run": str(run_dir)}

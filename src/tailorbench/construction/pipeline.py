@@ -480,7 +480,9 @@ def _load_checkpoint(out: Path, name: str, fingerprint: str) -> tuple[list[dict[
     state, records = out / "stages" / f"{name}.json", out / f"{name}.jsonl"
     if not state.is_file() or not records.is_file():
         return None
-    meta = json.loads(state.read_text(encoding="utf-8"))
+    from tailorbench.files import load_json
+
+    meta: dict[str, Any] = load_json(state, dict, "a build stage's checkpoint (a JSON object)")
     if meta.get("fingerprint") != fingerprint:
         return None
     return _read_jsonl(records), meta

@@ -203,11 +203,13 @@ def write_report_folder(runs: Sequence[Path], report_dir: Path, folder: Path, re
     check_repo_id(repo_id)
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
+    from tailorbench.files import load_json
+
     for run in runs:
         path = run / "results.json"
         if not path.is_file():
             raise DataError(path, None, None, "no results.json: the run has not finished (nothing to publish)")
-        rows.append(json.dumps({"run": run.name, **json.loads(path.read_text(encoding="utf-8"))},
+        rows.append(json.dumps({"run": run.name, **load_json(path, dict, "a run's results (a JSON object)")},
                                ensure_ascii=False))
     (folder / RESULTS_FILE).write_text("\n".join(rows) + "\n", encoding="utf-8")
     header = _yaml_header({

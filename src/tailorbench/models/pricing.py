@@ -8,7 +8,6 @@ Lookup tries the exact name, then the longest table key that prefixes it (`gpt-4
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -58,9 +57,12 @@ class PriceTable:
             data: Any = source
         else:
             path = Path(source).expanduser()
+            from tailorbench.errors import DataError
+            from tailorbench.files import load_json
+
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
+                data = load_json(path, None, "a price table (a JSON object)")
+            except DataError as exc:
                 raise ConfigError(f"cannot read the price table {path}: {exc}") from exc
         if not isinstance(data, dict):
             raise ConfigError("a price table maps model names to [input, output] USD per 1M tokens")

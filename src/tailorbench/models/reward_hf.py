@@ -85,7 +85,9 @@ def read_format(path: str | Path) -> RewardFormat | None:
     sidecar = Path(path) / SIDECAR
     if not sidecar.is_file():
         return None
-    data = json.loads(sidecar.read_text(encoding="utf-8"))
+    from tailorbench.files import load_json
+
+    data = load_json(sidecar, dict, "a trained checkpoint's sidecar (a JSON object)")
     known = RewardFormat.__dataclass_fields__
     return RewardFormat(**{k: v for k, v in data.get("format", {}).items() if k in known})
 
@@ -95,9 +97,12 @@ def read_sidecar(path: str | Path) -> dict[str, Any]:
     sidecar = Path(path) / SIDECAR
     if not sidecar.is_file():
         return {}
+    from tailorbench.errors import DataError
+    from tailorbench.files import load_json
+
     try:
-        data = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = load_json(sidecar, None, "a trained checkpoint's sidecar (a JSON object)")
+    except DataError:
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench.files import load_json
 from tailorbench.reporting import page_body
 from tailorbench.run_kinds import RUN_KINDS, RunKind
 from tailorbench.threestage.report import STAGES, TITLES, render_html, stage_parts
@@ -22,7 +23,7 @@ def stage_body(run_dir: Path) -> list[tuple[str, str]]:
     for stage in STAGES:
         path = run_dir / f"{stage}.json"
         if path.is_file():
-            report: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            report: dict[str, Any] = load_json(path, dict, "a stage report (a JSON object)")
             body = page_body(render_html(TITLES[stage], *stage_parts(stage, report)))
             if stage == "relevance":
                 body += relevance_votes(report)
@@ -79,7 +80,7 @@ def _detect(run_dir: Path) -> bool:
 def _key_files(run_dir: Path) -> list[Path]:
     reports = [run_dir / f"{s}.json" for s in STAGES]
     relevance = run_dir / "relevance.json"
-    sources = json.loads(relevance.read_text(encoding="utf-8")).get("sources") or [] if relevance.is_file() else []
+    sources = load_json(relevance, dict, "a stage report").get("sources") or [] if relevance.is_file() else []
     return [*reports, *(Path(str(p)) for p in sources)]  # the per-item votes come from the sources
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from tailorbench.errors import DataError, TailorError
-from tailorbench.files import write_text_atomic
+from tailorbench.files import load_json, write_text_atomic
 from tailorbench.logs import get_logger
 from tailorbench.redact import MASK, SECRET_QUERY_KEYS, redact, redact_obj
 from tailorbench.run_kinds import ViewRows
@@ -91,11 +91,11 @@ def load_index(run_dir: Path) -> dict[str, Any]:
     path = index_path(run_dir)
     if path.is_file():
         try:
-            stored = orjson.loads(path.read_bytes())
-            if isinstance(stored, dict) and stored.get("key") == key:
+            stored = load_json(path, dict, "the viewer's index of a run (a JSON object)")
+            if stored.get("key") == key:
                 return stored
-        except orjson.JSONDecodeError:
-            pass  # a torn index is rebuilt like a stale one
+        except DataError:
+            pass  # a torn or damaged index is rebuilt like a stale one
     index = build_index(run_dir, kind)
     index["key"] = key
     try:
