@@ -59,12 +59,6 @@ KIND = "gen-eval"
 MANIFEST = "manifest.json"
 
 
-def is_gen_eval_dir(path: Path) -> bool:
-    """A directory `tailor gen-eval` wrote (its manifest or generations): the one kind of non-empty `--out` it
-    resumes into."""
-    return (path / MANIFEST).is_file() or (path / GENERATIONS).is_file()
-
-
 def select_cases(config: GenEvalConfig, benchmark: Benchmark) -> list[PairCase]:
     cases = filter_cases(benchmark.cases, config.splits, config.tiers, benchmark)
     return stratified_sample(cases, config.per_tier, config.seed)
@@ -151,7 +145,7 @@ def _check(config: GenEvalConfig, out: Path) -> None:
     as_int("--validate-cases", config.validate_cases, minimum=0)
     if config.setting_options.get("top_k") is not None:
         as_int("--top-k", config.setting_options["top_k"], minimum=1)
-    check_writable("--out", out, directory=True, ours=is_gen_eval_dir)
+    check_writable("--out", out, directory=True)
     check_executor(config.executor, config.ray_address, config.executor_options)
     if config.batch and not batch_targets(config):
         raise ConfigError(f"--batch: no model of this run has a batch API (the model {config.model!r}, the judge "
