@@ -100,7 +100,7 @@ def check_output(flag: str, path: str | Path, *, inputs: Iterable[str | Path | N
         if given == resolved or (given.is_dir() and target.is_file() and given in resolved.parents):
             raise ConfigError(f"{flag} {target} is {'also' if given == resolved else 'a file inside'} this "
                               f"command's input {source}: the output would overwrite it; write to another path")
-        if directory and resolved in given.parents:
+        if directory and resolved in given.parents and not is_ours(target):
             raise ConfigError(f"{flag} {target} holds this command's input {source}: the output would replace "
                               f"files beside it; write to another path")
     if target.exists():
@@ -265,11 +265,7 @@ class Output:
     @contextlib.contextmanager
     def appending(self, name: str | Path | None) -> Iterator[IO[bytes]]:
         """A binary append handle on `name` (a run's predictions: one flushed line per verdict)."""
-        target = self._file(name)
-        existed = target.exists()
-        with target.open("ab") as handle:
-            if not existed:
-                _chmod_umask(target)
+        with appending(self._file(name)) as handle:
             yield handle
 
     def copy_in(self, source: str | Path, name: str | Path) -> Path:
@@ -314,6 +310,22 @@ def claim_output(flag: str, path: str | Path, *, made_by: str = "tailor", **rule
     """`check_output(flag, path, **rule)` and the `Output` through which the verb writes there."""
     target = check_output(flag, path, **rule)
     return Output(flag, target, bool(rule.get("directory")), made_by)
+
+
+def as_output(where: Output | str | Path, flag: str = "--out", *, name: str | None = None, **rule: Any) -> Output:
+    """The Output of a function that writes where its caller says, whether the caller hands it an `Output` it
+    claimed at its verb's entry (the rule was checked there, and the folder may already hold that verb's own
+    files, even its inputs: `tailor stages example` reads back the votes it wrote) or a path (claimed now:
+    `claim_output(flag, where, **rule)`). With `name`, the one file of that name in the folder `where` (a saver of
+    a checkpoint's part): inside a folder Output (made now, with its marker) or, for a path, that file alone
+    claimed, so a checkpoint folder someone else made gets one file and no marker."""
+    if isinstance(where, Output):
+        if name is None:
+            return where
+        target = where.path(name)
+        where.ensure(*Path(name).parts[:-1])
+        return Output(where.flag, target, False, where.made_by)
+    return claim_output(flag, Path(where) / name if name is not None else where, **rule)
 
 
 def _write_marker(folder: Path, made_by: str) -> None:
@@ -402,6 +414,27 @@ def remove_if_unused(folder: Path, existed: bool, leftovers: Sequence[str] = ("r
             entry.unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # something appeared meanwhile: keep it
             folder.rmdir()
+
+
+@contextlib.contextmanager
+def appending(path: str | Path) -> Iterator[IO[bytes]]:
+    """A binary append handle on a file a run owns and grows line by line (predictions.jsonl, verdicts.jsonl,
+    generations.jsonl, a training log), inside an output the run claimed; a new file gets the umask's mode."""
+    target = Path(path)
+    existed = target.exists()
+    if not existed:
+        _mark_claimed(target.parent)
+    with target.open("ab") as handle:
+        if not existed:
+            _chmod_umask(target)
+        yield handle
+
+
+def cut_torn_line(path: str | Path, end: int) -> None:
+    """Cut a file a run appends to at `end` (just after its last newline): the torn line a killed process left
+    is dropped before the next process appends, so no line is glued to half of another."""
+    with Path(path).open("r+b") as handle:
+        handle.truncate(end)
 
 
 def remove_path(path: str | Path) -> None:

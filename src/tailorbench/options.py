@@ -103,7 +103,6 @@ def as_url(name: str, value: Any) -> str:
         raise _fail(name, what, value)
     return value
 
-
 def _range(what: str, minimum: float | None, maximum: float | None, exclusive_minimum: bool = False,
            exclusive_maximum: bool = False) -> str:
     if minimum is not None and maximum is not None:
@@ -121,9 +120,11 @@ def _range(what: str, minimum: float | None, maximum: float | None, exclusive_mi
 from pathlib import Path  # noqa: E402  (used by check_writable only)
 
 
-def check_writable(name: str, path: Any, directory: bool = False) -> Path:
-    """An output path (`--out`) that can be written, checked before any work and without creating anything
-    (`files.check_output` without its non-empty-directory rule, for outputs the verb itself resumes into)."""
+def check_writable(name: str, path: Any, directory: bool = False, inputs: Any = (), ours: Any = None,
+                   force: bool = False) -> Path:
+    """An output path (`--out`) that can be written, checked before any work and without creating anything: the
+    output rule of `files.check_output` (a non-empty directory must be the verb's own earlier output, marked
+    by the door, or `ours(path)`; `force` only when the user gave --force on the command line)."""
     from tailorbench.files import check_output
 
-    return check_output(name, path, directory=directory, force=True)
+    return check_output(name, path, directory=directory, inputs=inputs, ours=ours, force=force)

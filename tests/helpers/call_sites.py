@@ -16,8 +16,9 @@ from pathlib import Path
 
 Site = tuple[str, str, str]
 
-#: the door's own functions: a path one of them returned (or a `with out.staged() as d` folder) came from the door
-DOOR_METHODS = frozenset({"path", "ensure", "staged", "scratch", "make_scratch"})
+#: the door and its functions: an Output, and a path one of them returned (or a `with out.staged() as d` folder)
+DOOR_METHODS = frozenset({"path", "ensure", "staged", "scratch", "make_scratch", "Output", "claim_output",
+                          "as_output"})
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,15 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
 
 def _door_names(func: ast.AST) -> set[str]:
     """Names bound in one function to a path the door gave: `x = out.path(...)`, `x = out.ensure(...)`,
-    `with out.staged(...) as x`."""
+    `with out.staged(...) as x`, and a parameter annotated `Output` (mypy holds its callers to pass one the door
+    made)."""
     names: set[str] = set()
+    if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+        for arg in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]:
+            note = arg.annotation
+            if (isinstance(note, ast.Name) and note.id == "Output") or \
+                    (isinstance(note, ast.Constant) and note.value == "Output"):
+                names.add(arg.arg)
 
     def from_door(value: ast.expr | None) -> bool:
         if not isinstance(value, ast.Call):
@@ -66,12 +74,13 @@ def _door_names(func: ast.AST) -> set[str]:
         return ((isinstance(func, ast.Attribute) and func.attr in DOOR_METHODS)
                 or (isinstance(func, ast.Name) and func.id in DOOR_METHODS))
 
-    for node in ast.walk(func):
-        if isinstance(node, ast.Assign) and from_door(node.value):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.withitem) and from_door(node.context_expr) \
-                and isinstance(node.optional_vars, ast.Name):
-            names.add(node.optional_vars.id)
+    for _ in range(3):  # `d = out.ensure(); f = d / "x"; g = f.with_suffix(".y")`: a few steps of derivation
+        for node in ast.walk(func):
+            if isinstance(node, ast.Assign) and (from_door(node.value) or door_path(node.value, names)):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.withitem) and from_door(node.context_expr) \
+                    and isinstance(node.optional_vars, ast.Name):
+                names.add(node.optional_vars.id)
     return names
 
 

@@ -3,7 +3,6 @@ relevance (stage 2) and the 5-point A/B rating (stage 3). Imported on first use 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -26,6 +25,7 @@ from tailorbench.annotation.tasks import (
 )
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.files import write_json_atomic
 
 if TYPE_CHECKING:
     from tailorbench.agreement.ratings import RatingSet
@@ -120,7 +120,7 @@ class Pairwise(TaskType):
         splits = splits_in_order(rec["split"] for _, rec in read_items(items).values())
         cases, tiers = build_tiers(items, ratings, rule, n_resamples=200, splits=splits)
         write_cases(cases, out / "benchmark.jsonl", splits)
-        (out / "tiers.json").write_text(json.dumps(tiers, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        write_json_atomic(out / "tiers.json", tiers)
         return {"benchmark_cases": len(cases)}
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import secrets
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
@@ -40,6 +39,7 @@ from tailorbench.annotation.models import (
     utcnow,
 )
 from tailorbench.errors import ConfigError, DataError, TailorError
+from tailorbench.files import Output
 
 SESSION_DAYS = 30
 #: how long a new login link logs in (once) by default, and at most
@@ -692,32 +692,26 @@ def raw_labels(db: Database, project: str | int) -> list[dict[str, Any]]:
         return out
 
 
-def write_ratings_csv(rs: RatingSet, path: Path) -> None:
-    with path.open("w", encoding="utf-8", newline="") as handle:
+def write_ratings_csv(rs: RatingSet, out: Output, name: str) -> None:
+    with out.writing(name) as handle:
         w = csv.writer(handle)
         w.writerow(["item", "rater", "label", "group"])
         for r in rs.ratings:
             w.writerow([r.item, r.rater, r.label, r.group])
 
 
-def _write_jsonl(rows: list[dict[str, Any]], path: Path) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
 def export(db: Database, project: str | int, out_dir: str | Path, include_gold: bool = False,
            min_ratings: int | None = None, easy: float = 0.75, medium: float = 0.6) -> dict[str, Any]:
     """Write ratings.jsonl / ratings.csv (long format), items.jsonl, labels.jsonl (raw) and the task type's own
     files (pairwise: benchmark.jsonl, PairCase with majority labels and agreement tiers, plus tiers.json)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    door = Output("--out", Path(out_dir), directory=True, made_by="tailor annotate export")
+    out = door.ensure()
     rs = ratings(db, project, include_gold=include_gold)
-    write_ratings_jsonl(rs.ratings, out / "ratings.jsonl")
-    write_ratings_csv(rs, out / "ratings.csv")
+    write_ratings_jsonl(rs.ratings, door.path("ratings.jsonl"))
+    write_ratings_csv(rs, door, "ratings.csv")
     items = items_records(db, project)
-    _write_jsonl(items, out / "items.jsonl")
-    _write_jsonl(raw_labels(db, project), out / "labels.jsonl")
+    door.write_jsonl("items.jsonl", items)
+    door.write_jsonl("labels.jsonl", raw_labels(db, project))
     files = ["ratings.jsonl", "ratings.csv", "items.jsonl", "labels.jsonl"]
     summary: dict[str, Any] = {"out": str(out), "ratings": len(rs.ratings), "items": len(items)}
     with db.session() as s:

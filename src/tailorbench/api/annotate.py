@@ -246,18 +246,15 @@ def export(project: str, out: str | Path, include_gold: bool = False, min_rating
 def _export_tool(project: str, out: Path, fmt: str, seed: int, predictions: Sequence[str | Path],
                  store: Any) -> AnnotationExport:
     """A project's items (as `export` writes items.jsonl) through `export_items`, `min_submitted` = its n."""
-    import json
-    import tempfile
-
     from tailorbench.annotation import service
+    from tailorbench.files import scratch, write_jsonl_atomic
 
     with store.session() as s:
         p = service.find_project(s, project)
         task, n = p.task_type, p.n_per_item
-    with tempfile.TemporaryDirectory() as tmp:
-        items = Path(tmp) / "items.jsonl"
-        items.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n"
-                                 for row in service.items_records(store, project)), encoding="utf-8")
+    with scratch("tb-export-items-") as tmp:
+        items = tmp / "items.jsonl"
+        write_jsonl_atomic(items, service.items_records(store, project))
         return export_items(items, task, fmt, out, seed, n, predictions)
 
 
@@ -270,7 +267,8 @@ def export_items(items: str | Path, task: str, fmt: str, out: str | Path, seed: 
     from tailorbench.options import as_int, check_writable
 
     as_int("--min-submitted", min_submitted, minimum=1)
-    check_writable("--out", out, directory=True)
+    # a folder of the user's (a Label Studio project holding tasks.json, a Potato folder) is never written over
+    check_writable("--out", out, directory=True, inputs=[items, *predictions])
     return AnnotationExport.model_validate(write(items, task, fmt, out, seed, min_submitted, list(predictions)))
 
 

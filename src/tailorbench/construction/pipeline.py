@@ -28,7 +28,7 @@ from tailorbench.construction.structured import StageStats, call_json, load_temp
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import ConfigError
 from tailorbench.failures import FailureCheck, first_causes
-from tailorbench.files import write_json_atomic, write_jsonl_atomic
+from tailorbench.files import ensure_dir, write_json_atomic, write_jsonl_atomic
 from tailorbench.logs import get_logger
 from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import ChatModel, GenParams
@@ -394,7 +394,7 @@ def export(config: BuildConfig, stats: StageStats, profiles: list[dict[str, Any]
     from tailorbench.datasets.native import write_benchmark
 
     out = config.out / "export"
-    (out / "annotation").mkdir(parents=True, exist_ok=True)
+    ensure_dir(out / "annotation")
     personas = {p["user_id"]: p["persona"] for p in profiles}
     cases = [
         PairCase(
@@ -499,7 +499,7 @@ async def run_build_async(config: BuildConfig, until: str | None = None, log: Ca
     check_writable("out", out, directory=True)  # before any work, like every option below
     if model is None:
         make_chat_model(config.model, model_options(config))  # options typed and in range (opens nothing)
-    (out / "stages").mkdir(parents=True, exist_ok=True)
+    ensure_dir(out / "stages")
     fps = stage_fingerprints(ctx)
     data: dict[str, list[dict[str, Any]]] = {}
     reports: list[StageReport] = []

@@ -12,14 +12,13 @@ A pushed benchmark is one native JSONL file, `data/benchmark.jsonl`, with its sp
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tailorbench.datasets.hub_repo import DATA_FILE, LAYOUT_FILE, check_repo_id
 from tailorbench.errors import ConfigError, DataError, shown
+from tailorbench.files import MARKER, Output, scratch
 
 TIERS_FILE = "tiers.json"
 RESULTS_FILE = "results.jsonl"
@@ -183,16 +182,15 @@ def write_data_folder(data: str | Path, folder: str | Path, repo_id: str, licens
     license = check_license(license)
     benchmark = load_benchmark(_source(data), skip_invalid=skip_invalid)
     report = integrity_report(benchmark)
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    rows = write_native(benchmark.cases, out / DATA_FILE)
-    (out / LAYOUT_FILE).write_text(json.dumps(benchmark.names(), ensure_ascii=False) + "\n", encoding="utf-8")
+    door = Output("--dry-run", Path(folder), directory=True, made_by="tailor data push")
+    out = door.ensure()
+    rows = write_native(benchmark.cases, door.path(DATA_FILE))
+    door.write_text(LAYOUT_FILE, json.dumps(benchmark.names(), ensure_ascii=False) + "\n")
     tiers = _tiers_of(benchmark.files)
     if tiers is not None:
-        (out / TIERS_FILE).write_text(json.dumps(tiers, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    card = _card(repo_id, license, report, tiers, _tier_sources(benchmark.cases))
-    (out / "README.md").write_text(card, encoding="utf-8")
-    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+        door.write_json(TIERS_FILE, tiers)
+    door.write_text("README.md", _card(repo_id, license, report, tiers, _tier_sources(benchmark.cases)))
+    files = _uploaded_files(out)
     return {"repo": repo_id, "folder": str(out), "rows": rows, "license": license, "files": files,
             "fingerprint": fingerprint_files([out / DATA_FILE, out / LAYOUT_FILE])}
 
@@ -201,7 +199,7 @@ def write_report_folder(runs: Sequence[Path], report_dir: Path, folder: Path, re
     """The folder `tailor report --push` uploads: results.jsonl (each run's results.json, one row per run, with
     the run's directory name as `run`) and the report as the card."""
     check_repo_id(repo_id)
-    folder.mkdir(parents=True, exist_ok=True)
+    door = Output("--push", folder, directory=True, made_by="tailor report --push")
     rows = []
     from tailorbench.files import load_json
 
@@ -211,15 +209,20 @@ def write_report_folder(runs: Sequence[Path], report_dir: Path, folder: Path, re
             raise DataError(path, None, None, "no results.json: the run has not finished (nothing to publish)")
         rows.append(json.dumps({"run": run.name, **load_json(path, dict, "a run's results (a JSON object)")},
                                ensure_ascii=False))
-    (folder / RESULTS_FILE).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    door.write_text(RESULTS_FILE, "\n".join(rows) + "\n")
     header = _yaml_header({
         "pretty_name": repo_id.split("/")[1],
         "tags": ["tailorbench", "leaderboard"],
         "configs": [{"config_name": "default", "data_files": [{"split": "train", "path": RESULTS_FILE}]}],
     })
     body = (report_dir / "report.md").read_text(encoding="utf-8")
-    (folder / "README.md").write_text(header + "\n" + body, encoding="utf-8")
+    door.write_text("README.md", header + "\n" + body)
     return {"repo": repo_id, "folder": str(folder), "runs": len(rows), "files": ["README.md", RESULTS_FILE]}
+
+
+def _uploaded_files(folder: Path) -> list[str]:
+    """The files an upload of `folder` sends (the door's marker stays local)."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MARKER)
 
 
 def upload(folder: Path, repo_id: str, private: bool, message: str) -> str:
@@ -233,11 +236,11 @@ def upload(folder: Path, repo_id: str, private: bool, message: str) -> str:
     try:
         try:
             info = api.upload_folder(folder_path=folder, repo_id=repo_id, repo_type="dataset",
-                                     commit_message=message)
+                                     commit_message=message, ignore_patterns=[MARKER])
         except RepositoryNotFoundError:
             api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
             info = api.upload_folder(folder_path=folder, repo_id=repo_id, repo_type="dataset",
-                                     commit_message=message)
+                                     commit_message=message, ignore_patterns=[MARKER])
     except HfHubHTTPError as exc:
         raise ConfigError(f"upload to {repo_id} refused by the hub: {str(exc).splitlines()[0]}") from None
     except OfflineModeIsEnabled:
@@ -258,7 +261,7 @@ def push_data(data: str | Path, repo_id: str, license: str | None, private: bool
         # a new or empty directory: the folder written there must be exactly what would be uploaded
         check_output("--dry-run", dry_run, inputs=[data], directory=True)
         return {**write_data_folder(data, dry_run, repo_id, license, skip_invalid), "uploaded": None}
-    with tempfile.TemporaryDirectory(prefix="tailor-push-") as tmp:
+    with scratch("tailor-push-") as tmp:
         summary = write_data_folder(data, tmp, repo_id, license, skip_invalid)
         url = upload(Path(tmp), repo_id, private, f"tailor data push: {summary['rows']} pairs")
     return {**summary, "folder": None, "uploaded": url}
@@ -267,8 +270,7 @@ def push_data(data: str | Path, repo_id: str, license: str | None, private: bool
 def push_report(runs: Sequence[Path], report_dir: Path, repo_id: str, private: bool = False) -> dict[str, Any]:
     """`tailor report --push`: the leaderboard folder (kept under the report's `hub/`) uploaded in one call."""
     folder = report_dir / "hub"
-    if folder.exists():
-        shutil.rmtree(folder)
+    Output("--out", report_dir, directory=True).remove("hub")  # the report's own earlier hub folder
     summary = write_report_folder(runs, report_dir, folder, repo_id)
     url = upload(folder, repo_id, private, f"tailor report: {summary['runs']} runs")
     return {**summary, "uploaded": url}

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from tailorbench.files import check_output, only_names, write_text_atomic
+from tailorbench.files import Output, check_output, only_names
 from tailorbench.viewer.index import expand_runs, load_index
 
 #: cases per text shard (a case page loads one shard per run)
@@ -153,11 +153,12 @@ def check_bundle(out: Path, runs: Sequence[str | Path]) -> Path:
 def write_bundle(site: Site, out: Path) -> Path:
     """The site as files in `out` (opens from disk: `out/index.html`); data files an earlier bundle left there
     are removed first, so a smaller run's bundle holds no shard of a larger one."""
-    out.mkdir(parents=True, exist_ok=True)
+    door = Output("--bundle", out, directory=True, made_by="tailor view --bundle")
+    door.ensure()
     for pattern in ("data-*.js", "text-*.js", "personas-*.js"):
         for stale in out.glob(pattern):
             if stale.name not in site.files:
-                stale.unlink()
+                door.remove(stale.name)
     for name, data in site.files.items():
-        write_text_atomic(out / name, data.decode())
+        door.write_text(name, data.decode())
     return out / "index.html"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO
@@ -21,6 +20,7 @@ from tailorbench.annotation.web.import_jobs import ImportJobs, upload_name
 from tailorbench.annotation.web.pages import Site, export_files, known_export_files
 from tailorbench.annotation.web.security import Denied
 from tailorbench.errors import TailorError
+from tailorbench.files import make_scratch, remove_tree
 
 #: bounds of the create-project form's numbers (annotators per item, one gold item after every K)
 MAX_PER_ITEM = 100
@@ -42,7 +42,7 @@ def form_count(form: Mapping[str, str], key: str, what: str, default: int, maxim
 
 def save_upload(source: BinaryIO, name: str) -> tuple[Path, Path]:
     """Copy an upload to `name` in a new temporary directory (the import job deletes it): (directory, file)."""
-    workdir = Path(tempfile.mkdtemp(prefix="tb-import-"))
+    workdir = make_scratch("tb-import-")
     path = workdir / name
     with path.open("wb") as out:
         shutil.copyfileobj(source, out, 1 << 20)
@@ -156,17 +156,17 @@ def router(site: Site, imports: ImportJobs) -> APIRouter:
             site.who(s, request, admin=True)
         if name not in known_export_files():
             raise Denied(404, "No such export file.")
-        tmp = tempfile.mkdtemp(prefix="tb-export-")
+        tmp = make_scratch("tb-export-")
         try:
             written = service.export(db, project_id, tmp)
         except service.NotFound:
-            shutil.rmtree(tmp)
+            remove_tree(tmp)
             raise Denied(404, "No such project.") from None
-        path = Path(tmp) / name
+        path = tmp / name
         if name not in written["files"] or not path.is_file():
-            shutil.rmtree(tmp)
+            remove_tree(tmp)
             raise Denied(404, f"{name} is not written for this project's task type.")
         media = "text/csv" if name.endswith(".csv") else "application/json"
-        return FileResponse(path, media_type=media, filename=name, background=BackgroundTask(shutil.rmtree, tmp))
+        return FileResponse(path, media_type=media, filename=name, background=BackgroundTask(remove_tree, tmp))
 
     return routes

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from typing import Any
 from tailorbench.annotation import service
 from tailorbench.annotation.db import Database
 from tailorbench.errors import DataError, TailorError
+from tailorbench.files import remove_tree
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class ImportJobs:
             job.message = f"imported {got['items']} items and {got['gold_items']} gold items ({got['format']})"
             job.state = "done"
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_tree(workdir)
 
     def wait(self) -> None:
         """Return once every import queued so far has ended (tests, shutdown)."""
