@@ -57,6 +57,8 @@ def is_write(call: ast.Call, name: str, door: set[str]) -> bool:
 
 #: each write outside files.py that stays, and why (the path is the command's own state, not a user's output)
 ALLOWED: dict[Site, str] = {
+    ("humanstudy/run.py", "study_lock", ".open"): "the study's own lock file (STUDY_DIR/run.lock), opened for append "
+    "only to hold flock: never truncated or rewritten; a directory there is refused first",
 }
 
 

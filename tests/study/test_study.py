@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tailorbench.errors import ConfigError
+from tailorbench.files import MARKER
 from tailorbench.humanstudy.config import load_config
 from tailorbench.humanstudy.plan import study_plan
 from tailorbench.humanstudy.run import advance, database
@@ -345,7 +346,7 @@ def test_failed_model_calls_are_exit_3_and_the_step_is_asked_again(scripted: Any
     assert res.exit_code == 3, res.output
     assert "study step extraction.extract: all 6 model calls failed" in res.output and "Traceback" not in res.output
     assert sorted(p.name for p in d.iterdir()) == ["run.lock", "steps", "study.yaml"]  # no state.json
-    assert list((d / "steps").iterdir()) == []  # no step folder: nothing recorded
+    assert [p.name for p in (d / "steps").iterdir() if p.name != MARKER] == []  # no step folder: nothing recorded
     monkeypatch.delenv("STUDY_TEST_FAIL")
     res = CliRunner().invoke(app, ["study", "run", str(d), "--json"])
     assert res.exit_code == 0, res.output

@@ -1,5 +1,11 @@
 """Database access: one engine per URL, SQLite (WAL, file under the project directory) or PostgreSQL, and the
-Alembic migrations run on start so a server always meets the schema it expects."""
+Alembic migrations run on start so a server always meets the schema it expects.
+
+A database that cannot be opened or is not an annotation database (a garbage or foreign SQLite file, a directory,
+an unreachable or refusing PostgreSQL, a schema at a revision this version does not know or missing its tables)
+is a ConfigError naming it (`where`: the SQLite file, or the URL without its password), raised when `Database` is
+made, so every verb that opens one (`tailor annotate *`, `tailor study *`) says so in one line with exit 2.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tailorbench.annotation import DB_FILENAME
@@ -23,12 +29,56 @@ def resolve_url(db: str | None, directory: str | Path | None) -> str:
     """`--db URL` wins; otherwise SQLite in `DIR/annotate.sqlite` (the directory is created)."""
     if db:
         if "://" not in db:  # a plain path means a SQLite file
-            Path(db).parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(Path(db).parent, db)
             return f"sqlite:///{Path(db).resolve()}"
         return db
     base = Path(directory or ".")
-    base.mkdir(parents=True, exist_ok=True)
+    _make_folder(base, base / DB_FILENAME)
     return f"sqlite:///{(base / DB_FILENAME).resolve()}"
+
+
+def _make_folder(folder: Path, db: str | Path) -> None:
+    """The folder of a SQLite file, created; a ConfigError naming the database when it cannot be (a regular
+    file where the folder goes, no permission)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"annotation database {db}: its folder {folder} cannot be created: "
+                          f"{exc.strerror or exc}") from None
+
+
+#: the first bytes of every SQLite database file
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def where(url: str) -> str:
+    """How an error names a database: the SQLite file, or the URL without its password."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return url
+    if parsed.get_backend_name() == "sqlite":
+        return parsed.database or url
+    return parsed.render_as_string(hide_password=True)
+
+
+def _check_sqlite_file(url: str) -> None:
+    """A SQLite path that is a directory, or a file that is not a SQLite database: said before SQLite tries."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return
+    path = Path(parsed.database)
+    if path.is_dir():
+        raise ConfigError(f"annotation database {path}: is a directory, not a SQLite file")
+    if path.is_file() and path.stat().st_size > 0:
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(len(SQLITE_HEADER))
+        except OSError as exc:
+            raise ConfigError(f"annotation database {path}: cannot be read: {exc.strerror or exc}") from None
+        if head != SQLITE_HEADER:
+            raise ConfigError(f"annotation database {path}: not a SQLite database (its first bytes are not "
+                              "SQLite's header): name another file, or move this one away")
 
 
 def _sqlite_setup(engine: Engine) -> None:
@@ -65,7 +115,10 @@ def make_engine(url: str) -> Engine:
         # back, and the profile showed a fresh PostgreSQL connection per request beyond the pool. No ping per
         # checkout (a round trip on every request): a connection found dead raises once, SQLAlchemy then
         # invalidates the whole pool, and the next request reconnects; the idempotent submit makes a retry safe.
-        return create_engine(url, pool_size=40, max_overflow=8, pool_pre_ping=False, pool_recycle=3600)
+        # an unreachable server is an error after connect_timeout seconds, not after the system's TCP timeout
+        connect = {} if "connect_timeout" in parsed.query else {"connect_timeout": 10}
+        return create_engine(url, pool_size=40, max_overflow=8, pool_pre_ping=False, pool_recycle=3600,
+                             connect_args=connect)
     raise ConfigError(f"--db: only sqlite and postgresql are supported, got {parsed.get_backend_name()!r}")
 
 
@@ -81,14 +134,76 @@ def migrate(engine: Engine) -> None:
         command.upgrade(cfg, "head")
 
 
+def check_schema(engine: Engine) -> None:
+    """After the migrations: every table and column of the models is there (a database whose alembic_version
+    claims the newest revision while its tables were changed by hand is refused here, not mid-request)."""
+    from tailorbench.annotation.models import Base
+
+    found = inspect(engine)
+    tables = set(found.get_table_names())
+    for table in Base.metadata.sorted_tables:
+        if table.name not in tables:
+            raise ConfigError(f"annotation database {where(str(engine.url))}: table {table.name} is missing: not "
+                              "an annotation database of this version")
+        have = {c["name"] for c in found.get_columns(table.name)}
+        missing = sorted(c.name for c in table.columns if c.name not in have)
+        if missing:
+            raise ConfigError(f"annotation database {where(str(engine.url))}: table {table.name} lacks "
+                              f"column(s) {', '.join(missing)}: not an annotation database of this version")
+
+
+def _foreign_sqlite(engine: Engine) -> None:
+    """A SQLite file holding tables but no migration record is another application's database: never migrated
+    into (our tables would be written into someone else's file)."""
+    if engine.dialect.name != "sqlite":
+        return
+    tables = set(inspect(engine).get_table_names())
+    if tables and "alembic_version" not in tables:
+        raise ConfigError(f"annotation database {where(str(engine.url))}: holds tables of another application "
+                          f"({', '.join(sorted(tables)[:3])}) and no annotation schema: name another file")
+
+
+def _first_line(exc: BaseException) -> str:
+    """An error's own message, first line only (drivers add SQL and background links below it)."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def open_engine(url: str, run_migrations: bool = True) -> Engine:
+    """An engine on a database that opens and holds the annotation schema (migrated to the newest revision when
+    `run_migrations`); a ConfigError naming the database otherwise."""
+    from alembic.util import CommandError
+
+    from tailorbench.redact import redact
+
+    _check_sqlite_file(url)
+    engine = make_engine(url)
+    try:
+        if run_migrations:
+            _foreign_sqlite(engine)
+            migrate(engine)
+        check_schema(engine)
+    except ConfigError:
+        engine.dispose()
+        raise
+    except CommandError as exc:  # a revision this version does not know: a newer or a foreign schema
+        engine.dispose()
+        raise ConfigError(f"annotation database {where(url)}: its schema is not one this version knows "
+                          f"({redact(_first_line(exc))})") from None
+    except (SQLAlchemyError, OSError) as exc:
+        engine.dispose()
+        raise ConfigError(f"annotation database {where(url)}: cannot be opened: {redact(_first_line(exc))}") from None
+    return engine
+
+
 class Database:
-    """Engine + session factory; `session()` is one transaction, committed on success, rolled back on error."""
+    """Engine + session factory; `session()` is one transaction, committed on success, rolled back on error.
+    Made only on a database that opens and holds the annotation schema (`open_engine`)."""
 
     def __init__(self, url: str, run_migrations: bool = True) -> None:
         self.url = url
-        self.engine = make_engine(url)
-        if run_migrations:
-            migrate(self.engine)
+        self.engine = open_engine(url, run_migrations)
         self._factory = sessionmaker(self.engine, expire_on_commit=False)
         # SQLite has one writer at a time: queueing threads on a lock is fairer and faster than letting
         # them sleep in SQLite's busy handler (other processes still meet busy_timeout)

@@ -56,9 +56,8 @@ def status(study_dir: str | Path) -> HumanStudyStatus:
 def report(study_dir: str | Path) -> HumanStudyReport:
     """`tailor study report DIR`: the study report, once every stage is analysed (a ConfigError saying which
     step is not done otherwise)."""
-    import json
-
     from tailorbench.errors import ConfigError
+    from tailorbench.files import load_json
     from tailorbench.humanstudy.config import load_config
     from tailorbench.humanstudy.plan import build_steps
 
@@ -70,8 +69,8 @@ def report(study_dir: str | Path) -> HumanStudyReport:
                           "`tailor study run` first")
     if steps[-1].status != "done":
         run(study_dir)
-    place = config.report.dir if config.report.dir.is_absolute() else Path(study_dir) / config.report.dir
-    body = json.loads((place / "study.json").read_text(encoding="utf-8"))
+    place = Path(study_dir) / config.report.dir  # a relative folder inside the study (humanstudy.config)
+    body = load_json(place / "study.json", dict, "a study report")
     return HumanStudyReport.model_validate({"study": body["study"], "out": str(place), "stages": body["stages"]})
 
 

@@ -138,13 +138,32 @@ class StatisticsConfig(_Strict):
     min_items: int = Field(30, ge=1)
 
 
+#: names in a study folder that are the study's own state: a report placed there would replace them
+STUDY_OWN = ("study.yaml", "state.json", "run.lock", "steps", "annotation")
+
+
 class ReportConfig(_Strict):
+    #: where the report goes: a folder inside the study folder (relative), replaced as a whole by each report
     dir: Path = Path("report")
     #: the report says its figures are illustrative (the demo: an illustrative model and simulated people)
     illustrative: bool = False
     #: also train and judge the paper's interventions on the study's labels (held-out users): the stage-1
     #: verifier and the stage-2 relevance classifier (the MiniLM encoder; the `local` extra)
     interventions: bool = False
+
+    @field_validator("dir")
+    @classmethod
+    def _inside_the_study(cls, value: Path) -> Path:
+        """The report replaces its folder as a whole: only a folder inside the study folder, which is none of
+        the study's own state, may be named (`.`, `..` or an absolute path would replace the study, the folder
+        above it or a stranger's folder)."""
+        if value.is_absolute() or ".." in value.parts or not value.parts:
+            raise ValueError(f"{str(value)!r}: name a folder inside the study folder as a relative path without "
+                             "'..' (e.g. report): the report replaces that folder as a whole")
+        if value.parts[0] in STUDY_OWN or value.parts[0].startswith("."):
+            raise ValueError(f"{str(value)!r}: {value.parts[0]} is the study's own state; name another folder "
+                             "(e.g. report)")
+        return value
 
 
 class StudyConfig(_Strict):
@@ -236,6 +255,24 @@ def _check(config: StudyConfig, path: Path) -> None:
             make_chat_model(spec, dict(config.models.options))
         except ConfigError as exc:
             fail(where, f"model spec {spec!r} does not build: {exc}")
+    _check_report_place(config, path.parent, fail)
+
+
+def _check_report_place(config: StudyConfig, study_dir: Path, fail: Any) -> None:
+    """The report folder holds none of the study's inputs nor its annotation database (it is replaced as a
+    whole); by the paths alone, so a read-only study can still be planned. `run` claims the folder through the
+    files module's door before any work (humanstudy.report.report_output)."""
+    from tailorbench.humanstudy.report import database_place
+
+    place = (study_dir / config.report.dir).resolve()
+    named: list[tuple[str, Path | None]] = [("annotation.db", database_place(config, study_dir)),
+                                            ("inputs.conversations", config.inputs.conversations),
+                                            ("inputs.prompts", config.inputs.prompts)]
+    named += [(f"stages.{s}.gold", cfg.gold) for s in config.run_stages() if (cfg := config.stage(s)) is not None]
+    for key, where in named:
+        if where is not None and (place == where.resolve() or place in where.resolve().parents):
+            fail("report.dir", f"{config.report.dir} holds {key} ({where}): the report replaces its folder as a "
+                               "whole; name another folder")
 
 
 def parse_config(data: Any, path: str | Path, base: Path | None = None) -> StudyConfig:

@@ -11,11 +11,11 @@ before, said so in `calls_known`.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tailorbench.files import scratch
 from tailorbench.humanstudy.config import NEEDS, TASK_TYPE, StudyConfig
 from tailorbench.humanstudy.state import StudyState, fingerprint
 
@@ -75,7 +75,7 @@ def build_steps(config: StudyConfig, study_dir: str | Path, state: StudyState | 
         step.fingerprint = fingerprint(step.config, step.inputs, [by_id[d].fingerprint for d in step.deps])
         rec = state.steps.get(step.id)
         upstream_ok = all(by_id[d].status == "done" for d in step.deps)
-        if upstream_ok and state.done(step.id, step.fingerprint):
+        if upstream_ok and state.done(step.id, step.fingerprint, state.uses(step.deps)):
             step.status = "done"
         elif rec is not None:
             step.status = "stale"
@@ -140,8 +140,8 @@ def build_steps(config: StudyConfig, study_dir: str | Path, state: StudyState | 
     add(Step("report", "report", "report", "the study report", report_deps,
              {"dir": str(config.report.dir), "illustrative": config.report.illustrative}, [],
              ["study.json", "study.md"]))
-    with tempfile.TemporaryDirectory(prefix="tailor-study-plan-") as scratch:
-        sources = Sources(config, Path(study_dir), state, {s.id: s for s in steps}, Path(scratch))
+    with scratch("tailor-study-plan-") as folder:
+        sources = Sources(config, Path(study_dir), state, {s.id: s for s in steps}, folder)
         try:
             for step in steps:
                 if step.kind == "model":

@@ -5,13 +5,12 @@ own (threestage/): the chain gives what the links give."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-from tailorbench.humanstudy.config import StudyConfig
-from tailorbench.humanstudy.state import StudyState
+from tailorbench.files import Output, claim_output, load_json, only_names
+from tailorbench.humanstudy.config import CONFIG_FILE, StudyConfig
+from tailorbench.humanstudy.state import LOCK_FILE, MADE_BY, STATE_FILE, STEPS_DIR, StudyState
 
 REPORT_JSON = "study.json"
 REPORT_MD = "study.md"
@@ -39,24 +38,54 @@ def stage_figures(stage: str, report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, tmp: Path) -> dict[str, Any]:
-    """study.json / study.md and the stage reports with their summary in `tmp` (the report step's folder), and a
-    copy in the config's report place."""
+def database_place(config: StudyConfig, study_dir: Path) -> Path | None:
+    """The study's annotation database as a path, when it is a file or folder (SQLite); None for a server."""
+    import os
+
+    db = config.annotation.db or os.environ.get("TAILOR_ANNOTATE_DB")
+    if not db:
+        return study_dir / "annotation"
+    if "://" not in db:
+        return Path(db)
+    if db.startswith("sqlite:///"):
+        return Path(db[len("sqlite:///"):].split("?", 1)[0])
+    return None
+
+
+def report_output(config: StudyConfig, study_dir: Path) -> Output:
+    """The report place (`report.dir`) claimed through the files module's door: inside the study folder and never
+    the study's own state (its config, state, steps, lock, annotation database) nor an input, nor a folder
+    holding one of them; an existing folder there must be an earlier study report (its marker, or nothing but
+    report files beside study.json). A config file passes no force: a refusal is exit 2. Creates nothing."""
+    study_dir = Path(study_dir)
+    own = [study_dir / name for name in (CONFIG_FILE, STATE_FILE, STEPS_DIR, LOCK_FILE)]
+    inputs = [config.inputs.conversations, config.inputs.prompts,
+              *[cfg.gold for s in config.run_stages() if (cfg := config.stage(s)) is not None]]
+    return claim_output("report.dir", study_dir / config.report.dir, directory=True, within=study_dir,
+                        state=[*own, database_place(config, study_dir)], inputs=inputs, made_by=MADE_BY,
+                        ours=only_names(("*.json", "*.md", "*.html"), REPORT_JSON))
+
+
+def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, out: Output) -> dict[str, Any]:
+    """study.json / study.md and the stage reports with their summary in `out` (the report step's folder), and a
+    copy in the config's report place, which replaces the earlier report as a whole only once it is complete
+    (`Output.staged`): nothing else there is ever removed."""
     from tailorbench.threestage.report import render_markdown, summary_rows, write_summary
 
+    place = report_output(config, study_dir)  # checked again: the folder may have changed since the config was read
     reports: dict[str, dict[str, Any]] = {}
     for stage in config.run_stages():
         src = state.step_dir(f"{stage}.analyse")
-        reports[stage] = json.loads((src / f"{stage}.json").read_text(encoding="utf-8"))
+        reports[stage] = load_json(src / f"{stage}.json", dict, "a stage report")
         for ext in ("json", "md", "html"):
-            shutil.copyfile(src / f"{stage}.{ext}", tmp / f"{stage}.{ext}")
+            out.copy_in(src / f"{stage}.{ext}", f"{stage}.{ext}")
     for step_id, name in (("extraction.verifier", "verifier"), ("relevance.classifier", "relevance_classifier")):
         src = state.step_dir(step_id)
         if config.report.interventions and (src / f"{name}.json").is_file():
-            reports[name] = json.loads((src / f"{name}.json").read_text(encoding="utf-8"))
+            reports[name] = load_json(src / f"{name}.json", dict, "an intervention report")
             for ext in ("json", "md", "html"):
-                shutil.copyfile(src / f"{name}.{ext}", tmp / f"{name}.{ext}")
-    write_summary(reports, tmp, illustrative=config.report.illustrative)
+                out.copy_in(src / f"{name}.{ext}", f"{name}.{ext}")
+    write_summary(reports, out.ensure(), illustrative=config.report.illustrative)
     labels = {stage: state.info(f"{stage}.collect") for stage in config.run_stages()}
     stages: dict[str, dict[str, Any]] = {
         stage: {"figures": stage_figures(stage, reports[stage]),
@@ -66,7 +95,7 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
     body = {"study": config.name, "illustrative": config.report.illustrative, "stages": stages,
             "interventions": {name: f"{name}.json" for name in ("verifier", "relevance_classifier")
                               if name in reports}}
-    (tmp / REPORT_JSON).write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    out.write_json(REPORT_JSON, body)
     rows = [[s, str(b["labels"]["items"]), str(b["labels"]["ratings"])] for s, b in stages.items()]
     tables = [("Headline figures", ["stage", "figure", "value [95% CI]", "detail"], summary_rows(reports)),
               ("Annotation", ["stage", "items", "ratings"], rows)]
@@ -74,9 +103,10 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
     if config.report.illustrative:
         notes.insert(0, "Illustrative only: the bundled example run with an illustrative model and simulated "
                         "participants (tailor study demo); no figure here says anything about a model or a person.")
-    (tmp / REPORT_MD).write_text(render_markdown(f"Study {config.name}", tables, [], notes), encoding="utf-8")
-    place = config.report.dir if config.report.dir.is_absolute() else study_dir / config.report.dir
-    if place.exists():
-        shutil.rmtree(place)
-    shutil.copytree(tmp, place)
-    return {"out": str(place), "stages": list(reports), "illustrative": config.report.illustrative}
+    out.write_text(REPORT_MD, render_markdown(f"Study {config.name}", tables, [], notes))
+    with place.staged() as folder:
+        copy = claim_output("report.dir", folder, directory=True, made_by=MADE_BY)
+        for made in sorted(out.path().iterdir()):
+            if made.is_file() and not made.name.startswith("."):
+                copy.copy_in(made, made.name)
+    return {"out": str(place.path()), "stages": list(reports), "illustrative": config.report.illustrative}

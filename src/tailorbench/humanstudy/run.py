@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,13 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.errors import ConfigError, TailorError
-from tailorbench.files import write_jsonl_atomic
+from tailorbench.files import Output
 from tailorbench.humanstudy.config import TASK_TYPE, StudyConfig, load_config
 from tailorbench.humanstudy.items import database, item_ids
 from tailorbench.humanstudy.plan import CONDITIONS, Step, build_steps
-from tailorbench.humanstudy.state import STEPS_DIR, StudyState
-
-LOCK_FILE = "run.lock"
+from tailorbench.humanstudy.state import LOCK_FILE, StudyState
 
 
 class StepFailed(TailorError):
@@ -51,9 +48,18 @@ def check_calls(step: Step, info: dict[str, Any], max_failed: float) -> None:
 
 @contextmanager
 def study_lock(study_dir: Path) -> Iterator[None]:
-    """One `run` at a time per study (a second is a ConfigError, not a wait)."""
-    study_dir.mkdir(parents=True, exist_ok=True)
-    with (study_dir / LOCK_FILE).open("a") as handle:
+    """One `run` at a time per study (a second is a ConfigError, not a wait). The lock file is the study's own
+    state, opened for append only to hold the lock (never truncated or rewritten); a directory or an unreadable
+    file in its place is exit 2 naming it."""
+    lock = study_dir / LOCK_FILE
+    if lock.is_dir() or (lock.exists() and not lock.is_file()):
+        raise ConfigError(f"{lock}: is not a file: it is the study's lock (one `tailor study run` at a time); "
+                          f"move it away")
+    try:
+        handle = lock.open("a")
+    except OSError as exc:
+        raise ConfigError(f"{lock}: the study's lock cannot be opened: {exc.strerror or exc}") from None
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -90,38 +96,36 @@ class Runner:
     # --- the steps ---------------------------------------------------------------------------------------
 
     def run_step(self, step: Step) -> dict[str, Any] | None:
-        """Do one step; its info, or None when it waits for people (nothing recorded)."""
+        """Do one step; its info, or None when it waits for people (nothing recorded). The step writes into a
+        fresh folder (`StudyState.making`) that takes its place only when it finished: nothing of a step that
+        did not finish stays."""
         models = self.config.models
         if step.kind == "collect":
             return self.collect(step)
-        for stale in (self.dir / STEPS_DIR).glob(f".tmp-{step.id}-*"):
-            shutil.rmtree(stale, ignore_errors=True)  # left by a killed run
-        tmp = self.state.scratch(step.id)
-        info: dict[str, Any]
-        try:
+        with self.state.making(step.id, step.fingerprint, step.deps) as made:
+            out = made.out
             if step.kind == "model":
-                info = self.model_step(step, tmp)
+                info = self.model_step(step, out)
                 check_calls(step, info, models.max_failed)
             elif step.id == "relevance.items":
-                info = self.relevance_items(tmp / "items.jsonl")
+                info = self.relevance_items(out)
             elif step.kind == "annotation":
-                info = self.annotate(step, tmp)
+                info = self.annotate(step, out)
             elif step.kind == "analysis":
-                info = self.analyse(step, tmp)
+                info = self.analyse(step, out)
             else:
-                info = self.report(tmp)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)  # nothing of a step that did not finish stays
-            raise
-        self.state.commit(step.id, tmp, step.fingerprint, _summary(info))
+                info = self.report(out)
+            made.info = _summary(info)
         return info
 
-    def model_step(self, step: Step, tmp: Path) -> dict[str, Any]:
-        """One model step through its stage verb, its outputs in `tmp`; the verb's accounting."""
+    def model_step(self, step: Step, out: Output) -> dict[str, Any]:
+        """One model step through its stage verb, its outputs in `out` (the step's fresh folder); the verb's
+        accounting."""
         from tailorbench.threestage import verbs
 
         models = self.config.models
         opts = dict(models.options)
+        tmp = out.ensure()
         if step.id == "extraction.extract":
             assert self.config.inputs.conversations is not None and models.extractor is not None
             return verbs.extract(self.config.inputs.conversations, models.extractor, tmp / "items.jsonl", None, opts)
@@ -138,17 +142,17 @@ class Runner:
         return verbs.judge_ab(self.out("incorporation.generate", "ab_tasks.jsonl"), step.model, tmp / "votes.jsonl",
                               step.judge, opts)
 
-    def relevance_items(self, out: Path) -> dict[str, Any]:
+    def relevance_items(self, out: Output) -> dict[str, Any]:
         """Stage-2 items from stage 1's human majority (humanstudy/items.py)."""
         from tailorbench.humanstudy.items import relevance_rows
 
         assert self.config.inputs.prompts is not None
         rows, info = relevance_rows(self.out("extraction.extract", "items.jsonl"),
                                     self.out("extraction.collect", "export/ratings.jsonl"), self.config.inputs.prompts)
-        write_jsonl_atomic(out, rows)
-        return {"out": str(out), **info}
+        out.write_jsonl("items.jsonl", rows)
+        return {"out": str(out.path("items.jsonl")), **info}
 
-    def annotate(self, step: Step, tmp: Path) -> dict[str, Any]:
+    def annotate(self, step: Step, out: Output) -> dict[str, Any]:
         """The stage's project (made once), its items and gold (imported once), and who annotates: the crowd
         study's link, or the own annotators' login links (written to links.json, readable by the owner only)."""
         from tailorbench.annotation import service, studies
@@ -156,13 +160,13 @@ class Runner:
 
         stage, cfg = step.stage, self.config.stage(step.stage)
         assert cfg is not None
-        tasks = tmp / "tasks.jsonl"
+        tasks = out.path("tasks.jsonl")
         if stage == "extraction":
             verbs.export_tasks(self.out("extraction.extract", "items.jsonl"), tasks)
         elif stage == "relevance":
             verbs.export_relevance(self.out("relevance.items", "items.jsonl"), tasks)
         else:
-            shutil.copyfile(self.out("incorporation.generate", "ab_tasks.jsonl"), tasks)
+            out.copy_in(self.out("incorporation.generate", "ab_tasks.jsonl"), "tasks.jsonl")
         name = project_name(self.config, step)
         db = self.db
         if name not in {p["name"] for p in service.list_projects(db)}:
@@ -201,12 +205,12 @@ class Runner:
                 else:
                     _, token = service.add_user(db, who, "annotator", [name], crowd.link_days)
                 links[who] = f"{base.rstrip('/')}/login/{token}"
-            path = tmp / "links.json"
-            path.write_text(json.dumps(links, indent=2) + "\n", encoding="utf-8")
-            path.chmod(0o600)
+            # login links: readable by the owner only (made in the step's staging folder, mode 0700, and made
+            # owner-only before that folder takes the step's place)
+            out.write_text("links.json", json.dumps(links, indent=2) + "\n").chmod(0o600)
             info.update(annotators=sorted(links), links_file=str(self.out(step.id, "links.json")))
             self.say(f"{stage}: login links for {len(links)} annotator(s) in {info['links_file']}")
-        (tmp / "project.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+        out.write_text("project.json", json.dumps(info, indent=2) + "\n")
         return info
 
     def labels(self, stage: str) -> dict[str, Any]:
@@ -225,16 +229,18 @@ class Runner:
             self.say(f"{step.stage}: waiting for people: {missing} label(s) missing "
                      f"({got['labels_done']} of {got['labels_needed']})")
             return None
-        tmp = self.state.scratch(step.id)
-        info = service.export(self.db, got["project"], tmp / "export")
-        # the export's items.jsonl holds the gold items too; its ratings leave them out
-        info.update(out=str(self.out(step.id, "export")), regular_items=got["items"], gold_items=got["gold_items"])
-        self.state.commit(step.id, tmp, step.fingerprint, _summary(info))
+        with self.state.making(step.id, step.fingerprint, step.deps) as made:
+            info = service.export(self.db, got["project"], made.out.path("export"))
+            # the export's items.jsonl holds the gold items too; its ratings leave them out
+            info.update(out=str(self.out(step.id, "export")), regular_items=got["items"],
+                        gold_items=got["gold_items"])
+            made.info = _summary(info)
         return info
 
-    def analyse(self, step: Step, tmp: Path) -> dict[str, Any]:
+    def analyse(self, step: Step, out: Output) -> dict[str, Any]:
         from tailorbench.threestage import verbs
 
+        tmp = out.ensure()
         st = self.config.statistics
         export = [self.out(f"{step.stage}.collect", "export/ratings.jsonl")]
         votes = [self.out(d, "votes.jsonl") for d in step.deps if ".judge." in d]
@@ -258,10 +264,10 @@ class Runner:
                                          n_resamples=st.n_boot, seed=st.seed, report_dir=tmp)
         return {"report": str(self.out(step.id, f"{step.stage}.json")), "figures": headline(step.stage, report)}
 
-    def report(self, tmp: Path) -> dict[str, Any]:
+    def report(self, out: Output) -> dict[str, Any]:
         from tailorbench.humanstudy.report import write_study_report
 
-        return write_study_report(self.dir, self.config, self.state, tmp)
+        return write_study_report(self.dir, self.config, self.state, out)
 
 
 def _summary(info: dict[str, Any]) -> dict[str, Any]:
@@ -281,8 +287,11 @@ def headline(stage: str, report: dict[str, Any]) -> dict[str, Any]:
 def advance(study_dir: str | Path, say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run every step that can run; stop at the first that waits for people. Returns what ran, what waits and
     whether the study is finished."""
+    from tailorbench.humanstudy.report import report_output
+
     study_dir = Path(study_dir)
     config = load_config(study_dir)
+    report_output(config, study_dir)  # the report place through the door, before any work
     with study_lock(study_dir):
         runner = Runner(study_dir, config, say)
         ran: list[str] = []

@@ -16,7 +16,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -177,3 +177,38 @@ def serving(db: Any, port: int = 0) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def crowd(db: Any, study_id: int, link: str, people: Sequence[tuple[str, Behaviour]], seed: int = 0,
+          base_url: str | None = None, stop_after: int | None = None) -> list[Outcome]:
+    """Simulated participants through a crowd study's link one after another, until the link admits nobody
+    more. One who stops before the end (`stop_after`, an error, an interrupt) returns the study as a worker does
+    on the platform, and is released as the researcher does for a returned participant (`studies.release`): their
+    unfinished items go back to the queue and their place to someone else, instead of being held until the
+    study's time limit."""
+    out: list[Outcome] = []
+    for name, behaviour in people:
+        try:
+            got = participate(link, name, behaviour, seed=seed, stop_after=stop_after, base_url=base_url)
+        except BaseException:
+            release_left(db, study_id, [name])
+            raise
+        if got.status == "refused":
+            break
+        if got.status == "stopped":
+            release_left(db, study_id, [name])
+        out.append(got)
+    return out
+
+
+def release_left(db: Any, study_id: int, names: Sequence[str] | None = None, prefix: str = "") -> list[str]:
+    """Release the crowd study's active participants named in `names` (or, when None, every active one whose
+    platform id starts with `prefix`: simulated people a killed process left holding their places). Returns
+    the ids released."""
+    from tailorbench.annotation import studies
+
+    active = [p["external_id"] for p in studies.participants(db, study_id) if p["status"] in ("active", "timed_out")]
+    chosen = [p for p in active if (p in names if names is not None else p.startswith(prefix))]
+    if chosen:
+        studies.release(db, study_id, returned=chosen)
+    return chosen
