@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.files import load_json, write_json_atomic
@@ -70,7 +72,36 @@ def read_state(path: Path) -> dict[str, Any]:
                           "look them up on the provider's console") from None
     if not isinstance(data, dict) or data.get("version") != VERSION:
         raise ConfigError(f"{path}: not a tailorbench batch state file (version {VERSION})")
+    try:
+        StateFile.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise ConfigError(f"{path}: damaged batch state ({where}: {problem['msg']}); its batches may still be "
+                          "running: look them up on the provider's console") from None
     return data
+
+
+class StateEntry(BaseModel):
+    """One provider batch as the state file records it (typed strictly: a hand edit is named, never misread)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    chunk: str
+    status: Literal["submitting", "submitted", "ended", "failed"]
+    custom_ids: list[str]
+    batch_id: str | None = None
+    created: float | int | None = None
+
+
+class StateFile(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    version: int
+    spec: str
+    provider: str | None = None
+    options: dict[str, Any] = {}
+    entries: list[StateEntry] = []
 
 
 def state_files(run_dir: str | Path) -> list[Path]:
