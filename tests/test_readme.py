@@ -1,9 +1,10 @@
 """The README works as written: every `bash tested` block runs unchanged in a fresh directory, and every other
 bash block is marked `bash template` with a first comment saying what to substitute.
 
-The one substitution: in the local-model block, the lines `LLM_URL=...` and `MODEL=...` are pointed at the
-llama.cpp server the tests start (the block's comment tells a reader to do the same for their server). The fresh
-directory holds a copy of the repository's `examples/` and `configs/`, which the commands name by relative path.
+The substitutions: in the local-model block, the lines `LLM_URL=...` and `MODEL=...` are pointed at the
+llama.cpp server the tests start (the block's comment tells a reader to do the same for their server); a line
+`PORT=...` (the annotation server's port) gets a free port. The fresh directory holds a copy of the repository's
+`examples/` and `configs/`, which the commands name by relative path.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, LlamaServer
+from tests.conftest import REPO_ROOT, LlamaServer, free_port
 
 README = REPO_ROOT / "README.md"
 _FENCE = re.compile(r"^```(?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -39,7 +40,36 @@ def test_every_bash_block_is_marked() -> None:
         assert info in ("bash tested", "bash template"), f"unmarked block ```{info}:\n{body}"
         if info == "bash template":
             assert body.lstrip().startswith("#"), f"a template block must say what to substitute:\n{body}"
-    assert len(readme_tested_blocks()) >= 2
+    assert len(readme_tested_blocks()) >= 3
+
+
+#: what in a command needs an optional extra: (regular expression, the extras it needs)
+NEEDS_EXTRA: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"tailor annotate (serve|project|import |annotator|progress|release|export |study)", ("web",)),
+    (r"tailor study (run|demo|status)", ("web",)),
+    (r"tailor train-rm|--judge rm:|--judge embedding", ("local",)),
+    (r"--retriever (bm25|hybrid)|tailor stages example", ("retrieval",)),
+    (r"--retriever (dense|hybrid)", ("local",)),
+)
+
+
+def _needed(body: str) -> set[str]:
+    commands = "\n".join(line.split("#")[0] for line in body.splitlines())
+    return {extra for pattern, extras in NEEDS_EXTRA if re.search(pattern, commands) for extra in extras}
+
+
+def test_template_blocks_name_the_extras_they_need() -> None:
+    """A template block (not run by the tests) says in its comments which extra its commands need beyond the
+    core; the tested blocks need only `make demo`'s extras (checked on their imports below, and here on their
+    commands). At 97f6c24 `tailor annotate serve` appeared in a template block without [web], and `make demo`
+    did not install it."""
+    for info, body in blocks():
+        if info == "bash template":
+            comments = " ".join(line.partition("#")[2] for line in body.splitlines())
+            missing = {e for e in _needed(body) if f"[{e}]" not in comments}
+            assert not missing, f"a template block needs {sorted(missing)} without naming it:\n{body}"
+    tested = set().union(*(_needed(b) for b in readme_tested_blocks() if not _local(b)))
+    assert {"web", "local", "retrieval"} <= tested and tested <= set(demo_extras()), tested
 
 
 #: written into the block's PYTHONPATH as sitecustomize.py: every Python process the block starts appends to
@@ -62,6 +92,7 @@ atexit.register(_log)
 
 
 def _run(block: str, tmp_path: Path, imports_log: Path | None = None) -> subprocess.CompletedProcess[str]:
+    block = re.sub(r"^PORT=.*$", f"PORT={free_port()}", block, flags=re.MULTILINE)
     for folder in ("examples", "configs"):
         shutil.copytree(REPO_ROOT / folder, tmp_path / folder)
     bin_dir = str(Path(sys.executable).parent)
@@ -140,7 +171,8 @@ def _local(block: str) -> bool:
 def test_demo_blocks_run_as_written(tmp_path: Path, call_cache: Path) -> None:
     """Each demo block runs, and imports nothing but what `make demo`'s extras install: the blocks run here, in
     the full test venv, so a module from another extra (bm25s of [retrieval] before `make demo` installed it)
-    would pass unnoticed without this check."""
+    would pass unnoticed without this check. At 97f6c24 the blocks did not include `tailor study demo` and the
+    annotation server, which failed after `make demo` (no sqlalchemy / uvicorn: a traceback, exit 1)."""
     plain = [b for b in readme_tested_blocks() if not _local(b)]
     assert plain
     extras = demo_extras()
@@ -152,14 +184,21 @@ def test_demo_blocks_run_as_written(tmp_path: Path, call_cache: Path) -> None:
             f"README block imports modules that `make demo` (extras {extras}) does not install: "
             f"{foreign_imports(log, extras)}\n{block}")
     assert (tmp_path / "block0" / "runs" / "board" / "report.md").is_file()
+    study = next(tmp_path / f"block{k}" / "runs" / "study" for k, b in enumerate(plain) if "study demo" in b)
+    assert (study / "report" / "study.md").is_file()
+    served = {m for k in range(len(plain)) for m in (tmp_path / f"imports-{k}.txt").read_text().split()}
+    assert {"sqlalchemy", "uvicorn", "fastapi"} <= served, served
 
 
 def test_the_demo_extras_are_the_ones_the_demo_block_needs() -> None:
-    """The check above bites: without [retrieval], bm25s (imported by `tailor stages example`) is foreign; with
-    the extras of `make demo` it is not."""
+    """The check above bites: without [retrieval], bm25s (imported by `tailor stages example`) is foreign, and
+    without [web] so are SQLAlchemy and uvicorn (`tailor study demo`, `tailor annotate serve`); with the extras
+    of `make demo` they are not."""
     extras = demo_extras()
-    assert "retrieval" in extras and "local" in extras
+    assert {"retrieval", "local", "web"} <= set(extras)
     assert "bm25s" in installed_by(extras) and "bm25s" not in installed_by(["local"])
+    for dist in ("sqlalchemy", "uvicorn", "fastapi", "alembic"):
+        assert dist in installed_by(extras) and dist not in installed_by(["local", "retrieval"]), dist
 
 
 @pytest.mark.server
