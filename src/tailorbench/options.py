@@ -85,7 +85,6 @@ def as_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     return text
 
 
-
 def as_url(name: str, value: Any) -> str:
     """An http(s) URL with a host (and, if any, a numeric port): the only kind a link or a redirect may be built
     on; `javascript:`, `file:` or `data:` would be accepted silently by a plain string field."""
