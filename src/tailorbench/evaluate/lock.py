@@ -41,7 +41,11 @@ class RunLock:
         """Take the lock or raise RunInProgressError naming the holder; records this process's pid (with
         `record=False` only once `record()` is called: a run that may still be refused takes the lock to check
         the directory, and a refused run must leave the file as the last real holder wrote it)."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:  # a directory, a dangling link, no permission: named, never a traceback
+            raise ConfigError(f"{self.path}: cannot be used as the run's lock file ({exc.strerror or exc}); "
+                              "it is not a file this run can lock: remove or rename it") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
