@@ -32,7 +32,7 @@ PARSERS = frozenset({
 WHOLE_FILE = frozenset({"read_text", "read_bytes", "read"})
 
 
-def _reads_a_file(node: ast.expr) -> bool:
+def _reads_a_file(node: ast.AST) -> bool:
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WHOLE_FILE
             and not (node.func.attr == "read" and isinstance(node.func.value, ast.Name)
                      and node.func.value.id in {"response", "resp", "stream", "sys"}))
