@@ -3,10 +3,11 @@
 The functions of `threestage.verbs` under the verbs' names (`stages example` is `example`), returning the pydantic
 models of `api.results` that mirror the JSON each verb writes (STAGE.json of a report directory, or what a verb
 that writes one file says about it), each with an `*_async` twin. Every verb checks its arguments before any work,
-as `tailor stages` does (one ConfigError naming the option): the numbers by name wherever a verb has them, the
-output path (a directory for the verbs that write several files), and a model spec with its options by building
-the model (building opens nothing; the first call does). `stage1_ratings`, `stage2_ratings`, `read_items`,
-`load_encoder` and `example_dir` are helpers, returned as they are."""
+as `tailor stages` does (one ConfigError naming the option): the numbers by name wherever a verb has them and a
+model spec with its options by building the model (building opens nothing; the first call does); the verb itself
+then claims its output (`files.as_output`: the output rule with its inputs) before it reads anything.
+`stage1_ratings`, `stage2_ratings`, `read_items`, `load_encoder` and `example_dir` are helpers, returned as they
+are."""
 
 from __future__ import annotations
 
@@ -27,21 +28,21 @@ from tailorbench.api.results import (
     TrainedHeadReport,
 )
 from tailorbench.failures import FailureCheck, check_max_failed
-from tailorbench.options import as_choice, as_float, as_int, check_writable
+from tailorbench.options import as_choice, as_float, as_int
 from tailorbench.threestage import verbs as _verbs
 from tailorbench.threestage.verbs import example_dir, load_encoder, read_items, stage1_ratings, stage2_ratings
 
 #: the option each checked argument is named by in errors (the CLI's flag)
-_FLAGS = {"n_resamples": "--n-boot", "conditions": "--condition", "report_dir": "--report",
-          "options": "--model-option"}
+_FLAGS = {"n_resamples": "--n-boot", "conditions": "--condition", "options": "--model-option"}
 
 
 def _flag(name: str) -> str:
     return _FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
-def _check(args: Mapping[str, Any], dirs: tuple[str, ...]) -> None:
-    """The arguments a stage verb was given, checked by name before anything is read or computed."""
+def _check(args: Mapping[str, Any]) -> None:
+    """The arguments a stage verb was given, checked by name before anything is read or computed (the output is
+    claimed by the verb, which knows its inputs)."""
     for name in ("val_fraction", "test_fraction"):
         if name in args:
             as_float(_flag(name), args[name], minimum=0.0, maximum=1.0, exclusive_minimum=True,
@@ -59,25 +60,22 @@ def _check(args: Mapping[str, Any], dirs: tuple[str, ...]) -> None:
         as_choice("--method", args["method"], ("bm25", "embedding"))
     for value in args.get("conditions") or ():
         as_choice("--condition", value, ("gold", "predicted", "none"))
-    for name in ("out", "report_dir"):
-        if args.get(name) is not None:
-            check_writable(_flag(name), args[name], directory=name in dirs or name == "report_dir")
     if isinstance(args.get("model"), str):
         from tailorbench.models.backends import make_chat_model
 
         make_chat_model(args["model"], dict(args.get("options") or {}))
 
 
-def _typed(model: type[Output], fn: Callable[..., Any], dirs: tuple[str, ...] = ()) -> Callable[..., Any]:
+def _typed(model: type[Output], fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` (a function of `threestage.verbs`) as a verb: its arguments checked, its JSON object returned as
-    `model`. `dirs`: the arguments that name a directory to write."""
+    `model`."""
     signature = inspect.signature(fn)
 
     @functools.wraps(fn)
     def verb(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        _check(bound.arguments, dirs)
+        _check(bound.arguments)
         return model.model_validate(fn(*bound.args, **bound.kwargs))
 
     return verb
@@ -88,7 +86,7 @@ extraction = _typed(ExtractionReport, _verbs.extraction)
 incorporation = _typed(IncorporationReport, _verbs.incorporation)
 baseline = _typed(StageOutput, _verbs.baseline)
 export_relevance = _typed(StageOutput, _verbs.export_relevance)
-generate = _typed(StageOutput, _verbs.generate, dirs=("out",))
+generate = _typed(StageOutput, _verbs.generate)
 judge_relevance = _typed(StageOutput, _verbs.judge_relevance)
 extract = _typed(StageOutput, _verbs.extract)
 export_tasks = _typed(StageOutput, _verbs.export_tasks)
@@ -96,11 +94,11 @@ categorise = _typed(StageOutput, _verbs.categorise)
 judge_ab = _typed(StageOutput, _verbs.judge_ab)
 verify = _typed(StageOutput, _verbs.verify)
 classify_relevance = _typed(StageOutput, _verbs.classify_relevance)
-train_verifier = _typed(TrainedHeadReport, _verbs.train_verifier, dirs=("out",))
-train_relevance = _typed(TrainedHeadReport, _verbs.train_relevance, dirs=("out",))
+train_verifier = _typed(TrainedHeadReport, _verbs.train_verifier)
+train_relevance = _typed(TrainedHeadReport, _verbs.train_relevance)
 summary = _typed(StageSummary, _verbs.summary)
 #: `tailor stages example`
-example = _typed(StageExample, _verbs.run_example, dirs=("out",))
+example = _typed(StageExample, _verbs.run_example)
 run_example = example
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from tailorbench.agreement.ratings import Rating, RatingSet, merge_ratings
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.files import Output
 
 HUMAN = "human"
 MODEL = "model"
@@ -251,13 +252,13 @@ def read_relevance_items(path: str | Path) -> list[RelevanceItem]:
 
 
 def write_votes(
-    path: str | Path, model: str, items: Sequence[RelevanceItem], votes: Iterable[Sequence[dict[str, Any]]]
+    out: Output, model: str, items: Sequence[RelevanceItem], votes: Iterable[Sequence[dict[str, Any]]],
+    name: str | None = None,
 ) -> None:
-    """Votes in the Re-Centering model shape (`relevant: null` + `status` for an invalid or failed vote)."""
-    with Path(path).open("w", encoding="utf-8") as handle:
-        for item, entries in zip(items, votes):
-            row = {"model": model, "sample_index": item.index, "user_id": item.user_id, "items": list(entries)}
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    """Votes in the Re-Centering model shape (`relevant: null` + `status` for an invalid or failed vote), as the
+    file output `out` (or the file `name` of a folder output)."""
+    out.write_jsonl(name, ({"model": model, "sample_index": item.index, "user_id": item.user_id,
+                            "items": list(entries)} for item, entries in zip(items, votes)))
 
 
 # --- stage 1 ------------------------------------------------------------------------------------------

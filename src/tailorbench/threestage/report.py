@@ -9,12 +9,12 @@ stage modules compute the JSON objects and never import this one.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.admissibility import headers, render_rows
+from tailorbench.files import MARKER, Output, as_output
 from tailorbench.reporting import Bar, Table, f3, html_page, html_table, md_table, svg_bars, with_ci
 from tailorbench.threestage.extraction.analysis import CATEGORIES
 
@@ -283,13 +283,27 @@ def stage_parts(stage: str, report: dict[str, Any]) -> tuple[list[Table], list[s
     raise ValueError(f"unknown stage {stage!r}")
 
 
-def write_stage_report(stage: str, report: dict[str, Any], out: Path) -> None:
-    """`<stage>.json`, `<stage>.md` and `<stage>.html` in `out` (the JSON is what every number comes from)."""
-    out.mkdir(parents=True, exist_ok=True)
+#: what a report directory holds: the stage reports and the summary (`is_report_dir`)
+REPORT_FILES = frozenset({*(f"{stage}.{ext}" for stage in STAGES for ext in ("json", "md", "html")),
+                          "summary.md", "summary.html"})
+
+
+def is_report_dir(folder: Path) -> bool:
+    """A folder holding nothing but stage reports and their summary (one stage's JSON at least): a report
+    directory written before folders carried the marker, or one gathered by hand for `tailor stages summary`.
+    Its files are the verbs' own, so a rerun may replace them (the output rule's `ours`)."""
+    names = {entry.name for entry in folder.iterdir() if entry.name != MARKER}
+    return bool(names) and names <= REPORT_FILES and any(f"{stage}.json" in names for stage in STAGES)
+
+
+def write_stage_report(stage: str, report: dict[str, Any], out: Output | str | Path) -> None:
+    """`<stage>.json`, `<stage>.md` and `<stage>.html` in `out` (the JSON is what every number comes from); a
+    path is claimed as a report directory (a folder of stage reports is the verbs' own)."""
+    dest = as_output(out, directory=True, ours=is_report_dir)
     parts = stage_parts(stage, report)
-    (out / f"{stage}.json").write_text(json.dumps(report, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    (out / f"{stage}.md").write_text(render_markdown(TITLES[stage], *parts), encoding="utf-8")
-    (out / f"{stage}.html").write_text(render_html(TITLES[stage], *parts), encoding="utf-8")
+    dest.write_json(f"{stage}.json", report)
+    dest.write_text(f"{stage}.md", render_markdown(TITLES[stage], *parts))
+    dest.write_text(f"{stage}.html", render_html(TITLES[stage], *parts))
 
 
 def admissibility_summary(stage: str, report: dict[str, Any]) -> list[list[str]]:
@@ -346,8 +360,9 @@ def summary_rows(reports: dict[str, dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
-def write_summary(reports: dict[str, dict[str, Any]], out: Path, illustrative: bool = False) -> None:
-    """summary.md / summary.html: the headline figures of every stage present, linking the stage reports."""
+def write_summary(reports: dict[str, dict[str, Any]], out: Output | str | Path, illustrative: bool = False) -> None:
+    """summary.md / summary.html: the headline figures of every stage present, linking the stage reports (a path
+    is claimed as a report directory, as in `write_stage_report`)."""
     title = "Three-stage human-centered evaluation — summary"
     notes = [f"Stage reports: {', '.join(f'{s}.md / {s}.html' for s in reports)}."]
     if illustrative:
@@ -355,6 +370,6 @@ def write_summary(reports: dict[str, dict[str, Any]], out: Path, illustrative: b
                         "illustrative only.")
     tables: list[Table] = [("Headline figures", ["stage", "figure", "value [95% CI]", "detail"],
                             summary_rows(reports))]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.md").write_text(render_markdown(title, tables, [], notes), encoding="utf-8")
-    (out / "summary.html").write_text(render_html(title, tables, [], notes), encoding="utf-8")
+    dest = as_output(out, directory=True, ours=is_report_dir)
+    dest.write_text("summary.md", render_markdown(title, tables, [], notes))
+    dest.write_text("summary.html", render_html(title, tables, [], notes))

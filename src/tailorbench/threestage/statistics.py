@@ -32,6 +32,7 @@ import numpy as np
 from tailorbench.agreement import stats as st
 from tailorbench.bootstrap import Resampler, percentile_ci
 from tailorbench.errors import ConfigError, DataError
+from tailorbench.files import Output, as_output, scratch
 
 # --- rank correlations --------------------------------------------------------------------------------
 
@@ -145,9 +146,14 @@ class LogisticHead:
     def predict(self, x: np.ndarray) -> np.ndarray:
         return self.proba(x) >= self.threshold
 
-    def save(self, path: str | Path) -> None:
-        np.savez(Path(path), weights=self.weights, bias=np.array(self.bias), mean=self.mean, scale=self.scale,
-                 threshold=np.array(self.threshold), meta=np.array(json.dumps(self.meta, ensure_ascii=False)))
+    def save(self, path: Output | str | Path, name: str | None = None) -> None:
+        """The head as one .npz file: `path` (a file), or the file `name` in a claimed folder output. Written in
+        a scratch folder first, so the file appears whole (`np.savez` writes in place)."""
+        with scratch("tailorbench-head-") as folder:
+            np.savez(folder / "head.npz", weights=self.weights, bias=np.array(self.bias), mean=self.mean,
+                     scale=self.scale, threshold=np.array(self.threshold),
+                     meta=np.array(json.dumps(self.meta, ensure_ascii=False)))
+            as_output(path, name=name).write_bytes(None, (folder / "head.npz").read_bytes())
 
     @classmethod
     def load(cls, path: str | Path) -> LogisticHead:

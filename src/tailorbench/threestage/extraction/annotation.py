@@ -7,30 +7,27 @@ counted, never dropped silently.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.ratings import Rating, RatingSet, merge_ratings, read_ratings
+from tailorbench.files import Output
 from tailorbench.threestage.recentering_formats import ATTR_SEP, Alignment, Stage1Item, item_key, read_stage1_items
 
 
-def export_attribute_tasks(items_path: str | Path, out: str | Path) -> dict[str, Any]:
-    """Items -> the annotation service's `attributes` task JSONL (id = index; attribute keys 1..n by position)."""
+def export_attribute_tasks(items_path: str | Path, out: Output) -> dict[str, Any]:
+    """Items -> the annotation service's `attributes` task JSONL as the file output `out` (id = index; attribute
+    keys 1..n by position)."""
     items = read_stage1_items(items_path)
-    written, skipped = 0, 0
-    with Path(out).open("w", encoding="utf-8") as handle:
-        for it in items.values():
-            if not it.attributes:
-                skipped += 1
-                continue
+    rows = []
+    for it in items.values():
+        if it.attributes:
             turns = [t for conv in it.conversations for t in (conv if isinstance(conv, list) else [conv])]
-            row = {"id": str(it.index), "user_id": it.user_id, "conversation": turns, "attributes": it.attributes,
-                   "meta": {"extractor": it.extractor, "source": it.source}}
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            written += 1
-    return {"out": str(out), "tasks": written, "skipped_items_without_attributes": skipped}
+            rows.append({"id": str(it.index), "user_id": it.user_id, "conversation": turns,
+                         "attributes": it.attributes, "meta": {"extractor": it.extractor, "source": it.source}})
+    written = out.write_jsonl(None, rows)
+    return {"out": str(out.path()), "tasks": written, "skipped_items_without_attributes": len(items) - written}
 
 
 def from_annotation_export(items: dict[int, Stage1Item], export: Sequence[str | Path]) -> tuple[RatingSet, Alignment]:

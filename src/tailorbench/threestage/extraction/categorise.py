@@ -3,11 +3,11 @@ error (`templates/categorise.jinja`); an answer naming no category, or several, 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.ratings import RatingSet
+from tailorbench.files import Output
 from tailorbench.models.base import GenParams, Message
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.threestage.extraction.analysis import CATEGORIES, majority_labels
@@ -24,9 +24,10 @@ def parse_category(text: str) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def categorise(items: dict[int, Stage1Item], ratings: RatingSet, model: str, out: str | Path,
+def categorise(items: dict[int, Stage1Item], ratings: RatingSet, model: str, out: Output,
                name: str | None = None, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Ask an LLM for the error category of every attribute the human majority rejected; write the taxonomy."""
+    """Ask an LLM for the error category of every attribute the human majority rejected; write the taxonomy (the
+    file output `out`)."""
     rejected = [k for k, v in majority_labels(ratings).items() if v == "rejected"]
     by_index = {it.index: it for it in items.values()}
     template, _ = compile_template(TEMPLATE, "categorise template")
@@ -37,9 +38,11 @@ def categorise(items: dict[int, Stage1Item], ratings: RatingSet, model: str, out
                                                       attribute=attr)))
     batch = ask(model, prompts, parse_category, GenParams(temperature=0.0, max_tokens=32), options)
     rater = name or model
-    with Path(out).open("w", encoding="utf-8") as handle:
-        for key, ans in zip(rejected, batch.answers):
-            index, user, attr = split_key(key)
-            handle.write(json.dumps({"index": index, "user_id": user, "attribute": attr, "category": ans.value,
-                                     "rater": rater, "status": ans.status, "raw": ans.raw}, ensure_ascii=False) + "\n")
-    return {"categoriser": rater, "out": str(out), "rejected_attributes": len(rejected), **batch.accounting()}
+    rows = []
+    for key, ans in zip(rejected, batch.answers):
+        index, user, attr = split_key(key)
+        rows.append({"index": index, "user_id": user, "attribute": attr, "category": ans.value, "rater": rater,
+                     "status": ans.status, "raw": ans.raw})
+    out.write_jsonl(None, rows)
+    return {"categoriser": rater, "out": str(out.path()), "rejected_attributes": len(rejected),
+            **batch.accounting()}

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench.files import Output
 from tailorbench.models.base import GenParams, Message
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.threestage.llm import ask
@@ -65,23 +66,26 @@ def read_conversations(path: str | Path) -> list[tuple[str, list[Any], str]]:
     return rows
 
 
-def extract(conversations_path: str | Path, model: str, out: str | Path, name: str | None = None,
+def extract(conversations_path: str | Path, model: str, out: Output, name: str | None = None,
             options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run the extractor over `{"user_id", "conversations", "source"?}` lines; write the stage-1 item file."""
+    """Run the extractor over `{"user_id", "conversations", "source"?}` lines; write the stage-1 item file (the
+    file output `out`)."""
     rows = read_conversations(conversations_path)
     template, _ = compile_template(TEMPLATE, "extract template")
     prompts: list[list[Message]] = [split_messages(template.render(turns=user_turns(convs))) for _, convs, _ in rows]
     batch = ask(model, prompts, parse_attributes, GenParams(temperature=0.0, max_tokens=512), options)
     extractor = name or model
     n_attr = 0
-    with Path(out).open("w", encoding="utf-8") as handle:
-        for index, ((user, convs, source), ans) in enumerate(zip(rows, batch.answers)):
-            attrs = list(dict.fromkeys(t for t, _ in ans.value or []))
-            evidence = {t: ev for t, ev in ans.value or []}
-            n_attr += len(attrs)
-            row = {"index": index, "user_id": user, "attributes": attrs, "evidence": [evidence[a] for a in attrs],
-                   "conversations": convs, "extractor": extractor, "source": source, "status": ans.status}
-            if ans.status != "ok":
-                row["raw"] = ans.raw
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return {"extractor": extractor, "out": str(out), "users": len(rows), "attributes": n_attr, **batch.accounting()}
+    lines = []
+    for index, ((user, convs, source), ans) in enumerate(zip(rows, batch.answers)):
+        attrs = list(dict.fromkeys(t for t, _ in ans.value or []))
+        evidence = {t: ev for t, ev in ans.value or []}
+        n_attr += len(attrs)
+        row = {"index": index, "user_id": user, "attributes": attrs, "evidence": [evidence[a] for a in attrs],
+               "conversations": convs, "extractor": extractor, "source": source, "status": ans.status}
+        if ans.status != "ok":
+            row["raw"] = ans.raw
+        lines.append(row)
+    out.write_jsonl(None, lines)
+    return {"extractor": extractor, "out": str(out.path()), "users": len(rows), "attributes": n_attr,
+            **batch.accounting()}

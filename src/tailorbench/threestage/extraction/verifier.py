@@ -16,7 +16,6 @@ for a new round of annotation.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ import numpy as np
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.bootstrap import Resampler, percentile_ci
 from tailorbench.errors import ConfigError
+from tailorbench.files import Output
 from tailorbench.models.base import GenParams
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.threestage.extraction.analysis import majority_labels
@@ -83,11 +83,12 @@ def train_verifier(
     items: dict[int, Stage1Item],
     ratings: RatingSet,
     encoder: Any,
-    out_dir: str | Path,
+    out: Output,
     fit: HeadFit = HeadFit(),
 ) -> dict[str, Any]:
     """Train on the training users' human-majority labels, judge on the held-out users; writes the head
-    (`verifier.npz`), held-out predictions and returns the report object (stage `verifier`)."""
+    (`verifier.npz`) and held-out predictions in the folder output `out` and returns the report object (stage
+    `verifier`)."""
     test_fraction, seed, l2, threshold = fit.test_fraction, fit.seed, fit.l2, fit.threshold
     n_resamples, level = fit.n_resamples, fit.level
     majority = majority_labels(ratings)
@@ -110,20 +111,17 @@ def train_verifier(
             "accepted (1) vs uncertain/rejected (0)", "seed": seed, "test_fraction": test_fraction,
             "heldout_users": sorted(held), "train_users": sorted({it.user_id for it, _, _ in rows} - held)}
     head = fit_logistic(x[~test], y[~test], l2=l2, threshold=threshold, meta=meta)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    head.save(out / HEAD_FILE)
+    head.save(out, HEAD_FILE)
     p = head.proba(x[test])
     keep = p >= threshold
     test_rows = [r for r, t in zip(rows, test) if t]
-    with (out / HELDOUT_FILE).open("w", encoding="utf-8") as handle:
-        for (it, a, lab), pi, k in zip(test_rows, p, keep):
-            handle.write(json.dumps({"index": it.index, "user_id": it.user_id, "attribute": a, "p_accepted": float(pi),
-                                     "kept": bool(k), "human_majority": lab}, ensure_ascii=False) + "\n")
+    out.write_jsonl(HELDOUT_FILE, ({"index": it.index, "user_id": it.user_id, "attribute": a,
+                                    "p_accepted": float(pi), "kept": bool(k), "human_majority": lab}
+                                   for (it, a, lab), pi, k in zip(test_rows, p, keep)))
     keys = [item_key(it.index, it.user_id, a) for it, a, _ in test_rows]
     accepted = y[test]
     report: dict[str, Any] = {
-        "head": str(out / HEAD_FILE),
+        "head": str(out.path(HEAD_FILE)),
         "split": {"heldout_users": meta["heldout_users"], "train_users": meta["train_users"], "seed": seed,
                   "n_train": int((~test).sum()), "n_heldout": int(test.sum()),
                   "ties_left_out": ties},
@@ -180,7 +178,7 @@ def verify_and_refine(
     items: dict[int, Stage1Item],
     head: LogisticHead,
     encoder: Any,
-    out: str | Path,
+    out: Output,
     model: str | None = None,
     rounds: int = 1,
     name: str | None = None,
@@ -188,8 +186,8 @@ def verify_and_refine(
     options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score every attribute; drop those under the threshold, or (with `model`) ask the extractor to restate
-    them up to `rounds` times, verifying each restatement. Writes a stage-1 item file (extractor `NAME+verified`,
-    a `verification` list per item) ready for `tailor stages export-tasks`."""
+    them up to `rounds` times, verifying each restatement. Writes a stage-1 item file (the file output `out`;
+    extractor `NAME+verified`, a `verification` list per item) ready for `tailor stages export-tasks`."""
     if head.meta.get("kind") != "verifier":
         raise ConfigError("this head is not a verifier (train one with `tailor stages train-verifier`)")
     if rounds < 0:
@@ -242,19 +240,13 @@ def verify_and_refine(
                         counts["kept_restated"] += 1
                     else:
                         st["rejected"].append(t)
-    extractor_names: Counter[str] = Counter()
-    with Path(out).open("w", encoding="utf-8") as handle:
-        for it in items.values():
-            st = state[it.index]
-            extractor = f"{name or it.extractor}+verified"
-            extractor_names[extractor] += 1
-            row = {"index": it.index, "user_id": it.user_id, "attributes": st["kept"],
-                   "evidence": [evidence[it.index].get(a, []) for a in st["kept"]], "conversations": it.conversations,
-                   "extractor": extractor, "source": it.source, "verification": st["log"]}
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    out.write_jsonl(None, ({"index": it.index, "user_id": it.user_id, "attributes": state[it.index]["kept"],
+                            "evidence": [evidence[it.index].get(a, []) for a in state[it.index]["kept"]],
+                            "conversations": it.conversations, "extractor": f"{name or it.extractor}+verified",
+                            "source": it.source, "verification": state[it.index]["log"]} for it in items.values()))
     counts["final"] = sum(len(s["kept"]) for s in state.values())
     counts["dropped"] = sum(1 for s in state.values() for e in s["log"] if not e["kept"])
-    return {"out": str(out), "threshold": head.threshold, "rounds": rounds if model else 0,
+    return {"out": str(out.path()), "threshold": head.threshold, "rounds": rounds if model else 0,
             "counts": {k: counts.get(k, 0) for k in ("extracted", "kept_extracted", "reasked", "restated",
                                                      "kept_restated", "dropped", "final")},
             "refine_calls": {k: calls.get(k, 0) for k in ("ok", "invalid", "failed")},

@@ -26,6 +26,7 @@ from typing import Any
 
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
+from tailorbench.files import Output
 from tailorbench.models.base import GenParams, Message
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.threestage.llm import ask
@@ -137,7 +138,7 @@ def _text(text: str) -> str | None:
 def generate(
     items: Sequence[RelevanceItem],
     model: str,
-    out_dir: str | Path,
+    out: Output,
     conditions: Sequence[str] = CONDITIONS,
     gold_ratings: RatingSet | None = None,
     predicted_ratings: RatingSet | None = None,
@@ -148,7 +149,8 @@ def generate(
     options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Generate, write `generations.jsonl`, `ab_tasks.jsonl` (the service's `ab_rating` items) and
-    `generation.json` (the manifest: model, parameters, templates, every count); returns the manifest."""
+    `generation.json` (the manifest: model, parameters, templates, every count) in the folder output `out`;
+    returns the manifest."""
     gold = human_gold(gold_ratings) if gold_ratings is not None else None
     if gold is not None and not gold:
         raise ConfigError("the stage-2 human files hold no usable label")
@@ -174,41 +176,40 @@ def generate(
     batch = ask(model, [requests[k][3] for k in keys], _text, params, options)
     answers = dict(zip(keys, batch.answers))
     generator = name or model
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     truncated = 0
-    with (out / GENERATIONS_FILE).open("w", encoding="utf-8") as handle:
-        for k in keys:
-            role, index, given, _ = requests[k]
-            ans = answers[k]
-            truncated += ans.finish_reason == "length"
-            row: dict[str, Any] = {"index": index, "role": role, "attributes": list(given), "status": ans.status,
-                                   "text": ans.value, "finish_reason": ans.finish_reason, "generator": generator}
-            if ans.status != "ok":
-                row.update(raw=ans.raw, error=ans.error)
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    generations: list[dict[str, Any]] = []
+    for k in keys:
+        role, index, given, _ = requests[k]
+        ans = answers[k]
+        truncated += ans.finish_reason == "length"
+        row: dict[str, Any] = {"index": index, "role": role, "attributes": list(given), "status": ans.status,
+                               "text": ans.value, "finish_reason": ans.finish_reason, "generator": generator}
+        if ans.status != "ok":
+            row.update(raw=ans.raw, error=ans.error)
+        generations.append(row)
+    out.write_jsonl(GENERATIONS_FILE, generations)
     written: Counter[str] = Counter()
     not_written: Counter[str] = Counter()
     identical = 0
-    with (out / TASKS_FILE).open("w", encoding="utf-8") as handle:
-        for t, gk, pk in wanted:
-            g, p = answers[gk], answers[pk]
-            if g.value is None or p.value is None:
-                side = "generic" if g.value is None else "personalized"
-                not_written[f"{t.condition}: {side} answer {(g if g.value is None else p).status}"] += 1
-                continue
-            identical += g.value == p.value
-            meta: dict[str, Any] = {
-                "condition": t.condition, "index": t.item.index, "prompt_index": t.item.prompt_index,
-                "given": list(t.given), "gold_relevant": list(t.gold_relevant), "generator": generator,
-                "truncated": [r for r, a in (("generic", g), ("personalized", p)) if a.finish_reason == "length"],
-            }
-            if t.condition == "predicted":
-                meta["predictor"] = pred_name
-            row = {"id": t.task_id, "user_id": t.item.user_id, "prompt": t.item.prompt, "generic": g.value,
-                   "personalized": p.value, "attributes": list(t.rated), "meta": meta}
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            written[t.condition] += 1
+    ab_tasks: list[dict[str, Any]] = []
+    for t, gk, pk in wanted:
+        g, p = answers[gk], answers[pk]
+        if g.value is None or p.value is None:
+            side = "generic" if g.value is None else "personalized"
+            not_written[f"{t.condition}: {side} answer {(g if g.value is None else p).status}"] += 1
+            continue
+        identical += g.value == p.value
+        meta: dict[str, Any] = {
+            "condition": t.condition, "index": t.item.index, "prompt_index": t.item.prompt_index,
+            "given": list(t.given), "gold_relevant": list(t.gold_relevant), "generator": generator,
+            "truncated": [r for r, a in (("generic", g), ("personalized", p)) if a.finish_reason == "length"],
+        }
+        if t.condition == "predicted":
+            meta["predictor"] = pred_name
+        ab_tasks.append({"id": t.task_id, "user_id": t.item.user_id, "prompt": t.item.prompt, "generic": g.value,
+                         "personalized": p.value, "attributes": list(t.rated), "meta": meta})
+        written[t.condition] += 1
+    out.write_jsonl(TASKS_FILE, ab_tasks)
     notes = []
     if identical:
         notes.append(f"{identical} task(s) have identical generic and personalized answers (exported: raters "
@@ -230,8 +231,8 @@ def generate(
         "identical_answers": identical,
         "truncated_generations": truncated,
         "generations": batch.accounting(),
-        "files": {"tasks": str(out / TASKS_FILE), "generations": str(out / GENERATIONS_FILE)},
+        "files": {"tasks": str(out.path(TASKS_FILE)), "generations": str(out.path(GENERATIONS_FILE))},
         "notes": notes,
     }
-    (out / MANIFEST_FILE).write_text(json.dumps(manifest, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    out.write_json(MANIFEST_FILE, manifest)
     return manifest

@@ -5,11 +5,11 @@ is `templates/judge.jinja`."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
 
+from tailorbench.files import Output
 from tailorbench.models.base import GenParams, Message
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.threestage.incorporation.analysis import ABTask
@@ -25,8 +25,10 @@ def parse_rating(text: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def judge_ab(tasks: dict[str, ABTask], model: str, out: str | Path, name: str | None = None,
+def judge_ab(tasks: dict[str, ABTask], model: str, out: Output, name: str | None = None,
              options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The judge's rating of every (task, attribute), written in the long format as the file output `out`;
+    returns the accounting."""
     keys = [(tid, key) for tid, t in tasks.items() for key in t.attributes]
     template, _ = compile_template(TEMPLATE, "A/B judge template")
     prompts: list[list[Message]] = [
@@ -36,9 +38,7 @@ def judge_ab(tasks: dict[str, ABTask], model: str, out: str | Path, name: str | 
     ]
     batch = ask(model, prompts, parse_rating, GenParams(temperature=0.0, max_tokens=8), options)
     rater = name or model
-    with Path(out).open("w", encoding="utf-8") as handle:
-        for (tid, key), ans in zip(keys, batch.answers):
-            label = None if ans.value is None else ans.value - 3
-            handle.write(json.dumps({"item": f"{tid}{ATTR_SEP}{key}", "rater": rater, "label": label,
-                                     "group": "model"}, ensure_ascii=False) + "\n")
-    return {"judge": rater, "out": str(out), **batch.accounting()}
+    out.write_jsonl(None, ({"item": f"{tid}{ATTR_SEP}{key}", "rater": rater,
+                            "label": None if ans.value is None else ans.value - 3, "group": "model"}
+                           for (tid, key), ans in zip(keys, batch.answers)))
+    return {"judge": rater, "out": str(out.path()), **batch.accounting()}

@@ -8,30 +8,25 @@ attribute position is counted, never dropped silently.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.ratings import Rating, RatingSet, merge_ratings, read_ratings
 from tailorbench.errors import DataError
+from tailorbench.files import Output
 from tailorbench.threestage.recentering_formats import ATTR_SEP, Alignment, RelevanceItem, item_key
 
 
-def export_relevance_tasks(items: Sequence[RelevanceItem], out: str | Path) -> dict[str, Any]:
-    """Items -> the service's `relevance` items JSONL: `{"id", "user_id", "prompt", "attributes", "meta"}`;
-    id = the study index, attribute keys 1..n by position (what `from_relevance_export` reads back)."""
-    written, skipped = 0, 0
-    with Path(out).open("w", encoding="utf-8") as handle:
-        for it in items:
-            if not it.attributes:
-                skipped += 1
-                continue
-            row = {"id": str(it.index), "user_id": it.user_id, "prompt": it.prompt, "attributes": list(it.attributes),
-                   "meta": {"index": it.index, "prompt_index": it.prompt_index}}
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-            written += 1
-    return {"out": str(out), "tasks": written, "skipped_items_without_attributes": skipped,
+def export_relevance_tasks(items: Sequence[RelevanceItem], out: Output) -> dict[str, Any]:
+    """Items -> the service's `relevance` items JSONL as the file output `out`: `{"id", "user_id", "prompt",
+    "attributes", "meta"}`; id = the study index, attribute keys 1..n by position (what `from_relevance_export`
+    reads back)."""
+    written = out.write_jsonl(None, ({"id": str(it.index), "user_id": it.user_id, "prompt": it.prompt,
+                                      "attributes": list(it.attributes),
+                                      "meta": {"index": it.index, "prompt_index": it.prompt_index}}
+                                     for it in items if it.attributes))
+    return {"out": str(out.path()), "tasks": written, "skipped_items_without_attributes": len(items) - written,
             "import_with": "tailor annotate project create NAME --task relevance; tailor annotate import NAME FILE"}
 
 

@@ -11,13 +11,13 @@ training users, and any LLM judge or baseline vote files given — with the pair
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
+from tailorbench.files import Output
 from tailorbench.threestage.recentering_formats import HUMAN, RelevanceItem, item_key, write_votes
 from tailorbench.threestage.relevance.analysis import human_gold
 from tailorbench.threestage.statistics import (
@@ -51,12 +51,12 @@ def train_relevance_classifier(
     items: Sequence[RelevanceItem],
     ratings: RatingSet,
     encoder: Any,
-    out_dir: str | Path,
+    out: Output,
     fit: HeadFit = HeadFit(),
 ) -> dict[str, Any]:
-    """Train on the training users, write the head and the held-out users' votes (Re-Centering model shape),
-    and compare everyone on the held-out items; returns the report object (stage `relevance_classifier`).
-    Model ratings in `ratings` (LLM judges, baselines) are the "before" raters."""
+    """Train on the training users, write the head and the held-out users' votes (Re-Centering model shape) in
+    the folder output `out`, and compare everyone on the held-out items; returns the report object (stage
+    `relevance_classifier`). Model ratings in `ratings` (LLM judges, baselines) are the "before" raters."""
     test_fraction, seed, l2, threshold = fit.test_fraction, fit.seed, fit.l2, fit.threshold
     n_resamples, level = fit.n_resamples, fit.level
     gold = human_gold(ratings)
@@ -76,12 +76,10 @@ def train_relevance_classifier(
             "test_fraction": test_fraction, "heldout_users": sorted(held),
             "train_users": sorted({it.user_id for it, t in zip(owner, train) if t})}
     head = fit_logistic(x[train], y[train], l2=l2, threshold=threshold, meta=meta)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    head.save(out / HEAD_FILE)
+    head.save(out, HEAD_FILE)
     p = head.proba(x[test_user]) if test_user.any() else np.zeros(0)
     test_items = [it for it in items if it.user_id in held]
-    write_votes(out / VOTES_FILE, NAME, test_items, _entries(test_items, iter(p), threshold))
+    write_votes(out, NAME, test_items, _entries(test_items, iter(p), threshold), VOTES_FILE)
     cos_t, cos_f1 = choose_threshold(x[train, 0], y[train])
     test_keys = [k for k, t in zip(keys, test_user) if t]
     test_gold = {k: gold[k] for k in test_keys if k in gold}
@@ -95,8 +93,8 @@ def train_relevance_classifier(
         if r.item in test_set:
             (humans if r.group == HUMAN else raters).setdefault(r.rater, {})[r.item] = bool(r.label)
     report: dict[str, Any] = {
-        "head": str(out / HEAD_FILE),
-        "votes": str(out / VOTES_FILE),
+        "head": str(out.path(HEAD_FILE)),
+        "votes": str(out.path(VOTES_FILE)),
         "split": {"heldout_users": meta["heldout_users"], "train_users": meta["train_users"], "seed": seed,
                   "n_train": int(train.sum()), "n_heldout": len(test_gold),
                   "attributes_without_human_label": int((~labelled).sum())},
@@ -126,15 +124,16 @@ def _entries(items: Sequence[RelevanceItem], probs: Any, threshold: float) -> li
     return out
 
 
-def classify(items: Sequence[RelevanceItem], head: LogisticHead, encoder: Any, out: str | Path,
+def classify(items: Sequence[RelevanceItem], head: LogisticHead, encoder: Any, out: Output,
              name: str = NAME) -> dict[str, Any]:
-    """Votes of a trained classifier for every attribute of every item (Re-Centering model shape)."""
+    """Votes of a trained classifier for every attribute of every item (Re-Centering model shape), as the file
+    output `out`."""
     if head.meta.get("kind") != "relevance_classifier":
         raise ConfigError("this head is not a relevance classifier (train one with `tailor stages train-relevance`)")
     _, x = features(encoder, items)
     p = head.proba(x) if len(x) else np.zeros(0)
     write_votes(out, name, items, _entries(items, iter(p), head.threshold))
-    return {"out": str(out), "name": name, "items": len(items), "attributes": len(p),
+    return {"out": str(out.path()), "name": name, "items": len(items), "attributes": len(p),
             "share_relevant": float((p >= head.threshold).mean()) if len(p) else None,
             "threshold": head.threshold}
 

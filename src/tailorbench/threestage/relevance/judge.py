@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench.files import Output
 from tailorbench.models.base import GenParams, Message
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.threestage.llm import ask
@@ -44,11 +45,12 @@ def prompts(items: Sequence[RelevanceItem]) -> list[list[Message]]:
 def judge_relevance(
     items: Sequence[RelevanceItem],
     model: str,
-    out: str | Path,
+    out: Output,
     name: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Ask `model` about every attribute of every item and write its votes; returns the accounting."""
+    """Ask `model` about every attribute of every item and write its votes (the file output `out`); returns the
+    accounting."""
     batch = ask(model, prompts(items), parse_yes_no, GenParams(temperature=0.0, max_tokens=8), options)
     answers = iter(batch.answers)
     votes = []
@@ -65,4 +67,4 @@ def judge_relevance(
         votes.append(entries)
     rater = name or model
     write_votes(out, rater, items, votes)
-    return {"model": model, "name": rater, "out": str(out), **batch.accounting()}
+    return {"model": model, "name": rater, "out": str(out.path()), **batch.accounting()}

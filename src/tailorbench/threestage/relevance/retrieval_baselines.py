@@ -10,13 +10,13 @@ CJK-aware tokenizer; embeddings are models/encoder_hf (default the shipped MiniL
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.errors import ConfigError
+from tailorbench.files import Output
 from tailorbench.threestage.recentering_formats import RelevanceItem, item_key, write_votes
 from tailorbench.threestage.relevance.analysis import human_gold
 from tailorbench.threestage.statistics import choose_threshold, split_users
@@ -51,7 +51,7 @@ def run_baseline(
     items: Sequence[RelevanceItem],
     ratings: RatingSet,
     method: str,
-    out: str | Path,
+    out: Output,
     val_fraction: float = 0.5,
     seed: int = 0,
     encoder: Any = None,
@@ -96,7 +96,7 @@ def run_baseline(
                        "attributes_without_human_label": no_gold},
         "test": {"users": sorted({it.user_id for it, _ in test}), "n_items": len(test),
                  "n_attributes": sum(len(it.attributes) for it, _ in test)},
-        "out": str(out),
+        "out": str(out.path()),
         "seed": seed,
     }
     if encoder is not None and hasattr(encoder, "describe"):
