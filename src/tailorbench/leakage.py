@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.errors import DataError
+from tailorbench.files import Output, as_output
 from tailorbench.personas import normalise_persona
 from tailorbench.registry import Registry
 
@@ -98,13 +99,14 @@ class TrainingContent:
         return {"content": self.source, "recipe": self.recipe, "personas": len(self.personas),
                 "pairs": len(self.pairs), **self.meta}
 
-    def write(self, directory: Path) -> Path:
-        path = directory / CONTENT_FILE
+    def write(self, directory: Output | str | Path) -> Path:
+        """CONTENT_FILE in a checkpoint folder: the claimed folder output of the verb that trained it, or a path
+        of a folder (only that file is written there)."""
         payload = {"recipe": self.recipe, "recipe_text": RECIPE_TEXT, **self.meta,
                    "counts": {"personas": len(self.personas), "pairs": len(self.pairs)},
                    "personas": sorted(self.personas), "pairs": sorted(self.pairs)}
-        path.write_text(json.dumps(payload, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        return path
+        return as_output(directory, name=CONTENT_FILE).write_text(
+            None, json.dumps(payload, ensure_ascii=False, indent=1) + "\n")
 
     @classmethod
     def read(cls, path: Path) -> TrainingContent:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import ConfigError
+from tailorbench.files import Output, as_output
 
 #: file a feature-head checkpoint with `answer_ngrams` carries next to its sidecar
 NGRAMS_FILE = "tailorbench_ngrams.json"
@@ -114,11 +115,13 @@ class NgramHead:
         pick = lambda idx: [(self.vocab.terms[i], round(float(self.weights[i]), 4)) for i in idx]  # noqa: E731
         return {"up": pick(order[::-1][:k]), "down": pick(order[:k])}
 
-    def save(self, directory: str | Path) -> None:
+    def save(self, directory: Output | str | Path) -> None:
+        """NGRAMS_FILE in a checkpoint folder: the claimed folder output of the verb that trained it, or a path of
+        a folder (only that file is written there)."""
         payload = {"ngram_range": list(self.vocab.ngram_range),
                    "terms": {t: [float(self.vocab.idf[k]), float(self.weights[k])]
                              for k, t in enumerate(self.vocab.terms)}}  # all: each term is in the row norm
-        (Path(directory) / NGRAMS_FILE).write_text(json.dumps(payload, ensure_ascii=False) + "\n", encoding="utf-8")
+        as_output(directory, name=NGRAMS_FILE).write_text(None, json.dumps(payload, ensure_ascii=False) + "\n")
 
     @classmethod
     def load(cls, directory: str | Path) -> NgramHead:

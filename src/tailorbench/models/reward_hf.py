@@ -15,7 +15,6 @@ Heavy imports (torch, transformers) happen when a model is loaded, never at modu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import ConfigError
+from tailorbench.files import Output, as_output
 from tailorbench.models.ngram_head import NgramHead
 from tailorbench.models.release_memory import trim_heap
 
@@ -107,9 +107,10 @@ def read_sidecar(path: str | Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def write_format(path: str | Path, fmt: RewardFormat, extra: dict[str, Any] | None = None) -> None:
-    payload = {"format": asdict(fmt), **(extra or {})}
-    (Path(path) / SIDECAR).write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+def write_format(path: Output | str | Path, fmt: RewardFormat, extra: dict[str, Any] | None = None) -> None:
+    """The sidecar (SIDECAR) in a checkpoint folder: the claimed folder output of the verb that trained it, or a
+    path of a folder (only the sidecar is written there: the checkpoint beside it may be anyone's)."""
+    as_output(path, name=SIDECAR).write_json(None, {"format": asdict(fmt), **(extra or {})})
 
 
 def resolve_precision(precision: str, device: str = "cpu") -> str:

