@@ -79,6 +79,44 @@ def _check_sqlite_file(url: str) -> None:
         if head != SQLITE_HEADER:
             raise ConfigError(f"annotation database {path}: not a SQLite database (its first bytes are not "
                               "SQLite's header): name another file, or move this one away")
+        _check_sqlite_schema(path)
+
+
+def _migrations() -> Any:
+    """The Alembic configuration of the migrations that ship inside the package."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("tailorbench.annotation") / "migrations"))
+    return cfg
+
+
+def _check_sqlite_schema(path: Path) -> None:
+    """An existing SQLite file read (read-only: opening it for work would turn on WAL, which rewrites its header)
+    before it is used: tables with no migration record are another application's database, never migrated into;
+    a migration record naming a revision this version does not ship is a newer or a foreign schema."""
+    import sqlite3
+
+    from alembic.script import ScriptDirectory
+
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
+            revisions = ({str(row[0]) for row in conn.execute("select version_num from alembic_version")}
+                         if "alembic_version" in tables else set())
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise ConfigError(f"annotation database {path}: cannot be read: {exc}") from None
+    if tables and "alembic_version" not in tables:
+        raise ConfigError(f"annotation database {path}: holds tables of another application "
+                          f"({', '.join(sorted(tables)[:3])}) and no annotation schema: name another file")
+    known = {script.revision for script in ScriptDirectory.from_config(_migrations()).walk_revisions()}
+    unknown = sorted(revisions - known)
+    if unknown:
+        raise ConfigError(f"annotation database {path}: its schema is not one this version knows (revision "
+                          f"{unknown[0]!r}): a newer tailorbench's, or another application's")
 
 
 def _sqlite_setup(engine: Engine) -> None:
@@ -125,10 +163,8 @@ def make_engine(url: str) -> Engine:
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest Alembic revision (migrations ship inside the package)."""
     from alembic import command
-    from alembic.config import Config
 
-    cfg = Config()
-    cfg.set_main_option("script_location", str(resources.files("tailorbench.annotation") / "migrations"))
+    cfg = _migrations()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
@@ -152,17 +188,6 @@ def check_schema(engine: Engine) -> None:
                               f"column(s) {', '.join(missing)}: not an annotation database of this version")
 
 
-def _foreign_sqlite(engine: Engine) -> None:
-    """A SQLite file holding tables but no migration record is another application's database: never migrated
-    into (our tables would be written into someone else's file)."""
-    if engine.dialect.name != "sqlite":
-        return
-    tables = set(inspect(engine).get_table_names())
-    if tables and "alembic_version" not in tables:
-        raise ConfigError(f"annotation database {where(str(engine.url))}: holds tables of another application "
-                          f"({', '.join(sorted(tables)[:3])}) and no annotation schema: name another file")
-
-
 def _first_line(exc: BaseException) -> str:
     """An error's own message, first line only (drivers add SQL and background links below it)."""
     orig = getattr(exc, "orig", None)
@@ -181,7 +206,6 @@ def open_engine(url: str, run_migrations: bool = True) -> Engine:
     engine = make_engine(url)
     try:
         if run_migrations:
-            _foreign_sqlite(engine)
             migrate(engine)
         check_schema(engine)
     except ConfigError:

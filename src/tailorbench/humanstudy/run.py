@@ -302,6 +302,8 @@ def advance(study_dir: str | Path, say: Callable[[str], None] | None = None) -> 
                     continue
                 if any(not _is_done(runner.state, d) for d in step.deps):
                     break
+                if runner.state.done(step.id, step.fingerprint, runner.state.uses(step.deps)):
+                    continue  # an upstream step was made again in this run and came out the same
                 if step.status == "stale":
                     runner.say(f"{step.id}: its config or inputs changed since it ran: redoing it")
                 runner.say(f"{step.id}: {step.what}")
