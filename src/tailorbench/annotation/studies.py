@@ -41,6 +41,7 @@ from tailorbench.annotation.db import Database
 from tailorbench.annotation.models import Assignment, Item, Participant, Study, utcnow
 from tailorbench.annotation.submit_sql import Gone, Result
 from tailorbench.errors import ConfigError
+from tailorbench.options import as_url
 
 #: the role of the accounts made for study participants
 ROLE = "participant"
@@ -110,8 +111,7 @@ def create_study(db: Database, project: str | int, quota: int, max_participants:
         raise ConfigError(f"--consent: at most {MAX_CONSENT} characters, got {len(consent)}")
     if screenout_after_gold < 1:
         raise ConfigError("--screenout-after-gold must be at least 1")
-    if not completion_url.startswith(("https://", "http://")):
-        raise ConfigError(f"--completion-url: an http(s) URL, got {completion_url!r}")
+    as_url("--completion-url", completion_url)
     if len(params) != 3 or len(set(params)) != 3 or not all(_PARAM_NAME.fullmatch(p) for p in params):
         raise ConfigError(f"the URL parameter names are three distinct names (id, study, session), got {params!r}")
     secret = secrets.token_urlsafe(24)
@@ -179,7 +179,7 @@ def study_url(base_url: str, secret: str, params: Sequence[str] = PROLIFIC_PARAM
     """The study URL to give the platform: the link with placeholders for the three ids in Prolific's
     `{{%NAME%}}` form (another platform has its own placeholder syntax: replace them there)."""
     query = "&".join(f"{name}={{{{%{name}%}}}}" for name in params)
-    return f"{base_url.rstrip('/')}/s/{secret}?{query}"
+    return f"{as_url('--base-url', base_url).rstrip('/')}/s/{secret}?{query}"
 
 
 def _study(s: Session, study_id: int, lock: bool = False) -> Study:
