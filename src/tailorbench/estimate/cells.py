@@ -1,0 +1,75 @@
+"""The three estimates of one cell (a split × tier, a split, everything), under the design its labels came from.
+
+`three_estimates` takes every item of the cell: the proxy's Ŷ for all, the human Y where `labeled`, each item's
+inclusion probability and stratum, and returns the human-only, proxy-only and human-anchored estimates with the
+effective number of human labels the proxy was worth: n × se²(human-only) / se²(anchored), the human labels a
+human-only estimate would need for the anchored interval's width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tailorbench.estimate.ppi import (
+    Interval,
+    active_classical,
+    active_ppi,
+    classical_mean,
+    ppi_mean,
+    proxy_only,
+    stratified_classical,
+    stratified_ppi,
+)
+
+__all__ = ["CellEstimate", "three_estimates"]
+
+
+@dataclass(frozen=True)
+class CellEstimate:
+    n_items: int
+    n_labels: int
+    human_only: Interval | None
+    proxy_only: Interval
+    anchored: Interval | None
+    effective_labels: float | None
+    note: str | None = None
+
+
+def _design_estimates(y: np.ndarray, yhat: np.ndarray, labeled: np.ndarray, pi: np.ndarray, design: str,
+                      strata: np.ndarray, alpha: float) -> tuple[Interval, Interval]:
+    if design == "active":
+        return active_classical(y, labeled, pi, alpha), active_ppi(y, yhat, labeled, pi, alpha)
+    if design == "stratified" and len(set(strata[labeled].tolist())) > 1:
+        return (stratified_classical(y, labeled, strata, alpha),
+                stratified_ppi(y, yhat, labeled, strata, alpha))
+    unl = ~labeled
+    anchored = ppi_mean(y[labeled], yhat[labeled], yhat[unl], alpha) if unl.any() \
+        else classical_mean(y[labeled], alpha)
+    return classical_mean(y[labeled], alpha), anchored
+
+
+def three_estimates(y: np.ndarray, yhat: np.ndarray, labeled: np.ndarray, pi: np.ndarray | None = None,
+                    design: str = "uniform", strata: np.ndarray | None = None,
+                    alpha: float = 0.05) -> CellEstimate:
+    """Human-only, proxy-only and human-anchored estimates of the mean of Y over a cell's items (design
+    `uniform`: a simple random sample; `stratified`: one per stratum, `strata` given; `active`: independent
+    draws with probabilities `pi`). With fewer than two human labels (or two in a stratum) only the proxy-only
+    estimate is given, with a note saying why."""
+    yhat = np.asarray(yhat, dtype=float)
+    labeled = np.asarray(labeled, dtype=bool)
+    y = np.where(labeled, np.asarray(y, dtype=float), 0.0)
+    pi = np.ones(len(yhat)) if pi is None else np.asarray(pi, dtype=float)
+    strata = np.zeros(len(yhat), dtype=int) if strata is None else np.asarray(strata)
+    n_labels = int(labeled.sum())
+    proxy = proxy_only(yhat, alpha)
+    if n_labels < 2:
+        return CellEstimate(len(yhat), n_labels, None, proxy, None, None,
+                            f"{n_labels} human label(s): an anchored estimate needs at least 2")
+    try:
+        human, anchored = _design_estimates(y, yhat, labeled, pi, design, strata, alpha)
+    except ValueError as exc:
+        return CellEstimate(len(yhat), n_labels, None, proxy, None, None, str(exc))
+    effective = n_labels * human.se**2 / anchored.se**2 if anchored.se > 0 else None
+    return CellEstimate(len(yhat), n_labels, human, proxy, anchored, effective)
