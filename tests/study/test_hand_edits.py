@@ -91,7 +91,8 @@ def test_a_report_dir_holding_the_database_or_someone_elses_files_is_refused(scr
     ("\xff\xfe{", "state.json"),
     ("DIRECTORY", "is a directory"),
 ])
-def test_state_json_of_the_wrong_shape_is_exit_2_naming_it(scripted: Any, tmp_path: Path, content: str, needle: str) -> None:
+def test_state_json_of_the_wrong_shape_is_exit_2_naming_it(scripted: Any, tmp_path: Path, content: str,
+                                                            needle: str) -> None:
     """At 97f6c24 a hand-edited state.json of the wrong types was a traceback (AttributeError / TypeError /
     IsADirectoryError) in plan, status and run. Now each is exit 2 naming state.json and the field."""
     d = _write(tmp_path / "s", study_yaml())
