@@ -21,7 +21,7 @@ from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.layouts import Layout, check_declaration, register_layout
 from tailorbench.datasets.rows import InvalidRows, first_jsonl_row, pair_hash, read_jsonl, remember_digest
 from tailorbench.errors import ConfigError, DataError
-from tailorbench.files import write_jsonl_atomic, write_text_atomic
+from tailorbench.files import load_bytes, parse_json, write_jsonl_atomic, write_text_atomic
 from tailorbench.personas import check_persona_depth, normalise_persona
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, PairCase
 
@@ -170,13 +170,10 @@ class NativeLayout(Layout):
         sidecar = _sidecar(path)
         if not sidecar.is_file():
             return self, []
-        raw = sidecar.read_bytes()
+        raw = load_bytes(sidecar, "a layout declaration (a JSON object)")
         remember_digest(sidecar, raw)
-        try:
-            spec = json.loads(raw.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DataError(sidecar, None, None, f"not a readable layout declaration: {exc}") from None
-        if not isinstance(spec, dict) or not {"splits", "tiers"} <= spec.keys():
+        spec = parse_json(raw, sidecar, None, dict, 'an object with "splits" and "tiers" lists')
+        if not {"splits", "tiers"} <= spec.keys():
             raise DataError(sidecar, None, None, 'expected an object with "splits" and "tiers" lists')
         difficulty = spec.get("difficulty")
         declared = _Declared(_names(spec["splits"], sidecar, "splits"), _names(spec["tiers"], sidecar, "tiers"),

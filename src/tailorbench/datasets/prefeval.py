@@ -24,13 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import orjson
-
 from tailorbench.datasets.choice import LETTERS, ChoiceItem, ChoiceLayout, ItemSet, render_messages, unknown_options
 from tailorbench.datasets.layouts import register_layout
 from tailorbench.datasets.prefeval_prompts import MAX_GEN_TOKENS, MCQ_FORMAT, REMINDER, SYSTEM_PROMPT, WORD_LIMIT
 from tailorbench.datasets.rows import InvalidRows, remember_digest
 from tailorbench.errors import ConfigError, DataError
+from tailorbench.files import load_bytes, parse_json
 
 #: split name -> (option value, the folder of its preference conversations; None for explicit)
 FORMS: dict[str, tuple[str, str | None]] = {
@@ -115,16 +114,11 @@ def _ints(value: Any, option: str) -> list[int]:
 
 
 def read_json(path: Path) -> Any:
-    """A JSON file's content (its sha256 remembered for the fingerprint); a bad file is a DataError."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DataError(path, None, None, f"cannot read file: {exc.strerror or exc}") from exc
+    """A JSON file's content (its sha256 remembered for the fingerprint), read by the one reader (bounded in size
+    and nesting); a bad file is a DataError naming its line."""
+    data = load_bytes(path, "a PrefEval JSON file")
     remember_digest(path, data)
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise DataError(path, exc.lineno, None, f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+    return parse_json(data, path)
 
 
 def _entries(path: Path) -> list[Any]:
