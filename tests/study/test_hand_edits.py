@@ -187,6 +187,29 @@ def test_a_step_output_edited_by_hand_is_exit_2_naming_the_file(scripted: Any, t
     assert items.read_bytes() == original
 
 
+def test_a_step_made_again_with_other_outputs_makes_the_steps_after_it_stale(scripted: Any, tmp_path: Path) -> None:
+    """The steps after a step read its outputs' digests (`uses`): when the step is made again and its outputs
+    differ (here: its record and marker rewritten as a new run of it would), the steps that read the old ones are
+    stale and redone, where at 97f6c24 they stayed done on outputs that were gone."""
+    from tailorbench.humanstudy.plan import study_plan
+    from tailorbench.humanstudy.state import output_hashes
+
+    d = _write(tmp_path / "s", study_yaml())
+    advance(d)
+    folder = d / "steps" / "extraction.extract"
+    items = folder / "items.jsonl"
+    items.write_bytes(items.read_bytes().replace(b"The user", b"The person", 1))
+    state = json.loads((d / "state.json").read_text())
+    state["steps"]["extraction.extract"]["outputs"] = output_hashes(folder)
+    (d / "state.json").write_text(json.dumps(state))
+    marker = json.loads((folder / "step.json").read_text())
+    marker["outputs"] = output_hashes(folder)
+    (folder / "step.json").write_text(json.dumps(marker))
+    plan = study_plan(load_config(d), d)
+    assert plan["stale"] == ["extraction.annotate"]
+    assert [s["status"] for s in plan["steps"][:2]] == ["done", "stale"]
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]

@@ -4,8 +4,10 @@ does (consent page, task pages, submit, the completion redirect), against the re
 Their answers come from a hidden truth every participant shares (a seeded hash of what the page shows, so no
 item id is needed: participants' pages show none), followed at each participant's `accuracy` (otherwise another
 label, drawn from their own seed); `seconds` is the time per item they report (a speeder reports little).
-A participant with accuracy 0 fails gold items the truth answers. Everything a simulated participant does is
-made up: figures computed on it are illustrative only.
+A participant with accuracy 0 fails gold items the truth answers. A participant who stops before the end gives
+the place back (`crowd`, `release_left`: the platform's "returned"), so simulated people never hold crowd places
+until the study's time limit. Everything a simulated participant does is made up: figures computed on it are
+illustrative only.
 """
 
 from __future__ import annotations
