@@ -162,6 +162,19 @@ def test_a_database_at_an_unknown_schema_revision_is_exit_2(tmp_path: Path, db_u
     _refused(["annotate", "project", "list", "--db", db_url], "annotation database", "schema is not one")
 
 
+def test_a_database_missing_a_table_is_exit_2(tmp_path: Path, db_url: str) -> None:
+    """SQLite and PostgreSQL (db_url): an annotation database at the newest revision whose tables were changed
+    by hand (a table dropped) is exit 2 naming the table when opened, not an error mid-request later."""
+    from tailorbench.annotation.db import Database
+
+    Database(db_url).dispose()
+    engine = create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(text("drop table tb_participants"))
+    engine.dispose()
+    _refused(["annotate", "project", "list", "--db", db_url], "annotation database", "tb_participants is missing")
+
+
 def test_a_step_output_edited_by_hand_is_exit_2_naming_the_file(scripted: Any, tmp_path: Path) -> None:
     """At 97f6c24 an edited steps/extraction.extract/items.jsonl was used silently by the steps after it. Now
     every verb that reads the state says which file changed (exit 2); put back, the study goes on; with the
