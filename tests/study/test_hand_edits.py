@@ -78,6 +78,17 @@ def test_a_report_dir_holding_the_database_or_someone_elses_files_is_refused(scr
     assert _listing(d) == ["notes", "notes/mine.txt", "study.yaml"]
 
 
+@pytest.mark.parametrize("name", ["../../outside", "../../../../outside", "a/b", ".hidden", ""])
+def test_a_judge_name_that_would_lead_outside_the_steps_folder_is_refused(scripted: Any, tmp_path: Path,
+                                                                           name: str) -> None:
+    """A judge's name names its step folders (steps/relevance.judge.NAME): at 97f6c24 any text was taken into
+    that path, so `../../outside` led out of the steps folder (and more `..` out of the study). Now the config is
+    refused, exit 2 naming the key, nothing written."""
+    d = _write(tmp_path / "s", _edit(study_yaml(), lambda c: c["models"].update(judges={name: "studyscripted:j"})))
+    _refused(["study", "plan", str(d)], "models.judges")
+    assert _listing(tmp_path) == ["s", "s/study.yaml"]
+
+
 @pytest.mark.parametrize(("content", "needle"), [
     ("[]", "state.json"),
     ('{"steps": "x"}', "steps"),

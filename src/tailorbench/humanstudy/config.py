@@ -9,12 +9,13 @@ needs one the config does not run is an error, as is a model step whose model is
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from tailorbench.errors import ConfigError
+from tailorbench.errors import ConfigError, shown
 
 #: the stages in the order the study runs them (the paper's three)
 STAGES: tuple[str, ...] = ("extraction", "relevance", "incorporation")
@@ -23,6 +24,8 @@ TASK_TYPE = {"extraction": "attributes", "relevance": "relevance", "incorporatio
 #: what each stage needs run before it (its items come from that stage's human majority)
 NEEDS = {"extraction": None, "relevance": "extraction", "incorporation": "relevance"}
 CONFIG_FILE = "study.yaml"
+#: what a judge's name may be (it names the judge's step folders)
+JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 
 
 class _Strict(BaseModel):
@@ -119,6 +122,17 @@ class ModelsConfig(_Strict):
     #: the share of a model step's calls that may fail (default 0: none); more stops the run with exit 3 and
     #: the step is not recorded, so the next run asks the failed calls again (the others come from the cache)
     max_failed: float = Field(0.0, ge=0, le=1)
+
+    @field_validator("judges")
+    @classmethod
+    def _judge_names(cls, value: dict[str, str]) -> dict[str, str]:
+        """A judge's name names its steps and their folders (steps/relevance.judge.NAME): letters, digits and
+        `_.-` only, so a name can never lead outside the study folder."""
+        for name in value:
+            if not JUDGE_NAME.fullmatch(name):
+                raise ValueError(f"judge name {shown(name)}: letters, digits and _.- only (it names the judge's "
+                                 "step folders), starting with a letter or digit")
+        return value
 
 
 class AnnotationConfig(_Strict):
