@@ -49,6 +49,18 @@ def require_extra(module: str, extra: str, what: str) -> None:
         raise ConfigError(f"{what} needs the [{extra}] extra: pip install 'tailorbench[{extra}]'")
 
 
+#: the modules of the [web] extra that the annotation database needs, and those the annotation server adds
+DATABASE_MODULES: tuple[str, ...] = ("sqlalchemy", "alembic")
+SERVER_MODULES: tuple[str, ...] = (*DATABASE_MODULES, "fastapi", "uvicorn")
+
+
+def require_web(what: str, server: bool = False) -> None:
+    """`require_extra` for every module of the [web] extra that the annotation database (or, with `server`, the
+    annotation server) needs: the CLI's verbs and their Python twins check the same list before any work."""
+    for module in SERVER_MODULES if server else DATABASE_MODULES:
+        require_extra(module, "web", what)
+
+
 def shown(name: object) -> str:
     """A name (a key, a value) as an error message shows it: as typed when printable, else escaped (repr), so a
     key holding a newline or an escape sequence keeps the message on one line and the terminal as it was."""

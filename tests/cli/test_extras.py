@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import typer.main
 from typer.testing import CliRunner
 
+import tailorbench as tb
 from tailorbench.cli.app import app
 from tailorbench.errors import ConfigError, require_extra
 
@@ -176,3 +178,21 @@ def test_the_file_verbs_and_the_viewer_need_no_web_extra(tmp_path: Path, monkeyp
     code, err = invoke("annotate", "export-items", str(items), "--task", "pairwise", "--format", "potato",
                        "--out", str(tmp_path / "potato"))
     assert code == 0 and (tmp_path / "potato" / "config.yaml").is_file(), err
+
+
+@pytest.mark.parametrize(("call", "why"), [
+    (lambda d: tb.study.demo(d), "the annotation server"),
+    (lambda d: tb.study.run(d), "the annotation database"),
+    (lambda d: tb.study.status(d), "the annotation database"),
+    (lambda d: tb.annotate.list_projects(d), "the annotation database"),
+    (lambda d: tb.annotate.create_project("p", "pairwise", directory=d), "the annotation database"),
+])
+def test_the_python_twins_check_the_web_extra_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     call: Callable[[Path], object], why: str) -> None:
+    """The Python verbs check the same [web] modules as the CLI (errors.require_web) before any work: at 97f6c24
+    `tb.study.demo(DIR)` without [web] made the study's folder and ended in a ModuleNotFoundError."""
+    _without_web(monkeypatch)
+    target = tmp_path / "made"
+    with pytest.raises(ConfigError, match=rf"{why}\)? needs the \[web\] extra: pip install"):
+        call(target)
+    assert not target.exists()

@@ -26,6 +26,7 @@ from tailorbench.api.results import (
     StudyParticipant,
     StudyReleased,
 )
+from tailorbench.errors import require_web
 
 __all__ = [
     "activate",
@@ -79,8 +80,19 @@ DEFAULT_DIR = Path("annotation")
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 
 
+def _service() -> Any:
+    """The annotation service (annotation/service.py), once the [web] extra's database modules are known to be
+    there: every verb on the database reaches it through here, so without them it is one line naming the extra
+    (the CLI's verbs check the same list, errors.require_web), never a ModuleNotFoundError."""
+    require_web("the annotation database")
+    from tailorbench.annotation import service
+
+    return service
+
+
 def database(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Any:
     """The service's database: `db` (a URL; else env TAILOR_ANNOTATE_DB), else SQLite under `directory`."""
+    require_web("the annotation database")
     from tailorbench.annotation.db import Database, resolve_url
 
     return Database(resolve_url(db or os.environ.get("TAILOR_ANNOTATE_DB"), Path(directory)))
@@ -89,7 +101,7 @@ def database(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Any:
 def create_project(name: str, task: str, n: int = 3, instructions: str = "", gold_every: int = 5,
                    directory: str | Path = DEFAULT_DIR, db: str | None = None) -> ProjectCreated:
     """`tailor annotate project create NAME --task TASK`."""
-    from tailorbench.annotation import service
+    service = _service()
     from tailorbench.annotation.tasks import TASK_TYPES
     from tailorbench.options import as_choice, as_int
 
@@ -102,7 +114,7 @@ def create_project(name: str, task: str, n: int = 3, instructions: str = "", gol
 
 def list_projects(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[ProjectProgress]:
     """`tailor annotate project list`: every project with its progress."""
-    from tailorbench.annotation import service
+    service = _service()
 
     store = database(directory, db)
     return [ProjectProgress.model_validate(service.progress(store, p["id"])) for p in service.list_projects(store)]
@@ -111,7 +123,7 @@ def list_projects(directory: str | Path = DEFAULT_DIR, db: str | None = None) ->
 def import_items(project: str, file: str | Path, fmt: str = "auto", directory: str | Path = DEFAULT_DIR,
                  db: str | None = None) -> ItemsImported:
     """`tailor annotate import PROJECT FILE` (all or nothing)."""
-    from tailorbench.annotation import service
+    service = _service()
     from tailorbench.annotation.importer import FORMATS
     from tailorbench.options import as_choice
 
@@ -121,7 +133,7 @@ def import_items(project: str, file: str | Path, fmt: str = "auto", directory: s
 
 def _with_link(store: Any, name: str, token: str, base_url: str) -> Annotator:
     """The account as `annotator list` shows it, with its new login link (shown once)."""
-    from tailorbench.annotation import service
+    service = _service()
 
     row = next(u for u in service.list_users(store) if u["name"] == name)
     return Annotator.model_validate({**row, "login_link": f"{base_url.rstrip('/')}/login/{token}"})
@@ -138,7 +150,7 @@ def add_annotator(name: str, projects: Sequence[str] = (), admin: bool = False, 
                   directory: str | Path = DEFAULT_DIR, db: str | None = None, link_days: float = 7.0) -> Annotator:
     """`tailor annotate annotator add NAME`: the personal login link is in the result (shown once); it logs in
     once, within `link_days`."""
-    from tailorbench.annotation import service
+    service = _service()
 
     role = "admin" if admin else "annotator"
     store = database(directory, db)
@@ -148,7 +160,7 @@ def add_annotator(name: str, projects: Sequence[str] = (), admin: bool = False, 
 
 def join(name: str, project: str, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Membership:
     """`tailor annotate annotator join NAME --project P`."""
-    from tailorbench.annotation import service
+    service = _service()
 
     service.add_member(database(directory, db), project, name)
     return Membership(name=name, project=project)
@@ -158,7 +170,7 @@ def link(name: str, base_url: str = DEFAULT_BASE_URL, directory: str | Path = DE
          db: str | None = None, link_days: float = 7.0) -> Annotator:
     """`tailor annotate annotator link NAME`: a new login link, logging in once within `link_days` (the old link
     and the account's sessions stop working)."""
-    from tailorbench.annotation import service
+    service = _service()
 
     store = database(directory, db)
     return _with_link(store, name, service.rotate_link(store, name, _link_days(link_days)), base_url)
@@ -177,7 +189,7 @@ def activate(name: str, directory: str | Path = DEFAULT_DIR, db: str | None = No
 
 
 def _set_active(name: str, active: bool, directory: str | Path, db: str | None) -> Annotator:
-    from tailorbench.annotation import service
+    service = _service()
 
     store = database(directory, db)
     done = service.set_active(store, name, active)
@@ -187,7 +199,7 @@ def _set_active(name: str, active: bool, directory: str | Path, db: str | None) 
 
 def list_annotators(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[Annotator]:
     """`tailor annotate annotator list`."""
-    from tailorbench.annotation import service
+    service = _service()
 
     return [Annotator.model_validate(u) for u in service.list_users(database(directory, db))]
 
@@ -195,7 +207,7 @@ def list_annotators(directory: str | Path = DEFAULT_DIR, db: str | None = None) 
 def progress(project: str, agreement: bool = False, directory: str | Path = DEFAULT_DIR,
              db: str | None = None) -> ProjectProgress:
     """`tailor annotate progress PROJECT [--agreement]`."""
-    from tailorbench.annotation import service
+    service = _service()
     from tailorbench.annotation.quality import annotator_quality
 
     store = database(directory, db)
@@ -210,7 +222,7 @@ def progress(project: str, agreement: bool = False, directory: str | Path = DEFA
 def release(project: str, older_than_hours: float = 24.0, directory: str | Path = DEFAULT_DIR,
             db: str | None = None) -> Released:
     """`tailor annotate release PROJECT`: unfinished assignments older than this go back to the queue."""
-    from tailorbench.annotation import service
+    service = _service()
     from tailorbench.options import as_float
 
     as_float("--older-than-hours", older_than_hours, minimum=0.0)
@@ -225,7 +237,7 @@ def export(project: str, out: str | Path, include_gold: bool = False, min_rating
     """`tailor annotate export PROJECT --out DIR`: long-format ratings (and a tiered benchmark for pairwise); with
     `fmt` label-studio | argilla | potato, the project's items as that tool's project instead (docs/interop.md)."""
     from tailorbench.agreement.tiers import TierRule
-    from tailorbench.annotation import service
+    service = _service()
     from tailorbench.options import as_float, as_int, check_writable
 
     if fmt != "native":
@@ -246,7 +258,7 @@ def export(project: str, out: str | Path, include_gold: bool = False, min_rating
 def _export_tool(project: str, out: Path, fmt: str, seed: int, predictions: Sequence[str | Path],
                  store: Any) -> AnnotationExport:
     """A project's items (as `export` writes items.jsonl) through `export_items`, `min_submitted` = its n."""
-    from tailorbench.annotation import service
+    service = _service()
     from tailorbench.files import scratch, write_jsonl_atomic
 
     with store.session() as s:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tailorbench.aio import async_twin
 from tailorbench.api.results import HumanStudyInit, HumanStudyPlan, HumanStudyReport, HumanStudyRun, HumanStudyStatus
+from tailorbench.errors import require_web
 from tailorbench.options import as_float
 
 Say = Callable[[str], None] | None
@@ -34,6 +35,7 @@ def run(study_dir: str | Path, watch: bool = False, interval_s: float = 30.0, ma
         say: Say = None) -> HumanStudyRun:
     """`tailor study run DIR [--watch]`: advance as far as the study can go; with `watch`, again every
     `interval_s` while people are needed (until finished, or `max_wait_s`)."""
+    require_web("tailorbench.api.study.run (the annotation database)")
     from tailorbench.humanstudy.config import load_config
     from tailorbench.humanstudy.run import advance
     from tailorbench.humanstudy.run import watch as watch_study
@@ -48,6 +50,7 @@ def run(study_dir: str | Path, watch: bool = False, interval_s: float = 30.0, ma
 
 def status(study_dir: str | Path) -> HumanStudyStatus:
     """`tailor study status DIR`: per stage the step, labels done / wanted, annotator quality, open places."""
+    require_web("tailorbench.api.study.status (the annotation database)")
     from tailorbench.humanstudy.status import study_status
 
     return HumanStudyStatus.model_validate(study_status(study_dir))
@@ -77,6 +80,7 @@ def report(study_dir: str | Path) -> HumanStudyReport:
 def demo(study_dir: str | Path, seed: int = 0, say: Say = None) -> HumanStudyRun:
     """`tailor study demo DIR`: the bundled example end to end on SQLite with the illustrative model and
     simulated participants (illustrative figures, labelled so)."""
+    require_web("tailorbench.api.study.demo (the annotation server)", server=True)
     from tailorbench.humanstudy.demo import run_demo
 
     return HumanStudyRun.model_validate(run_demo(study_dir, seed, say))

@@ -9,6 +9,7 @@ from types import ModuleType
 import typer
 
 from tailorbench.cli.common import JSON_HELP, needs_extra
+from tailorbench.errors import DATABASE_MODULES, SERVER_MODULES
 
 DIR = typer.Option(Path("annotation"), "--dir", help="Project directory (holds annotate.sqlite when no --db).")
 DB = typer.Option(None, "--db", help="Database URL, e.g. postgresql+psycopg://USER@HOST:PORT/DB "
@@ -19,8 +20,8 @@ PREDICTIONS = typer.Option([], "--predictions", help="Tool formats: judge verdic
                             "directory) attached as Label Studio predictions / Argilla suggestions.")
 #: the command classes of the verbs that open the annotation database (SQLAlchemy, Alembic's migrations) and of
 #: those that also serve it (FastAPI, uvicorn): without the [web] extra they say so before any work
-DATABASE_VERB = needs_extra("web", ("sqlalchemy", "alembic"), "the annotation database")
-SERVER_VERB = needs_extra("web", ("sqlalchemy", "alembic", "fastapi", "uvicorn"), "the annotation server")
+DATABASE_VERB = needs_extra("web", DATABASE_MODULES, "the annotation database")
+SERVER_VERB = needs_extra("web", SERVER_MODULES, "the annotation server")
 #: the verbs call their Python twins (`tailorbench.api.annotate`) and print the result: JSON with --json
 JSON = typer.Option(False, "--json", help=JSON_HELP)
 
