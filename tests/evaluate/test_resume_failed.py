@@ -28,6 +28,7 @@ from tailorbench.agreement.runs import read_run_dir
 from tailorbench.api import compare
 from tailorbench.cli.app import app
 from tailorbench.evaluate.results import load_results
+from tailorbench.models import waiting
 from tailorbench.run_kinds import RUN_KINDS
 from tests.helpers.batch_server import BatchServer, openai_completion
 from tests.helpers.counting_proxy import CountingProxy, Reply
@@ -92,6 +93,24 @@ def test_resume_after_70_percent_http_500s_sends_exactly_the_failed_calls(server
     assert results["metrics"]["all"]["n"] == CASES and results["status"] == "finished"
 
 
+def test_calls_waiting_on_a_failing_provider_say_what_they_wait_for(server: BatchServer, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Wrong before (97f6c24): calls retried against a provider that kept failing waited in silence (backoff up
+    to 30 s between attempts; with --no-progress nothing at all until the run ended). Now, while calls wait to
+    be retried, a line at least every `waiting.EVERY_S` (30 s; 0.1 s here) says how many, for how long the
+    provider has failed and its last error."""
+    monkeypatch.setattr(waiting, "EVERY_S", 0.1)
+    with fault_proxy(server.url, FaultPlan(share=1.0, kinds=("500",))) as proxy:
+        result = CliRunner().invoke(app, [
+            "eval", "--data", "demo", "--limit", "1", "--n-boot", "20", "--judge",
+            f"llm:openai:gpt-4o-mini@{proxy.url}/v1", "--judge-option", "max_retries=2", "--judge-option",
+            "backoff_base=0.5", "--judge-option", "cache_policy=off", "--out", str(tmp_path / "run"),
+            "--no-progress"])
+    assert result.exit_code == 3, result.output
+    assert "call(s) waiting to be retried: the provider has failed for" in result.stderr
+    assert "(last: server: HTTP 500" in result.stderr
+
+
 def _unreadable_half(method: str, path: str, body: bytes) -> Reply | None:
     """Half the chat calls (by a hash of the request) get an answer with no verdict in it."""
     if path != CHAT or hashlib.sha256(body).digest()[0] % 2:
@@ -154,6 +173,7 @@ def test_a_second_line_for_a_case_and_order_counts_as_its_last_line_everywhere(s
     accuracy = f"{100 * want['metrics']['all']['accuracy']:.1f}"
     assert accuracy in report.stdout
     view = RUN_KINDS.get("pairwise").view_rows
+    assert view is not None
     assert [r.row for r in view(dup).rows] == [r.row for r in view(clean).rows]
     assert len(view(dup).rows) == CALLS
     assert [(r.item, r.rater, r.label) for r in read_run_dir(dup).ratings] == \

@@ -15,7 +15,9 @@ crash safety first:
   itself: 64 hex characters, stable across processes) is in a batch still recorded as open;
 - the poller asks for each open batch every `poll_s`; a finished batch's answers go into the call cache and
   are flushed before the entry is marked ended, then the callers get them (so predictions are appended as
-  each batch completes);
+  each batch completes); while calls wait, a line at least every 30 s (`waiting.Heartbeat`) names the batches
+  and whether the provider answers (a provider that does not: since when, the last error, the polls left
+  before the calls are given up, recorded for `--resume`, which re-attaches to them);
 - a request the batch did not run (expired, cancelled) or answered with a retryable error (429, 5xx) goes
   into a new batch, at most `max_resubmits` times; any other error is a failed call, counted like a
   synchronous one; a batch refused as a whole fails its calls with the provider's reasons; an unreadable
@@ -41,6 +43,7 @@ from tailorbench.models.batch_lines import BATCH_APIS, BatchProvider, LineError,
 from tailorbench.models.batch_state import ENDED, FAILED, SUBMITTED, SUBMITTING, BatchState, state_path
 from tailorbench.models.model import CallError
 from tailorbench.models.pricing import BATCH_DISCOUNT
+from tailorbench.models.waiting import Heartbeat
 from tailorbench.options import as_float, as_int
 from tailorbench.redact import redact
 
@@ -48,8 +51,6 @@ log = logging.getLogger("tailorbench.batch")
 #: seconds between two polls of a batch, and of quiet after the last call before a batch is submitted
 DEFAULT_POLL_S = 30.0
 DEFAULT_WAIT_S = 2.0
-#: a progress line at least this often while nothing changes
-PROGRESS_EVERY_S = 300.0
 #: consecutive failed polls of one batch before its calls are given up (the batch stays recorded)
 MAX_POLL_ERRORS = 10
 
@@ -133,7 +134,10 @@ class Batcher:
         self._error: BaseException | None = None
         self._first_submit: float | None = None
         self._shown: tuple[int, ...] = ()
-        self._shown_at = 0.0
+        #: since when, and with what error, the provider has not answered a poll (None: it answers)
+        self._unreachable: tuple[float, str] | None = None
+        #: while calls wait on batches, a line at least every `waiting.EVERY_S` saying on what
+        self._heartbeat = Heartbeat(self._waiting_line)
 
     # -- set-up ----------------------------------------------------------------------------------------------
 
@@ -178,6 +182,7 @@ class Batcher:
                 self._opened.set()
             opened.waiters[key] = waiter
             waiter.submissions = 1
+            self._heartbeat.ensure()
             self.counters.requests.attached += 1
             self._first_submit = self._first_submit or time.perf_counter()
         else:
@@ -248,6 +253,7 @@ class Batcher:
         self._first_submit = self._first_submit or time.perf_counter()
         log.info("%s: submitted batch %s (%d requests)", self.model.spec, batch_id, len(waiters))
         self._opened.set()
+        self._heartbeat.ensure()
 
     # -- polling ---------------------------------------------------------------------------------------------
 
@@ -277,10 +283,14 @@ class Batcher:
                 return
         except CallError as exc:
             opened.poll_errors += 1
+            since = self._unreachable[0] if self._unreachable else time.perf_counter()
+            self._unreachable = (since, f"{exc.kind}: {exc.message}; poll {opened.poll_errors} of {MAX_POLL_ERRORS} "
+                                        f"failed in a row for batch {entry['batch_id']}")
             if opened.poll_errors >= MAX_POLL_ERRORS:
                 self._give_up(opened, exc)
             return
         opened.poll_errors = 0
+        self._unreachable = None
         entry["provider_status"], entry["counts"] = poll.status, poll.counts
 
     async def _recover(self, opened: _Open) -> None:
@@ -401,19 +411,42 @@ class Batcher:
                                                  time.perf_counter() - waiter.started))
 
     def _progress(self) -> None:
-        """One progress line when something changed, else at most one every `PROGRESS_EVERY_S`."""
+        """One progress line when something changed (while nothing does, `_waiting_line` says what is awaited)."""
         c = self.counters
         if self._first_submit is not None:
             c.waited_s = time.perf_counter() - self._first_submit
         state = (c.batches.submitted, c.batches.attached, len(self._open), c.batches.ended, c.requests.answered,
                  c.requests.failed)
-        now = time.perf_counter()
-        if state == self._shown and now - self._shown_at < PROGRESS_EVERY_S:
+        if state == self._shown:
             return
-        self._shown, self._shown_at = state, now
-        log.info("%s: batches %d submitted, %d attached, %d in progress, %d ended; %d calls answered, %d failed; "
-                 "waited %.0f s", self.model.spec, c.batches.submitted, c.batches.attached, len(self._open),
-                 c.batches.ended, c.requests.answered, c.requests.failed, c.waited_s)
+        self._shown = state
+        log.info("%s", self._counts_line())
+
+    def _counts_line(self) -> str:
+        c = self.counters
+        return (f"{self.model.spec}: batches {c.batches.submitted} submitted, {c.batches.attached} attached, "
+                f"{len(self._open)} in progress, {c.batches.ended} ended; {c.requests.answered} calls answered, "
+                f"{c.requests.failed} failed; waited {c.waited_s:.0f} s")
+
+    def _waiting_line(self) -> str | None:
+        """Every `waiting.EVERY_S` while calls wait on batches: which batches, and whether the provider answers
+        (an unreachable one: since when, the last error, how many polls are left before the calls are given up);
+        None once nothing waits."""
+        if not self._open:
+            return None
+        if self._first_submit is not None:
+            self.counters.waited_s = time.perf_counter() - self._first_submit
+        ids = [o.entry.get("batch_id") or f"chunk {o.entry['chunk']} (being sent)" for o in self._open.values()]
+        shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        calls = sum(len(o.waiters) for o in self._open.values())
+        if self._unreachable is not None:
+            since, error = self._unreachable
+            how = (f"the provider has not answered for {time.perf_counter() - since:.0f} s ({error}); the batches "
+                   "stay recorded, --resume re-attaches")
+        else:
+            status = {str(o.entry["provider_status"]) for o in self._open.values() if o.entry.get("provider_status")}
+            how = f"provider status {', '.join(sorted(status))}" if status else "not polled yet"
+        return f"{self._counts_line()}; waiting for {calls} calls in {shown}: {how}"
 
     # -- failure and shutdown --------------------------------------------------------------------------------
 
@@ -432,6 +465,7 @@ class Batcher:
 
     async def aclose(self) -> None:
         """Stop polling; batches still open stay recorded (and running on the provider) for a resume."""
+        await self._heartbeat.aclose()
         for task in self._tasks:
             task.cancel()
         if self._tasks:

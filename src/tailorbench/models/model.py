@@ -24,6 +24,7 @@ from tailorbench.models.base import CallFailure, CallStats, ChatRequest, ChatRes
 from tailorbench.models.cache import CallCache, call_key, shared_cache
 from tailorbench.models.limiter import Limiter
 from tailorbench.models.pricing import PriceTable
+from tailorbench.models.waiting import Heartbeat
 from tailorbench.options import as_bool, as_float, as_int
 from tailorbench.redact import redact
 
@@ -119,6 +120,11 @@ class Model:
         self.deduplicated = 0
         #: batch mode's engine (`use_batches`), else None: calls are requests
         self.batcher: Any = None
+        #: calls between a failed attempt and their outcome, the last error, since when: what the line says
+        self._retrying = 0
+        self._last_error = ""
+        self._failing_since: float | None = None
+        self._heartbeat = Heartbeat(self._waiting_line)
 
     def use_batches(self, batcher: Any) -> None:
         """Send the calls that miss the cache as provider batches (models/batch_engine.py). No concurrency
@@ -187,6 +193,7 @@ class Model:
             await self.batcher.check()
 
     async def aclose(self) -> None:
+        await self._heartbeat.aclose()
         if self.batcher is not None:
             await self.batcher.aclose()
         await self.api.aclose()
@@ -264,53 +271,73 @@ class Model:
         started = time.perf_counter()
         limiter = self.limiter
         attempt = 0
-        while True:
-            if limiter is not None:
-                await limiter.acquire()
-            self.stats.requests += 1
-            try:
-                if choices:
-                    result: ChatResult = await self.api.choose(messages, choices, params)
+        waiting = False  # counted in `_retrying` (the progress line) until this call ends
+        try:
+            while True:
+                if limiter is not None:
+                    await limiter.acquire()
+                self.stats.requests += 1
+                try:
+                    if choices:
+                        result: ChatResult = await self.api.choose(messages, choices, params)
+                    else:
+                        result = await self.api.generate(messages, params)
+                except CallError as exc:
+                    error = exc
+                except CredentialsError:
+                    if limiter is not None:
+                        limiter.release()
+                    self.stats.count_error("auth")
+                    raise
+                except BaseException:
+                    if limiter is not None:
+                        limiter.release()
+                    raise
                 else:
-                    result = await self.api.generate(messages, params)
-            except CallError as exc:
-                error = exc
-            except CredentialsError:
+                    if limiter is not None:
+                        limiter.release()
+                        limiter.on_success()
+                    if result.cost_usd is None:
+                        result.cost_usd = self.prices.cost(self.model, result.prompt_tokens, result.completion_tokens)
+                    if not result.latency_s:
+                        result.latency_s = time.perf_counter() - started
+                    result.attempts = attempt + 1
+                    self._failing_since = None  # the provider answers again
+                    return result
                 if limiter is not None:
+                    if error.kind == "rate_limit":
+                        limiter.on_rate_limit(error.retry_after)
                     limiter.release()
-                self.stats.count_error("auth")
-                raise
-            except BaseException:
-                if limiter is not None:
-                    limiter.release()
-                raise
-            else:
-                if limiter is not None:
-                    limiter.release()
-                    limiter.on_success()
-                if result.cost_usd is None:
-                    result.cost_usd = self.prices.cost(self.model, result.prompt_tokens, result.completion_tokens)
-                if not result.latency_s:
-                    result.latency_s = time.perf_counter() - started
-                result.attempts = attempt + 1
-                return result
-            if limiter is not None:
-                if error.kind == "rate_limit":
-                    limiter.on_rate_limit(error.retry_after)
-                limiter.release()
-            self.stats.count_error(error.kind)
-            message = redact(error.message)
-            if not error.retryable:
-                return CallFailure(message, error.kind, attempt + 1, time.perf_counter() - started)
-            if attempt >= self.max_retries:
-                return CallFailure(f"{message} (gave up after {attempt + 1} attempts)", error.kind, attempt + 1,
-                                   time.perf_counter() - started)
-            self.stats.retries += 1
-            delay = self._backoff(attempt)
-            if error.retry_after is not None:
-                delay = max(delay, error.retry_after)
-            attempt += 1
-            await asyncio.sleep(delay)
+                self.stats.count_error(error.kind)
+                message = redact(error.message)
+                if not error.retryable:
+                    return CallFailure(message, error.kind, attempt + 1, time.perf_counter() - started)
+                if attempt >= self.max_retries:
+                    return CallFailure(f"{message} (gave up after {attempt + 1} attempts)", error.kind, attempt + 1,
+                                       time.perf_counter() - started)
+                self.stats.retries += 1
+                delay = self._backoff(attempt)
+                if error.retry_after is not None:
+                    delay = max(delay, error.retry_after)
+                attempt += 1
+                self._last_error = f"{error.kind}: {message}"
+                if not waiting:
+                    waiting = True
+                    self._retrying += 1
+                    self._failing_since = self._failing_since or time.perf_counter()
+                    self._heartbeat.ensure()
+                await asyncio.sleep(delay)
+        finally:
+            if waiting:
+                self._retrying -= 1
+
+    def _waiting_line(self) -> str | None:
+        """What the calls retrying wait for (`waiting.Heartbeat`, every 30 s), or None once none is retrying."""
+        if not self._retrying:
+            return None
+        since = f" for {time.perf_counter() - self._failing_since:.0f} s" if self._failing_since else ""
+        return (f"{redact(self.spec)}: {self._retrying} call(s) waiting to be retried: the provider has failed"
+                f"{since} (last: {self._last_error}); {self.stats.requests} requests so far")
 
     def _backoff(self, attempt: int) -> float:
         # exponential with "equal jitter" from a seeded generator (reproducible schedules, no thundering herd)
