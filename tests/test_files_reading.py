@@ -15,7 +15,15 @@ from typer.testing import CliRunner
 
 from tailorbench.cli.app import app
 from tailorbench.errors import DataError
-from tailorbench.files import MAX_CSV_FIELD, MAX_FILE_BYTES, load_json, load_yaml, parse_count, read_csv
+from tailorbench.files import (
+    MAX_CSV_FIELD,
+    MAX_FILE_BYTES,
+    duplicate_key,
+    load_json,
+    load_yaml,
+    parse_count,
+    read_csv,
+)
 
 #: nine lines, each list nine times the one before: 9**9 (387 million) strings once expanded
 ALIAS_BOMB = "".join(
@@ -151,3 +159,37 @@ def test_agree_labels_read_as_integers_only_when_written_as_integers(tmp_path: P
     path.write_text("item,rater,label\ni1,a,1_0\ni1,b,-1\n")
     assert [r.label for r in read_ratings_file(path).ratings] == ["1_0", -1]
 
+
+
+@pytest.mark.parametrize(("raw", "key"), [
+    (b'{"a": 1, "a": 2}', "a"),
+    (b'{"a": 1, "a" : 2}', "a"),  # a space before the colon
+    (b'{"x": {"b": 1, "b": 2}}', "b"),
+    (b'{"a":1,"b":[{"c":2,"c":3}]}', "c"),
+    (b'{"a": "\\u0022: x", "a": 1}', "a"),  # a quote spelt \u0022 followed by a colon, in a string
+    (b'{"a": "t\\": x", "b": 1}', None),  # a quote and a colon inside a string
+    (b'{"a": "x:y", "b": "z", "c": "12:30"}', None),
+    (b'{"\\u4e2d": 1, "\\u4e2d": 2}', "\u4e2d"),
+])
+def test_a_repeated_json_key_is_found_exactly(raw: bytes, key: str | None) -> None:
+    import orjson
+
+    assert duplicate_key(raw, orjson.loads(raw)) == key
+
+
+def test_a_repeated_key_in_json_and_jsonl_is_an_error_naming_it(tmp_path: Path) -> None:
+    """json and orjson keep the last of two equal keys silently (97f6c24: `{"label": 1, "label": 0}` read as 0)."""
+    from tailorbench.datasets.rows import InvalidRows, read_jsonl
+
+    path = tmp_path / "export.json"
+    path.write_text('[{"id": 1, "label": "yes", "label": "no"}]')
+    with pytest.raises(DataError) as error:
+        load_json(path, list)
+    assert error.value.field == "label" and "duplicate key" in error.value.message
+    path = tmp_path / "ratings.jsonl"
+    path.write_text('{"item": "i1", "rater": "a", "label": 1}\n{"item": "i1", "rater": "b", "label": 1, "label": 0}\n')
+    with pytest.raises(DataError) as error:
+        list(read_jsonl(path, InvalidRows()))
+    assert (error.value.line, error.value.field) == (2, "label")
+    result = CliRunner().invoke(app, ["agree", str(path), "--n-boot", "10"])
+    assert result.exit_code == 2 and f"{path}:2: field 'label': duplicate key" in result.output

@@ -26,6 +26,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -584,14 +585,62 @@ def parse_json(text: str | bytes, path: str | Path, line: int | None = None,
     if isinstance(text, bytes):
         text = _decode(text, path, line)
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         at = exc.lineno if line is None else line
         raise DataError(path, at, None, f"malformed JSON: {exc.msg} (column {exc.colno})") from None
     except RecursionError:
         raise DataError(path, line, None, f"nested more than {MAX_NESTING} levels deep (objects and lists)") from None
+    except _DuplicateKey as dup:
+        raise DataError(path, line, shown(dup.key), DUPLICATE_JSON_KEY) from None
     check_nesting(value, path, line)
     return _expect(value, expect, what, path, line)
+
+
+#: the message of a JSON object that gives a key twice (JSON parsers keep the last value silently)
+DUPLICATE_JSON_KEY = "duplicate key: each key of an object is given once"
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object_pairs_hook: the object, or _DuplicateKey at a key given twice."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key, 0, 0)
+            seen.add(key)
+    return out
+
+
+def duplicate_key(raw: bytes, value: Any) -> str | None:
+    """The first key an object of the JSON text `raw` gives twice, or None. `value` is `raw` as parsed by a
+    reader that keeps the last of two equal keys (orjson, for JSONL). Exact, and cheap for a line as JSON writers
+    write it: every key ends in `":`, so a line holding as many `":` as `value` written again by orjson repeats no
+    key; a line where the two counts could differ for another reason (a space before a colon, a quote or a colon
+    spelt \\u0022 or \\u003a) or do differ is parsed again with a hook that sees every pair."""
+    import orjson
+
+    if b":" not in raw:
+        return None
+    try:
+        again = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        again = b""
+    if (again and raw.count(b'":') == again.count(b'":') and _SPACED_COLON.search(raw) is None
+            and b"\\u0022" not in raw and b"\\u003a" not in raw and b"\\u003A" not in raw):
+        return None
+    try:
+        json.loads(raw, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as dup:
+        return str(dup.key)
+    except (ValueError, RecursionError):  # what orjson read and json does not: its reader has the last word
+        return None
+    return None
+
+
+#: a quote, white space, a colon: a key written with space before its colon (or such text inside a string)
+_SPACED_COLON = re.compile(rb'"\s+:')
 
 
 def load_json(path: str | Path, expect: type | tuple[type, ...] | None = None, what: str = "JSON") -> Any:

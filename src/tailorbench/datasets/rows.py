@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 
 import orjson
 
-from tailorbench.errors import DataError
-from tailorbench.files import MAX_NESTING, check_nesting, type_name
+from tailorbench.errors import DataError, shown
+from tailorbench.files import DUPLICATE_JSON_KEY, MAX_NESTING, check_nesting, duplicate_key, type_name
 from tailorbench.schema import id_problem
 
 T = TypeVar("T")
@@ -62,6 +62,9 @@ def _decode(raw: bytes) -> dict[str, Any] | str | tuple[str, str | None]:
             check_nesting(row, "")
         except DataError as error:
             return error.message, error.field
+    repeated = duplicate_key(raw, row)  # orjson keeps the last of two equal keys: a line's silent misreading
+    if repeated is not None:
+        return DUPLICATE_JSON_KEY, shown(repeated)
     return row
 
 
