@@ -26,11 +26,13 @@ from typer.testing import CliRunner
 
 from tailorbench.agreement.runs import read_run_dir
 from tailorbench.api import compare
+from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
 from tailorbench.cli.app import app
 from tailorbench.evaluate.results import load_results
 from tailorbench.models import waiting
 from tailorbench.run_kinds import RUN_KINDS
 from tests.helpers.batch_server import BatchServer, openai_completion
+from tests.helpers.benchmark_fixtures import make_personamem
 from tests.helpers.counting_proxy import CountingProxy, Reply
 from tests.helpers.fault_proxy import FaultPlan, fault_proxy
 
@@ -91,6 +93,60 @@ def test_resume_after_70_percent_http_500s_sends_exactly_the_failed_calls(server
     results = json.loads((run / "results.json").read_text())
     assert results["failures"]["failed"] == 0 and results["failures"]["verdicts"] == CALLS
     assert results["metrics"]["all"]["n"] == CASES and results["status"] == "finished"
+
+
+def test_a_multiple_choice_run_resumed_asks_again_only_the_failed_items(server: BatchServer, tmp_path: Path) -> None:
+    """Wrong before (97f6c24): a multiple-choice run (PersonaMem) resumed skipped every item with a line, failed
+    ones included, so its failed calls stayed failed. Now the resume asks again exactly the items whose last line
+    failed, appends their lines, and its results count the last line per item."""
+    make_personamem(tmp_path / "data")
+    plan = FaultPlan(share=0.6, seed=5, kinds=("500",))
+    out = tmp_path / "run"
+    with fault_proxy(server.url, plan) as proxy:
+        config = ChoiceConfig(data=str(tmp_path / "data"), model=f"openai:gpt-4o-mini@{proxy.url}/v1",
+                              model_options={"max_retries": 0, "cache_policy": "off"}, max_tokens=8, n_boot=50)
+        first = run_choice(config, out)
+        failed = {r["item"] for r in _lines(out / "predictions.jsonl") if r["status"] == "failed"}
+        assert 0 < len(failed) < 8 and first["overall"]["failed"] == len(failed)
+        plan.share = 0.0
+        proxy.reset()
+        again = run_choice(config, out)
+        assert proxy.count(CHAT) == len(failed)
+    rows = _lines(out / "predictions.jsonl")
+    assert len(rows) == 8 + len(failed) and {r["item"] for r in rows[8:]} == failed
+    assert again["overall"]["n"] == 8 and again["overall"]["failed"] == 0
+
+
+def test_a_gen_eval_run_resumed_asks_again_only_the_failed_generations(server: BatchServer, tmp_path: Path) -> None:
+    """Wrong before (97f6c24): `tailor gen-eval --resume` skipped every generation with a line, failed ones
+    included, so their cases stayed unjudged. Now the resume asks again exactly the failed generations, judges
+    their cases, and the results count the last line per (case, role): every case judged."""
+    from tailorbench.geneval.config import GenEvalConfig
+    from tailorbench.geneval.run import resume_gen_eval, run_gen_eval
+
+    plan = FaultPlan(share=0.5, seed=7, kinds=("500",))
+    out = tmp_path / "run"
+    with fault_proxy(server.url, plan) as proxy:
+        config = GenEvalConfig(model=f"openai:gpt-4o-mini@{proxy.url}/v1", per_tier=2, validate_cases=0,
+                               n_boot=50, max_tokens=16, model_options={"max_retries": 0, "cache_policy": "off"})
+        run_gen_eval(config, out, progress=False)
+        generations = _lines(out / "generations.jsonl")
+        failed = {r["case_id"] for r in generations if r["status"] == "failed"}
+        assert 0 < len(failed) < len(generations) // 2, plan.injected
+        plan.share = 0.0
+        proxy.reset()
+        resume_gen_eval(out, progress=False)
+        assert proxy.count(CHAT) == len(failed)
+    after = _lines(out / "generations.jsonl")
+    assert after[:len(generations)] == generations and {r["case_id"] for r in after[len(generations):]} == failed
+    results = json.loads((out / "results.json").read_text())
+    total = results["metrics"]["all"]
+    assert total["gen_failed"] == 0 and total["n"] == total["n_cases"] == len(generations) // 2
+    assert results["failures"]["failed"] == 0
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def test_calls_waiting_on_a_failing_provider_say_what_they_wait_for(server: BatchServer, tmp_path: Path,
