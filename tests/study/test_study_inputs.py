@@ -111,3 +111,20 @@ def test_a_broken_conversations_line_is_exit_2_naming_it(scripted: Any, tmp_path
     code, output, _ = _invoke("study", verb, str(d))
     assert code == 2 and f"{conversations}:2:" in output and "Traceback" not in output, output
     assert scripted.attempts == []
+
+
+@pytest.mark.parametrize(("turn", "field"), [({"role": "usr", "content": "I run."}, "conversations[0][0].role"),
+                                             ({"role": "user", "content": 7}, "conversations[0][0].content"),
+                                             (3, "conversations[0][0]")])
+def test_a_turn_of_the_wrong_shape_is_exit_2_naming_it(scripted: Any, tmp_path: Path, turn: Any, field: str) -> None:
+    """A turn with an unknown role or non-text content was left out of the extractor's prompt silently at 97f6c24
+    (`study plan` exit 0, the stage verb too)."""
+    conversations = tmp_path / "conversations.jsonl"
+    conversations.write_text(json.dumps({"user_id": "u1", "conversations": [[turn]]}) + "\n")
+    d = _study(tmp_path, lambda c: c["inputs"].update(conversations=str(conversations)))
+    code, output, _ = _invoke("study", "plan", str(d))
+    assert code == 2 and f"{conversations}:1: field '{field}'" in output, output
+    code, output, _ = _invoke("stages", "extract", "--conversations", str(conversations), "--model",
+                              "studyscripted:ex", "--out", str(tmp_path / "items.jsonl"))
+    assert code == 2 and f"{conversations}:1: field '{field}'" in output, output
+    assert scripted.attempts == []

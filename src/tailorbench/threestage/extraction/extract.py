@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.files import Output
+from tailorbench.errors import DataError
+from tailorbench.files import Output, type_name
 from tailorbench.models.base import GenParams, Message
 from tailorbench.prompts import compile_template, split_messages
 from tailorbench.threestage.llm import ask
@@ -62,8 +63,29 @@ def read_conversations(path: str | Path) -> list[tuple[str, list[Any], str]]:
     rows = []
     for line, rec in jsonl(path):
         convs = get_list(rec, "conversations", path, line)
+        for i, conv in enumerate(convs):
+            for j, turn in enumerate(conv if isinstance(conv, list) else [conv]):
+                _check_turn(turn, path, line, f"conversations[{i}]" + (f"[{j}]" if isinstance(conv, list) else ""))
         rows.append((get_str(rec, "user_id", path, line), convs, str(rec.get("source") or "unknown")))
     return rows
+
+
+#: the roles a conversation turn may have (absent: a user turn)
+ROLES = ("user", "assistant", "system")
+
+
+def _check_turn(turn: Any, path: str | Path, line: int, where: str) -> None:
+    """A turn is text (the user's), or `{"role"?, "content"}` with a known role and text content: anything else
+    would be left out of the extractor's prompt silently."""
+    if isinstance(turn, str):
+        return
+    if not isinstance(turn, dict):
+        raise DataError(path, line, where, f"a turn is text or {{role, content}}, got {type_name(turn)}")
+    role = turn.get("role", "user")
+    if role not in ROLES:
+        raise DataError(path, line, f"{where}.role", f"expected one of {', '.join(ROLES)}, got {role!r}")
+    if not isinstance(turn.get("content"), str):
+        raise DataError(path, line, f"{where}.content", f"expected text, got {type_name(turn.get('content'))}")
 
 
 def extract(conversations_path: str | Path, model: str, out: Output, name: str | None = None,
