@@ -2,9 +2,10 @@
 `*_async` twin, returning the pydantic models of `api.results` that mirror the JSON the verb writes.
 
 Verbs by area, one module each: `evaluation` (eval, report, compare), `data` (data check/convert/push, cache),
-`agreement` (agree, tiers), `training` (train-rm), `generation` (gen-eval), `benchmarks` (eval and gen-eval on any
-benchmark, suites), `construction` (build), `viewing` (view); the verb groups `stages` (`tailor stages ...`)
-and `annotate` (`tailor annotate ...`) are modules of verbs. Names resolve on first use (PEP 562), so importing
+`agreement` (agree, tiers), `estimation` (estimate, estimate sample, estimate plan), `training` (train-rm),
+`generation` (gen-eval), `benchmarks` (eval and gen-eval on any benchmark, suites), `construction` (build),
+`viewing` (view); the verb groups `stages` (`tailor stages ...`) and `annotate` (`tailor annotate ...`) are
+modules of verbs. Names resolve on first use (PEP 562), so importing
 this package imports no capability until a verb is asked for. The CLI (`tailorbench.cli`) is a thin layer over
 these functions and nothing else.
 """
@@ -46,6 +47,12 @@ if TYPE_CHECKING:
     from tailorbench.api.data import convert_data_async as convert_data_async
     from tailorbench.api.data import push_data as push_data
     from tailorbench.api.data import push_data_async as push_data_async
+    from tailorbench.api.estimation import estimate as estimate
+    from tailorbench.api.estimation import estimate_async as estimate_async
+    from tailorbench.api.estimation import estimate_plan as estimate_plan
+    from tailorbench.api.estimation import estimate_plan_async as estimate_plan_async
+    from tailorbench.api.estimation import estimate_sample as estimate_sample
+    from tailorbench.api.estimation import estimate_sample_async as estimate_sample_async
     from tailorbench.api.evaluation import EvalConfig as EvalConfig
     from tailorbench.api.evaluation import compare as compare
     from tailorbench.api.evaluation import compare_async as compare_async
@@ -67,6 +74,9 @@ if TYPE_CHECKING:
     from tailorbench.api.results import BuildResult as BuildResult
     from tailorbench.api.results import ChoiceResult as ChoiceResult
     from tailorbench.api.results import CompareResult as CompareResult
+    from tailorbench.api.results import EstimatePlanResult as EstimatePlanResult
+    from tailorbench.api.results import EstimateResult as EstimateResult
+    from tailorbench.api.results import EstimateSampleResult as EstimateSampleResult
     from tailorbench.api.results import EvalResult as EvalResult
     from tailorbench.api.results import GenEvalResult as GenEvalResult
     from tailorbench.api.results import PrefEvalGenerationResult as PrefEvalGenerationResult
@@ -86,6 +96,8 @@ _AREAS: dict[str, tuple[str, ...]] = {
     "data": ("check_data", "check_data_async", "convert_data", "convert_data_async", "push_data",
              "push_data_async", "cache_stats", "cache_clear"),
     "agreement": ("agree", "agree_async", "tiers", "tiers_async"),
+    "estimation": ("estimate", "estimate_async", "estimate_sample", "estimate_sample_async", "estimate_plan",
+                   "estimate_plan_async"),
     "training": ("RMTrainConfig", "train_rm", "train_rm_async"),
     "generation": ("GenEvalConfig", "gen_eval", "gen_eval_async", "gen_eval_resume", "gen_eval_resume_async"),
     "benchmarks": ("data_task", "eval_benchmark", "eval_benchmark_async", "eval_benchmark_resume",
@@ -94,7 +106,8 @@ _AREAS: dict[str, tuple[str, ...]] = {
     "construction": ("build", "build_async"),
     "batches": ("batch_status", "batch_status_async", "batch_cancel", "batch_cancel_async"),
     "viewing": ("view", "view_async"),
-    "results": ("AgreeResult", "BuildResult", "ChoiceResult", "CompareResult", "EvalResult", "GenEvalResult",
+    "results": ("AgreeResult", "BuildResult", "ChoiceResult", "CompareResult", "EstimatePlanResult",
+                "EstimateResult", "EstimateSampleResult", "EvalResult", "GenEvalResult",
                 "PrefEvalGenerationResult", "SuiteResult", "TiersResult", "TrainResult"),
 }
 #: the verb groups: modules of verbs (`tb.stages.relevance`, `tb.annotate.create_project`)

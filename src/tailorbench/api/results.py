@@ -160,6 +160,45 @@ class TiersResult(Output):
     out: str | None = None
 
 
+class EstimateResult(Output):
+    """`tailor estimate --json` (and `--out FILE`): human-only, proxy-only and human-anchored estimates per cell
+    (`estimate.records.EstimateReport`, docs/metrics.md, "Human-anchored estimates")."""
+
+    format_version: int = 1
+    kind: str = "pairwise"
+    estimand: str = ""
+    design: str = "uniform"
+    assumed_uniform: bool = False
+    level: float = 0.95
+    n_items: int = 0
+    n_labels: int = 0
+    cells: list[dict[str, Any]] = []
+    notes: list[str] = []
+
+
+class EstimateSampleResult(Output):
+    """`tailor estimate sample --json`: the sampling plan written (`out`, an annotation import)."""
+
+    format_version: int = 1
+    out: str = ""
+    sampling: str = "stratified"
+    items: int = 0
+    sampled: int = 0
+    strata: dict[str, int] = {}
+    notes: list[str] = []
+
+
+class EstimatePlanResult(Output):
+    """`tailor estimate plan --json` (and `--out FILE`): human labels needed for a wanted half-width."""
+
+    format_version: int = 1
+    half_width: float = 0.0
+    level: float = 0.95
+    items: int = 0
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+
+
 class GenEvalResult(RunOutput):
     """results.json of a `tailor gen-eval` run."""
 

@@ -1,0 +1,116 @@
+"""`tailor estimate`, `tailor estimate sample`, `tailor estimate plan`: human-anchored estimates of what people
+would say, from a proxy that labels every case and people who label a sample (docs/estimate.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tailorbench.aio import async_twin
+from tailorbench.api.results import EstimatePlanResult, EstimateResult, EstimateSampleResult
+
+__all__ = ["estimate", "estimate_async", "estimate_plan", "estimate_plan_async", "estimate_sample",
+           "estimate_sample_async"]
+
+
+def _level(level: float) -> float:
+    from tailorbench.options import as_float
+
+    return as_float("--level", level, minimum=0.5, maximum=1.0, exclusive_maximum=True)
+
+
+def _run_dir(flag: str, path: str | Path | None) -> Path | None:
+    from tailorbench.errors import ConfigError
+
+    if path is None:
+        return None
+    run = Path(path)
+    if not run.is_dir() or not (run / "manifest.json").is_file():
+        raise ConfigError(f"{flag} {run} is not a run directory (no manifest.json)")
+    return run
+
+
+def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | Path = "benchmark",
+             sample: str | Path | None = None, versus: str | Path | None = None, assume_uniform: bool = False,
+             level: float = 0.95, out: str | Path | None = None, check_library: bool = False) -> EstimateResult:
+    """`tailor estimate RUN`: the system under test's run `system` (a pairwise run: its accuracy against people,
+    with the proxy run `proxy` standing in for them; a gen-eval run: the win rate people give, its own judge the
+    proxy), people's `labels` (an annotation export folder, a long-format ratings file, or `benchmark`: the
+    benchmark's own labels on the sample), the sampling plan `sample` the labelled items came from (else
+    `assume_uniform` must say they were a uniform sample), optionally as the difference with `versus`. Per
+    split × tier: human-only, proxy-only and human-anchored (PPI++) estimates with their intervals at `level`,
+    and the human labels the proxy was worth; with `out`, written there as JSON (`EstimateReport`).
+    `check_library` recomputes the uniform cells with ppi-python (the [estimate] extra)."""
+    from tailorbench.estimate.anchored import estimate_runs
+    from tailorbench.files import claim_output
+
+    level = _level(level)
+    run = _run_dir("RUN", system)
+    assert run is not None
+    proxy_run, versus_run = _run_dir("--proxy", proxy), _run_dir("--versus", versus)
+    sample_path = None if sample is None else Path(sample)
+    label_source: str | Path = labels if str(labels) == "benchmark" else Path(labels)
+    door = None if out is None else claim_output(
+        "--out", out, inputs=[run, proxy_run, versus_run, sample_path,
+                              None if isinstance(label_source, str) else label_source])
+    report = estimate_runs(run, proxy_run, label_source, sample_path, versus_run, assume_uniform, level,
+                           check_library)
+    if door is not None:
+        door.write_json(None, report.model_dump(mode="json"))
+    return EstimateResult.model_validate(report.model_dump(mode="json"))
+
+
+def estimate_sample(data: str, out: str | Path, sampling: str = "stratified", n: int | None = None,
+                    share: float | None = None, proxy: str | Path | None = None,
+                    seed: int = 0) -> EstimateSampleResult:
+    """`tailor estimate sample`: draw the cases people should label from the benchmark `data` (`n` of them, or a
+    `share`) by `sampling` (uniform, stratified by split × tier, or active by the `proxy` run's uncertainty) and
+    write them to `out` as an annotation import (PairCase JSONL whose `meta.estimate_plan` carries each case's
+    inclusion probability)."""
+    from tailorbench.estimate.sample_plan import write_sample
+    from tailorbench.files import check_output
+    from tailorbench.options import as_choice, as_float, as_int
+
+    as_choice("--sampling", sampling, ("uniform", "stratified", "active"))
+    if n is not None:
+        as_int("--n", n, minimum=2)
+    if share is not None:
+        as_float("--share", share, minimum=0.0, maximum=1.0, exclusive_minimum=True)
+    proxy_run = _run_dir("--proxy", proxy)
+    local = Path(data)
+    target = check_output("--out", out, inputs=[local if local.exists() else None, proxy_run])
+    report = write_sample(data, target, sampling, n, share, proxy_run, seed)
+    return EstimateSampleResult.model_validate(report.model_dump(mode="json"))
+
+
+def estimate_plan(system: str | Path, proxy: str | Path | None = None, labels: str | Path = "benchmark",
+                  half_width: float = 0.03, level: float = 0.95, items: int | None = None,
+                  versus: str | Path | None = None, draws: int = 1000, seed: int = 0,
+                  out: str | Path | None = None) -> EstimatePlanResult:
+    """`tailor estimate plan`: from a pilot (the runs' cases people labelled in `labels`), the human labels a
+    `half_width` interval at `level` needs, human-only and human-anchored, over the runs' cases (or `items`),
+    each checked by `draws` simulated samples from the pilot."""
+    from tailorbench.errors import ConfigError
+    from tailorbench.estimate.planning import plan_from_runs
+    from tailorbench.files import claim_output
+    from tailorbench.options import as_float, as_int
+
+    level = _level(level)
+    as_float("--half-width", half_width, minimum=0.0, maximum=1.0, exclusive_minimum=True)
+    as_int("--draws", draws, minimum=0, maximum=100_000)
+    if items is not None:
+        as_int("--items", items, minimum=3)
+    if str(labels) == "benchmark":
+        raise ConfigError("a plan needs a pilot of people's labels: --labels an annotation export or ratings file")
+    run = _run_dir("RUN", system)
+    assert run is not None
+    proxy_run, versus_run = _run_dir("--proxy", proxy), _run_dir("--versus", versus)
+    door = None if out is None else claim_output("--out", out, inputs=[run, proxy_run, versus_run, Path(labels)])
+    report = plan_from_runs(run, proxy_run, Path(labels), half_width, level, items, versus_run, draws, seed)
+    if door is not None:
+        door.write_json(None, report.model_dump(mode="json"))
+    return EstimatePlanResult.model_validate(report.model_dump(mode="json"))
+
+
+estimate_async = async_twin(estimate)
+estimate_sample_async = async_twin(estimate_sample)
+estimate_plan_async = async_twin(estimate_plan)

@@ -1,0 +1,130 @@
+"""`tailor estimate RUN`: the three estimates per split × tier, split and overall, from runs and people's labels.
+
+Which design the labels came from decides the estimator (`cells.three_estimates`): the labelled items' plan
+entries (one design for all of them), or, with none, a uniform sample the user vouches for
+(`assume_uniform`). Items a plan drew that nobody labelled are counted in a note: the estimate treats them as not
+drawn, which keeps it valid only if they went unlabelled for reasons unrelated to their labels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tailorbench.errors import ConfigError
+from tailorbench.estimate.cells import CellEstimate, three_estimates
+from tailorbench.estimate.items import Items, read_items
+from tailorbench.estimate.labels import HumanLabels, read_labels
+from tailorbench.estimate.ppi import Interval
+from tailorbench.estimate.records import CellRecord, EstimateReport, IntervalRecord
+from tailorbench.schema import in_declared_order
+
+__all__ = ["estimate_runs"]
+
+
+def _record(interval: Interval | None) -> IntervalRecord | None:
+    if interval is None:
+        return None
+    return IntervalRecord(estimate=interval.estimate, se=interval.se, ci=(interval.lo, interval.hi),
+                          lam=interval.lam)
+
+
+def _cell(label: str, est: CellEstimate) -> CellRecord:
+    proxy = _record(est.proxy_only)
+    assert proxy is not None
+    return CellRecord(cell=label, n_items=est.n_items, n_labels=est.n_labels, human_only=_record(est.human_only),
+                      proxy_only=proxy, anchored=_record(est.anchored), effective_labels=est.effective_labels,
+                      note=est.note)
+
+
+def _design(items: Items, labels: HumanLabels, labeled: np.ndarray, assume_uniform: bool
+            ) -> tuple[str, np.ndarray, list[str]]:
+    """(design, inclusion probability per item, notes) from the labelled items' plan entries."""
+    notes: list[str] = []
+    entries = [labels.plan.get(c) for c, lab in zip(items.ids, labeled) if lab]
+    known = [e for e in entries if e is not None]
+    if not known:
+        if not assume_uniform:
+            raise ConfigError("the labels carry no inclusion probabilities (no sampling plan): name the plan "
+                              "with --sample PLAN, or say the labelled items were a uniform random sample with "
+                              "--assume-uniform")
+        notes.append("assumed: the labelled items are a uniform random sample of the cases (--assume-uniform); "
+                     "no sampling plan gave their inclusion probabilities")
+        return "uniform", np.full(len(items.ids), labeled.mean()), notes
+    if len(known) < len(entries):
+        raise ConfigError(f"{len(entries) - len(known)} labelled item(s) are not in the sampling plan: an "
+                          "estimate mixing planned and unplanned labels has no valid weights")
+    designs = {e.sampling for e in known}
+    if len(designs) > 1:
+        raise ConfigError(f"the labelled items come from several sampling designs ({', '.join(sorted(designs))})")
+    pi = np.ones(len(items.ids))
+    for k, (case, lab) in enumerate(zip(items.ids, labeled)):
+        entry = labels.plan.get(case)
+        if lab and entry is not None:
+            pi[k] = entry.inclusion_probability
+    drawn = sum(1 for c in labels.plan if c not in labels.values)
+    if drawn:
+        notes.append(f"{drawn} item(s) of the sampling plan have no human label: treated as not drawn (valid if "
+                     "they went unlabelled for reasons unrelated to what people would say)")
+    return designs.pop(), pi, notes
+
+
+def _check_library(cells: list[tuple[str, np.ndarray]], items: Items, y: np.ndarray, labeled: np.ndarray,
+                   alpha: float) -> float:
+    """Max |bound − ppi-python's `ppi_mean_ci`| over the given cells (the uniform design's)."""
+    from tailorbench.errors import require_extra
+
+    require_extra("ppi_py", "estimate", "--check-library")
+    import ppi_py
+
+    from tailorbench.estimate.ppi import ppi_mean
+
+    worst = 0.0
+    for _, mask in cells:
+        lab, unl = mask & labeled, mask & ~labeled
+        if lab.sum() < 2 or not unl.any():
+            continue
+        ours = ppi_mean(y[lab], items.yhat[lab], items.yhat[unl], alpha)
+        lo, hi = ppi_py.ppi_mean_ci(y[lab], items.yhat[lab], items.yhat[unl], alpha=alpha)
+        worst = max(worst, abs(ours.lo - float(np.squeeze(lo))), abs(ours.hi - float(np.squeeze(hi))))
+    return worst
+
+
+def estimate_runs(system: Path, proxy: Path | None, labels_source: str | Path, sample: Path | None = None,
+                  versus: Path | None = None, assume_uniform: bool = False, level: float = 0.95,
+                  check_library: bool = False) -> EstimateReport:
+    items = read_items(system, proxy, versus)
+    labels = read_labels(labels_source, items.kind == "pairwise", set(items.ids), sample)
+    labeled = np.array([c in labels.values for c in items.ids], dtype=bool)
+    share = np.array([labels.values.get(c, 0.0) for c in items.ids], dtype=float)
+    y = np.where(labeled, items.human_value(share), 0.0)
+    design, pi, notes = _design(items, labels, labeled, assume_uniform)
+    strata = np.array([f"{s}/{t}" for s, t in zip(items.split, items.tier)], dtype=object)
+    alpha = 1.0 - level
+    masks: list[tuple[str, np.ndarray]] = []
+    splits = in_declared_order(items.splits, items.split.tolist())
+    tiers = in_declared_order(items.tiers, items.tier.tolist())
+    for split in splits:
+        if not (items.split == split).any():
+            continue
+        for tier in tiers:
+            mask = (items.split == split) & (items.tier == tier)
+            if mask.any():
+                masks.append((f"{split}/{tier}", mask))
+        masks.append((f"{split}/all", items.split == split))
+    masks.append(("all", np.ones(len(items.ids), dtype=bool)))
+    cells = [_cell(label, three_estimates(y[m], items.yhat[m], labeled[m], pi[m], design, strata[m], alpha))
+             for label, m in masks]
+    raters = sorted(set(labels.raters.values()))
+    if len(raters) > 1 or raters != [1]:
+        notes.append(f"raters per labelled item: {raters[0]}-{raters[-1]}; aggregated by the {labels.aggregation}")
+    library = _check_library(masks, items, y, labeled, alpha) if check_library and design == "uniform" else None
+    if check_library and design != "uniform":
+        notes.append(f"--check-library: ppi-python has no {design} design; the coverage simulation is its check")
+    return EstimateReport(kind=items.kind, estimand=items.estimand, system=str(system),
+                          proxy=None if proxy is None else str(proxy), versus=None if versus is None else str(versus),
+                          labels=labels.source, aggregation=labels.aggregation, design=design,
+                          assumed_uniform=not any(labels.plan.get(c) for c in labels.values),
+                          level=level, n_items=len(items.ids), n_labels=int(labeled.sum()), cells=cells,
+                          library_check=library, notes=[*items.notes, *labels.notes, *notes])

@@ -1,0 +1,140 @@
+"""The items of an estimate, read from run directories: what the system under test did on each case and what
+the proxy says people would say of it.
+
+- A pairwise run A (the system under test, a judge) with a proxy run B on the same cases: each judge's
+  probability of picking the human-preferred (`chosen`) answer is its case score s (the mean over the orders it
+  was asked in, as `tailor compare` reads it: `RunKind.case_scores`). The estimand is A's accuracy against people:
+  for a person preferring `chosen` with share h (1, 0, or ½ for a tie of raters), Y = s_A h + (1 − s_A)(1 − h);
+  the proxy's stand-in is Ŷ = s_A s_B + (1 − s_A)(1 − s_B), how often A agrees with B.
+- A gen-eval run: the estimand is the win rate people give the generated answers; the run's own judge is the
+  proxy, Ŷ = the judge's win score of the case (1 won, ½ tie, 0 lost), Y = people's.
+- A paired difference (`versus`, pairwise runs): Y = Y_A − Y_A′ and Ŷ = Ŷ_A − Ŷ_A′ on the cases all runs share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tailorbench.errors import ConfigError, DataError
+from tailorbench.run_kinds import RUN_KINDS, read_manifest, run_kind
+from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, benchmark_names
+
+__all__ = ["Items", "proxy_margins", "read_items"]
+
+Scores = dict[str, tuple[float, str, str, str]]
+
+
+@dataclass
+class Items:
+    """Every item of the estimate, in one order: ids, split, tier, the system's score on each (pairwise: its
+    probability of picking `chosen`; for a difference, one column per system), and Ŷ."""
+
+    kind: str
+    ids: list[str]
+    split: np.ndarray
+    tier: np.ndarray
+    system: np.ndarray  # (N, k): the score of each system under test (k = 2 for a difference)
+    yhat: np.ndarray
+    splits: list[str]
+    tiers: list[str]
+    estimand: str
+    notes: list[str] = field(default_factory=list)
+
+    def human_value(self, share_chosen: np.ndarray) -> np.ndarray:
+        """Y of each item from people's share for the chosen answer (pairwise) or their score (gen-eval)."""
+        if self.kind != "pairwise":
+            return share_chosen
+        h = share_chosen[:, None]
+        agree = self.system * h + (1.0 - self.system) * (1.0 - h)
+        return agree[:, 0] - agree[:, 1] if agree.shape[1] == 2 else agree[:, 0]
+
+
+def _scores(run: Path) -> tuple[str, Scores]:
+    if not run.is_dir():
+        raise ConfigError(f"{run}: not a run directory")
+    kind = run_kind(run)
+    scorer = RUN_KINDS.get(kind).case_scores
+    if scorer is None:
+        raise ConfigError(f"{run}: a {kind} run has no per-case scores to estimate from")
+    return kind, scorer(run)
+
+
+def _agreement(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return a * b + (1.0 - a) * (1.0 - b)
+
+
+def read_items(system: Path, proxy: Path | None = None, versus: Path | None = None) -> Items:
+    """The items of `system` (a run directory) against `proxy` (a pairwise run, required for a pairwise system),
+    optionally as a difference with `versus`; every run must be over the same data (dataset fingerprints)."""
+    kind, scores = _scores(system)
+    runs = [system, *(r for r in (proxy, versus) if r is not None)]
+    prints = {str(read_manifest(r).get("dataset_fingerprint")) for r in runs}
+    if len(prints) > 1:
+        raise ConfigError("the runs are over different data (dataset fingerprints "
+                          f"{', '.join(sorted(p[:12] for p in prints))}): the estimate needs the same cases")
+    names = benchmark_names(read_manifest(system).get("data_stats") or {})
+    notes: list[str] = []
+    columns: list[Scores] = [scores]
+    if kind == "pairwise":
+        if proxy is None:
+            raise ConfigError(f"{system} is a pairwise run: name the proxy standing in for people with --proxy RUN "
+                              "(a second judge's run on the same cases)")
+        if versus is not None:
+            v_kind, v_scores = _scores(versus)
+            if v_kind != "pairwise":
+                raise ConfigError(f"--versus {versus} is a {v_kind} run; a difference needs two pairwise runs")
+            columns.append(v_scores)
+        p_kind, p_scores = _scores(proxy)
+        if p_kind != "pairwise":
+            raise ConfigError(f"--proxy {proxy} is a {p_kind} run; the proxy of a pairwise run is a pairwise run")
+        ids = _shared([*columns, p_scores], notes)
+        system_cols = np.array([[col[c][0] for col in columns] for c in ids], dtype=float).reshape(len(ids), -1)
+        proxy_col = np.array([p_scores[c][0] for c in ids], dtype=float)
+        agree = _agreement(system_cols, proxy_col[:, None])
+        yhat = agree[:, 0] - agree[:, 1] if agree.shape[1] == 2 else agree[:, 0]
+        estimand = ("difference in accuracy against people (system − versus)" if versus is not None
+                    else "accuracy of the system against people")
+    else:
+        if proxy is not None or versus is not None:
+            raise ConfigError(f"{system} is a {kind} run: its own judge is the proxy; --proxy and --versus take "
+                              "pairwise runs")
+        ids = _shared(columns, notes)
+        system_cols = np.array([[scores[c][0]] for c in ids], dtype=float).reshape(len(ids), 1)
+        yhat = system_cols[:, 0].copy()
+        estimand = "win rate people give the generated answers"
+    if not ids:
+        raise DataError(system, None, None, "no case has a score in every run: nothing to estimate")
+    return Items(kind=kind, ids=ids, split=np.array([scores[c][1] for c in ids], dtype=object),
+                 tier=np.array([scores[c][2] for c in ids], dtype=object), system=system_cols, yhat=yhat,
+                 splits=list(names.get("splits", DEFAULT_SPLITS)), tiers=list(names.get("tiers", DEFAULT_TIERS)),
+                 estimand=estimand, notes=notes)
+
+
+def _shared(columns: Sequence[Scores], notes: list[str]) -> list[str]:
+    first = columns[0]
+    shared = [c for c in first if all(c in col for col in columns[1:])]
+    if len(shared) < len(first):
+        notes.append(f"{len(first) - len(shared)} case(s) of the system have no score in another run: left out")
+    return shared
+
+
+def proxy_margins(proxy: Path, ids: Sequence[str]) -> np.ndarray | None:
+    """The proxy judge's score margin (chosen − rejected, averaged over its orders) per case, or None when its
+    verdicts carry no scores (a judge like `longer` or `random`): what an active plan's uncertainty comes from."""
+    from tailorbench.evaluate.results import read_predictions
+
+    margins: dict[str, list[float]] = {}
+    for row in read_predictions(proxy):
+        scores = row.get("scores")
+        if not isinstance(scores, dict) or not all(isinstance(scores.get(k), int | float) for k in ("A", "B")):
+            return None
+        chosen, rejected = ("A", "B") if row["order"] == "AB" else ("B", "A")
+        margins.setdefault(str(row["case_id"]), []).append(float(scores[chosen]) - float(scores[rejected]))
+    if not margins:
+        return None
+    fallback = 0.0  # a case the proxy did not score: the most uncertain margin
+    return np.array([float(np.mean(margins[c])) if c in margins else fallback for c in ids])
