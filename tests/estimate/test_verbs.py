@@ -127,7 +127,7 @@ def test_export_folder_carries_the_plan(tmp_path: Path, runs: dict[str, Path]) -
 
 
 def test_active_plan_without_scores_falls_back_to_stratified(tmp_path: Path, runs: dict[str, Path]) -> None:
-    code, stdout, err = _cli("estimate", "sample", "--data", "demo", "--sampling", "active", "--n", "20",
+    code, stdout, err = _cli("estimate", "sample", "--data", "demo", "--sampling", "active", "--size", "20",
                              "--proxy", str(runs["longer"]), "--out", str(tmp_path / "a.jsonl"), "--json")
     assert code == 0, err
     result = json.loads(stdout)
@@ -141,7 +141,7 @@ def test_plan_verb(tmp_path: Path, runs: dict[str, Path]) -> None:
     ratings.write_text("item,rater,label,group\n" + "".join(f"{c},ann,A,human\n" for c in items.ids[:40]))
     out = tmp_path / "plan.json"
     code, stdout, err = _cli("estimate", "plan", str(runs["longer"]), "--proxy", str(runs["random"]), "--labels",
-                             str(ratings), "--half-width", "0.2", "--items", "2000", "--draws", "200", "--json",
+                             str(ratings), "--half-width", "0.2", "--cases", "2000", "--draws", "200", "--json",
                              "--out", str(out))
     assert code == 0, err
     plan = PlanReport.read(out)
@@ -157,10 +157,10 @@ def test_plan_verb(tmp_path: Path, runs: dict[str, Path]) -> None:
     ["estimate", "{longer}", "--proxy", "{random}", "--labels", "missing.jsonl", "--assume-uniform"],
     ["estimate", "{longer}", "--proxy", "{random}", "--level", "1.5", "--assume-uniform"],
     ["estimate", "sample", "--data", "demo", "--out", "{tmp}/x.jsonl"],
-    ["estimate", "sample", "--data", "demo", "--n", "5", "--share", "0.1", "--out", "{tmp}/x.jsonl"],
-    ["estimate", "sample", "--data", "demo", "--n", "500", "--out", "{tmp}/x.jsonl"],
-    ["estimate", "sample", "--data", "demo", "--n", "5", "--sampling", "clever", "--out", "{tmp}/x.jsonl"],
-    ["estimate", "sample", "--data", "demo", "--n", "5", "--sampling", "active", "--out", "{tmp}/x.jsonl"],
+    ["estimate", "sample", "--data", "demo", "--size", "5", "--share", "0.1", "--out", "{tmp}/x.jsonl"],
+    ["estimate", "sample", "--data", "demo", "--size", "500", "--out", "{tmp}/x.jsonl"],
+    ["estimate", "sample", "--data", "demo", "--size", "5", "--sampling", "clever", "--out", "{tmp}/x.jsonl"],
+    ["estimate", "sample", "--data", "demo", "--size", "5", "--sampling", "active", "--out", "{tmp}/x.jsonl"],
     ["estimate", "plan", "{longer}", "--proxy", "{random}", "--labels", "benchmark"],
     ["estimate", "plan", "{longer}", "--proxy", "{random}", "--labels", "{tmp}", "--half-width", "0"],
 ])

@@ -59,7 +59,7 @@ def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | 
     return EstimateResult.model_validate(report.model_dump(mode="json"))
 
 
-def estimate_sample(data: str, out: str | Path, sampling: str = "stratified", n: int | None = None,
+def estimate_sample(data: str, out: str | Path, sampling: str = "stratified", size: int | None = None,
                     share: float | None = None, proxy: str | Path | None = None,
                     seed: int = 0) -> EstimateSampleResult:
     """`tailor estimate sample`: draw the cases people should label from the benchmark `data` (`n` of them, or a
@@ -71,23 +71,23 @@ def estimate_sample(data: str, out: str | Path, sampling: str = "stratified", n:
     from tailorbench.options import as_choice, as_float, as_int
 
     as_choice("--sampling", sampling, ("uniform", "stratified", "active"))
-    if n is not None:
-        as_int("--n", n, minimum=2)
+    if size is not None:
+        as_int("--size", size, minimum=2)
     if share is not None:
         as_float("--share", share, minimum=0.0, maximum=1.0, exclusive_minimum=True)
     proxy_run = _run_dir("--proxy", proxy)
     local = Path(data)
     target = check_output("--out", out, inputs=[local if local.exists() else None, proxy_run])
-    report = write_sample(data, target, sampling, n, share, proxy_run, seed)
+    report = write_sample(data, target, sampling, size, share, proxy_run, seed)
     return EstimateSampleResult.model_validate(report.model_dump(mode="json"))
 
 
 def estimate_plan(system: str | Path, proxy: str | Path | None = None, labels: str | Path = "benchmark",
-                  half_width: float = 0.03, level: float = 0.95, items: int | None = None,
+                  half_width: float = 0.03, level: float = 0.95, cases: int | None = None,
                   versus: str | Path | None = None, draws: int = 1000, seed: int = 0,
                   out: str | Path | None = None) -> EstimatePlanResult:
     """`tailor estimate plan`: from a pilot (the runs' cases people labelled in `labels`), the human labels a
-    `half_width` interval at `level` needs, human-only and human-anchored, over the runs' cases (or `items`),
+    `half_width` interval at `level` needs, human-only and human-anchored, over the runs' cases (or `cases`),
     each checked by `draws` simulated samples from the pilot."""
     from tailorbench.errors import ConfigError
     from tailorbench.estimate.planning import plan_from_runs
@@ -97,15 +97,15 @@ def estimate_plan(system: str | Path, proxy: str | Path | None = None, labels: s
     level = _level(level)
     as_float("--half-width", half_width, minimum=0.0, maximum=1.0, exclusive_minimum=True)
     as_int("--draws", draws, minimum=0, maximum=100_000)
-    if items is not None:
-        as_int("--items", items, minimum=3)
+    if cases is not None:
+        as_int("--cases", cases, minimum=3)
     if str(labels) == "benchmark":
         raise ConfigError("a plan needs a pilot of people's labels: --labels an annotation export or ratings file")
     run = _run_dir("RUN", system)
     assert run is not None
     proxy_run, versus_run = _run_dir("--proxy", proxy), _run_dir("--versus", versus)
     door = None if out is None else claim_output("--out", out, inputs=[run, proxy_run, versus_run, Path(labels)])
-    report = plan_from_runs(run, proxy_run, Path(labels), half_width, level, items, versus_run, draws, seed)
+    report = plan_from_runs(run, proxy_run, Path(labels), half_width, level, cases, versus_run, draws, seed)
     if door is not None:
         door.write_json(None, report.model_dump(mode="json"))
     return EstimatePlanResult.model_validate(report.model_dump(mode="json"))

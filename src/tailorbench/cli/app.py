@@ -37,10 +37,10 @@ EXAMPLES: dict[str, str] = {
     "view": "tailor view runs/demo/* --port 8765   (or: tailor view runs/demo/* --bundle site/)",
     "agree": "tailor agree ratings.jsonl --order A,B --n-boot 1000 --out agreement.json",
     "tiers": "tailor tiers ratings.jsonl --items items.jsonl --out benchmark.jsonl",
-    "estimate runs": "tailor estimate runs/demo/embedding__persona --proxy runs/demo/longer__persona "
+    "estimate runs": "tailor estimate runs demo/embedding__persona --proxy demo/longer__persona "
                      "--labels exports/study --out estimate.json",
     "estimate sample": "tailor estimate sample --data demo --sampling stratified --share 0.2 --out sample.jsonl",
-    "estimate plan": "tailor estimate plan runs/demo/embedding__persona --proxy runs/demo/longer__persona "
+    "estimate plan": "tailor estimate plan demo/embedding__persona --proxy demo/longer__persona "
                      "--labels pilot.jsonl --half-width 0.03",
     "train-rm": "tailor train-rm --data demo --out models/rm --epochs 1 --batch-size 8",
     "gen-eval": "tailor gen-eval --model openai:MODEL@http://127.0.0.1:8080/v1 --judge longer --out runs/gen",

@@ -98,8 +98,8 @@ def sample(
     out: Path = typer.Option(..., "--out", help="The plan to write: PairCase JSONL, an annotation import."),
     sampling: str = typer.Option("stratified", "--sampling", help="uniform | stratified (by split x tier) | "
                                  "active (by the proxy's uncertainty; needs --proxy with scores)."),
-    n: int | None = typer.Option(None, "--n", help="How many cases to draw (or --share)."),
-    share: float | None = typer.Option(None, "--share", help="The share of the cases to draw (or --n)."),
+    size: int | None = typer.Option(None, "--size", help="How many cases to draw (or --share)."),
+    share: float | None = typer.Option(None, "--share", help="The share of the cases to draw (or --size)."),
     proxy: Path | None = typer.Option(None, "--proxy", help="The proxy's pairwise run (active sampling)."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -109,7 +109,7 @@ def sample(
     from tailorbench import api
 
     with user_errors():
-        result = api.estimate_sample(data, out, sampling, n, share, proxy, seed)
+        result = api.estimate_sample(data, out, sampling, size, share, proxy, seed)
     if as_json:
         print_json(result)
         return
@@ -127,7 +127,7 @@ def plan(
                                "long-format ratings file."),
     half_width: float = typer.Option(0.03, "--half-width", help="The wanted half-width of the interval."),
     level: float = LEVEL,
-    items: int | None = typer.Option(None, "--items", help="Cases the study will have (default: the run's)."),
+    cases: int | None = typer.Option(None, "--cases", help="Cases the study will have (default: the run's)."),
     versus: Path | None = VERSUS,
     draws: int = typer.Option(1000, "--draws", help="Simulated draws from the pilot that check each number "
                               "(0: none)."),
@@ -139,7 +139,7 @@ def plan(
     from tailorbench import api
 
     with user_errors():
-        result = api.estimate_plan(run, proxy, labels, half_width, level, items, versus, draws, seed, out)
+        result = api.estimate_plan(run, proxy, labels, half_width, level, cases, versus, draws, seed, out)
     if as_json:
         print_json(result)
         return

@@ -31,7 +31,7 @@ def write_sample(data: str, out: Path, sampling: str = "stratified", n: int | No
     if sampling not in DESIGNS:
         raise ConfigError(f"--sampling must be one of {', '.join(DESIGNS)}, got {sampling!r}")
     if (n is None) == (share is None):
-        raise ConfigError("give the size of the sample with exactly one of --n and --share")
+        raise ConfigError("give the size of the sample with exactly one of --size and --share")
     if sampling == "active" and proxy is None:
         raise ConfigError("--sampling active draws by the proxy's uncertainty: name the proxy with --proxy RUN")
     bench = load_benchmark(data)
