@@ -13,7 +13,7 @@ CACHE ?= $(HOME)/.cache/tailorbench
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test lint typecheck pytest install-demo install-test assets chromium clean
+.PHONY: demo test fuzz lint typecheck pytest install-demo install-test assets chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +61,14 @@ pytest: assets
 	$(OFFLINE) TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q
 
 test: lint typecheck pytest
+
+# the whole CLI fuzz set (tests/fuzz/test_fuzz_cli.py: every verb of `tailor --help`, 20,000+ generated inputs);
+# `make test` runs the seeded share TAILOR_FUZZ_SHARE=0.1 of it. The count per verb x mutation class is printed
+# at the end and written to $(FUZZ_REPORT).
+FUZZ_REPORT ?= runs/fuzz-cli.json
+fuzz: install-test
+	$(OFFLINE) TAILORBENCH_CACHE=$(CACHE) TAILOR_FUZZ_SHARE=1 TAILOR_FUZZ_REPORT=$(FUZZ_REPORT) \
+	  $(VENV)/bin/pytest -q -p no:cacheprovider tests/fuzz/test_fuzz_cli.py
 
 clean:
 	rm -rf $(VENV) runs .mypy_cache .ruff_cache .pytest_cache

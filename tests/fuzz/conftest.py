@@ -61,6 +61,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if GENERATED:
         total = sum(GENERATED.values())
         terminalreporter.write_line(f"fuzz: {total} generated inputs over {len(GENERATED)} properties")
+    from tests.fuzz import test_fuzz_cli
+
+    for line in test_fuzz_cli.summary():
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(autouse=True)

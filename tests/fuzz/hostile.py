@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import click
+import yaml
 from click.testing import CliRunner
 from hypothesis import strategies as st
 from typer.main import get_command
@@ -103,35 +106,187 @@ def json_bytes(draw: st.DrawFn, doc: Any) -> bytes:
 
 
 def tree(root: Path, skip: Sequence[Path] = (), names: Sequence[str] = ()) -> dict[str, str]:
-    """sha256 of every file under root, outside the `skip` paths and other than files called one of `names`."""
+    """sha256 of every file under root, outside the `skip` paths and other than files whose name matches one of
+    `names` (shell patterns)."""
     out = {}
     for path in sorted(root.rglob("*")):
-        if not path.is_file() or path.name in names or any(path == s or s in path.parents for s in skip):
+        if not path.is_file() or any(fnmatch(path.name, n) for n in names) or any(
+                path == s or s in path.parents for s in skip):
             continue
         out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
 
 
 @cache
-def command() -> click.Command:
+def command() -> Any:
     """The `tailor` command, built once (typer's runner rebuilds it from the signatures on every call)."""
     return get_command(app)
 
 
+@dataclass
+class Outcome:
+    """How one run of a verb ended, and what the oracle found wrong with it (empty: nothing)."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def warned(self) -> bool:
+        """A `warning: ...` line on stderr (the package's warnings: logs.WarningLines)."""
+        return any(line.startswith("warning: ") for line in self.stderr.splitlines())
+
+
+def run_verb(root: Path, args: Sequence[str], out: Path, names: Sequence[str] = (),
+             skip: Sequence[Path] = ()) -> Outcome:
+    """Run `tailor ARGS` in-process and judge it: exit 0, 2 or 3 (2: one `error:` line), no traceback, every file
+    under root outside `out` and the `skip` paths (the command's own state) unchanged."""
+    before = tree(root, [out, *skip], names)
+    result = CliRunner().invoke(command(), list(args))
+    found = Outcome(result.exit_code, result.stdout, result.stderr)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        error = result.exception
+        frames = traceback.extract_tb(error.__traceback__)
+        ours = [f for f in frames if "/tailorbench/" in f.filename] or frames
+        where = ours[-1] if ours else None
+        at = f" at {Path(where.filename).name}:{where.lineno}" if where else ""
+        found.problems.append(f"traceback: {type(error).__name__}{at}: {str(error)[:200]}")
+    elif result.exit_code not in (0, 2, 3):
+        found.problems.append(f"exit {result.exit_code}")
+    elif "Traceback" in result.output:
+        found.problems.append("traceback printed")
+    elif result.exit_code == 2 and not _one_error_line(result.stderr):
+        found.problems.append(f"exit 2 without one error line: {result.stderr[-300:]!r}")
+    after = tree(root, [out, *skip], names)
+    if after != before:
+        changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        found.problems.append(f"changed outside the output: {changed[:3]}")
+    return found
+
+
+def _one_error_line(stderr: str) -> bool:
+    """Exit 2's message: one `error: ` line, the last of stderr (progress and warnings may come before it)."""
+    lines = stderr.splitlines()
+    return bool(lines) and lines[-1].startswith("error: ") and sum(x.startswith("error:") for x in lines) == 1 \
+        and stderr.endswith("\n")
+
+
 def check_verb(root: Path, args: Sequence[str], out: Path, names: Sequence[str] = (),
                done: Callable[[], bool] | None = None) -> int:
-    """The oracle: run `tailor ARGS` in-process; exit 0, 2 or 3 (2: one `error:` line), no traceback, every file
-    under root outside `out` unchanged (and, on exit 0, `done()` holds). Returns the exit code."""
-    before = tree(root, [out], names)
-    result = CliRunner().invoke(command(), list(args))
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise AssertionError(f"tailor {' '.join(args)}: {result.exception!r}") from result.exception
-    assert result.exit_code in (0, 2, 3), (args, result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    if result.exit_code == 2:
-        err = result.stderr
-        assert err.startswith("error: ") and err.count("\n") == 1, (args, err)
-    if result.exit_code == 0 and done is not None:
-        assert done(), (args, result.output)
-    assert tree(root, [out], names) == before, f"tailor {' '.join(args)} changed a file outside {out}"
-    return result.exit_code
+    """The oracle as an assertion (`run_verb`); on exit 0, `done()` must hold too. Returns the exit code."""
+    found = run_verb(root, args, out, names)
+    assert not found.problems, (f"tailor {' '.join(args)}", found.problems, found.stderr[-2000:])
+    if found.exit_code == 0 and done is not None:
+        assert done(), (args, found.stdout)
+    return found.exit_code
+
+
+# --- the misread classes ------------------------------------------------------------------------------------
+
+#: the mutation classes an input may carry; every one but "hostile" must never be read with exit 0 and no warning
+MISREAD_CLASSES: tuple[str, ...] = ("wrong-type", "duplicate-key", "dropped-key", "bad-index", "unknown-enum",
+                                    "non-http-url")
+CLASSES: tuple[str, ...] = ("hostile", *MISREAD_CLASSES)
+#: a key's first value, written in the text before the real one (`duplicate-key`)
+_DUP = "DUPLICATEDKEY0"
+
+
+def places(doc: Any, dotted: str) -> list[tuple[Any, Any]]:
+    """Every (container, key) a dotted path names in `doc` (`*`: each element of a list, each value of a mapping;
+    a number: a list index or a mapping key)."""
+    found: list[tuple[Any, Any]] = [(None, doc)]
+    parts = dotted.split(".")
+    for n, part in enumerate(parts):
+        nxt: list[tuple[Any, Any]] = []
+        for parent, key in found:
+            node = doc if parent is None else parent[key]
+            if isinstance(node, dict):
+                keys = list(node) if part == "*" else [part] if part in node else []
+            elif isinstance(node, list):
+                keys = list(range(len(node))) if part == "*" else (
+                    [int(part)] if part.isdigit() and int(part) < len(node) else [])
+            else:
+                keys = []
+            nxt.extend((node, k) for k in keys)
+        found = nxt
+        if n < len(parts) - 1:
+            found = [(p, k) for p, k in found if isinstance(p[k], dict | list)]
+    return found
+
+
+def _other(value: Any) -> Any:
+    """A different value of the same type (the first of two duplicate keys)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    if isinstance(value, str):
+        return value + "x"
+    return value
+
+
+def plant(draw: st.DrawFn, doc: Any, kind: str, fields: Any) -> tuple[Any, tuple[str, Any] | None, str] | None:
+    """Plant one mutation of class `kind` (a misread class) at a drawn place `fields` names; None when the file
+    has no such place. Returns the document, for a duplicate key (key, its first value), and what was done."""
+    paths = {"wrong-type": [*fields.ints, *fields.texts], "duplicate-key": [*fields.required, *fields.texts,
+                                                                           *fields.enums, *fields.ints],
+             "dropped-key": list(fields.required), "bad-index": list(fields.indices),
+             "unknown-enum": list(fields.enums), "non-http-url": list(fields.urls)}[kind]
+    spots = [(path, spot) for path in paths for spot in places(doc, path)
+             if kind != "duplicate-key" or isinstance(spot[0], dict)]
+    if kind == "dropped-key":
+        spots = [(p, s) for p, s in spots if isinstance(s[0], dict)]
+    if not spots:
+        return None
+    path, (node, key) = spots[draw(st.integers(0, len(spots) - 1))]
+    before = node[key]
+    done = _planted(kind, path, node, key, draw, fields)
+    return doc, done, f"{path}: {before!r} -> {node[key]!r}" if kind != "dropped-key" else f"{path} dropped"
+
+
+def _planted(kind: str, path: str, node: Any, key: Any, draw: st.DrawFn, fields: Any) -> tuple[str, Any] | None:
+    if kind == "wrong-type":
+        if path in fields.ints:
+            node[key] = draw(st.sampled_from([True, False, "3", 2.5]))
+        else:
+            node[key] = draw(st.sampled_from([5, 0, 1.5, True]))
+    elif kind == "duplicate-key":
+        first = _other(node[key])
+        original = node[key]
+        node[key] = _DUP
+        return str(key), (first, original)
+    elif kind == "dropped-key":
+        del node[key]
+    elif kind == "bad-index":
+        node[key] = draw(st.sampled_from([-1, -5, "-2", "1_0", "0x1", 1.5, True]))
+    elif kind == "unknown-enum":
+        node[key] = draw(st.sampled_from(["other", "Unknown", "EASY ", "", "tie-ish", "3"]))
+    elif kind == "non-http-url":
+        node[key] = draw(st.sampled_from(["javascript:alert(1)", "file:///etc/passwd", "ftp://example.org/x",
+                                          "data:text/html,hi", "//example.org", "example.org"]))
+    return None
+
+
+def dump_json(doc: Any, dup: tuple[str, Any] | None) -> str:
+    text = json.dumps(doc, ensure_ascii=False)
+    if dup is not None:
+        key, (first, original) = dup
+        k = json.dumps(key)
+        text = text.replace(f"{k}: {json.dumps(_DUP)}", f"{k}: {json.dumps(first)}, {k}: {json.dumps(original)}", 1)
+    return text
+
+
+def dump_yaml(doc: Any, dup: tuple[str, Any] | None) -> str:
+    text = yaml.safe_dump(doc, allow_unicode=True, width=10**6, sort_keys=False)
+    if dup is not None:
+        key, (first, original) = dup
+        lines = text.splitlines()
+        for n, line in enumerate(lines):
+            at = line.find(f"{key}: {_DUP}")
+            if at >= 0 and line[:at].strip(" -") == "":
+                lines[n] = line[:at] + f"{key}: {json.dumps(first)}"
+                lines.insert(n + 1, " " * at + f"{key}: {json.dumps(original)}")
+                break
+        text = "\n".join(lines) + "\n"
+    return text

@@ -19,6 +19,9 @@ from tailorbench.errors import ConfigError, DataError
 from tailorbench.interop import argilla, label_studio, potato
 from tailorbench.interop.mapping import FieldMap, parse_map
 from tailorbench.interop.units import ImportReport, ratings_of, units_from_items
+from tailorbench.logs import get_logger
+
+log = get_logger(__name__)
 
 #: the tool formats, as users type them
 FORMATS = ("label-studio", "argilla", "potato")
@@ -73,7 +76,13 @@ def read_export(path: str | Path, fmt: str = "auto", fmap: FieldMap | str | None
             raise ConfigError(f"{path}: not a Label Studio, Argilla or Potato export; give --format")
         fmt = found
     mapping = parse_map(fmap) if isinstance(fmap, str) else fmap
-    return _READERS[check_format(fmt)].read_export(path, mapping)
+    ratings, report = _READERS[check_format(fmt)].read_export(path, mapping)
+    if report.ratings and report.unmappable:  # read in part: said, never silent (none read: require_ratings)
+        first = report.unmappable[0]
+        at = f"{first['path']}:{first['line']}" if first.get("line") is not None else str(first["path"])
+        log.warning(f"{path}: {len(report.unmappable)} annotation(s) could not be read and are left out (the "
+                    f"first, {at}: {first['reason']})")
+    return ratings, report
 
 
 def require_ratings(report: ImportReport, path: str | Path) -> None:

@@ -62,17 +62,21 @@ def jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def get_int(rec: dict[str, Any], key: str, path: str | Path, line: int) -> int:
+    """An index of these files (`index`, `prompt_index`, `sample_index`): an integer 0 or more, or its decimal
+    digits as text; a bool, a negative number or `1_0` is a DataError."""
     value = rec.get(key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value)
-        raise DataError(path, line, key, f"must be an integer, got {value!r}")
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DataError(path, line, key, f"must be an index (an integer, 0 or more), got {value!r}")
     return value
 
 
-def get_str(rec: dict[str, Any], key: str, path: str | Path, line: int) -> str:
+def get_str(rec: dict[str, Any], key: str, path: str | Path, line: int, text: bool = False) -> str:
+    """A non-empty string; an id (`text` False) may be written as an integer, a text (a prompt, an answer, an
+    attribute: `text` True) may not."""
     value = rec.get(key)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool) and not text:
         return str(value)
     if not isinstance(value, str) or not value.strip():
         raise DataError(path, line, key, f"must be a non-empty string, got {value!r}")
@@ -245,9 +249,9 @@ def read_relevance_items(path: str | Path) -> list[RelevanceItem]:
                 raise DataError(path, line, f"attributes[{j}]", f"must be a non-empty string, got {a!r}")
         if len(set(attrs)) != len(attrs):
             raise DataError(path, line, "attributes", "an attribute appears twice")
-        pi = rec.get("prompt_index")
-        out.append(RelevanceItem(index, get_str(rec, "user_id", path, line), get_str(rec, "prompt", path, line),
-                                 list(attrs), pi if isinstance(pi, int) else None))
+        pi = None if rec.get("prompt_index") is None else get_int(rec, "prompt_index", path, line)
+        out.append(RelevanceItem(index, get_str(rec, "user_id", path, line),
+                                 get_str(rec, "prompt", path, line, text=True), list(attrs), pi))
     return out
 
 

@@ -75,6 +75,8 @@ def stage2_ratings(
                           "(annotation-service exports, with --items)")
     parts = [read_relevance_file(p, HUMAN) for p in human]
     unknown = 0
+    if items is not None and not export:  # only --export needs it; given, it is read (a broken file is named)
+        read_items(items)
     if export:
         if items is None:
             raise ConfigError("--export needs --items: the item file the relevance tasks were exported from")

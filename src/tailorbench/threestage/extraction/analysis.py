@@ -42,7 +42,7 @@ def read_taxonomy(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
             if cat is not None and cat not in CATEGORIES:
                 raise DataError(path, line, "category", f"must be one of {', '.join(CATEGORIES)} or null, got {cat!r}")
             out.append({"item": item_key(get_int(rec, "index", path, line), get_str(rec, "user_id", path, line),
-                                         get_str(rec, "attribute", path, line)),
+                                         get_str(rec, "attribute", path, line, text=True)),
                         "category": cat, "rater": get_str(rec, "rater", path, line),
                         "status": rec.get("status", "ok")})
     return out

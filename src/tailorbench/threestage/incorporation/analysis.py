@@ -57,8 +57,9 @@ def read_ab_tasks(path: str | Path) -> dict[str, ABTask]:
                 raise DataError(path, line, f"attributes[{j}]", "must be a string or an object with 'text'")
         meta = rec.get("meta")
         meta = meta if isinstance(meta, dict) else {}
-        out[tid] = ABTask(tid, str(rec.get("user_id", "")), get_str(rec, "prompt", path, line),
-                          get_str(rec, "generic", path, line), get_str(rec, "personalized", path, line), attrs,
+        out[tid] = ABTask(tid, str(rec.get("user_id", "")), get_str(rec, "prompt", path, line, text=True),
+                          get_str(rec, "generic", path, line, text=True),
+                          get_str(rec, "personalized", path, line, text=True), attrs,
                           str(meta.get("condition", "unknown")))
     return out
 
@@ -238,7 +239,8 @@ def _admissibility(ratings: RatingSet, per_rater: dict[str, dict[str, float]], n
     known = RatingSet([r for r in ratings.ratings if r.item in per_rater.get(r.rater, {})], ratings.sources)
     m = build_matrix(known)
     judges, humans = split_raters(m)
-    return admissibility(m, judges, humans, AdmissibilityOptions(n_resamples=n_resamples, seed=seed, level=level))
+    return admissibility(m, judges, humans, AdmissibilityOptions(alignment="neg-rmse", n_resamples=n_resamples,
+                                                                 seed=seed, level=level))
 
 
 def read_incorporation(
