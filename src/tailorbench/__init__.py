@@ -27,6 +27,15 @@ if TYPE_CHECKING:
         CompareResult as CompareResult,
     )
     from tailorbench.api import (
+        EstimatePlanResult as EstimatePlanResult,
+    )
+    from tailorbench.api import (
+        EstimateResult as EstimateResult,
+    )
+    from tailorbench.api import (
+        EstimateSampleResult as EstimateSampleResult,
+    )
+    from tailorbench.api import (
         EvalConfig as EvalConfig,
     )
     from tailorbench.api import (
@@ -106,6 +115,24 @@ if TYPE_CHECKING:
     )
     from tailorbench.api import (
         data_task as data_task,
+    )
+    from tailorbench.api import (
+        estimate as estimate,
+    )
+    from tailorbench.api import (
+        estimate_async as estimate_async,
+    )
+    from tailorbench.api import (
+        estimate_plan as estimate_plan,
+    )
+    from tailorbench.api import (
+        estimate_plan_async as estimate_plan_async,
+    )
+    from tailorbench.api import (
+        estimate_sample as estimate_sample,
+    )
+    from tailorbench.api import (
+        estimate_sample_async as estimate_sample_async,
     )
     from tailorbench.api import (
         eval as eval,
@@ -209,11 +236,13 @@ if TYPE_CHECKING:
 
 #: the names `tailorbench.api` defines (its `__all__`); tests/test_python_api.py checks the two lists agree
 __all__ = [
-    "AgreeResult", "BuildResult", "ChoiceResult", "CompareResult", "EvalConfig", "EvalResult", "GenEvalConfig",
-    "GenEvalResult", "PrefEvalGenerationResult", "RMTrainConfig", "SuiteResult", "TiersResult", "TrainResult",
-    "__version__", "agree", "agree_async", "annotate", "batch_cancel", "batch_cancel_async", "batch_status",
-    "batch_status_async", "build", "build_async", "cache_clear", "cache_stats", "check_data", "check_data_async",
-    "compare", "compare_async", "convert_data", "convert_data_async", "data_task", "eval", "eval_async",
+    "AgreeResult", "BuildResult", "ChoiceResult", "CompareResult", "EstimatePlanResult", "EstimateResult",
+    "EstimateSampleResult", "EvalConfig", "EvalResult", "GenEvalConfig", "GenEvalResult",
+    "PrefEvalGenerationResult", "RMTrainConfig", "SuiteResult", "TiersResult", "TrainResult", "__version__",
+    "agree", "agree_async", "annotate", "batch_cancel", "batch_cancel_async", "batch_status", "batch_status_async",
+    "build", "build_async", "cache_clear", "cache_stats", "check_data", "check_data_async", "compare",
+    "compare_async", "convert_data", "convert_data_async", "data_task", "estimate", "estimate_async",
+    "estimate_plan", "estimate_plan_async", "estimate_sample", "estimate_sample_async", "eval", "eval_async",
     "eval_benchmark", "eval_benchmark_async", "eval_benchmark_resume", "eval_benchmark_resume_async", "eval_many",
     "eval_many_async", "eval_resume", "eval_resume_async", "eval_suite", "eval_suite_async", "gen_eval",
     "gen_eval_async", "gen_eval_benchmark", "gen_eval_benchmark_async", "gen_eval_benchmark_resume",
