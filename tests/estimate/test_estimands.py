@@ -1,0 +1,92 @@
+"""The other estimands: a gen-eval run's win rate as people give it (its judge the proxy), a paired difference
+of two pairwise runs (`--versus`), and `tailor estimate plan`'s promise: at the printed number of labels the
+median half-width over 1,000 draws from the pilot is within 10% of the wanted one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tailorbench import api
+from tailorbench.errors import ConfigError
+from tailorbench.estimate.items import read_items
+from tailorbench.estimate.planning import anchored_half_width, labels_needed, simulated_half_width
+from tailorbench.estimate.ppi import z_value
+
+UNUSED_MODEL = "openai:unused@http://127.0.0.1:9/v1"
+
+
+@pytest.fixture(scope="module")
+def gen_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A gen-eval run judged by `longer` whose generations are on disk (no model is called): the generated
+    answer is the reference doubled on every other case, cut in half on the rest."""
+    from tailorbench.datasets import load_benchmark
+    from tailorbench.geneval import GenEvalConfig
+    from tailorbench.geneval.generate import GENERATIONS, MODEL, PhraseCache, chosen_rows
+    from tailorbench.geneval.run import run_gen_eval, select_cases
+
+    config = GenEvalConfig(data="demo", model=UNUSED_MODEL, judge="longer", per_tier=4, validate_cases=0,
+                           n_boot=20)
+    cases = select_cases(config, load_benchmark("demo"))
+    rows = chosen_rows(cases, PhraseCache())
+    generated = []
+    for k, row in enumerate(rows):
+        text = row["answer"] * 2 if k % 2 else row["answer"][: len(row["answer"]) // 2]
+        generated.append({**row, "role": MODEL, "source": UNUSED_MODEL, "answer": text, "length": len(text)})
+    out = tmp_path_factory.mktemp("gen") / "run"
+    out.mkdir()
+    (out / GENERATIONS).write_text("".join(json.dumps(r) + "\n" for r in rows + generated), encoding="utf-8")
+    run_gen_eval(config, out, resume=True, progress=False)
+    return out
+
+
+def test_gen_eval_win_rate_from_peoples_ratings(tmp_path: Path, gen_run: Path) -> None:
+    items = read_items(gen_run)
+    assert items.kind == "gen-eval" and set(items.yhat.tolist()) <= {0.0, 0.5, 1.0}
+    ratings = tmp_path / "ratings.jsonl"
+    people = {c: ("win" if k % 3 else "loss") for k, c in enumerate(items.ids)}
+    ratings.write_text("".join(json.dumps({"item": c, "rater": r, "label": v})
+                               + "\n" for c, v in people.items() for r in ("p1", "p2")))
+    result = api.estimate(gen_run, labels=ratings, assume_uniform=True)
+    overall = result.cells[-1]
+    assert result.kind == "gen-eval" and "win rate" in result.estimand
+    want = np.mean([1.0 if v == "win" else 0.0 for v in people.values()])
+    assert overall["human_only"]["estimate"] == pytest.approx(want)
+    assert overall["proxy_only"]["estimate"] == pytest.approx(float(items.yhat.mean()))
+    with pytest.raises(ConfigError, match="pairwise runs"):
+        api.estimate(gen_run, proxy=gen_run, labels=ratings, assume_uniform=True)
+
+
+def test_paired_difference_of_two_systems(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    for judge in ("longer", "shorter", "random"):
+        api.eval("demo", judge=judge, out=root / judge, n_boot=20)
+    items = read_items(root / "longer", root / "random", versus=root / "shorter")
+    assert items.system.shape == (len(items.ids), 2)
+    # with people agreeing with chosen on every case, Y is the accuracy difference of longer and shorter
+    y = items.human_value(np.ones(len(items.ids)))
+    assert np.allclose(y, items.system[:, 0] - items.system[:, 1])
+    ratings = tmp_path / "r.jsonl"
+    ratings.write_text("".join(json.dumps({"item": c, "rater": "p", "label": "A"}) + "\n" for c in items.ids[::2]))
+    result = api.estimate(root / "longer", root / "random", ratings, versus=root / "shorter", assume_uniform=True)
+    assert "difference" in result.estimand
+    assert result.cells[-1]["human_only"]["estimate"] == pytest.approx(float(y[::2].mean()))
+
+
+def test_plan_reaches_the_wanted_half_width_in_simulation() -> None:
+    rng = np.random.default_rng(17)
+    latent = rng.standard_normal(400)
+    y = (rng.random(400) < 1 / (1 + np.exp(-latent))).astype(float)
+    yhat = (rng.random(400) < 1 / (1 + np.exp(-1.5 * latent - 0.4))).astype(float)
+    big_n, wanted, alpha = 5000, 0.03, 0.05
+    human_n, anchored_n, _ = labels_needed(y, yhat, big_n, wanted, alpha)
+    assert human_n is not None and anchored_n is not None and anchored_n < human_n
+    assert anchored_half_width(y, yhat, anchored_n, big_n, alpha)[0] <= wanted
+    assert anchored_half_width(y, yhat, anchored_n - 1, big_n, alpha)[0] > wanted
+    for n, anchored in ((anchored_n, True), (human_n, False)):
+        median = simulated_half_width(y, yhat, n, big_n, alpha, 1000, seed=5, anchored=anchored)
+        assert abs(median - wanted) <= 0.1 * wanted, (n, anchored, median)
+    assert z_value(alpha) == pytest.approx(1.959963984540054)
