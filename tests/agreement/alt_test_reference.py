@@ -23,14 +23,16 @@ def neg_rmse(pred: Any, anns: list[Any]) -> float:
 
 
 def reference_alt_test(llm: dict[str, Any], humans: dict[str, dict[str, Any]], epsilon: float, q: float,
-                       min_items: int, score: Callable[[Any, list[Any]], float]) -> dict[str, Any]:
+                       min_items: int, score: Callable[[Any, list[Any]], float],
+                       min_humans: int = 2) -> dict[str, Any]:
     """Per tested human its p-value, adjusted p-value and advantage probability; the rejected humans, the winning
-    rate and the mean advantage probability (None when no human is tested)."""
+    rate and the mean advantage probability (None when no human is tested). `min_humans` is the reference code's
+    `min_humans_per_instance` (instances with fewer humans are dropped before anything else)."""
     raters_of: dict[str, list[str]] = {}
     for h, anns in humans.items():
         for i in anns:
             raters_of.setdefault(i, []).append(h)
-    keep = {i for i, hs in raters_of.items() if len(hs) >= 2 and i in llm}
+    keep = {i for i, hs in raters_of.items() if len(hs) >= min_humans and i in llm}
     per: dict[str, tuple[int, float, float]] = {}
     for h, anns in humans.items():
         inst = [i for i in anns if i in keep]

@@ -6,7 +6,9 @@ Two views, side by side, for every judge (a rater outside the human group) on th
   for LLM-as-a-Judge", ACL 2025; reference code github.com/nitaytech/AltTest): for each human j with enough
   shared items, leave j out and ask, item by item, whether the judge or j agrees better with the remaining
   humans; a one-sided paired t-test per human with cost-benefit margin epsilon, the Benjamini-Yekutieli
-  correction over humans, and the winning rate omega (share of humans the judge beats); it passes at omega >= 0.5;
+  correction over humans, and the winning rate omega (share of humans the judge beats); it passes at omega >= 0.5.
+  The margin follows the authors' advice by who the humans are (README FAQ of the reference code): experts 0.2,
+  skilled annotators 0.15, crowd workers 0.1 (`ANNOTATOR_EPSILON`, `--annotators`);
 - **kappas**: Cohen's kappa of the judge with the human majority and its mean kappa with each human, beside each
   human's kappa with the majority of the other humans (leave one out), all with one seeded bootstrap over items.
 
@@ -27,11 +29,16 @@ from typing import Any
 import numpy as np
 
 from tailorbench.agreement import stats as st
+from tailorbench.agreement.alignments import ALIGNMENTS, AlignmentFunction, is_known, known_names
 from tailorbench.agreement.matrix import MISSING, RatingMatrix
 from tailorbench.bootstrap import Resampler, percentile_ci
 from tailorbench.errors import ConfigError, DataError
 
-ALIGNMENTS = ("auto", "accuracy", "neg-rmse")
+#: the authors' advice for the margin epsilon by who the humans are (github.com/nitaytech/AltTest, README FAQ
+#: and alt_test_example.ipynb): the more expert the annotators, the larger the margin a judge is allowed
+ANNOTATOR_EPSILON = {"expert": 0.2, "skilled": 0.15, "crowd": 0.1}
+#: the authors' `min_humans_per_instance` default: an item counts with the judge and at least two humans
+MIN_HUMANS = 2
 WITHIN = "within human range"
 BELOW = "below human range"
 
@@ -40,15 +47,22 @@ BELOW = "below human range"
 class AdmissibilityOptions:
     """The alt-test's parameters (the paper's defaults) and the bootstrap of the kappas."""
 
-    #: cost-benefit margin: the judge may be this much less often the better annotator (paper: 0.2 for crowd
-    #: workers and skilled annotators, 0.1 or 0.15 for experts)
+    #: cost-benefit margin: the judge may be this much less often the better annotator (the authors: 0.2 for
+    #: experts, 0.15 for skilled annotators, 0.1 for crowd workers; `ANNOTATOR_EPSILON`)
     epsilon: float = 0.2
+    #: who the humans are ("expert", "skilled", "crowd"), when the margin was set by it; None when given as a number
+    annotators: str | None = None
     #: false discovery rate of the Benjamini-Yekutieli correction over humans
     q: float = 0.05
     #: a human is tested only with at least this many items shared with the judge and another human
     min_items: int = 30
+    #: an item counts only when at least this many humans rated it (and the judge did): the authors'
+    #: `min_humans_per_instance`, at least 2 (one left out, one to align with)
+    min_humans: int = MIN_HUMANS
     #: "accuracy" (share of the other humans with the same label), "neg-rmse" (minus the root mean squared
-    #: distance to their labels, for ordered scales), or "auto": neg-rmse when the labels are ordered
+    #: distance to their labels, for ordered scales), "auto" (neg-rmse when an order is declared with --order,
+    #: accuracy for string labels without one; refused on integer labels, whose scale only the user knows), or
+    #: the name of a custom alignment function (`agreement/alignments.py`)
     alignment: str = "auto"
     n_resamples: int = 1000
     seed: int = 0
@@ -60,14 +74,36 @@ class AdmissibilityOptions:
     def check(self) -> None:
         if not 0.0 <= self.epsilon < 1.0:
             raise ConfigError(f"option --epsilon must be in [0, 1), got {self.epsilon!r}")
+        if self.annotators is not None:
+            if self.annotators not in ANNOTATOR_EPSILON:
+                raise ConfigError(f"option --annotators must be one of {', '.join(ANNOTATOR_EPSILON)}, "
+                                  f"got {self.annotators!r}")
+            if self.epsilon != ANNOTATOR_EPSILON[self.annotators]:
+                raise ConfigError(f"--epsilon {self.epsilon} contradicts --annotators {self.annotators} (epsilon "
+                                  f"{ANNOTATOR_EPSILON[self.annotators]}): give one of the two")
+        if self.min_humans < MIN_HUMANS:
+            raise ConfigError(f"option --min-humans must be at least {MIN_HUMANS} (one human left out, one to "
+                              f"align with), got {self.min_humans}")
         if not 0.0 < self.q < 1.0:
             raise ConfigError(f"the false discovery rate q must be in (0, 1), got {self.q!r}")
         if self.min_items < 2:
             raise ConfigError(f"option --min-items must be at least 2 (a t-test needs two items), got {self.min_items}")
-        if self.alignment not in ALIGNMENTS:
-            raise ConfigError(f"option --alignment must be one of {', '.join(ALIGNMENTS)}, got {self.alignment!r}")
+        if not is_known(self.alignment):
+            raise ConfigError(f"option --alignment must be one of {', '.join(known_names())} (or a function "
+                              f"registered in the group tailorbench.alignments), got {self.alignment!r}")
         if self.n_resamples < 1 or not 0.0 < self.level < 1.0:
             raise ConfigError("--resamples must be >= 1 and --level between 0 and 1")
+
+
+def margin(epsilon: float | None, annotators: str | None) -> tuple[float, str | None]:
+    """(epsilon, annotators) from what a user gave: `--annotators` sets the margin the authors advise for them,
+    `--epsilon` a number of one's own; neither is 0.2 (the authors' default, their advice for experts); both is
+    allowed only when they agree (`AdmissibilityOptions.check` says so otherwise)."""
+    if annotators is None:
+        return (0.2 if epsilon is None else epsilon), None
+    if annotators not in ANNOTATOR_EPSILON:
+        raise ConfigError(f"option --annotators must be one of {', '.join(ANNOTATOR_EPSILON)}, got {annotators!r}")
+    return (ANNOTATOR_EPSILON[annotators] if epsilon is None else epsilon), annotators
 
 
 def _val(x: Any) -> float | None:
@@ -170,19 +206,33 @@ def _misfit(pred: np.ndarray, counts: np.ndarray, values: np.ndarray | None) -> 
     return (counts * dist).sum(axis=1)
 
 
-def alt_test(humans: np.ndarray, judge: np.ndarray, k: int, names: Sequence[str], opts: AdmissibilityOptions,
-             values: np.ndarray | None = None) -> dict[str, Any]:
-    """The alt-test of one judge against the humans: `humans` items x H codes, `judge` item codes (MISSING = -1).
+def _custom_misfit(fn: AlignmentFunction, pred: np.ndarray, counts: np.ndarray,
+                   categories: Sequence[Any]) -> np.ndarray:
+    """Per item, minus a custom alignment score of the label `pred` with the other humans' labels (given as their
+    labels, in category order, as the authors' code hands them to its scoring function)."""
+    out = np.empty(pred.shape[0])
+    for i in range(pred.shape[0]):
+        others = [categories[c] for c in range(counts.shape[1]) for _ in range(int(counts[i, c]))]
+        out[i] = -float(fn(categories[int(pred[i])], others))
+    return out
 
-    Items count for human j when j, the judge and at least one other human rated them (the reference code's
-    instances with >= 2 humans and a judge label). Per item S_f, S_h are the alignments of the judge's and j's
-    labels with the other humans; W_f = [S_f >= S_h], W_h = [S_h >= S_f]; rho_f = mean W_f, rho_h = mean W_h;
+
+def alt_test(humans: np.ndarray, judge: np.ndarray, k: int, names: Sequence[str], opts: AdmissibilityOptions,
+             values: np.ndarray | None = None, custom: AlignmentFunction | None = None,
+             categories: Sequence[Any] = ()) -> dict[str, Any]:
+    """The alt-test of one judge against the humans: `humans` items x H codes, `judge` item codes (MISSING = -1);
+    `custom` a registered alignment function over the labels `categories` (then `values` is unused).
+
+    Items count for human j when j, the judge and at least `opts.min_humans` humans (j included) rated them (the
+    reference code's instances with >= min_humans_per_instance humans and a judge label). Per item S_f, S_h
+    are the alignments of the judge's and j's labels with the other humans; W_f = [S_f >= S_h],
+    W_h = [S_h >= S_f]; rho_f = mean W_f, rho_h = mean W_h;
     d = W_h - W_f is tested against epsilon (H0: mean d >= epsilon); the correction runs over the tested humans.
     """
     onehot = (humans[:, :, None] == np.arange(k)).astype(np.int64)  # items x H x k
     total = onehot.sum(axis=1)
     n_humans = total.sum(axis=1)
-    eligible = (judge != MISSING) & (n_humans >= 2)
+    eligible = (judge != MISSING) & (n_humans >= opts.min_humans)
     scale = None if values is None else values.astype(float)
     tested: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
@@ -195,9 +245,13 @@ def alt_test(humans: np.ndarray, judge: np.ndarray, k: int, names: Sequence[str]
             row["excluded"] = f"fewer than {opts.min_items} shared items"
             continue
         others = total[use] - onehot[use, j, :]
-        miss_f = _misfit(judge[use], others, scale)
-        miss_h = _misfit(humans[use, j], others, scale)
-        if scale is not None:  # summed squared distances: equal up to rounding counts as equal
+        if custom is not None:
+            miss_f = _custom_misfit(custom, judge[use], others, categories)
+            miss_h = _custom_misfit(custom, humans[use, j], others, categories)
+        else:
+            miss_f = _misfit(judge[use], others, scale)
+            miss_h = _misfit(humans[use, j], others, scale)
+        if scale is not None and custom is None:  # summed squared distances: equal up to rounding counts as equal
             close = np.isclose(miss_f, miss_h, rtol=1e-12, atol=1e-12)
             miss_f = np.where(close, miss_h, miss_f)
         w_f = (miss_f <= miss_h).astype(float)
@@ -217,7 +271,8 @@ def alt_test(humans: np.ndarray, judge: np.ndarray, k: int, names: Sequence[str]
         "epsilon": opts.epsilon,
         "q": opts.q,
         "min_items": opts.min_items,
-        "alignment": "accuracy" if values is None else "neg-rmse",
+        "min_humans": opts.min_humans,
+        "alignment": opts.alignment if custom is not None else "accuracy" if values is None else "neg-rmse",
         "humans": rows,
         "n_tested": len(tested),
         "n_rejected": n_rej,
@@ -305,8 +360,8 @@ def sentence(alt: dict[str, Any]) -> str:
 
 
 def _one(humans: np.ndarray, judge: np.ndarray, m: RatingMatrix, names: Sequence[str], opts: AdmissibilityOptions,
-         values: np.ndarray | None) -> dict[str, Any]:
-    alt = alt_test(humans, judge, m.k, names, opts, values)
+         values: np.ndarray | None, custom: AlignmentFunction | None) -> dict[str, Any]:
+    alt = alt_test(humans, judge, m.k, names, opts, values, custom, m.categories)
     return {"sentence": sentence(alt), "alt_test": alt, "kappa": judge_kappas(humans, judge, m.k, opts)}
 
 
@@ -330,9 +385,7 @@ def admissibility(m: RatingMatrix, judges: Sequence[int], humans: Sequence[int],
     item -> tier; items without a tier count overall only)."""
     opts = opts or AdmissibilityOptions()
     opts.check()
-    if opts.alignment == "neg-rmse" and m.values is None:
-        raise ConfigError("--alignment neg-rmse needs ordered labels (integer labels or --order)")
-    values = m.values if (opts.alignment == "neg-rmse" or (opts.alignment == "auto" and m.ordered)) else None
+    values, custom = _alignment(m, opts)
     names = [m.raters[h] for h in humans]
     codes_h = m.codes[:, list(humans)]
     strata: dict[str, np.ndarray] = {}
@@ -344,9 +397,9 @@ def admissibility(m: RatingMatrix, judges: Sequence[int], humans: Sequence[int],
     _check_label_overlap(m, judges, codes_h)
     out_judges: dict[str, Any] = {}
     for j in judges:
-        entry = {"group": m.groups[j], **_one(codes_h, m.codes[:, j], m, names, opts, values)}
+        entry = {"group": m.groups[j], **_one(codes_h, m.codes[:, j], m, names, opts, values, custom)}
         if strata:
-            entry["by_tier"] = {t: _one(codes_h[rows], m.codes[rows, j], m, names, opts, values)
+            entry["by_tier"] = {t: _one(codes_h[rows], m.codes[rows, j], m, names, opts, values, custom)
                                 for t, rows in strata.items()}
         out_judges[m.raters[j]] = entry
     reference = human_reference(codes_h, m.k, names, opts)
@@ -354,8 +407,10 @@ def admissibility(m: RatingMatrix, judges: Sequence[int], humans: Sequence[int],
     return {
         "method": "alternative-annotator test (Calderon, Reichart and Dror, ACL 2025) and Cohen's kappa",
         "humans": names,
-        "options": {"epsilon": opts.epsilon, "q": opts.q, "min_items": opts.min_items,
-                    "alignment": "accuracy" if values is None else "neg-rmse",
+        "options": {"epsilon": opts.epsilon, "epsilon_advice": epsilon_advice(opts), "q": opts.q,
+                    "min_items": opts.min_items, "min_humans": opts.min_humans,
+                    "alignment": opts.alignment if custom is not None else "accuracy" if values is None
+                    else "neg-rmse",
                     "majority": "plurality, ties left out" if opts.strict_positive is None
                     else f"strict majority of {m.categories[opts.strict_positive]!r}, a tie goes to the other side",
                     "bootstrap": {"n_resamples": opts.n_resamples, "seed": opts.seed, "level": opts.level}},
@@ -363,6 +418,38 @@ def admissibility(m: RatingMatrix, judges: Sequence[int], humans: Sequence[int],
         "human_reference": reference,
         **({"human_reference_by_tier": by_tier_ref} if by_tier_ref else {}),
     }
+
+
+def _alignment(m: RatingMatrix, opts: AdmissibilityOptions) -> tuple[np.ndarray | None, AlignmentFunction | None]:
+    """(the values of a neg-rmse alignment or None for accuracy, a custom function or None) for these labels.
+
+    `auto` reads the declared scale: an order (`--order`) is neg-rmse over its ranks, string labels without one
+    accuracy; integer-coded labels without a declared scale are refused, since 1/2/3 may be categories (a
+    nominal code book) as well as points on a scale, and the two alignments can reverse a verdict. Two integer
+    categories are not refused: there both alignments order every pair of labels alike (accuracy is used)."""
+    if opts.alignment in ("auto", "accuracy", "neg-rmse"):
+        if opts.alignment == "neg-rmse" and m.values is None:
+            raise ConfigError("--alignment neg-rmse needs ordered labels (integer labels or --order)")
+        if opts.alignment == "auto" and m.scale == "numeric" and m.k > 2:
+            raise ConfigError(
+                f"--alignment auto: the labels are integers ({', '.join(str(c) for c in m.categories)}), which may "
+                "be nominal codes or points on a scale; declare which: --alignment accuracy (nominal), "
+                "--alignment neg-rmse (a numeric scale) or --order (an ordinal scale)")
+        ordered = opts.alignment == "neg-rmse" or (opts.alignment == "auto" and m.scale == "ordinal")
+        return (m.values if ordered else None), None
+    return None, ALIGNMENTS.get(opts.alignment)
+
+
+def epsilon_advice(opts: AdmissibilityOptions) -> str:
+    """One line for reports: the margin and whose advice it follows."""
+    who = {"expert": "experts", "skilled": "skilled annotators", "crowd": "crowd workers"}
+    if opts.annotators is not None:
+        return f"epsilon {opts.epsilon}: the authors' advice for {who[opts.annotators]}"
+    match = [a for a, e in ANNOTATOR_EPSILON.items() if e == opts.epsilon]
+    if match:
+        return f"epsilon {opts.epsilon}: the authors' advice for {who[match[0]]}"
+    return (f"epsilon {opts.epsilon}: the authors advise 0.2 for experts, 0.15 for skilled annotators, "
+            "0.1 for crowd workers")
 
 
 def read_tiers(path: str | Path) -> dict[str, str]:

@@ -14,18 +14,21 @@ __all__ = ["agree", "agree_async", "render_tables", "tiers", "tiers_async"]
 
 def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, positive: str | None = None,
           n_boot: int = 1000, seed: int = 0, level: float = 0.95, out: str | Path | None = None,
-          fmt: str = "auto", mapping: str | None = None, judges: Sequence[str] = (), epsilon: float = 0.2,
-          min_items: int = 30, alignment: str = "auto", tiers: str | Path | None = None) -> AgreeResult:
+          fmt: str = "auto", mapping: str | None = None, judges: Sequence[str] = (), epsilon: float | None = None,
+          min_items: int = 30, alignment: str = "auto", tiers: str | Path | None = None,
+          annotators: str | None = None, min_humans: int = 2) -> AgreeResult:
     """`tailor agree`: agreement statistics of long-format ratings (.jsonl/.csv), run directories and annotation
     tools' exports (Label Studio, Argilla, Potato: detected, or all forced with `fmt`; a project tailorbench did
     not make read through `mapping`, `--map`, docs/interop.md); with `out`, also written there as JSON.
 
     Every rater named in `judges`, and every rater outside the human group (a run directory's judge), gets its
-    human admissibility: the alternative-annotator test (`epsilon`, `min_items` shared items per human,
-    `alignment`) and kappas beside the humans', overall and per tier of `tiers` (JSONL with id and tier; without
-    it, the tiers a run directory's predictions carry)."""
+    human admissibility: the alternative-annotator test (the margin `epsilon`, or the one the authors advise for
+    `annotators`: expert 0.2, skilled 0.15, crowd 0.1; 0.2 when neither is given; `min_items` shared items per
+    human, `min_humans` humans per item, `alignment`: accuracy, neg-rmse, auto or a registered custom function;
+    auto is refused on integer labels without `order`) and kappas beside the humans', overall and per tier of
+    `tiers` (JSONL with id and tier; without it, the tiers a run directory's predictions carry)."""
     from tailorbench.agreement import AgreeOptions, agreement_report
-    from tailorbench.agreement.admissibility import AdmissibilityOptions, read_tiers
+    from tailorbench.agreement.admissibility import AdmissibilityOptions, margin, read_tiers
     from tailorbench.agreement.runs import read_run_tiers
     from tailorbench.errors import ConfigError
     from tailorbench.files import check_output
@@ -39,7 +42,9 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
     if out is not None:
         check_output("--out", out, inputs=[*files, *([tiers] if tiers is not None else [])])
     notes: list[str] = []
-    adm = AdmissibilityOptions(epsilon=epsilon, min_items=min_items, alignment=alignment)
+    eps, who = margin(epsilon, annotators)
+    adm = AdmissibilityOptions(epsilon=eps, annotators=who, min_items=min_items, min_humans=min_humans,
+                               alignment=alignment)
     adm.check()
     run_tiers = read_run_tiers(list(files)) if tiers is None else {}
     tier_map = read_tiers(tiers) if tiers is not None else (run_tiers if len(set(run_tiers.values())) > 1 else None)

@@ -42,12 +42,20 @@ def agree(
     judges: list[str] = typer.Option([], "--judge", help="A rater to test as a judge against the humans (repeat "
                                      "for several); raters outside the human group, e.g. a run directory's, are "
                                      "judges anyway."),
-    epsilon: float = typer.Option(0.2, "--epsilon", help="Alt-test cost-benefit margin epsilon (the paper's 0.2; "
-                                  "0.1-0.15 for expert annotators)."),
+    annotators: str | None = typer.Option(None, "--annotators", help="Who the humans are, setting the alt-test "
+                                          "margin the authors advise: expert (epsilon 0.2) | skilled (0.15) | "
+                                          "crowd (0.1)."),
+    epsilon: float | None = typer.Option(None, "--epsilon", help="Alt-test cost-benefit margin epsilon as a "
+                                         "number (default 0.2, the authors' default and their advice for "
+                                         "experts; skilled annotators 0.15, crowd workers 0.1: see --annotators)."),
     min_items: int = typer.Option(30, "--min-items", help="Alt-test: a human is tested only with this many items "
                                   "shared with the judge and another human."),
+    min_humans: int = typer.Option(2, "--min-humans", help="Alt-test: an item counts only when at least this many "
+                                   "humans rated it (the authors' min_humans_per_instance; at least 2)."),
     alignment: str = typer.Option("auto", "--alignment", help="Alt-test alignment score: accuracy | neg-rmse | "
-                                  "auto (neg-rmse for ordered labels)."),
+                                  "auto (neg-rmse with --order, accuracy for string labels; integer labels must "
+                                  "declare their scale) | a function registered in the entry-point group "
+                                  "tailorbench.alignments."),
     tiers_file: Path | None = typer.Option(None, "--tiers", help="JSONL with id and tier per line (e.g. the "
                                            "benchmark `tailor tiers` wrote): admissibility per tier too."),
 ) -> None:
@@ -58,7 +66,7 @@ def agree(
     with user_errors():
         report = api.agree(files, order.split(",") if order else None, positive, n_boot_value(n_boot, resamples),
                            seed, level, out, fmt, mapping, judges, epsilon, min_items, alignment,
-                           tiers_file).to_dict()
+                           tiers_file, annotators, min_humans).to_dict()
     if as_json:
         print_json(report)
     else:

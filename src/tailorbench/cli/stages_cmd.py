@@ -55,7 +55,8 @@ def relevance(
     out: Path | None = report_out("relevance"),
     report_dir: Path | None = REPORT_ALIAS,
     items: Path | None = typer.Option(None, "--items", help="Stage-2 item file the --export tasks came from."),
-    epsilon: float = typer.Option(0.2, "--epsilon", help="Alt-test cost-benefit margin epsilon."),
+    epsilon: float = typer.Option(0.2, "--epsilon", help="Alt-test cost-benefit margin epsilon (the authors "
+                                  "advise 0.2 for experts, 0.15 for skilled annotators, 0.1 for crowd workers)."),
     min_items: int = typer.Option(30, "--min-items", help="Alt-test: items a human shares with the model and "
                                   "another human to be tested."),
 ) -> None:
