@@ -30,7 +30,7 @@ from tailorbench.datasets.rows import done_keys, fingerprint_files
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.runner import library_versions
-from tailorbench.files import write_json_atomic
+from tailorbench.files import appending, ensure_dir, write_json_atomic
 from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, ChatResult, GenParams
 from tailorbench.redact import redact_obj
@@ -133,7 +133,7 @@ async def answer_in_batches(model: ChatModel, items: Sequence[Prompted], params:
     """Answer `items` batch by batch (their warm-up turns first, each distinct one once) and append each batch's
     lines (`rows_of`) to `path`, flushed."""
     warm = await warmups(model, items, params)
-    with path.open("ab") as handle:
+    with appending(path) as handle:
         for start in range(0, len(items), batch_size):
             chunk = list(items[start:start + batch_size])
             rows = await rows_of(chunk, await _answer_batch(model, chunk, warm, params))
@@ -201,7 +201,7 @@ async def run_streamed(out: Path, manifest: dict[str, Any], models: Sequence[Cha
     predictions already there read (a torn last line cut off) and the ids of the items answered handed to
     `work`, which appends the rest (an item whose call failed is asked again); the manifest marked finished, or
     stopped with the error. Returns every prediction (the last line per item) and the manifest."""
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     with RunLock(out):
         path, previous = out / PREDICTIONS, out / MANIFEST
         if previous.exists():

@@ -16,7 +16,14 @@ from typing import Any, TypeVar
 import orjson
 
 from tailorbench.errors import DataError, shown
-from tailorbench.files import DUPLICATE_JSON_KEY, MAX_NESTING, check_nesting, duplicate_key, type_name
+from tailorbench.files import (
+    DUPLICATE_JSON_KEY,
+    MAX_NESTING,
+    check_nesting,
+    cut_torn_line,
+    duplicate_key,
+    type_name,
+)
 from tailorbench.schema import id_problem
 
 T = TypeVar("T")
@@ -113,8 +120,7 @@ def read_appended_jsonl(path: Path, parse: Callable[[Path, bytes], list[T]] | No
     rows: list[Any] = (parse(path, data[:end]) if parse is not None
                        else [row for _, row in parse_jsonl(path, data[:end], InvalidRows())])
     if end != len(data):
-        with path.open("r+b") as handle:
-            handle.truncate(end)
+        cut_torn_line(path, end)
     return rows
 
 

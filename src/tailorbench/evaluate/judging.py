@@ -24,6 +24,7 @@ from typing import IO, Any, Protocol, TypeVar
 
 import orjson
 
+from tailorbench.files import appending
 from tailorbench.judges.base import PairJudge, StreamingJudge
 from tailorbench.schema import JudgeInput, Verdict
 
@@ -100,7 +101,7 @@ async def judge_pairs(
     if max_inflight is None:
         max_inflight = int(getattr(judge, "max_inflight", 4))
     progress = progress or Progress(0, "", False)
-    with out.open("ab") as handle:
+    with appending(out) as handle:
         if isinstance(judge, StreamingJudge):
             return await _judge_streamed(judge, tasks, row, handle, progress, stop)
         return await _judge_batched(judge, tasks, row, handle, progress, stop, max_inflight)

@@ -33,7 +33,7 @@ from tailorbench.evaluate.report import write_run_reports
 from tailorbench.evaluate.results import compute_results, parse_predictions, prediction_key
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
-from tailorbench.files import check_output, load_json, remove_if_unused, write_json_atomic
+from tailorbench.files import check_output, ensure_dir, load_json, remove_if_unused, remove_path, write_json_atomic
 from tailorbench.judges.base import (
     JudgeOptions,
     PairJudge,
@@ -336,7 +336,7 @@ async def _run(
     check_sections(config.persona_sections, cases)
     existed = out.exists()
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        ensure_dir(out)
     except OSError as exc:
         raise ConfigError(f"--out {out} cannot be created: {exc.strerror or exc}") from None
     # another run holding it: refused, and its folder left alone; the pid is written once this run is not refused
@@ -422,7 +422,7 @@ async def _run_owned(
     _check_training_overlap(judge, cases, manifest)
     write_json_atomic(out / MANIFEST, manifest.model_dump())
     if tasks:
-        (out / RESULTS).unlink(missing_ok=True)  # an earlier process's results no longer match the predictions
+        remove_path(out / RESULTS)  # an earlier process's results no longer match the predictions
     if await take_early_interrupt(stop) and tasks:  # a Ctrl-C before the first call: the run is resumable
         await judge.aclose()
         manifest.status = "interrupted"

@@ -13,6 +13,7 @@ import orjson
 
 from tailorbench.datasets.rows import last_per_key, read_appended_jsonl
 from tailorbench.evaluate.settings import ContextBuilder
+from tailorbench.files import appending
 from tailorbench.geneval.mentions import find_mentions, value_phrases
 from tailorbench.models.base import CallFailure, ChatModel, ChatRequest, ChatResult, GenParams, Message
 from tailorbench.personas import cjk_share
@@ -118,7 +119,7 @@ async def generate(
         await model.preflight()  # fail fast (server, key, model name) unless everything is cached
     written: list[dict[str, Any]] = []
     streamed = getattr(model, "batcher", None) is not None  # batch mode: answers land a provider batch at a time
-    with out.open("ab") as handle:
+    with appending(out) as handle:
         for start in range(0, len(cases), batch_size):
             chunk = list(cases[start : start + batch_size])
             if streamed:

@@ -26,7 +26,7 @@ from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.runner import RunInterrupted, library_versions, read_done
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
-from tailorbench.files import write_json_atomic
+from tailorbench.files import appending, ensure_dir, write_json_atomic
 from tailorbench.geneval.config import CHOSEN, GenEvalConfig, batch_targets
 from tailorbench.geneval.generate import (
     GENERATIONS,
@@ -57,6 +57,12 @@ log = get_logger(__name__)
 
 KIND = "gen-eval"
 MANIFEST = "manifest.json"
+
+
+def is_gen_eval_dir(path: Path) -> bool:
+    """A directory `tailor gen-eval` wrote (its manifest or generations): the one kind of non-empty `--out` it
+    resumes into."""
+    return (path / MANIFEST).is_file() or (path / GENERATIONS).is_file()
 
 
 def select_cases(config: GenEvalConfig, benchmark: Benchmark) -> list[PairCase]:
@@ -145,7 +151,7 @@ def _check(config: GenEvalConfig, out: Path) -> None:
     as_int("--validate-cases", config.validate_cases, minimum=0)
     if config.setting_options.get("top_k") is not None:
         as_int("--top-k", config.setting_options["top_k"], minimum=1)
-    check_writable("--out", out, directory=True)
+    check_writable("--out", out, directory=True, ours=is_gen_eval_dir)
     check_executor(config.executor, config.ray_address, config.executor_options)
     if config.batch and not batch_targets(config):
         raise ConfigError(f"--batch: no model of this run has a batch API (the model {config.model!r}, the judge "
@@ -172,7 +178,7 @@ def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool,
     cases = select_cases(config, benchmark)
     if not cases:
         raise ConfigError("no cases left after the filters")
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     with RunLock(out):  # one process per run directory (see evaluate/lock.py)
         if not resume and (out / GENERATIONS).exists() and (out / GENERATIONS).stat().st_size:
             raise ConfigError(f"{out} already holds generations: use --resume {out} or another --out")
@@ -228,7 +234,7 @@ async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out:
     if config.reference == CHOSEN:
         missing = [c for c in cases if (c.id, REFERENCE) not in done]
         if missing:
-            with path.open("ab") as handle:
+            with appending(path) as handle:
                 handle.write(b"".join(orjson.dumps(r) + b"\n" for r in chosen_rows(missing, phrases)))
     else:
         roles.append((REFERENCE, config.reference))
