@@ -28,7 +28,7 @@ def test_plan_survives_import_and_export(tmp_path: Path) -> None:
         service.import_items(db, "study", plan)
         uids = {name: service.add_user(db, name, projects=["study"])[0] for name in ("ann", "bob", "cy")}
         pid = next(p["id"] for p in service.list_projects(db) if p["name"] == "study")
-        for k, (name, uid) in enumerate(uids.items()):
+        for k, uid in enumerate(uids.values()):
             while True:
                 with db.session() as s:
                     a = service.next_assignment(s, uid, pid)
