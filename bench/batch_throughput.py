@@ -11,28 +11,35 @@ each copy's question tagged so that every call is a distinct request. Runs, all 
             equal the unique uncached calls, the cost must be half of `sync`'s;
 * `resume`  `batch=true` with 4,000 requests per batch against a server whose batches take `--process-s`
             seconds: killed -9 once every batch id is recorded, then `tailor eval --resume`: 0 custom_ids
-            submitted twice (the server's record), 0 lost verdicts, the same verdicts as `sync`.
+            submitted twice (the server's record), 0 lost verdicts, the same verdicts as `sync`;
+* `outage`  the same batch run, but the provider is killed (-9) once every batch id is recorded, while
+            `tailor eval` polls: it waits (a progress line at least every 30 s saying on what), gives the calls
+            up after its failed polls (exit 3, every verdict failed, the batches recorded); the provider is
+            started again on the same port and state, then `tailor eval --resume`: every verdict, 0 custom_ids
+            submitted twice, the same verdicts as `sync`.
 
 Client CPU is the `tailor eval` process's user + system time (getrusage of the children), per call; the goal is
 batch mode's at most the synchronous fast path's. Prints one JSON line per run and a summary line.
 
-    .venv/bin/python bench/batch_throughput.py [--cases 8298] [--process-s 30]
+    .venv/bin/python bench/batch_throughput.py [--cases 8298] [--process-s 30] [--per-batch 4000]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from listening import check_loopback
+from listening import check_loopback, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "personafeedback-general-dev"
@@ -58,9 +65,10 @@ def make_cases(source: Path, n: int, out: Path) -> Path:
     return path
 
 
-def start_server(state: Path, process_s: float) -> tuple[subprocess.Popen[str], str]:
+def start_server(state: Path, process_s: float, port: int = 0) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "tests.helpers.batch_server", "--state", str(state), "--key", KEY,
-                             "--process-s", str(process_s)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+                             "--process-s", str(process_s), "--port", str(port)], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     check_loopback(proc.pid, "batch test server")  # its sockets, read from /proc
@@ -86,6 +94,54 @@ def tailor(args: list[str], env: dict[str, str], kill_when: Any = None) -> dict[
     _, stderr = proc.communicate()
     return {"rc": proc.returncode, "killed": killed, "wall_s": round(time.perf_counter() - t0, 2),
             "cpu_s": round(children_cpu() - cpu0, 2), "stderr_tail": stderr[-400:]}
+
+
+def outage(base: list[str], batch_opts: list[str], env: dict[str, str], tmp: Path, process_s: float,
+           per_batch: int, batches: int) -> dict[str, Any]:
+    """The `outage` run: a batch run whose provider is killed once every batch is recorded; the provider back on
+    the same port and state; `tailor eval --resume`. Returns the figures (both processes, stderr line gaps)."""
+    state, port, run = tmp / "server3", free_port(), tmp / "outage"
+    server, url = start_server(state, process_s, port)
+    args = [TAILOR, *base, "--judge", f"llm:openai:{MODEL}@{url}/v1", *batch_opts, "--judge-option",
+            f"batch_max_requests={per_batch}", "--out", str(run)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[tuple[float, str]] = []
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append((time.perf_counter(), line.rstrip("\n")))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    while proc.poll() is None and recorded(run) < batches:
+        time.sleep(0.05)
+    killed_at = time.perf_counter()
+    server.kill()  # the provider goes down mid-batch: every connection drops
+    server.wait()
+    proc.wait()
+    reader.join()
+    ended = time.perf_counter()
+    during = [t for t, _ in lines if t >= killed_at]
+    stamps = [killed_at, *during, ended]
+    first = {"rc": proc.returncode, "submitted_before_outage": len(submitted(state)),
+             "outage_to_exit_s": round(ended - killed_at, 1), "lines_during_outage": len(during),
+             "waiting_lines": sum("has not answered" in line for _, line in lines),
+             "max_gap_between_lines_s": round(max(b - a for a, b in itertools.pairwise(stamps)), 1),
+             "wall_s": round(ended - t0, 1), "stderr_tail": "\n".join(line for _, line in lines[-3:])[-600:]}
+    rows = [json.loads(x) for x in (run / "predictions.jsonl").read_text().splitlines() if x.strip()]
+    first["failed_lines"] = sum(r["status"] == "failed" for r in rows)
+    server, _ = start_server(state, 0.0, port)  # the provider is back; its batches have ended
+    try:
+        second = tailor(["eval", "--resume", str(run), "--no-progress"], env)
+    finally:
+        server.kill()
+    sent = submitted(state)
+    described = json.loads((run / "manifest.json").read_text())["config"]["judge_description"]["model"]["batch"]
+    return {"run": "outage", "first": first, "second": second, "submitted": len(sent),
+            "duplicates": len(sent) - len(set(sent)), "attached": described["batches"]["attached"],
+            "submitted_on_resume": described["requests"]["submitted"], "choices": choices(run)}
 
 
 def choices(run: Path) -> dict[tuple[str, str], Any]:
@@ -166,8 +222,17 @@ def main() -> None:
         print(json.dumps(resumed), flush=True)
     finally:
         server.kill()
+    env3 = {**env, "TAILORBENCH_CALL_CACHE": str(tmp / "calls3.sqlite")}
+    down = outage(base, batch_opts, env3, tmp, args.process_s, args.per_batch, expected)
+    got = down.pop("choices")
+    down["lost_verdicts"] = calls - sum(1 for v in got.values() if v is not None)
+    down["verdicts_equal_sync"] = got == choices(tmp / "sync")
+    print(json.dumps(down), flush=True)
     if sync["rc"] or batch["rc"] or second["rc"]:
         failures.append("a run failed")
+    if down["first"]["rc"] != 3 or down["second"]["rc"] != 0 or down["duplicates"] or down["lost_verdicts"] \
+            or not down["verdicts_equal_sync"] or down["first"]["max_gap_between_lines_s"] > 30.5:
+        failures.append("outage / resume")
     if not batch.get("verdicts_equal") or not batch.get("unique_submitted") == batch.get("submitted") \
             == batch.get("unique_uncached_calls"):
         failures.append("batch verdicts or submissions differ")
