@@ -12,7 +12,8 @@ verdict. Everything else is the same for every caller:
 - once `stop` is set (the first Ctrl-C, `interrupt.stop_on_sigint`) nothing new starts, what is in flight is
   finished and written; an exception from the judge ends the loop after every finished verdict is written.
 
-Resume is the caller's: it leaves out of the pair source what its file already holds (`runner.read_done`).
+Resume is the caller's: it leaves out of the pair source what its file already answers (`runner.read_done`: a
+failed call is judged again and its new line appended; the last line per key counts).
 """
 
 from __future__ import annotations
