@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import suppress
 
 from tailorbench.logs import get_logger
 
@@ -44,7 +45,11 @@ class Heartbeat:
             log.info("%s", line)
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        """Stop beating. A beat already ended (its loop finished: `asyncio.run` cancels what is left, and a model
+        may be closed later on another loop) is only forgotten."""
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
