@@ -85,7 +85,8 @@ def test_resume_after_70_percent_http_500s_sends_exactly_the_failed_calls(server
         resumed = _resume(run)
         assert resumed.exit_code == 0, resumed.output
         assert proxy.count(CHAT) == len(failed)  # exactly the failed calls, nothing answered sent again
-        assert f"{CALLS - len(failed)} verdicts on disk, {len(failed)} to judge" in resumed.stderr
+        assert (f"{CALLS - len(failed)} verdicts on disk, {len(failed)} to judge ({len(failed)} of them failed "
+                "calls, tried again)") in resumed.stderr
     after = _rows(run)
     assert after[:CALLS] == rows  # appended, nothing rewritten
     assert {(r["case_id"], r["order"]) for r in after[CALLS:]} == failed

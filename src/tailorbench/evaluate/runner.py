@@ -208,12 +208,19 @@ def select_cases(config: EvalConfig, benchmark: Benchmark) -> list[PairCase]:
     return sample_cases(cases, config.limit, config.seed)
 
 
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """The last line per (case, order) of predictions.jsonl (or gen-eval's verdicts.jsonl), for `--resume`: a torn
+    last line (kill -9) is cut off, any other bad line stops the resume naming it."""
+    rows: list[dict[str, Any]] = read_appended_jsonl(
+        path, lambda p, data: parse_predictions(p, data, " (the run is left as it is)"))
+    return rows
+
+
 def read_done(path: Path) -> set[tuple[str, str]]:
     """(case_id, order) pairs whose last line in predictions.jsonl (or gen-eval's verdicts.jsonl) is an answer:
     what `--resume` skips. A failed call (`status: failed`) is judged again and its new line appended; an invalid
     verdict is the judge's answer and is kept (`rows.done_keys`). A torn last line (kill -9) is cut off."""
-    rows = read_appended_jsonl(path, lambda p, data: parse_predictions(p, data, " (the run is left as it is)"))
-    return done_keys(rows, prediction_key)
+    return done_keys(read_lines(path), prediction_key)
 
 
 def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -405,7 +412,8 @@ async def _run_owned(
     if not resume and predictions.exists() and predictions.stat().st_size:
         raise ConfigError(f"{out} already holds predictions: use --resume {out} or another --out")
     before = _previous_manifest(out) if resume else {}
-    done = read_done(predictions) if resume else set()
+    lines = read_lines(predictions) if resume else []
+    done = done_keys(lines, prediction_key)
     tasks = [t for t in plan(cases, config.setting, config.orders, config.seed, options)
              if (t.case.id, t.order) not in done]
     judge = judge or run_judge(config)
@@ -413,7 +421,7 @@ async def _run_owned(
         require_probability(config.judge, judge)
     lock.record()  # not refused: from here the directory is this process's run
     if before:
-        _say_resumed(out, before, len(done), len(tasks))
+        _say_resumed(out, before, len(done), len(tasks), len(lines) - len(done))
     bind = getattr(judge, "bind_run_dir", None)
     if bind is not None:
         bind(out)  # where batch mode records its provider batches (models/batch_state.py)
@@ -516,14 +524,15 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     return data
 
 
-def _say_resumed(out: Path, before: dict[str, Any], done: int, todo: int) -> None:
+def _say_resumed(out: Path, before: dict[str, Any], done: int, todo: int, failed: int) -> None:
     """Tell how the earlier process ended (this process holds the lock now, so `running` means it was
-    killed) before continuing."""
+    killed) and how many failed calls are tried again before continuing."""
     status = before.get("status")
     how = {"running": "was interrupted (its process ended without finishing: killed or crashed)",
            "interrupted": "was interrupted", "stopped": f"was stopped by an error ({before.get('error')})",
            "finished": "is finished"}.get(str(status), f"has status {status!r}")
-    log.info(f"resume: {out} {how}; {done} verdicts on disk, {todo} to judge")
+    again = f" ({failed} of them failed calls, tried again)" if failed else ""
+    log.info(f"resume: {out} {how}; {done} verdicts on disk, {todo} to judge{again}")
 
 
 def _record_judge(manifest: RunManifest, judge: PairJudge, before: dict[str, Any]) -> None:
