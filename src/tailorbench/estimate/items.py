@@ -23,7 +23,7 @@ from tailorbench.errors import ConfigError, DataError
 from tailorbench.run_kinds import RUN_KINDS, read_manifest, run_kind
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, benchmark_names
 
-__all__ = ["Items", "proxy_margins", "read_items"]
+__all__ = ["Items", "check_pairwise_run", "proxy_margins", "read_items"]
 
 Scores = dict[str, tuple[float, str, str, str]]
 
@@ -57,10 +57,20 @@ def _scores(run: Path) -> tuple[str, Scores]:
     if not run.is_dir():
         raise ConfigError(f"{run}: not a run directory")
     kind = run_kind(run)
+    if kind == "pairwise":
+        check_pairwise_run(run)
     scorer = RUN_KINDS.get(kind).case_scores
     if scorer is None:
         raise ConfigError(f"{run}: a {kind} run has no per-case scores to estimate from")
     return kind, scorer(run)
+
+
+def check_pairwise_run(run: Path) -> None:
+    """A pairwise run's manifest read as strictly as `tailor report` reads it (every field of `RunManifest` it
+    holds with its type; a DataError naming the field otherwise)."""
+    from tailorbench.evaluate.results import read_manifest as read_pairwise_manifest
+
+    read_pairwise_manifest(run)
 
 
 def _agreement(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -127,6 +137,9 @@ def proxy_margins(proxy: Path, ids: Sequence[str]) -> np.ndarray | None:
     verdicts carry no scores (a judge like `longer` or `random`): what an active plan's uncertainty comes from."""
     from tailorbench.evaluate.results import read_predictions
 
+    if run_kind(proxy) != "pairwise":
+        raise ConfigError(f"--proxy {proxy} is a {run_kind(proxy)} run; the proxy of a sample is a pairwise run")
+    check_pairwise_run(proxy)
     margins: dict[str, list[float]] = {}
     for row in read_predictions(proxy):
         scores = row.get("scores")

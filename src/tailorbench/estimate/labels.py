@@ -75,11 +75,16 @@ def _plan_entry(meta: Any, path: Path, line: int) -> PlanEntry | None:
 
 
 def read_plan(path: str | Path) -> dict[str, PlanEntry]:
-    """The plan entries of a sampling plan (`tailor estimate sample`'s JSONL) or an export's items.jsonl, by id;
-    a row without an entry is an error naming its line."""
+    """The plan entries of a sampling plan (`tailor estimate sample`'s PairCase JSONL, checked row by row as the
+    annotation import checks it), by id; a row without an entry is an error naming its line."""
+    from tailorbench.datasets.native import declared_names, read_native
+
     path = Path(path)
     if not path.is_file():
         raise DataError(path, None, None, "no such file (a sampling plan: JSONL, one item per line)")
+    splits, tiers = declared_names(path)
+    for _ in read_native(path, InvalidRows(), splits, tiers):  # every row a whole PairCase, as the import reads it
+        pass
     out: dict[str, PlanEntry] = {}
     for line, row in read_jsonl(path, InvalidRows()):
         item = row.get("id")

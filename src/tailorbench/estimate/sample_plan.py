@@ -45,9 +45,10 @@ def write_sample(data: str, out: Path, sampling: str = "stratified", n: int | No
     strata = np.array([f"{c.split}/{c.tier}" for c in cases], dtype=object)
     uncertainty = None
     design = sampling
+    margins = proxy_margins(proxy, [c.id for c in cases]) if proxy is not None else None
+    if proxy is not None and sampling != "active":
+        notes.append(f"--proxy {proxy} was read and checked; a {sampling} sample does not use it")
     if sampling == "active":
-        assert proxy is not None
-        margins = proxy_margins(proxy, [c.id for c in cases])
         if margins is None:
             notes.append(f"the proxy {proxy} gives no scores to measure its uncertainty: drew a stratified "
                          "sample instead of an active one")
