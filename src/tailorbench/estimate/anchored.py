@@ -83,8 +83,8 @@ def _check_library(cells: list[tuple[str, np.ndarray]], items: Items, y: np.ndar
     worst = 0.0
     for _, mask in cells:
         lab, unl = mask & labeled, mask & ~labeled
-        if lab.sum() < 2 or not unl.any():
-            continue
+        if lab.sum() < 2 or not unl.any() or np.var(items.yhat[mask]) == 0.0:
+            continue  # no interval, or a constant proxy the library cannot tune λ for (0 / 0)
         ours = ppi_mean(y[lab], items.yhat[lab], items.yhat[unl], alpha)
         lo, hi = ppi_py.ppi_mean_ci(y[lab], items.yhat[lab], items.yhat[unl], alpha=alpha)
         worst = max(worst, abs(ours.lo - float(np.squeeze(lo))), abs(ours.hi - float(np.squeeze(hi))))
