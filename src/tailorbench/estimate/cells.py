@@ -23,7 +23,10 @@ from tailorbench.estimate.ppi import (
     stratified_ppi,
 )
 
-__all__ = ["CellEstimate", "three_estimates"]
+__all__ = ["FEW_LABELS", "CellEstimate", "three_estimates"]
+
+#: below this many human labels a cell's note warns that its normal interval may be too narrow
+FEW_LABELS = 10
 
 
 @dataclass(frozen=True)
@@ -72,4 +75,6 @@ def three_estimates(y: np.ndarray, yhat: np.ndarray, labeled: np.ndarray, pi: np
     except ValueError as exc:
         return CellEstimate(len(yhat), n_labels, None, proxy, None, None, str(exc))
     effective = n_labels * human.se**2 / anchored.se**2 if anchored.se > 0 else None
-    return CellEstimate(len(yhat), n_labels, human, proxy, anchored, effective)
+    note = (f"only {n_labels} human labels: a normal interval this small may be too narrow"
+            if n_labels < FEW_LABELS else None)
+    return CellEstimate(len(yhat), n_labels, human, proxy, anchored, effective, note)
