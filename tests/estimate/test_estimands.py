@@ -90,3 +90,26 @@ def test_plan_reaches_the_wanted_half_width_in_simulation() -> None:
         median = simulated_half_width(y, yhat, n, big_n, alpha, 1000, seed=5, anchored=anchored)
         assert abs(median - wanted) <= 0.1 * wanted, (n, anchored, median)
     assert z_value(alpha) == pytest.approx(1.959963984540054)
+
+
+def test_stage3_mean_rating_with_the_judge_as_proxy(tmp_path: Path) -> None:
+    """Stage 3 (A/B ratings of personalized against generic, -2..2): people's ratings are the example's, the
+    judge rates every item one point higher than the people's mean, rounded (the Re-Centering finding: judges
+    rate personalized answers higher than people do)."""
+    example = Path(__file__).resolve().parents[2] / "src" / "tailorbench" / "threestage" / "example"
+    human = [json.loads(line) for line in (example / "ab_ratings.jsonl").read_text().splitlines() if line.strip()]
+    by_item: dict[str, list[int]] = {}
+    for r in human:
+        if r["label"] is not None and r.get("group", "human") == "human":
+            by_item.setdefault(r["item"], []).append(r["label"])
+    judge = tmp_path / "judge.jsonl"
+    judge.write_text("".join(json.dumps({"item": item, "rater": "llm", "group": "model",
+                                         "label": min(2, round(float(np.mean(v))) + 1)}) + "\n"
+                             for item, v in by_item.items()))
+    result = api.estimate(judge, labels=example / "ab_ratings.jsonl", assume_uniform=True)
+    assert result.kind == "ratings" and [c["cell"] for c in result.cells] == ["all"]
+    cell = result.cells[0]
+    assert cell["n_labels"] == len(by_item)
+    assert cell["human_only"]["estimate"] == pytest.approx(float(np.mean([np.mean(v) for v in by_item.values()])))
+    assert cell["proxy_only"]["estimate"] > cell["human_only"]["estimate"]  # the judge's inflation, shown
+    assert any("outside the human group" in n for n in result.notes)  # the example's model ratings

@@ -18,6 +18,16 @@ def _level(level: float) -> float:
     return as_float("--level", level, minimum=0.5, maximum=1.0, exclusive_maximum=True)
 
 
+def _system(path: str | Path) -> Path:
+    """RUN: a run directory, or a judge's ratings file (stage 3)."""
+    system = Path(path)
+    if system.is_file():
+        return system
+    run = _run_dir("RUN", system)
+    assert run is not None
+    return run
+
+
 def _run_dir(flag: str, path: str | Path | None) -> Path | None:
     from tailorbench.errors import ConfigError
 
@@ -34,7 +44,8 @@ def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | 
              level: float = 0.95, out: str | Path | None = None, check_library: bool = False) -> EstimateResult:
     """`tailor estimate RUN`: the system under test's run `system` (a pairwise run: its accuracy against people,
     with the proxy run `proxy` standing in for them; a gen-eval run: the win rate people give, its own judge the
-    proxy), people's `labels` (an annotation export folder, a long-format ratings file, or `benchmark`: the
+    proxy; a judge's ratings file, stage 3's `tailor stages judge-ab`: the mean rating people give, the judge
+    the proxy), people's `labels` (an annotation export folder, a long-format ratings file, or `benchmark`: the
     benchmark's own labels on the sample), the sampling plan `sample` the labelled items came from (else
     `assume_uniform` must say they were a uniform sample), optionally as the difference with `versus`. Per
     split × tier: human-only, proxy-only and human-anchored (PPI++) estimates with their intervals at `level`,
@@ -44,8 +55,7 @@ def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | 
     from tailorbench.files import claim_output
 
     level = _level(level)
-    run = _run_dir("RUN", system)
-    assert run is not None
+    run = _system(system)
     proxy_run, versus_run = _run_dir("--proxy", proxy), _run_dir("--versus", versus)
     sample_path = None if sample is None else Path(sample)
     label_source: str | Path = labels if str(labels) == "benchmark" else Path(labels)
@@ -101,8 +111,7 @@ def estimate_plan(system: str | Path, proxy: str | Path | None = None, labels: s
         as_int("--cases", cases, minimum=3)
     if str(labels) == "benchmark":
         raise ConfigError("a plan needs a pilot of people's labels: --labels an annotation export or ratings file")
-    run = _run_dir("RUN", system)
-    assert run is not None
+    run = _system(system)
     proxy_run, versus_run = _run_dir("--proxy", proxy), _run_dir("--versus", versus)
     door = None if out is None else claim_output("--out", out, inputs=[run, proxy_run, versus_run, Path(labels)])
     report = plan_from_runs(run, proxy_run, Path(labels), half_width, level, cases, versus_run, draws, seed)

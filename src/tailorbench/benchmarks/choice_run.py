@@ -23,6 +23,7 @@ import orjson
 from tailorbench.aio import run_sync
 from tailorbench.benchmarks.choice_report import MULTIPLE_CHOICE
 from tailorbench.benchmarks.choice_results import KIND, compute_results
+from tailorbench.benchmarks.protocols import ChoiceProtocol, choice_protocol, record, scorer_for
 from tailorbench.benchmarks.run_pages import MANIFEST, PREDICTIONS, RESULTS, item_key, read_items
 from tailorbench.benchmarks.scoring import SCORERS
 from tailorbench.datasets.choice import ChoiceItem, ItemSet, load_choice_items
@@ -59,6 +60,10 @@ class ChoiceConfig:
     skip_invalid: bool = False
     seed: int = 0
     n_boot: int = 1000
+    #: `default` or `authors` (benchmarks/protocols.py): the authors' fixes the generation settings above
+    protocol: str = "default"
+    #: PersonaMem's upstream scorer version (041d82a when None, or 214bc36)
+    scorer_version: str | None = None
 
 
 class Prompted(Protocol):
@@ -92,63 +97,99 @@ def sample_items(items: list[ChoiceItem], limit: int | None, seed: int) -> list[
     return [item for n, item in enumerate(items) if n in keep]
 
 
-def _row(item: ChoiceItem, outcome: ChatResult | CallFailure, warmup: str | None) -> dict[str, Any]:
+def _row(item: ChoiceItem, outcome: ChatResult | CallFailure, warmup: str | None, scorer: str) -> dict[str, Any]:
     row: dict[str, Any] = {"item": item.id, "split": item.split, "tier": item.tier, "user_id": item.user_id,
                            "scorer": item.scorer, "answer": item.answer, "n_options": len(item.options),
                            "meta": {k: item.meta[k] for k in META_KEYS if k in item.meta}, "warmup_response": warmup}
     if isinstance(outcome, CallFailure):
         return {**row, "status": "failed", "choice": None, "correct": False, "response": None,
                 "error": f"{outcome.kind}: {outcome.error}", "latency_s": outcome.latency_s}
-    score = SCORERS.get(item.scorer)(outcome.text, item)
-    return {**row, "status": "ok" if score.choice is not None else "invalid", "choice": score.choice,
-            "correct": score.correct, "parsed": score.parsed, "response": outcome.text, "error": None,
+    rule = SCORERS.get(scorer)
+    score = rule(outcome.raw, item)  # the reply as the model wrote it, as the authors' scripts read it
+    if outcome.text != outcome.raw:  # a reasoning block: the reading without it, where it changes the outcome
+        stripped = rule(outcome.text, item)
+        if (stripped.choice, stripped.correct) != (score.choice, score.correct):
+            row["think_stripped"] = {"choice": stripped.choice, "correct": stripped.correct,
+                                     "status": "ok" if stripped.choice is not None else "invalid"}
+    return {**row, "scorer": scorer, "status": "ok" if score.choice is not None else "invalid",
+            "choice": score.choice, "correct": score.correct, "parsed": score.parsed, "response": outcome.raw,
+            "error": None,
             "finish_reason": outcome.finish_reason, "prompt_tokens": outcome.prompt_tokens,
             "completion_tokens": outcome.completion_tokens, "latency_s": outcome.latency_s, "cached": outcome.cached}
 
 
-async def warmups(model: ChatModel, items: Sequence[Prompted], params: GenParams) -> dict[str, str | CallFailure]:
+async def warmups(model: ChatModel, items: Sequence[Prompted], params: GenParams,
+                  shape: Shape | None = None) -> dict[str, str | CallFailure]:
     """The model's answer to each distinct warm-up turn (PrefEval: the stated preference, sent alone)."""
     texts = sorted({i.warmup for i in items if i.warmup is not None})
-    outcomes = await model.chat_many([ChatRequest([{"role": "user", "content": t}], params) for t in texts])
+    shape = shape or _same
+    outcomes = await model.chat_many([ChatRequest(shape([{"role": "user", "content": t}]), params) for t in texts])
     return {t: o if isinstance(o, CallFailure) else o.text for t, o in zip(texts, outcomes)}
 
 
 Answer = tuple[ChatResult | CallFailure, str | None]
+#: the messages as a protocol sends them (PersonaMem's authors' protocol folds system messages for some models)
+Shape = Callable[[list[Message]], list[Message]]
+
+
+def _same(messages: list[Message]) -> list[Message]:
+    return messages
+
+
+@dataclass(frozen=True)
+class Asking:
+    """How a run asks: the answer's and the warm-up turn's generation settings and the messages' shape."""
+
+    params: GenParams
+    warmup_params: GenParams
+    shape: Shape = _same
+
+
+def asking(protocol: ChoiceProtocol, config: ChoiceConfig) -> Asking:
+    """The default protocol takes the config's settings (a user may change them); the authors' fixes its own."""
+    if protocol.name == "default":
+        params = GenParams(temperature=config.temperature, max_tokens=config.max_tokens)
+        return Asking(params, params)
+    return Asking(protocol.params(), protocol.warmup_params(),
+                  lambda messages: protocol.messages(messages, config.model))
 #: (items of a batch, each one's answer and warm-up answer) -> the batch's prediction lines
 RowsOf = Callable[[list[Any], list[Answer]], Awaitable[list[dict[str, Any]]]]
 
 
 async def _answer_batch(model: ChatModel, chunk: Sequence[Prompted], warm: dict[str, str | CallFailure],
-                        params: GenParams) -> list[Answer]:
+                        params: GenParams, shape: Shape | None = None) -> list[Answer]:
     """Each item's answer (a failed warm-up turn is the item's failure) with the warm-up answer it saw."""
     before = [warm[i.warmup] if i.warmup is not None else None for i in chunk]
     ready = [(i, b) for i, b in zip(chunk, before) if not isinstance(b, CallFailure)]
-    outcomes = iter(await model.chat_many([ChatRequest(messages_for(i, answer_text(b)), params) for i, b in ready]))
+    shape = shape or _same
+    outcomes = iter(await model.chat_many([ChatRequest(shape(messages_for(i, answer_text(b))), params)
+                                           for i, b in ready]))
     return [(CallFailure(f"warm-up turn: {b.error}", b.kind), None) if isinstance(b, CallFailure)
             else (next(outcomes), b) for b in before]
 
 
 async def answer_in_batches(model: ChatModel, items: Sequence[Prompted], params: GenParams, path: Path,
-                            batch_size: int, rows_of: RowsOf) -> None:
+                            batch_size: int, rows_of: RowsOf, how: Asking | None = None) -> None:
     """Answer `items` batch by batch (their warm-up turns first, each distinct one once) and append each batch's
-    lines (`rows_of`) to `path`, flushed."""
-    warm = await warmups(model, items, params)
+    lines (`rows_of`) to `path`, flushed; `how` (a protocol's) replaces `params` where given."""
+    how = how or Asking(params, params)
+    warm = await warmups(model, items, how.warmup_params, how.shape)
     with appending(path) as handle:
         for start in range(0, len(items), batch_size):
             chunk = list(items[start:start + batch_size])
-            rows = await rows_of(chunk, await _answer_batch(model, chunk, warm, params))
+            rows = await rows_of(chunk, await _answer_batch(model, chunk, warm, how.params, how.shape))
             handle.write(b"".join(orjson.dumps(r) + b"\n" for r in rows))
             handle.flush()
 
 
-async def answer_items(model: ChatModel, items: Sequence[ChoiceItem], params: GenParams, path: Path,
-                       batch_size: int) -> None:
-    """Answer and score `items`, one prediction line each."""
+async def answer_items(model: ChatModel, items: Sequence[ChoiceItem], how: Asking, path: Path, batch_size: int,
+                       scorer: Callable[[ChoiceItem], str]) -> None:
+    """Answer and score `items` (each by the scorer `scorer` names for it), one prediction line each."""
 
     async def rows_of(chunk: list[ChoiceItem], answers: list[Answer]) -> list[dict[str, Any]]:
-        return [_row(item, outcome, warm) for item, (outcome, warm) in zip(chunk, answers)]
+        return [_row(item, outcome, warm, scorer(item)) for item, (outcome, warm) in zip(chunk, answers)]
 
-    await answer_in_batches(model, items, params, path, batch_size, rows_of)
+    await answer_in_batches(model, items, how.params, path, batch_size, rows_of, how)
 
 
 def answer_text(answer: str | CallFailure | None) -> str | None:
@@ -165,15 +206,20 @@ async def run_choice_async(config: ChoiceConfig, out: str | Path) -> dict[str, A
     out = Path(out)
     items = load_choice_items(config.data, config.skip_invalid, config.layout, config.data_options)
     chosen = sample_items(items.items, config.limit, config.seed)
+    protocol = choice_protocol(items.layout, config.protocol)
+    scorer_for(items.layout, "", config.scorer_version)  # a bad version is refused before any call
     model = make_chat_model(config.model, config.model_options)
-    params = GenParams(temperature=config.temperature, max_tokens=config.max_tokens)
+    how = asking(protocol, config)
 
     async def work(path: Path, done: set[str]) -> None:
         todo = [item for item in chosen if item.id not in done]
         if todo:
-            await answer_items(model, todo, params, path, config.batch_size)
+            await answer_items(model, todo, how, path, config.batch_size,
+                               lambda item: scorer_for(items.layout, item.scorer, config.scorer_version))
 
     manifest = run_manifest(KIND, asdict(config), items, [model])
+    manifest["protocol"] = {**record(protocol, config.scorer_version),
+                            "generation": {"answer": how.params.key_dict(), "warmup": how.warmup_params.key_dict()}}
     rows, manifest = await run_streamed(out, manifest, [model], work)
     results = compute_results(manifest, rows)
     write_json_atomic(out / RESULTS, results)

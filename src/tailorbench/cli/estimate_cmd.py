@@ -64,8 +64,9 @@ def _show(result: dict[str, Any]) -> None:
 
 @estimate_app.command("runs")
 def runs(
-    run: Path = typer.Argument(..., help="The system under test: a pairwise run (its accuracy against people) or a "
-                               "gen-eval run (the win rate people give)."),
+    run: Path = typer.Argument(..., help="The system under test: a pairwise run (its accuracy against people), a "
+                               "gen-eval run (the win rate people give) or a judge's ratings file (stage 3, "
+                               "`tailor stages judge-ab`: the mean rating people give)."),
     proxy: Path | None = PROXY,
     labels: str = LABELS,
     sample: Path | None = typer.Option(None, "--sample", help="The sampling plan the labelled cases came from "

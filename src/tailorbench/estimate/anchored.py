@@ -14,7 +14,7 @@ import numpy as np
 
 from tailorbench.errors import ConfigError
 from tailorbench.estimate.cells import CellEstimate, three_estimates
-from tailorbench.estimate.items import Items, read_items
+from tailorbench.estimate.items import RATINGS, Items, read_items
 from tailorbench.estimate.labels import HumanLabels, read_labels
 from tailorbench.estimate.ppi import Interval
 from tailorbench.estimate.records import CellRecord, EstimateReport, IntervalRecord
@@ -103,7 +103,10 @@ def estimate_runs(system: Path, proxy: Path | None, labels_source: str | Path, s
     strata = np.array([f"{s}/{t}" for s, t in zip(items.split, items.tier)], dtype=object)
     alpha = 1.0 - level
     masks: list[tuple[str, np.ndarray]] = []
-    splits = in_declared_order(items.splits, items.split.tolist())
+    if items.kind == RATINGS:  # a ratings file has no splits or tiers: one cell
+        splits = []
+    else:
+        splits = in_declared_order(items.splits, items.split.tolist())
     tiers = in_declared_order(items.tiers, items.tier.tolist())
     for split in splits:
         if not (items.split == split).any():

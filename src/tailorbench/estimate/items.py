@@ -9,6 +9,9 @@ the proxy says people would say of it.
 - A gen-eval run: the estimand is the win rate people give the generated answers; the run's own judge is the
   proxy, Ŷ = the judge's win score of the case (1 won, ½ tie, 0 lost), Y = people's.
 - A paired difference (`versus`, pairwise runs): Y = Y_A − Y_A′ and Ŷ = Ŷ_A − Ŷ_A′ on the cases all runs share.
+- A judge's ratings file (stage 3: `tailor stages judge-ab`'s long-format A/B ratings, −2..2 of personalized
+  against generic): the estimand is the mean rating people give an item; Ŷ = the mean of the file's
+  non-human ratings of the item (its `human` ratings, if any, are left to `--labels`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from tailorbench.errors import ConfigError, DataError
 from tailorbench.run_kinds import RUN_KINDS, read_manifest, run_kind
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, benchmark_names
 
-__all__ = ["Items", "check_pairwise_run", "proxy_margins", "read_items"]
+__all__ = ["RATINGS", "Items", "check_pairwise_run", "proxy_margins", "read_items", "read_rating_items"]
 
 Scores = dict[str, tuple[float, str, str, str]]
 
@@ -77,9 +80,43 @@ def _agreement(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a * b + (1.0 - a) * (1.0 - b)
 
 
+RATINGS = "ratings"
+
+
+def read_rating_items(path: Path) -> Items:
+    """The items a judge rated in a long-format ratings file, Ŷ the mean of its non-human numeric ratings."""
+    from tailorbench.agreement.ratings import read_ratings_file
+    from tailorbench.agreement.records import DEFAULT_GROUP
+
+    per_item: dict[str, list[float]] = {}
+    skipped = 0
+    for rating in read_ratings_file(path).ratings:
+        if rating.group == DEFAULT_GROUP:
+            continue
+        if isinstance(rating.label, str):
+            skipped += 1
+            continue
+        per_item.setdefault(rating.item, []).append(float(rating.label))
+    if not per_item:
+        raise DataError(path, None, "label", "no numeric rating outside the human group: not a judge's ratings file "
+                                             "(`tailor stages judge-ab` writes one)")
+    ids = list(per_item)
+    notes = [f"{skipped} non-numeric judge rating(s) left out"] if skipped else []
+    every = np.array(["all"] * len(ids), dtype=object)
+    return Items(kind=RATINGS, ids=ids, split=every, tier=every.copy(), system=np.zeros((len(ids), 1)),
+                 yhat=np.array([float(np.mean(per_item[c])) for c in ids]), splits=["all"], tiers=["all"],
+                 estimand="mean rating people give (the judge's ratings as the proxy)", notes=notes)
+
+
 def read_items(system: Path, proxy: Path | None = None, versus: Path | None = None) -> Items:
-    """The items of `system` (a run directory) against `proxy` (a pairwise run, required for a pairwise system),
-    optionally as a difference with `versus`; every run must be over the same data (dataset fingerprints)."""
+    """The items of `system` (a run directory, or a judge's ratings file) against `proxy` (a pairwise run,
+    required for a pairwise system), optionally as a difference with `versus`; every run must be over the same
+    data (dataset fingerprints)."""
+    if system.is_file():
+        if proxy is not None or versus is not None:
+            raise ConfigError(f"{system} is a judge's ratings file: the judge is the proxy; --proxy and --versus "
+                              "take pairwise runs")
+        return read_rating_items(system)
     kind, scores = _scores(system)
     runs = [system, *(r for r in (proxy, versus) if r is not None)]
     prints = {str(read_manifest(r).get("dataset_fingerprint")) for r in runs}
