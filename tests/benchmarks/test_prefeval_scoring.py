@@ -30,7 +30,8 @@ from tailorbench.datasets.prefeval import read_generation_items
 from tests.helpers.benchmark_fixtures import TOPICS, make_prefeval
 
 #: responses and what bs4 4.15's `BeautifulSoup(r, "html.parser").find("choice").string` + the regex gives for
-#: them (checked against bs4 when this table was written; bs4 is not a dependency of the package)
+#: them: the scorer is bs4 itself (a core dependency); the last rows are the constructs a hand-written emulation
+#: of bs4 once read otherwise (processing instructions, doctypes, CDATA, marked sections, stray end tags)
 TRICKY = [
     ("<choice>B</choice>", "B"), ("B", None), ("<choice>b</choice>", None), ("<choice> C </choice>", "C"),
     ("<choice>B</choice><choice>C</choice>", "B"), ("I pick <choice>D", "D"),
@@ -40,6 +41,10 @@ TRICKY = [
     ("<choice>&#65;</choice>", "A"), ("<choice><!-- x -->B</choice>", None), ("<p><choice>B</p></choice>", "B"),
     ("<choice>C<choice>D</choice></choice>", None), ("", None), ("<choice><br></choice>", None),
     ("<script><choice>A</choice></script><choice>B</choice>", "B"),
+    ("<?xml A?><choice>B</choice>", "B"), ("<!DOCTYPE C><choice>B</choice>", "B"),
+    ("<choice><![CDATA[C]]></choice>", "C"), ("<choice><![if !IE]>D<![endif]></choice>", None),
+    ("</choice><choice>A</choice>", "A"), ("<choice>B</x></choice>", "B"), ("<choice>B</div>C</choice>", None),
+    ("<choice><?pi?>B</choice>", None),
 ]
 
 
@@ -48,14 +53,14 @@ def test_extract_choice_matches_the_authors_parser(response: str, expected: str 
     assert prefeval_choice(response) == expected
 
 
-def test_extract_choice_equals_bs4_when_installed() -> None:
-    bs4 = pytest.importorskip("bs4")
+def test_extract_choice_equals_the_authors_code() -> None:
+    import bs4
 
     def authors(response: str) -> str | None:  # utils/utils_mcq.py extract_choice, verbatim in substance
         tag = bs4.BeautifulSoup(response, "html.parser").find("choice")
         try:
             if tag:
-                match = re.search(r"[ABCD]", tag.string)
+                match = re.search(r"[ABCD]", tag.string)  # type: ignore[arg-type]
                 if match:
                     return match.group(0)
         except TypeError:

@@ -3,7 +3,8 @@
 The conformance tests compare what tailorbench sends with what the `openai` SDK's default client sends, byte
 source against byte source, so the server must see the requests exactly as they arrived: request line, header
 names and values in order, body bytes. It answers `GET .../models` and `POST .../chat/completions` with a
-fixed, valid chat completion (verdict `A`), over HTTP/1.1 keep-alive, optionally over TLS, optionally requiring
+fixed, valid chat completion (verdict `A`; or, with `reply`, the text `reply(request body)` returns: a model
+whose answers a test scripts), over HTTP/1.1 keep-alive, optionally over TLS, optionally requiring
 `Authorization: Bearer KEY` (401 otherwise, as hosted providers answer), optionally gzip-compressing answers
 (as api.openai.com does). A request whose target is an absolute URL (a client using it as an HTTP proxy) is
 answered the same way and recorded with that target.
@@ -15,6 +16,7 @@ import gzip
 import json
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -65,6 +67,8 @@ class RecordingServer(LoopbackServer):
     ssl_context: ssl.SSLContext | None = None
     gzip_answers: bool = False
     model: str = "rec-model"
+    #: the answer's text from the request's JSON body (None: the fixed `A`)
+    reply: Callable[[Any], str] | None = None
     requests: list[RawRequest] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -129,7 +133,12 @@ class RecordingServer(LoopbackServer):
                 if self.command == "GET" and path.endswith("/models"):
                     self._answer(200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]})
                 elif self.command == "POST" and path.endswith("/chat/completions"):
-                    self._answer(200, {**COMPLETION, "model": owner.model})
+                    completion: dict[str, Any] = {**COMPLETION, "model": owner.model}
+                    if owner.reply is not None:
+                        text = owner.reply(request.json())
+                        completion["choices"] = [{"index": 0, "finish_reason": "stop",
+                                                  "message": {"role": "assistant", "content": text}}]
+                    self._answer(200, completion)
                 else:
                     self._answer(404, {"error": {"message": f"no route {path}"}})
 

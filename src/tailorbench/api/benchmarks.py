@@ -84,18 +84,29 @@ def _not_taken(given: Any, default: Any, taken: set[str], what: str) -> None:
 
 
 def eval_benchmark(judges: Sequence[str], settings: Sequence[str] = ("persona",), data: str = "demo", *,
-                   out: str | Path, task: str = "auto", progress: bool = False,
-                   **fields_: Any) -> list[EvalResult | ChoiceResult]:
+                   out: str | Path, task: str = "auto", progress: bool = False, protocol: str = "default",
+                   scorer_version: str | None = None, **fields_: Any) -> list[EvalResult | ChoiceResult]:
     """`tailor eval` on any benchmark: a pairwise one (or `task="pairwise"`: a multiple-choice one's pair view)
     through `eval_many`; a multiple-choice one (PrefEval, PersonaMem) answered by each `llm:` judge's model and
     scored by the benchmark's rule (`fields`: `data_options`, `limit`, `seed`, `n_boot`, `batch_size`,
-    `skip_invalid`, `judge_options`: the model's backend options and `temperature`, `max_tokens`)."""
+    `skip_invalid`, `judge_options`: the model's backend options and `temperature`, `max_tokens`).
+
+    `protocol` (benchmarks/protocols.py): `default`, or `authors` (asked as the benchmark's published scripts
+    ask: PrefEval's 5-token caps, PersonaMem's messages and settings), recorded in the run; `scorer_version`:
+    PersonaMem's upstream scorer (`041d82a`, the default, or `214bc36`)."""
     from tailorbench.api.evaluation import EvalConfig, eval_many
+    from tailorbench.benchmarks.protocols import NAMES
 
     if task not in TASKS:
         raise ConfigError(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
+    if protocol not in NAMES:
+        raise ConfigError(f"option --protocol must be one of {', '.join(NAMES)}, got {protocol!r}")
     kind, layout = data_task(data) if task == "auto" else (task, None)
     if kind != "multiple-choice":
+        if protocol != "default" or scorer_version is not None:
+            raise ConfigError(f"--protocol {protocol} / --scorer-version: the authors' protocol is built for the "
+                              "multiple-choice benchmarks (PrefEval, PersonaMem); a pairwise run uses tailorbench's "
+                              "(docs/benchmarks-supported.md)")
         return list(eval_many(judges, settings, data, out=out, progress=progress, **fields_))
     judges = list(judges) or ["longer"]
     if fields_.pop("repeat", 1) != 1:
@@ -106,8 +117,8 @@ def eval_benchmark(judges: Sequence[str], settings: Sequence[str] = ("persona",)
     if list(settings) not in ([], ["persona"]):
         raise ConfigError(f"{what} is asked in its own messages: --setting does not apply")
     models = [_model_of(j, what, "; --task pairwise judges its pair view with any judge") for j in judges]
-    return [_choice(given, model, Path(out) if len(models) == 1 else Path(out) / _slug(model))
-            for model in models]
+    return [_choice(given, model, Path(out) if len(models) == 1 else Path(out) / _slug(model), protocol,
+                    scorer_version) for model in models]
 
 
 def _slug(text: str) -> str:
@@ -116,13 +127,18 @@ def _slug(text: str) -> str:
     return slug(text)
 
 
-def _choice(given: Any, model: str, run_dir: Path) -> ChoiceResult:
+def _choice(given: Any, model: str, run_dir: Path, protocol: str = "default",
+            scorer_version: str | None = None) -> ChoiceResult:
     from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
 
     options = dict(given.judge_options)
     generation = {k: options.pop(k) for k in ("temperature", "max_tokens") if k in options}
+    if protocol == "authors" and generation:
+        raise ConfigError(f"--protocol authors fixes the generation settings as the authors' scripts set them: "
+                          f"drop --judge-option {', '.join(sorted(generation))}")
     config = ChoiceConfig(data=given.data, model=model, data_options=dict(given.data_options), model_options=options,
                           limit=given.limit, skip_invalid=given.skip_invalid, seed=given.seed, n_boot=given.n_boot,
+                          protocol=protocol, scorer_version=scorer_version,
                           **({"batch_size": given.batch_size} if given.batch_size else {}))
     if "temperature" in generation:
         config.temperature = float(generation["temperature"])

@@ -1,6 +1,7 @@
 """Reports of multiple-choice runs: one table per run (overall, per split, per tier, with 95% bootstrap CIs, the
-answered / invalid / failed counts and chance) and, for several runs, one leaderboard row each; registered as the
-`multiple-choice` run kind."""
+answered / invalid / failed counts and chance), its per-topic table and, for PersonaMem, accuracy by the
+reference's distance; the protocol that made each run and how it differs from the authors'; for several runs,
+one leaderboard row each; registered as the `multiple-choice` run kind."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tailorbench.benchmarks.choice_results import KIND, compute_results
+from tailorbench.benchmarks.protocols import describe
 from tailorbench.benchmarks.run_pages import Runs, Table, benchmark_kind
-from tailorbench.reporting import with_ci
+from tailorbench.reporting import f3, with_ci
 from tailorbench.run_kinds import RUN_KINDS
 
 HEADER = ["cell", "items", "accuracy [95% CI]", "answered", "no valid pick", "failed", "chance"]
@@ -25,16 +27,42 @@ def tables(runs: Runs) -> list[Table]:
     """(title, header, rows): a leaderboard of several runs, then each run's cells."""
     out: list[Table] = []
     if len(runs) > 1:
-        out.append(("Runs", ["run", "benchmark", "model", "items", "accuracy [95% CI]"],
-                    [[r.get("run", ""), r["benchmark"], r["model"], str(r["overall"]["n"]),
+        out.append(("Runs", ["run", "benchmark", "model", "protocol", "items", "accuracy [95% CI]"],
+                    [[r.get("run", ""), r["benchmark"], r["model"], _protocol_name(r), str(r["overall"]["n"]),
                       with_ci(r["overall"]["accuracy"], r["overall"]["ci"])] for r in runs]))
     for run in runs:
+        name = f"{run['benchmark']} · {run['model']} ({run.get('run', '')})"
+        out.append((f"{name}: protocol", ["protocol", "how it was made"],
+                    [[_protocol_name(run), describe(run.get("protocol") or {})], *_think_rows(run)]))
         rows = [_row("all", run["overall"])]
         rows += [_row(f"split {name}", cell) for name, cell in run["by_split"].items()]
         rows += [_row(f"tier {name}", cell) for name, cell in run["by_tier"].items()]
         rows += [_row(name, cell) for name, cell in run["by_split_tier"].items()]
-        out.append((f"{run['benchmark']} · {run['model']} ({run.get('run', '')})", HEADER, rows))
+        out.append((name, HEADER, rows))
+        if run.get("by_topic"):
+            out.append((f"{name}: per topic", ["topic", *HEADER[1:]],
+                        [_row(t, cell) for t, cell in run["by_topic"].items()]))
+        if run.get("by_distance"):
+            out.append((f"{name}: by the reference's distance (blocks)", ["distance", *HEADER[1:]],
+                        [_row(d, cell) for d, cell in run["by_distance"].items()]))
     return out
+
+
+def _protocol_name(run: Mapping[str, Any]) -> str:
+    rec = run.get("protocol") or {}
+    version = f" (scorer {rec['scorer_version']})" if rec.get("scorer_version") else ""
+    return f"{rec.get('name', 'default')}{version}"
+
+
+def _think_rows(run: Mapping[str, Any]) -> list[list[str]]:
+    """The think-stripped reading beside the raw one, where a reasoning block changed any outcome."""
+    think = run.get("think_stripped") or {}
+    if not think.get("changed"):
+        return []
+    acc = think.get("accuracy_stripped")
+    return [["reasoning blocks", f"{think['changed']} item(s) read otherwise without their <think> block: "
+             f"{think['correct_stripped']} right without it vs {think['correct_raw']} as written (the figure "
+             f"above); accuracy without it {'–' if acc is None else f3(acc)}"]]
 
 
 def title(runs: Runs) -> str:

@@ -1,18 +1,21 @@
 """The benchmarks' own scoring rules, each as its authors' published script applies it (cited per function), and
 `SCORERS`, the registry a `ChoiceItem.scorer` names (entry-point group `tailorbench.scorers`).
 
-A scorer reads one response to one item and says which option it picked (None: no valid pick) and whether that
-is right; the rules differ on purpose (PrefEval takes the first `<choice>` tag, PersonaMem wants exactly one
-letter after the last `<final_answer>`), so each benchmark keeps its own.
+A scorer reads one response to one item — the reply as the model wrote it, `<think>` blocks included, as the
+authors' scripts read it — and says which option it picked (None: no valid pick) and whether that is right; the
+rules differ on purpose (PrefEval takes the first `<choice>` tag, PersonaMem wants exactly one letter after the
+last `<final_answer>`), so each benchmark keeps its own. PrefEval's tags are read by BeautifulSoup's
+`html.parser` tree itself (beautifulsoup4, a core dependency), as its scripts read them.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from tailorbench.benchmarks.html_tags import first_tag, tag_text
 from tailorbench.datasets.choice import ChoiceItem
 from tailorbench.datasets.prefeval_prompts import CHECKS
 from tailorbench.registry import Registry
@@ -32,14 +35,31 @@ Scorer = Callable[[str, ChoiceItem], ChoiceScore]
 SCORERS: Registry[Scorer] = Registry("benchmark scorer", "tailorbench.scorers")
 
 
+def first_tag(text: str, name: str) -> Any:
+    """`BeautifulSoup(text, "html.parser").find(name)`: the first tag called `name`, or None (bs4's warnings that
+    a reply looks like a URL or a file name are not the reader's business)."""
+    from bs4 import BeautifulSoup
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return BeautifulSoup(text, "html.parser").find(name)
+
+
+def tag_text(text: str, name: str) -> str:
+    """The stripped `.text` of the first `<name>` tag, `""` when there is none (PrefEval's
+    `parse_explanation_and_answer`)."""
+    tag = first_tag(text, name)
+    return str(tag.text).strip() if tag is not None else ""
+
+
 def prefeval_choice(response: str) -> str | None:
     """PrefEval's `extract_choice` (utils/utils_mcq.py, commit 50795054): the first `<choice>` tag's `.string`,
     then its first capital A-D; None when there is no tag, the tag holds more than one node, or no letter."""
     tag = first_tag(response, "choice")
-    content = tag.string() if tag is not None else None
+    content = tag.string if tag is not None else None
     if content is None:
         return None
-    match = re.search(r"[ABCD]", content)
+    match = re.search(r"[ABCD]", str(content))
     return match.group(0) if match else None
 
 
@@ -77,6 +97,33 @@ def score_personamem(response: str, item: ChoiceItem) -> ChoiceScore:
     correct, predicted = personamem_extract(response, item.answer)
     picked = personamem_options(predicted)
     choice = next(iter(picked)).upper() if len(picked) == 1 else None
+    return ChoiceScore(item.answer if correct else choice, correct, predicted)
+
+
+def personamem_extract_214bc36(response: str, correct_answer: str) -> tuple[bool, str]:
+    """PersonaMem's `Evaluation.extract_answer` at commit 214bc36 of bowen-upenn/PersonaMem (the other upstream
+    version): the text after the last `<final_answer>` (a closing tag cut off); every letter in it, with or
+    without parentheses (`\\(?([a-zA-Z])\\)?`), counts as an option mentioned; right when the correct letter is
+    mentioned and no other letter is. Returns (correct, the text after the tag)."""
+    predicted = response.strip()
+    if "<final_answer>" in predicted:
+        predicted = predicted.split("<final_answer>")[-1].strip()
+    if predicted.endswith("</final_answer>"):
+        predicted = predicted[:-len("</final_answer>")].strip()
+    mentioned = [m.lower() for m in re.findall(r"\(?([a-zA-Z])\)?", predicted)]
+    found = re.search(r"\(?([a-zA-Z])\)?", correct_answer)
+    if found is None:  # upstream raises (AttributeError) and skips the row
+        return False, predicted
+    letter = found.group(1)
+    wrong = any(chr(i).lower() in mentioned for i in range(65, 91) if chr(i) != letter.upper())
+    return letter.lower() in mentioned and not wrong, predicted
+
+
+@SCORERS.register("personamem-214bc36")
+def score_personamem_214bc36(response: str, item: ChoiceItem) -> ChoiceScore:
+    correct, predicted = personamem_extract_214bc36(response, item.answer)
+    letters = {m.lower() for m in re.findall(r"\(?([a-zA-Z])\)?", predicted)}
+    choice = next(iter(letters)).upper() if len(letters) == 1 else None
     return ChoiceScore(item.answer if correct else choice, correct, predicted)
 
 

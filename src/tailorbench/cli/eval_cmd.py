@@ -43,6 +43,11 @@ def eval_command(
     task: str = typer.Option(
         "auto", help="auto: the benchmark's own task (PrefEval, PersonaMem: multiple choice, answered by each llm: "
                      "judge's model and scored by the benchmark's rule); pairwise: its pair view, any judge"),
+    protocol: str = typer.Option(
+        "default", help="default: tailorbench's; authors: as the benchmark's published scripts ask and score "
+                        "(PrefEval, PersonaMem), recorded in the run and its report (docs/benchmarks-supported.md)"),
+    scorer_version: str | None = typer.Option(
+        None, help="PersonaMem: the upstream scorer version followed, 041d82a (the default) or 214bc36"),
     suite: str | None = typer.Option(
         None, help="a YAML suite (benchmarks x judges x settings) or a built-in one (personalization): every step "
                    "under --out, one leaderboard; run again to finish a killed suite"),
@@ -93,6 +98,8 @@ def eval_command(
         if suite is not None:
             if out is None:
                 raise ConfigError("--suite needs --out (the suite's directory)")
+            if protocol != "default" or scorer_version is not None:
+                raise ConfigError("--protocol / --scorer-version: a suite's steps use the default protocol")
             board = api.eval_suite(suite, out, data_root=data_root, judges=judge, settings=setting, progress=progress)
             if json_out:
                 print_json(board)
@@ -106,6 +113,7 @@ def eval_command(
                 raise ConfigError("--out is required (or --resume RUN_DIR)")
             results = api.eval_benchmark(
                 judge or ["longer"], setting or ["persona"], data, out=out, progress=progress, task=task,
+                protocol=protocol, scorer_version=scorer_version,
                 data_options=data_options(turns, data_option), orders=orders,
                 seed=seed, repeat=repeat, calibration=calibration, splits=split_csv(split), tiers=split_csv(tier),
                 limit=limit,
