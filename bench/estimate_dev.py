@@ -78,7 +78,8 @@ def main() -> None:
                     cover[name] += iv.lo <= truth <= iv.hi
                 widths["human"].append(cell.human_only.hi - cell.human_only.lo)
                 widths["anchored"].append(cell.anchored.hi - cell.anchored.lo)
-                ratio.append(widths["anchored"][-1] / widths["human"][-1])
+                if widths["human"][-1] > 0:
+                    ratio.append(widths["anchored"][-1] / widths["human"][-1])
                 worth.append(cell.effective_labels or 0.0)
             print(f"  {design:10s} covers truth: anchored {cover['anchored']}/{args.draws}, human-only "
                   f"{cover['human']}/{args.draws}, proxy-only {cover['proxy']}/{args.draws}; median width "
