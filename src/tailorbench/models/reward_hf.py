@@ -294,8 +294,31 @@ def pad_batch(encoded: Sequence[dict[str, Any]], pad_id: int) -> dict[str, Any]:
     return batch
 
 
+def head_outputs(path: str) -> int:
+    """How many outputs the checkpoint's classification head has: for a sequence classifier, as its config.json
+    declares them (`id2label` or `num_labels`; neither is transformers' default, two); 1 for anything else (a
+    base encoder: a fresh one-output head is made, where transformers' default would be two)."""
+    from transformers import PretrainedConfig
+
+    try:
+        raw, _ = PretrainedConfig.get_config_dict(path)
+    except (OSError, ValueError):
+        return 1
+    if not any(str(a).endswith("ForSequenceClassification") for a in raw.get("architectures") or ()):
+        return 1
+    if "id2label" in raw and isinstance(raw["id2label"], dict):
+        return max(1, len(raw["id2label"]))
+    if "num_labels" in raw:
+        return max(1, int(raw["num_labels"]))
+    return 2  # a sequence classifier saved with transformers' default labels (recent versions omit them)
+
+
 class HFRewardModel:
-    """A loaded reward model: `score(triples)` -> (fp32 scores, truncated flags), in input order."""
+    """A loaded reward model: `score(triples)` -> (fp32 scores, truncated flags), in input order.
+
+    A one-output head's logit is the reward; a two-output head (a chosen/rejected classifier) gives the
+    probability of its last output, softmax(logits)[-1], as the Personalized RewardBench authors score such
+    models (`evaluation/pointwise.py`)."""
 
     def __init__(
         self,
@@ -328,17 +351,24 @@ class HFRewardModel:
                 with torch.random.fork_rng(devices=[]):
                     torch.manual_seed(0)
                     model, info = AutoModelForSequenceClassification.from_pretrained(
-                        path, num_labels=1, output_loading_info=True)
+                        path, num_labels=head_outputs(path), output_loading_info=True)
                 missing = sorted(info.get("missing_keys", ()))
             self.model = model
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load reward model {path!r}: {exc}") from exc
-        if self.model.config.num_labels != 1:
-            raise ConfigError(f"reward model {path!r} has {self.model.config.num_labels} outputs; expected 1")
+        self.outputs = int(self.model.config.num_labels)
+        if self.outputs not in (1, 2):
+            raise ConfigError(f"reward model {path!r} has {self.outputs} outputs; expected 1 (a reward) or 2 (the "
+                              "probability of the last output is the reward)")
+        self.notes = [n for n in [ensure_pad_token(self.tokenizer, self.model)] if n]
         limit = getattr(self.model.config, "max_position_embeddings", None)
         if limit and self.fmt.max_length > limit:
+            self.notes.append(f"max_length {self.fmt.max_length} is past the model's {limit} positions: inputs are "
+                              f"cut at {limit}")
             self.fmt.max_length = int(limit)
-        self.notes = [n for n in [ensure_pad_token(self.tokenizer, self.model)] if n]
+        if self.outputs == 2:
+            self.notes.append("two-output head: the reward is softmax(logits)[-1], the probability of the last "
+                              "output")
         if missing:
             self.notes.append(f"no trained score head in the checkpoint ({', '.join(missing)}): initialised with "
                               "seed 0, so its scores carry no preference until it is trained (tailor train-rm)")
@@ -358,6 +388,7 @@ class HFRewardModel:
             "model": self.path,
             "precision": self.precision,
             "format": "chat_template" if self.encoder.chat else "segment_pair",
+            "head": "softmax(logits)[-1]" if self.outputs == 2 else "logit",
             **asdict(self.fmt),
             "truncated": dict(self.encoder.truncated),
             "notes": self.notes,
@@ -370,6 +401,8 @@ class HFRewardModel:
         with torch.autocast(device_type=self.device.split(":")[0], dtype=torch.bfloat16,
                             enabled=self.precision == "bf16"):
             logits = self.model(**batch).logits
+        if logits.shape[-1] == 2:  # a chosen/rejected classifier: the probability of the last output
+            return torch.softmax(logits.float(), dim=-1)[:, -1]
         return logits.float().reshape(-1)
 
     def score_encoded(self, encoded: Sequence[dict[str, Any]], answers: Sequence[str]) -> np.ndarray:
