@@ -50,11 +50,7 @@ def is_parse(call: ast.Call, name: str, door: set[str]) -> bool:
 
 
 #: each parse outside the reader that stays, and why
-ALLOWED: dict[Site, str] = {
-    ("threestage/verbs.py", "summary", "json.loads"): "the stage reports of a folder `as_output` has just accepted "
-    "as a stage verb's own report folder (report.is_report_dir): files this package wrote, bounded by the stage "
-    "they report on; to read through files.load_json when that module's output changes settle",
-}
+ALLOWED: dict[Site, str] = {}
 
 
 def find_parses(package: Path) -> list[Found]:

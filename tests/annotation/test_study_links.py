@@ -25,3 +25,18 @@ def test_links_are_built_on_http_urls_only(db: Database, tmp_path: Path, url: st
     with pytest.raises(ConfigError, match="base-url"):
         studies.link(db, study, url)
     assert studies.link(db, study, "https://annotate.example.org/").startswith("https://annotate.example.org/s/")
+
+
+@pytest.mark.parametrize("verb", [["annotator", "add", "ann"], ["annotator", "link", "ann"],
+                                  ["study", "reissue", "P1"], ["study", "create", "crowd", "--quota", "4",
+                                                               "--max-participants", "2", "--completion-code", "D1"]])
+def test_a_non_http_base_url_is_refused_before_any_work(tmp_path: Path, verb: list[str]) -> None:
+    """At 97f6c24 `--base-url javascript:...` made an account (or a study) and printed a javascript: login link."""
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    result = CliRunner().invoke(app, ["annotate", *verb, "--base-url", "javascript:alert(1)", "--dir",
+                                      str(tmp_path / "ann")])
+    assert result.exit_code == 2 and "--base-url" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "ann").exists()

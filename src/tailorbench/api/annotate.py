@@ -146,12 +146,20 @@ def _link_days(link_days: float) -> float:
     return as_float("--link-days", link_days, minimum=0, maximum=MAX_LINK_DAYS, exclusive_minimum=True)
 
 
+def _base_url(value: str) -> str:
+    """`--base-url`, checked before any work: the links built on it go to people, so http(s) only."""
+    from tailorbench.options import as_url
+
+    return as_url("--base-url", value)
+
+
 def add_annotator(name: str, projects: Sequence[str] = (), admin: bool = False, base_url: str = DEFAULT_BASE_URL,
                   directory: str | Path = DEFAULT_DIR, db: str | None = None, link_days: float = 7.0) -> Annotator:
     """`tailor annotate annotator add NAME`: the personal login link is in the result (shown once); it logs in
     once, within `link_days`."""
     service = _service()
 
+    _base_url(base_url)
     role = "admin" if admin else "annotator"
     store = database(directory, db)
     _, token = service.add_user(store, name.strip(), role, list(projects), _link_days(link_days))
@@ -172,6 +180,7 @@ def link(name: str, base_url: str = DEFAULT_BASE_URL, directory: str | Path = DE
     and the account's sessions stop working)."""
     service = _service()
 
+    _base_url(base_url)
     store = database(directory, db)
     return _with_link(store, name, service.rotate_link(store, name, _link_days(link_days)), base_url)
 
@@ -319,6 +328,7 @@ def study_create(project: str, quota: int, max_participants: int, completion_cod
     as_int("--quota", quota, minimum=1)
     as_int("--max-participants", max_participants, minimum=1)
     as_int("--time-limit-min", time_limit_min, minimum=1)
+    _base_url(base_url)
     params = (param_id, param_study, param_session)
     store = database(directory, db)
     sid, secret = studies.create_study(store, project, quota, max_participants, completion_code, screenout_code,
@@ -374,6 +384,7 @@ def study_reissue(participant: str, study: int | None = None, base_url: str = DE
     id) who lost their cookie; their old sessions end."""
     from tailorbench.annotation import studies
 
+    _base_url(base_url)
     part, name, token = studies.reissue(database(directory, db), participant, study)
     return ParticipantLink(external_id=part.external_id, study=part.study_id, name=name, status=part.status,
                            login_link=f"{base_url.rstrip('/')}/login/{token}")

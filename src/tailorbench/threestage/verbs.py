@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.files import Output, as_output, only_names
+from tailorbench.files import Output, as_output, load_json, only_names
 from tailorbench.threestage.recentering_formats import read_relevance
 from tailorbench.threestage.relevance.analysis import DEFAULT_MIN_SHARED, relevance_report
 
@@ -345,13 +345,12 @@ def run_example(out: Out, model: str | None = None, n_resamples: int = 1000, see
 def summary(report_dir: str | Path) -> dict[str, Any]:
     """The combined summary from the stage JSON files already in `report_dir`, written beside them (the folder a
     stage verb wrote, or one holding nothing but stage reports: `report.is_report_dir`)."""
-    import json
-
     from tailorbench.threestage.report import STAGES, is_report_dir, write_summary
 
     dest = as_output(report_dir, "REPORT_DIR", directory=True, ours=is_report_dir)
     d = dest.path()
-    reports = {s: json.loads((d / f"{s}.json").read_text()) for s in STAGES if (d / f"{s}.json").is_file()}
+    reports = {s: load_json(d / f"{s}.json", dict, "a stage report (a JSON object)") for s in STAGES
+               if (d / f"{s}.json").is_file()}
     write_summary(reports, dest)
     return reports
 
