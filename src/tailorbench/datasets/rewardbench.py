@@ -1,8 +1,10 @@
 """Personalized RewardBench (Hugging Face QiyaoMa/Personalized-RewardBench; github.com/Martin-qyma/Personalized-
-RewardBench): chosen / rejected answers under one user's rubric, read as pairs. A folder of JSONL files named
-`<Subset>_<split>.jsonl` (the repository's `data/{subset}_test.jsonl`) or `<Subset>/<split>.jsonl`, one row each
-of the dataset card's keys: `id`, `question`, `profile` (the user's past questions, `{id, category, text}`),
-`rubric_aspects`, `narrative`, `category`, `chosen`, `rejected`.
+RewardBench): chosen / rejected answers under one user's rubric, read as pairs. The release on the hub is one Parquet
+file per subset, `<Subset>/<split>-00000-of-00001.parquet` (read in row order, so the seed-42 positions fall on the
+rows the authors' scripts drew them for); JSONL copies named `<Subset>_<split>.jsonl` or `<Subset>/<split>.jsonl`
+are read too (the GitHub repository's `data/` folder holds other rows: LaMP-QA questions without chosen/rejected,
+which this layout refuses). One row each of the dataset card's keys: `id`, `question`, `profile` (the user's
+past questions, `{id, category, text}`), `rubric_aspects`, `narrative`, `category`, `chosen`, `rejected`.
 
 What an RM may see follows the card: the question and, as the persona, the profile (`History`); the rubric and
 the narrative are "strictly excluded from RM input" and kept in `meta` only. Splits: the three subsets by the
@@ -30,20 +32,35 @@ SUBSETS = {"Lifestyle_and_Personal_Development": "Lifestyle", "Art_and_Entertain
            "Society_and_Culture": "Society"}
 SPLITS = ("test", "train", "validation")
 _FILE = re.compile(r"^(" + "|".join(SUBSETS) + r")_(" + "|".join(SPLITS) + r")\.jsonl$")
+#: the hub release's shards: `<Subset>/<split>-00000-of-00001.parquet`
+_SHARD = re.compile(r"^(" + "|".join(SPLITS) + r")-\d{5}-of-\d{5}\.parquet$")
 AUTHORS_SEED = 42
 
 
 def subset_files(path: Path) -> list[tuple[Path, str, str]]:
     """(file, subset short name, split) of every subset file at `path` (a file or a folder)."""
     out = []
-    candidates = [path] if path.is_file() else sorted(path.glob("*.jsonl")) + sorted(path.glob("*/*.jsonl"))
+    candidates = [path] if path.is_file() else (sorted(path.glob("*.jsonl")) + sorted(path.glob("*/*.jsonl"))
+                                                + sorted(path.glob("*/*.parquet")))
     for file in candidates:
         match = _FILE.match(file.name)
+        shard = _SHARD.match(file.name)
         if match:
             out.append((file, SUBSETS[match.group(1)], match.group(2)))
-        elif file.parent.name in SUBSETS and file.stem in SPLITS:
+        elif file.parent.name in SUBSETS and file.suffix == ".jsonl" and file.stem in SPLITS:
             out.append((file, SUBSETS[file.parent.name], file.stem))
+        elif file.parent.name in SUBSETS and shard:
+            out.append((file, SUBSETS[file.parent.name], shard.group(1)))
     return out
+
+
+def read_rows(path: Path, invalid: InvalidRows) -> list[tuple[int, dict[str, Any]]]:
+    """(line or row number, row) of a subset file, JSONL or Parquet, in file order."""
+    if path.suffix == ".parquet":
+        from tailorbench.datasets.parquet import read_parquet
+
+        return read_parquet(path)
+    return list(read_jsonl(path, invalid))
 
 
 def authors_positions(n: int, seed: int = AUTHORS_SEED) -> list[bool]:
@@ -67,7 +84,7 @@ def _profile(row: dict[str, Any], path: Path, line: int) -> str:
 
 
 def read_file(path: Path, subset: str, split: str, invalid: InvalidRows, seen: dict[str, str]) -> Iterator[PairCase]:
-    rows = list(read_jsonl(path, invalid))
+    rows = read_rows(path, invalid)
     for (line, row), chosen_first in zip(rows, authors_positions(len(rows))):
         try:
             ident = require_id(row, "id", path, line)
@@ -103,8 +120,9 @@ class PersonalizedRewardBenchLayout(Layout):
     """Personalized RewardBench's subset files as pairs."""
 
     name = "personalized-rewardbench"
-    expects = ("Personalized RewardBench JSONL files <Subset>_<split>.jsonl or <Subset>/<split>.jsonl "
-               "(Subset: Lifestyle_and_Personal_Development, Art_and_Entertainment, Society_and_Culture)")
+    expects = ("Personalized RewardBench files: the hub release <Subset>/test-00000-of-00001.parquet, or JSONL "
+               "<Subset>_<split>.jsonl or <Subset>/<split>.jsonl (Subset: Lifestyle_and_Personal_Development, "
+               "Art_and_Entertainment, Society_and_Culture)")
     splits = tuple(SUBSETS.values())
     tiers = SPLITS
     aliases: ClassVar[Mapping[str, str]] = {k.lower(): v for k, v in SUBSETS.items()}
