@@ -167,7 +167,7 @@ def run_verb(root: Path, args: Sequence[str], out: Path, names: Sequence[str] = 
 
 def _one_error_line(stderr: str) -> bool:
     """Exit 2's message: one `error: ` line, the last of stderr (progress and warnings may come before it)."""
-    lines = stderr.splitlines()
+    lines = stderr.rstrip("\n").split("\n")  # lines a terminal shows (U+2028 in a quoted name is not one)
     return bool(lines) and lines[-1].startswith("error: ") and sum(x.startswith("error:") for x in lines) == 1 \
         and stderr.endswith("\n")
 
@@ -261,7 +261,7 @@ def _planted(kind: str, path: str, node: Any, key: Any, draw: st.DrawFn, fields:
     elif kind == "bad-index":
         node[key] = draw(st.sampled_from([-1, -5, "-2", "1_0", "0x1", 1.5, True]))
     elif kind == "unknown-enum":
-        node[key] = draw(st.sampled_from(["other", "Unknown", "EASY ", "", "tie-ish", "3"]))
+        node[key] = draw(st.sampled_from(["other", "Unknown", "EASY ", "tie-ish", "3"]))
     elif kind == "non-http-url":
         node[key] = draw(st.sampled_from(["javascript:alert(1)", "file:///etc/passwd", "ftp://example.org/x",
                                           "data:text/html,hi", "//example.org", "example.org"]))

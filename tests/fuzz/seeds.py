@@ -176,7 +176,7 @@ def _estimate_sample(path: Path) -> None:
     """The sampling plan of `estimate sample` over the benchmark the run seed judged (every case drawn)."""
     data = path.parent / "bench.jsonl"
     _jsonl(BENCH_ROWS)(data)
-    _cli("estimate", "sample", "--data", str(data), "--n", str(len(BENCH_ROWS)), "--out", str(path))
+    _cli("estimate", "sample", "--data", str(data), "--size", str(len(BENCH_ROWS)), "--out", str(path))
 
 
 _BATCH_SPEC = "openai:gpt-4o-mini@http://127.0.0.1:9/v1"
@@ -269,10 +269,10 @@ _TASK1 = Fields(texts=("attr_judgments.*.judgment",), indices=("index",), requir
                 "attr_judgments"), enums=("attr_judgments.*.judgment",))
 _TASK3 = Fields(texts=("relevance_judgments.*.attribute",), indices=("index",),
                 required=("index", "annotator", "relevance_judgments"))
-_ITEMS1 = Fields(texts=("user_id", "attributes.*"), indices=("index",), required=("index", "user_id", "attributes"))
-_ITEMS2 = Fields(texts=("user_id", "prompt", "attributes.*"), indices=("index", "prompt_index"),
+_ITEMS1 = Fields(texts=("attributes.*",), indices=("index",), required=("index", "user_id", "attributes"))
+_ITEMS2 = Fields(texts=("prompt", "attributes.*"), indices=("index", "prompt_index"),
                  required=("index", "user_id", "prompt", "attributes"))
-_AB_TASKS = Fields(texts=("id", "user_id", "prompt", "generic", "personalized"),
+_AB_TASKS = Fields(texts=("prompt", "generic", "personalized"),
                    required=("id", "prompt", "generic", "personalized", "attributes"))
 _LONG = Fields(required=("item", "rater", "label"), enums=("group",))  # ids may be numbers
 _RUN = {"manifest.json": Fields(ints=("seed",), texts=("judge",), enums=("run_kind",)),
@@ -284,13 +284,13 @@ _STUDY_YAML = Fields(ints=("stages.extraction.n", "stages.extraction.crowd.place
                      required=("models", "inputs", "stages.extraction.crowd.completion_code"),
                      enums=("stages.extraction.crowd.kind",),
                      urls=("annotation.base_url",))
-_CONVERSATIONS = Fields(texts=("user_id", "conversations.*.*.content"), required=("user_id", "conversations"),
+_CONVERSATIONS = Fields(texts=("conversations.*.*.content",), required=("user_id", "conversations"),
                         enums=("conversations.*.*.role",))
 
 SEEDS: dict[str, Seed] = {
     "bench": Seed("bench.jsonl", _jsonl(BENCH_ROWS), {"": _BENCH}),
     "pairs": Seed("pairs.jsonl", _copy_from(ANNOTATION / "pairwise.jsonl"),
-                  {"": Fields(texts=("id", "question", "answer_a", "answer_b"),
+                  {"": Fields(texts=("question", "answer_a", "answer_b"),
                               required=("id", "question", "answer_a", "answer_b"), enums=("split",))}),
     "ratings": Seed("ratings.jsonl", _jsonl(RATINGS_ROWS), {"": _LONG}),
     "ratings_csv": Seed("ratings.csv", _ratings_csv, {"": Fields(required=("item", "rater", "label"))}),
@@ -304,17 +304,15 @@ SEEDS: dict[str, Seed] = {
         texts=("name", "model", "memory", "users.*"), required=("model", "memory", "users"),
         enums=("questions.scenes.*",))}),
     "label_studio": Seed("export.json", _copy_from(INTEROP / "label_studio_foreign_pairwise.json"),
-                         {"": Fields(ints=("0.annotations.0.completed_by", "0.id"), texts=("0.data.pair_id",),
-                                     required=("0.annotations", "0.data"),
+                         {"": Fields(ints=("0.annotations.0.completed_by", "0.id"),
+                                     required=("0.data",),
                                      enums=("0.annotations.0.result.0.value.selected",))}),
     "argilla_flat": Seed("records.json", _copy_from(INTEROP / "argilla_sdk_pairwise_records_flat.json"),
-                         {"": Fields(required=("0.id", "0.choice.responses"),
-                                     enums=("0.choice.responses.0", "0.tb_task", "0.tb_swap"))}),
+                         {"": Fields(enums=("0.choice.responses.0", "0.tb_task", "0.tb_swap"))}),
     "argilla_nested": Seed("records.json", _copy_from(INTEROP / "argilla_sdk_pairwise_records_nested.json"),
-                           {"": Fields(required=("0.id", "0.responses"),
-                                       enums=("0.responses.choice.0.value", "0.metadata.tb_task"))}),
+                           {"": Fields(enums=("0.responses.choice.0.value", "0.metadata.tb_task"))}),
     "potato": Seed("project", _copy_from(INTEROP / "potato2_pairwise"),
-                   {"config.yaml": Fields(texts=("annotation_task_name",), required=("annotation_schemes",),
+                   {"config.yaml": Fields(required=("annotation_schemes",),
                                           enums=("annotation_schemes.0.annotation_type",))}),
     "potato_ab": Seed("project", _potato_ab),
     "run": Seed("run", _run, _RUN),
@@ -399,7 +397,7 @@ RECIPES: dict[str, list[list[str]]] = {
                          "{run}", "--dir", "{state:annotation}"]],
     "annotate export-items": [["annotate", "export-items", "{bench}", "--task", "pairwise", "--format",
                                "label-studio", "--out", "{out}/ls"],
-                              ["annotate", "export-items", "{bench}", "--task", "pairwise", "--format", "potato",
+                              ["annotate", "export-items", "{bench}", "--task", "pairwise", "--format", "argilla",
                                "--predictions", "{run}", "--out", "{out}/p"]],
     "annotate import-labels": [["annotate", "import-labels", "{label_studio}", "--out", "{out}/r.jsonl"],
                                ["annotate", "import-labels", "{label_studio}", "--map", "{map}", "--out",

@@ -69,8 +69,10 @@ SHARE = float(os.environ.get("TAILOR_FUZZ_SHARE", "0.1"))
 #: inputs per verb never fewer than this, whatever the share
 MIN_PER_VERB = 4
 #: relative cost of one case where a verb is much slower than the rest (it gets fewer cases, never none)
-COST: dict[str, float] = {"study demo": 40, "stages example": 40, "train-rm": 8, "study run": 4, "gen-eval": 3,
-                          "build run": 3, "stages train-verifier": 2, "stages train-relevance": 2, "eval": 2}
+COST: dict[str, float] = {"study demo": 40, "stages example": 40, "stages verify": 12, "stages classify-relevance": 12,
+                          "train-rm": 8, "stages train-verifier": 8, "study plan": 6, "stages train-relevance": 4,
+                          "study run": 4, "study report": 3, "gen-eval": 3, "build run": 3, "annotate serve": 2,
+                          "eval": 2}
 
 #: failures known and being fixed where they belong: (verb pattern, class, problem pattern) -> reason
 KNOWN: dict[tuple[str, str, str], str] = {
@@ -81,6 +83,15 @@ KNOWN: dict[tuple[str, str, str], str] = {
         "a predictions line with an unknown order/choice/setting or a dropped key is read as given by report, "
         "compare, view, gen-eval --judge-run, annotate export(-items) --predictions and eval --resume: the "
         "predictions readers (evaluate/, the predictions format rule)",
+    ("annotate export*", "wrong-type", r"^misread.*\[manifest\.json "):
+        "a run read for its verdicts (--predictions) is not checked against schema.RunManifest as report and view "
+        "check it: the run readers (evaluate/)",
+    ("gen-eval", "wrong-type", r"^misread.*\[manifest\.json "):
+        "the judge's run of --judge-run is not checked against schema.RunManifest as report and view check it: "
+        "the run readers (evaluate/, geneval/)",
+    ("study status", "hostile", r"^changed outside the output: \[[^]]*annotate\.sqlite"):
+        "a study whose annotation database was removed: status opens (creates) an empty one before it says the "
+        "project is missing (humanstudy state and database: a study folder a user can touch)",
     ("*", "hostile", r"^traceback: IsADirectoryError at results\.py"):
         "a run whose predictions.jsonl is a folder: evaluate/results.py reads it unguarded (evaluate/)",
     ("*", "hostile", r"^traceback: .* at reporting\.py.*\[results\.json\]"):
@@ -103,6 +114,11 @@ KNOWN: dict[tuple[str, str, str], str] = {
 COUNTS: Counter[tuple[str, str]] = Counter()
 FAILURES: dict[tuple[str, str], list[str]] = {}
 KNOWN_SEEN: Counter[tuple[str, str, str]] = Counter()
+#: where the JSON report was written
+REPORT_PATH: list[Path] = []
+#: files a verb may write beside its inputs: the viewer's index of a run directory (a cache it rebuilds) and the
+#: write-ahead log SQLite keeps beside a database any reader opens
+_NAMES = (".view-index.json", "*.sqlite-wal", "*.sqlite-shm")
 
 _SLOT = re.compile(r"\{(state:)?([a-z_0-9]+)(#\d+)?\}")
 
@@ -424,9 +440,6 @@ def _write_report(scratch: Path) -> None:
     REPORT_PATH.append(target)
 
 
-REPORT_PATH: list[Path] = []
-
-
 def summary() -> list[str]:
     """The table printed at the end of the session: inputs per verb x class, failures, known failures seen."""
     if not COUNTS:
@@ -448,9 +461,6 @@ def summary() -> list[str]:
     if REPORT_PATH:
         lines.append(f"report: {REPORT_PATH[-1]}")
     return lines
-#: files a verb may write beside its inputs: the viewer's index of a run directory (a cache it rebuilds) and the
-#: write-ahead log SQLite keeps beside a database any reader opens
-_NAMES = (".view-index.json", "*.sqlite-wal", "*.sqlite-shm")
 
 
 @pytest.mark.parametrize("verb", sorted(VERBS))

@@ -99,9 +99,9 @@ class StateFile(BaseModel):
 
     version: int
     spec: str
-    provider: str | None = None
+    provider: str | None  # keys every state file is written with (`save`): a hand edit that drops one is named
     options: dict[str, Any] = {}
-    entries: list[StateEntry] = []
+    entries: list[StateEntry]
 
 
 def state_files(run_dir: str | Path) -> list[Path]:

@@ -22,6 +22,7 @@ binary raters against the human majority on held-out items, the best-F1 threshol
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,7 +165,7 @@ class LogisticHead:
             with np.load(path, allow_pickle=False) as data:
                 return cls(data["weights"], float(data["bias"]), data["mean"], data["scale"], float(data["threshold"]),
                            json.loads(str(data["meta"])))
-        except (KeyError, ValueError, OSError) as exc:
+        except (KeyError, ValueError, OSError, EOFError, TypeError, zipfile.BadZipFile) as exc:
             raise DataError(path, None, None, f"not a trained head written by tailorbench: {exc}") from None
 
 
