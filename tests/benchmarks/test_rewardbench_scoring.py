@@ -95,3 +95,52 @@ def test_scores_of_a_run_in_both_orders() -> None:
             {"case_id": "c1", "order": "BA", "scores": {"A": 0.7, "B": 0.2}},
             {"case_id": "c2", "order": "AB", "scores": None}]
     assert chosen_rejected_scores(rows) == [(0.9, 0.1), (0.2, 0.7)]
+
+
+def authors_calculate_accuracy(results: list[dict[str, object]]) -> dict[str, object]:
+    """evaluation/pairwise.py `calculate_accuracy` and `position_bias` of `main` (commit d8a0cdaa7f7b32b0), as
+    published; `results` rows carry `pos_in_a`, `prediction` (an unparsed one already set to A), `correct`."""
+    total = len(results)
+    correct = sum(1 for r in results if r["correct"])
+    pos_in_a = [r for r in results if r["pos_in_a"]]
+    pos_in_b = [r for r in results if not r["pos_in_a"]]
+
+    def acc(subset: list[dict[str, object]]) -> float:
+        return sum(1 for r in subset if r["correct"]) / len(subset) if subset else 0.0
+
+    pred_a = sum(1 for r in results if r["prediction"] == "A")
+    pred_b = sum(1 for r in results if r["prediction"] == "B")
+    metrics: dict[str, object] = {
+        "total": total, "correct": correct, "accuracy": correct / total if total > 0 else 0.0,
+        "pos_in_a_count": len(pos_in_a), "pos_in_a_accuracy": acc(pos_in_a),
+        "pos_in_b_count": len(pos_in_b), "pos_in_b_accuracy": acc(pos_in_b),
+        "pred_a_count": pred_a, "pred_b_count": pred_b}
+    metrics["position_bias"] = abs(acc(pos_in_a) - acc(pos_in_b))
+    return metrics
+
+
+def test_report_fields_equal_calculate_accuracy() -> None:
+    from tailorbench.benchmarks.scoring import authors_pairwise_summary, authors_pairwise_verdicts
+
+    rng = random.Random(5)
+    random.seed(42)
+    positions = [random.random() < 0.5 for _ in range(60)]
+    outputs = [rng.choice(OUTPUTS) for _ in range(60)]
+    ours_in = []
+    theirs = []
+    for pos_in_a, output in zip(positions, outputs):
+        prediction, failed = authors_parse(output)
+        theirs.append({"pos_in_a": pos_in_a, "prediction": prediction,
+                       "correct": prediction == ("A" if pos_in_a else "B"), "parse_failed": failed})
+        pick, our_failed = rewardbench_pairwise_choice(output)
+        ours_in.append((pos_in_a, None if our_failed else pick))
+    want = authors_calculate_accuracy(theirs)
+    got = authors_pairwise_summary(ours_in)
+    assert {k: got[k] for k in want} == want
+    assert got["failed_parses"] == sum(bool(r["parse_failed"]) for r in theirs) > 0
+    # from a run's prediction rows: only the authors' order of each case counts
+    rows = [{"case_id": f"c{i}", "order": o, "choice": ("A" if i % 3 else None) if o == "AB" else "B"}
+            for i in range(6) for o in ("AB", "BA")]
+    orders = {f"c{i}": "AB" if i % 2 else "BA" for i in range(6)}
+    verdicts = authors_pairwise_verdicts(rows, orders)
+    assert verdicts == [(False, "B"), (True, "A"), (False, "B"), (True, None), (False, "B"), (True, "A")]
