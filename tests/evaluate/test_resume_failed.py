@@ -305,3 +305,29 @@ def test_a_refused_eval_leaves_run_lock_as_it_was(tmp_path: Path) -> None:
                                      "--no-progress"])
     assert again.exit_code == 2 and "already holds predictions" in again.stderr
     assert (run / "run.lock").read_text() == "4242\n" and (run / "run.lock").stat().st_mtime_ns == before
+
+
+def test_a_refused_gen_eval_or_multiple_choice_run_leaves_run_lock_as_it_was(server: BatchServer,
+                                                                              tmp_path: Path) -> None:
+    """Wrong before (97f6c24): a gen-eval refused on a directory that holds generations, and a multiple-choice
+    run refused on a directory holding another run's settings, had already rewritten run.lock with their pid.
+    Now both take the lock without writing it, and write their pid only once they are not refused."""
+    from tailorbench.errors import ConfigError
+    from tailorbench.geneval.config import GenEvalConfig
+    from tailorbench.geneval.run import run_gen_eval
+
+    model = f"openai:gpt-4o-mini@{server.url}/v1"
+    gen = GenEvalConfig(model=model, per_tier=1, validate_cases=0, n_boot=20, max_tokens=16)
+    run_gen_eval(gen, tmp_path / "gen", progress=False)
+    make_personamem(tmp_path / "data")
+    choice = ChoiceConfig(data=str(tmp_path / "data"), model=model, max_tokens=8, n_boot=20)
+    run_choice(choice, tmp_path / "choice")
+    for run in (tmp_path / "gen", tmp_path / "choice"):
+        (run / "run.lock").write_text("4242\n")  # the last process that worked on the run
+    with pytest.raises(ConfigError, match="already holds generations"):
+        run_gen_eval(gen, tmp_path / "gen", progress=False)
+    choice.max_tokens = 9
+    with pytest.raises(ConfigError, match="other settings or data"):
+        run_choice(choice, tmp_path / "choice")
+    assert (tmp_path / "gen" / "run.lock").read_text() == (tmp_path / "choice" / "run.lock").read_text() == "4242\n"
+

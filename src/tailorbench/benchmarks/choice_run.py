@@ -248,7 +248,7 @@ async def run_streamed(out: Path, manifest: dict[str, Any], models: Sequence[Cha
     `work`, which appends the rest (an item whose call failed is asked again); the manifest marked finished, or
     stopped with the error. Returns every prediction (the last line per item) and the manifest."""
     ensure_dir(out)
-    with RunLock(out):
+    with RunLock(out, record=False) as lock:
         path, previous = out / PREDICTIONS, out / MANIFEST
         if previous.exists():
             from tailorbench.files import load_json
@@ -259,6 +259,7 @@ async def run_streamed(out: Path, manifest: dict[str, Any], models: Sequence[Cha
                 raise ConfigError(f"{out} holds a {manifest['kind']} run with other settings or data; give another "
                                   "directory")
             manifest["created_at"] = before.get("created_at", manifest["created_at"])
+        lock.record()  # not refused: the run.lock of a refused run stays as the last real holder wrote it
         write_json_atomic(previous, manifest)
         try:  # a failed call is asked again (its new line appended); an unparsed answer is kept
             await work(path, done_keys(read_items(path), item_key))

@@ -33,14 +33,17 @@ def _holder(path: Path) -> str:
 class RunLock:
     """An exclusive, non-blocking flock on `<run_dir>/run.lock`, held until `release` (or process exit)."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, record: bool = True) -> None:
+        """`record=False`: the pid is written only when `record()` is called: a run that may still be refused
+        takes the lock to check its directory, and a refused run leaves the file as the last real holder wrote
+        it."""
         self.path = Path(run_dir) / LOCK
         self._fd: int | None = None
+        self._record_on_acquire = record
 
-    def acquire(self, record: bool = True) -> RunLock:
-        """Take the lock or raise RunInProgressError naming the holder; records this process's pid (with
-        `record=False` only once `record()` is called: a run that may still be refused takes the lock to check
-        the directory, and a refused run must leave the file as the last real holder wrote it)."""
+    def acquire(self) -> RunLock:
+        """Take the lock or raise RunInProgressError naming the holder; records this process's pid (unless
+        the lock was made with `record=False`)."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as exc:  # a directory, a dangling link, no permission: named, never a traceback
@@ -54,7 +57,7 @@ class RunLock:
                 f"{self.path.parent}: run is in progress ({_holder(self.path)} holds {self.path}); "
                 "wait for it to finish or stop it first") from None
         self._fd = fd
-        if record:
+        if self._record_on_acquire:
             self.record()
         return self
 

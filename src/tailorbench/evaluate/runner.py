@@ -347,7 +347,7 @@ async def _run(
     except OSError as exc:
         raise ConfigError(f"--out {out} cannot be created: {exc.strerror or exc}") from None
     # another run holding it: refused, and its folder left alone; the pid is written once this run is not refused
-    lock = RunLock(out).acquire(record=False)
+    lock = RunLock(out, record=False).acquire()
     try:
         return await _run_locked(config, out, resume, show_progress, benchmark, cases, options, judge, lock)
     except TailorError:

@@ -179,9 +179,10 @@ def _run_checked(config: GenEvalConfig, out: Path, resume: bool, progress: bool,
     if not cases:
         raise ConfigError("no cases left after the filters")
     ensure_dir(out)
-    with RunLock(out):  # one process per run directory (see evaluate/lock.py)
+    with RunLock(out, record=False) as lock:  # one process per run directory (see evaluate/lock.py)
         if not resume and (out / GENERATIONS).exists() and (out / GENERATIONS).stat().st_size:
             raise ConfigError(f"{out} already holds generations: use --resume {out} or another --out")
+        lock.record()  # not refused: the run.lock of a refused run stays as the last real holder wrote it
         manifest = _manifest(config, benchmark, cases)
         write_json_atomic(out / MANIFEST, manifest.model_dump())
         notes: list[str] = []
