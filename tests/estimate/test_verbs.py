@@ -170,3 +170,14 @@ def test_bad_input_is_exit_2(tmp_path: Path, runs: dict[str, Path], args: list[s
     assert code == 2, err
     assert err.startswith("error:") or "Usage" in err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_markdown_page_with_definitions(tmp_path: Path, runs: dict[str, Path]) -> None:
+    plan = _plan(tmp_path)
+    page = tmp_path / "estimate.md"
+    code, _, err = _cli("estimate", str(runs["longer"]), "--proxy", str(runs["shorter"]), "--sample", str(plan),
+                        "--out", str(page))
+    assert code == 0, err
+    text = page.read_text()
+    assert text.startswith("# Human-anchored estimate") and "| all | 72 | 36 |" in text
+    assert "*proxy-only*" in text and "valid whatever the proxy's bias" in text

@@ -49,7 +49,8 @@ def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | 
     benchmark's own labels on the sample), the sampling plan `sample` the labelled items came from (else
     `assume_uniform` must say they were a uniform sample), optionally as the difference with `versus`. Per
     split × tier: human-only, proxy-only and human-anchored (PPI++) estimates with their intervals at `level`,
-    and the human labels the proxy was worth; with `out`, written there as JSON (`EstimateReport`).
+    and the human labels the proxy was worth; with `out`, written there as JSON (`EstimateReport`), or as a
+    Markdown page with the definitions when its name ends in `.md`.
     `check_library` recomputes the uniform cells with ppi-python (the [estimate] extra)."""
     from tailorbench.estimate.anchored import estimate_runs
     from tailorbench.files import claim_output
@@ -64,7 +65,11 @@ def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | 
                               None if isinstance(label_source, str) else label_source])
     report = estimate_runs(run, proxy_run, label_source, sample_path, versus_run, assume_uniform, level,
                            check_library)
-    if door is not None:
+    if door is not None and door.root.suffix.lower() == ".md":
+        from tailorbench.estimate.report import render_markdown
+
+        door.write_text(None, render_markdown(report, heading="#"))
+    elif door is not None:
         door.write_json(None, report.model_dump(mode="json"))
     return EstimateResult.model_validate(report.model_dump(mode="json"))
 

@@ -78,7 +78,8 @@ def runs(
     check_library: bool = typer.Option(False, "--check-library", help="Recompute the uniform cells with "
                                        "ppi-python (the [estimate] extra) and report the largest difference."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
-    out: Path | None = typer.Option(None, "--out", help="Also write the result object to this JSON file."),
+    out: Path | None = typer.Option(None, "--out", help="Also write the result object to this JSON file (a name "
+                                    "ending in .md: a Markdown page with the definitions)."),
 ) -> None:
     """Human-only, proxy-only and human-anchored (PPI++) estimates per split x tier, each with its interval, and
     the human labels the proxy was worth."""
