@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from tailorbench.cli.app import app
 from tailorbench.datasets.loader import demo_path
+from tailorbench.files import MARKER
 
 COMMIT = "fedcba9876543210fedcba9876543210fedcba98"
 runner = CliRunner()
@@ -47,7 +48,8 @@ def uploads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, A
     def upload_folder(self: HfApi, *, folder_path: str | Path, repo_id: str, repo_type: str | None = None,
                       commit_message: str | None = None, **kwargs: Any) -> SimpleNamespace:
         target = tmp_path / f"uploaded-{len(calls)}"
-        shutil.copytree(folder_path, target)
+        # as the hub client does, the files matching ignore_patterns stay local (the door's .tailorbench marker)
+        shutil.copytree(folder_path, target, ignore=shutil.ignore_patterns(*(kwargs.get("ignore_patterns") or [])))
         calls.append({"repo_id": repo_id, "repo_type": repo_type, "tree": target, "message": commit_message})
         return SimpleNamespace(commit_url=f"https://huggingface.co/datasets/{repo_id}/commit/{COMMIT}")
 
@@ -55,8 +57,14 @@ def uploads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, A
     return calls
 
 
-def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+def _tree(root: Path, marker: bool = True) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and (marker or p.name != MARKER)}
+
+
+def _sent(root: Path) -> dict[str, bytes]:
+    """What an upload of `root` sends: the folder without the door's marker."""
+    return _tree(root, marker=False)
 
 
 def _place_in_cache(folder: Path, cache: Path, repo_id: str) -> None:
@@ -110,8 +118,10 @@ def test_push_uploads_the_dry_run_folder(tmp_path: Path, uploads: list[dict[str,
     assert json.loads(result.stdout)["uploaded"].endswith(COMMIT)
     (call,) = uploads
     assert (call["repo_id"], call["repo_type"]) == ("me/bench", "dataset")
-    assert _tree(call["tree"]) == _tree(dry)
-    assert sorted(_tree(dry)) == ["README.md", "data/benchmark.jsonl", "data/benchmark.layout.json", "tiers.json"]
+    assert _tree(call["tree"]) == _sent(dry)
+    # the folder is what is uploaded, and the marker that says tailorbench made it (never uploaded)
+    assert sorted(_tree(dry)) == [".tailorbench", "README.md", "data/benchmark.jsonl", "data/benchmark.layout.json",
+                                  "tiers.json"]
     header = _card_header(dry / "README.md")
     assert header["license"] == "cc-by-4.0"
     assert header["configs"][0]["data_files"][0]["path"] == "data/benchmark.jsonl"
@@ -143,7 +153,7 @@ def test_python_twins(tmp_path: Path, uploads: list[dict[str, Any]]) -> None:
     assert summary["uploaded"] is None and summary["rows"] == 72
     summary = tb.push_data("demo", "me/demo", license="cc0-1.0").to_dict()
     assert summary["uploaded"].endswith(COMMIT)
-    assert _tree(uploads[0]["tree"]) == _tree(tmp_path / "dry")
+    assert _tree(uploads[0]["tree"]) == _sent(tmp_path / "dry")
     run = tb.eval("demo", "longer", out=tmp_path / "run")
     (result,) = tb.report([tmp_path / "run"], tmp_path / "report", push="me/board")
     assert result.judge == run.judge
@@ -261,7 +271,7 @@ def test_report_push_publishes_results_and_card(tmp_path: Path, uploads: list[di
     (call,) = uploads
     assert call["repo_id"] == "me/board"
     tree = _tree(call["tree"])
-    assert tree == _tree(report / "hub")
+    assert tree == _sent(report / "hub")
     rows = [json.loads(line) for line in tree["results.jsonl"].decode("utf-8").splitlines()]
     assert [r["run"] for r in rows] == ["longer", "random"]
     for row, run in zip(rows, runs):
