@@ -68,7 +68,8 @@ def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | 
     if door is not None and door.root.suffix.lower() == ".md":
         from tailorbench.estimate.report import render_markdown
 
-        door.write_text(None, render_markdown(report, heading="#"))
+        with door.writing(None) as handle:
+            handle.write(render_markdown(report, heading="#"))
     elif door is not None:
         door.write_json(None, report.model_dump(mode="json"))
     return EstimateResult.model_validate(report.model_dump(mode="json"))
