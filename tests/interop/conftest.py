@@ -54,3 +54,10 @@ def shown(task: str, swap: bool, label: Label) -> Any:
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def unit_key(export_dir: Path) -> dict[str, dict[str, Any]]:
+    """The export's key file (tailorbench-key.json): each opaque reference (`tb_ref`) -> its unit (`tb_unit`,
+    `tb_item`, `tb_task`, `tb_swap`). The tests' annotators know the truth, so they read it; a tool never sees it."""
+    units: dict[str, dict[str, Any]] = read_json(export_dir / "tailorbench-key.json")["units"]
+    return units

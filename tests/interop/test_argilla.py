@@ -12,7 +12,7 @@ import pytest
 
 from tailorbench.agreement import AgreeOptions, agreement_report
 from tailorbench.interop import detect_format, export_items, read_export
-from tests.interop.conftest import DATA, RATERS, TASKS, direct, items_file, labels_for, read_json, shown
+from tests.interop.conftest import DATA, RATERS, TASKS, direct, items_file, labels_for, read_json, shown, unit_key
 
 QUESTION = {"pairwise": "choice", "attributes": "judgment", "relevance": "relevant", "ab_rating": "score"}
 
@@ -48,11 +48,12 @@ def test_sdk_written_records_import(name: str) -> None:
 def _records(export_dir: Path, task: str, labels: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:
     """The exported records as `records.to_list(flatten=True)` returns them after three annotators submitted."""
     out = []
+    units = unit_key(export_dir)
     for rec in read_json(export_dir / "records.json"):
-        swap = rec["metadata"]["tb_swap"] == "true"
+        unit = units[rec["metadata"]["tb_ref"]]
         key = f"{QUESTION[task]}.responses"
         row = {"id": rec["id"], **rec["fields"], **rec["metadata"],
-               key: [shown(task, swap, labels[rec["id"], r]) for r in RATERS],
+               key: [shown(task, unit["tb_swap"], labels[unit["tb_unit"], r]) for r in RATERS],
                f"{key}.users": list(RATERS), f"{key}.status": ["submitted"] * 3}
         out.append(row)
     return out
@@ -61,7 +62,8 @@ def _records(export_dir: Path, task: str, labels: dict[tuple[str, str], Any]) ->
 @pytest.mark.parametrize("task", TASKS)
 def test_round_trip_equals_the_labels_given_directly(tmp_path: Path, task: str) -> None:
     export_items(items_file(task), task, "argilla", tmp_path, seed=5, min_submitted=3)
-    labels = labels_for([r["metadata"] for r in read_json(tmp_path / "records.json")], task)
+    key = unit_key(tmp_path)
+    labels = labels_for([key[r["metadata"]["tb_ref"]] for r in read_json(tmp_path / "records.json")], task)
     path = tmp_path / "records.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in _records(tmp_path, task, labels)), encoding="utf-8")
     ratings, report = read_export(path, "argilla")

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 import tailorbench as tb
 from tailorbench.cli.app import app
-from tests.interop.conftest import items_file, labels_for, read_json
+from tests.interop.conftest import items_file, labels_for, read_json, unit_key
 from tests.interop.test_label_studio import annotate
 
 runner = CliRunner()
@@ -23,7 +23,9 @@ def _ls_export(tmp_path: Path) -> Path:
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["units"] == 4
     tasks = read_json(tmp_path / "ls" / "tasks.json")
-    path, _ = annotate(tmp_path / "ls", "pairwise", labels_for([t["data"] for t in tasks], "pairwise", seed=1))
+    key = unit_key(tmp_path / "ls")
+    path, _ = annotate(tmp_path / "ls", "pairwise", labels_for([key[t["data"]["tb_ref"]] for t in tasks], "pairwise",
+                                                               seed=1))
     return path
 
 

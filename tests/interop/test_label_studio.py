@@ -13,7 +13,7 @@ import pytest
 
 from tailorbench.agreement import AgreeOptions, agreement_report
 from tailorbench.interop import detect_format, export_items, read_export
-from tests.interop.conftest import RATERS, TASKS, direct, items_file, labels_for, read_json, shown
+from tests.interop.conftest import RATERS, TASKS, direct, items_file, labels_for, read_json, shown, unit_key
 
 
 def _result(task: str, value: Any, confidence: int | None = None) -> list[dict[str, Any]]:
@@ -34,11 +34,13 @@ def _result(task: str, value: Any, confidence: int | None = None) -> list[dict[s
 def annotate(export_dir: Path, task: str, labels: dict[tuple[str, str], Any]) -> tuple[Path, list[dict[str, Any]]]:
     """tasks.json as Label Studio exports it after three annotators (user ids 1..3) submitted every task."""
     tasks = read_json(export_dir / "tasks.json")
+    key = unit_key(export_dir)
     for n, t in enumerate(tasks, start=1):
+        unit = key[t["data"]["tb_ref"]]
         t.update({"id": n, "project": 1, "drafts": [], "predictions": t.get("predictions", [])})
         t["annotations"] = [
             {"id": n * 10 + k, "completed_by": k + 1, "was_cancelled": False, "ground_truth": False, "lead_time": 4.5,
-             "task": n, "result": _result(task, shown(task, t["data"]["tb_swap"], labels[t["data"]["tb_unit"], r]),
+             "task": n, "result": _result(task, shown(task, unit["tb_swap"], labels[unit["tb_unit"], r]),
                                           confidence=2 if task == "pairwise" else None)}
             for k, r in enumerate(RATERS)]
     path = export_dir / "project-1-at-2026-12-01.json"
@@ -50,7 +52,7 @@ def annotate(export_dir: Path, task: str, labels: dict[tuple[str, str], Any]) ->
 def test_round_trip_equals_the_labels_given_directly(tmp_path: Path, task: str) -> None:
     summary = export_items(items_file(task), task, "label-studio", tmp_path, seed=3)
     tasks = read_json(tmp_path / "tasks.json")
-    labels = labels_for([t["data"] for t in tasks], task)
+    labels = labels_for([unit_key(tmp_path)[t["data"]["tb_ref"]] for t in tasks], task)
     path, _ = annotate(tmp_path, task, labels)
     ratings, report = read_export(path)
     assert detect_format(path) == "label-studio"
@@ -119,7 +121,8 @@ def test_judge_verdicts_ride_along_as_predictions(tmp_path: Path) -> None:
     summary = export_items(items_file("pairwise"), "pairwise", "label-studio", tmp_path / "ls", seed=3,
                            predictions=[verdicts])
     assert summary["predictions"] == 4
+    key = unit_key(tmp_path / "ls")
     for t, want in zip(read_json(tmp_path / "ls" / "tasks.json"), "ABAB"):
         (pred,) = t["predictions"]
         assert pred["model_version"] == "llm:gpt"
-        assert pred["result"][0]["value"]["selected"] == shown("pairwise", t["data"]["tb_swap"], want)
+        assert pred["result"][0]["value"]["selected"] == shown("pairwise", key[t["data"]["tb_ref"]]["tb_swap"], want)

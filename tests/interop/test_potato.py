@@ -13,7 +13,7 @@ import yaml
 
 from tailorbench.agreement import AgreeOptions, agreement_report
 from tailorbench.interop import detect_format, export_items, read_export
-from tests.interop.conftest import RATERS, TASKS, direct, items_file, labels_for, shown
+from tests.interop.conftest import RATERS, TASKS, direct, items_file, labels_for, shown, unit_key
 
 SCHEME = {"pairwise": "choice", "attributes": "judgment", "relevance": "relevant", "ab_rating": "score"}
 
@@ -43,10 +43,11 @@ def test_round_trip_equals_the_labels_given_directly(tmp_path: Path, task: str) 
     config = yaml.safe_load((tmp_path / "config.yaml").read_text(encoding="utf-8"))
     assert config["data_files"] == ["data/units.jsonl"] and config["annotation_schemes"]
     units = _units(tmp_path)
-    labels = labels_for(units, task)
+    key = unit_key(tmp_path)
+    labels = labels_for([key[u["tb_ref"]] for u in units], task)
     for rater in RATERS:
-        _write(tmp_path, rater, [{"id": u["id"], "displayed_text": u["text"],
-                                  "label_annotations": _labels(task, shown(task, u["tb_swap"], labels[u["id"], rater])),
+        _write(tmp_path, rater, [{"id": u["id"], "displayed_text": u["text"], "label_annotations": _labels(
+            task, shown(task, key[u["tb_ref"]]["tb_swap"], labels[key[u["tb_ref"]]["tb_unit"], rater])),
                                   "span_annotations": [], "behavioral_data": {}} for u in units])
     assert detect_format(tmp_path) == "potato"
     ratings, report = read_export(tmp_path)
@@ -59,11 +60,12 @@ def test_round_trip_equals_the_labels_given_directly(tmp_path: Path, task: str) 
 
 def test_empty_unknown_and_unmappable_rows_are_counted(tmp_path: Path) -> None:
     export_items(items_file("pairwise"), "pairwise", "potato", tmp_path, seed=2)
+    ref = {unit["tb_unit"]: r for r, unit in unit_key(tmp_path).items()}  # the instance ids are the references
     _write(tmp_path, "ann1", [
-        {"id": "it0", "label_annotations": {}},
+        {"id": ref["it0"], "label_annotations": {}},
         {"id": "nope", "label_annotations": {"choice": {"Answer 1": "1"}}},
-        {"id": "it1", "label_annotations": {"choice": {"Answer 1": "1", "Answer 2": "2"}}},
-        {"id": "it2", "label_annotations": {"choice": {"Answer 2": "2"}}},
+        {"id": ref["it1"], "label_annotations": {"choice": {"Answer 1": "1", "Answer 2": "2"}}},
+        {"id": ref["it2"], "label_annotations": {"choice": {"Answer 2": "2"}}},
     ])
     ratings, report = read_export(tmp_path, "potato")
     assert report.not_rated == {"empty": 1, "unmappable": 2}

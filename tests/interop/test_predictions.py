@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tailorbench.interop import export_items
-from tests.interop.conftest import items_file, read_json, shown
+from tests.interop.conftest import items_file, read_json, shown, unit_key
 
 
 def _run_dir(tmp_path: Path) -> Path:
@@ -29,21 +29,24 @@ def test_a_run_that_judged_more_is_exported_and_the_others_counted(tmp_path: Pat
     summary = export_items(items_file("pairwise"), "pairwise", "label-studio", tmp_path / "ls", seed=3,
                            predictions=[_run_dir(tmp_path)])
     assert summary["predictions"] == 8 and summary["predictions_not_exported"] == 4
+    key = unit_key(tmp_path / "ls")
     for t in read_json(tmp_path / "ls" / "tasks.json"):
         preds = t["predictions"]
+        unit = key[t["data"]["tb_ref"]]
         assert [p["model_version"] for p in preds] == ["longer@persona/AB", "longer@persona/BA"]
-        want = ["A", "A" if t["data"]["tb_unit"] != "it1" else "B"]
+        want = ["A", "A" if unit["tb_unit"] != "it1" else "B"]
         assert [p["result"][0]["value"]["selected"] for p in preds] == [
-            shown("pairwise", t["data"]["tb_swap"], w) for w in want]
+            shown("pairwise", unit["tb_swap"], w) for w in want]
 
 
 def test_argilla_keeps_both_orders_in_its_one_suggestion(tmp_path: Path) -> None:
     summary = export_items(items_file("pairwise"), "pairwise", "argilla", tmp_path / "rg", seed=3,
                            predictions=[_run_dir(tmp_path)])
     assert summary["predictions_not_exported"] == 4
+    key = unit_key(tmp_path / "rg")
     for record in read_json(tmp_path / "rg" / "records.json"):
         suggestion = record["suggestions"]["choice"]
+        unit = key[record["metadata"]["tb_ref"]]
         assert suggestion["agent"] == "longer@persona/AB, longer@persona/BA"
-        swap = record["metadata"]["tb_swap"] == "true"
-        assert suggestion["value"] == shown("pairwise", swap, "A")
-        assert suggestion["score"] == (0.5 if record["id"] == "it1" else 1.0)
+        assert suggestion["value"] == shown("pairwise", unit["tb_swap"], "A")
+        assert suggestion["score"] == (0.5 if unit["tb_unit"] == "it1" else 1.0)

@@ -5,8 +5,10 @@ responses back into the long format, with submitted, discarded and draft respons
 Records read back: the nested records of `Dataset.to_disk` / `records.to_json` (`responses: {question: [{value,
 user_id[, status]}]}`; to_disk leaves the status out, so those responses are read as submitted and the report
 says so), or flattened rows (`records.to_list(flatten=True)`, what `to_hub` publishes: `Q.responses`,
-`Q.responses.users`, `Q.responses.status`) as a JSON list or JSONL. The unit rides in the record's metadata
-(`tb_unit`, `tb_task`, `tb_swap`), hidden from annotators.
+`Q.responses.users`, `Q.responses.status`) as a JSON list or JSONL. A record's metadata carries only an opaque
+reference (`tb_ref`; Argilla sends metadata to the annotator's browser even when it hides it from view), and the
+unit it stands for is in the export's key file (`tailorbench-key.json`), which the import reads; records of
+older exports carry the unit itself (`tb_unit`, `tb_task`, `tb_swap`) and are read as before.
 """
 
 from __future__ import annotations
@@ -23,12 +25,27 @@ from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 from tailorbench.files import load_bytes, parse_json, type_name, write_text_atomic
 from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id
-from tailorbench.interop.units import Collector, ImportReport, Unit, prediction_label, shown_answer, unit_from_meta
+from tailorbench.interop.units import (
+    REF,
+    Collector,
+    ImportReport,
+    Unit,
+    UnitKey,
+    find_key,
+    is_own,
+    prediction_label,
+    refs,
+    shown_answer,
+    unit_from_meta,
+    write_key,
+)
 
 SETTINGS_FILE = "settings.json"
 RECORDS_FILE = "records.json"
-#: metadata of every record: the unit (hidden from annotators)
-META = ("tb_unit", "tb_item", "tb_task", "tb_swap")
+#: metadata of every record: an opaque reference to its unit (the unit itself is in the key file)
+META = (REF,)
+#: what records of older exports carried instead
+LEGACY_META = ("tb_unit", "tb_item", "tb_task", "tb_swap")
 
 
 def _entry(name: str, kind: str, settings: dict[str, Any], title: str, required: bool) -> dict[str, Any]:
@@ -97,25 +114,21 @@ def _suggestion(unit: Unit, verdicts: list[tuple[str, Label]]) -> dict[str, Any]
     return {name: {"value": value, "score": round(values.count(value) / len(values), 4), "agent": ", ".join(agents)}}
 
 
-def _meta(unit: Unit) -> dict[str, str]:
-    """Terms metadata are strings: the swap as "true" / "false"."""
-    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in unit.meta().items()}
-
-
 def export(units: list[Unit], out: Path, min_submitted: int,
            verdicts: dict[str, list[tuple[str, Label]]] | None = None) -> list[Path]:
     """Write `settings.json` and `records.json` (a record per unit, its judge verdicts as one suggestion)."""
     records = []
-    for unit in units:
+    references = refs(units)
+    for unit, ref in zip(units, references):
         preds = (verdicts or {}).get(unit.uid, [])
-        records.append({"id": unit.uid, "fields": {k: v for k, v in unit.fields.items() if v},
-                        "metadata": _meta(unit), "suggestions": _suggestion(unit, preds) if preds else {},
+        records.append({"id": ref, "fields": {k: v for k, v in unit.fields.items() if v},
+                        "metadata": {REF: ref}, "suggestions": _suggestion(unit, preds) if preds else {},
                         "responses": {}, "vectors": {}, "status": "pending"})
     task = units[0].task if units else "pairwise"
     # byte for byte what `Settings.to_json` writes (json.dumps with its defaults, no newline at the end)
     write_text_atomic(out / SETTINGS_FILE, json.dumps(settings(task, min_submitted)))
     write_text_atomic(out / RECORDS_FILE, json.dumps(records, ensure_ascii=False, indent=1) + "\n")
-    return [out / SETTINGS_FILE, out / RECORDS_FILE]
+    return [out / SETTINGS_FILE, out / RECORDS_FILE, write_key(out, units, references)]
 
 
 _QUESTION_KEY = {"choice": "side", "confidence": "confidence", "judgment": "judgment", "relevant": "relevant",
@@ -173,10 +186,12 @@ def _column(record: dict[str, Any], key: str, missing: Any, n: int, where: tuple
     return value
 
 
-def _unit(record: dict[str, Any]) -> Unit | str:
+def _unit(record: dict[str, Any], key: UnitKey | None) -> Unit | str:
     nested = record.get("metadata")
     meta: dict[str, Any] = nested if isinstance(nested, dict) else record
-    values = {k: meta.get(k) for k in META}
+    if REF in meta:
+        return unit_from_meta({REF: meta[REF]}, key)
+    values = {k: meta.get(k) for k in LEGACY_META}
     if isinstance(values["tb_swap"], str):
         values["tb_swap"] = {"true": True, "false": False}.get(values["tb_swap"].lower(), values["tb_swap"])
     return unit_from_meta(values)
@@ -223,29 +238,33 @@ def _records(path: Path) -> list[tuple[int, Any]]:
     return list(read_jsonl(path, InvalidRows()))
 
 
-def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingSet, ImportReport]:
+def read_export(path: str | Path, fmap: FieldMap | None = None, key: UnitKey | None = None
+                ) -> tuple[RatingSet, ImportReport]:
     """Argilla records (nested or flattened) -> long-format ratings and the counts: discarded and draft responses,
     responses without a value, and unmappable ones kept apart. Lines are JSONL lines or positions in a list.
     Records tailorbench did not export (no `tb_unit` metadata), or any when `fmap` is given, go through the
     mapping: item = the record's `id` unless mapped, rater = the response's user, label = the answer's value."""
     path = Path(path)
-    return _read(_records(path), path, fmap)
+    return _read(_records(path), path, fmap, key if key is not None else find_key(path))
 
 
-def read_records(records: Iterable[Any], source: str = "argilla-sdk", fmap: FieldMap | None = None
-                 ) -> tuple[RatingSet, ImportReport]:
+def read_records(records: Iterable[Any], source: str = "argilla-sdk", fmap: FieldMap | None = None,
+                 key: UnitKey | str | Path | None = None) -> tuple[RatingSet, ImportReport]:
     """`read_export` of records in memory, straight from the SDK: `dataset.records.to_list(flatten=True)` (or
-    nested dicts); lines in the report are their positions, `source` their name."""
-    return _read(enumerate(records, start=1), source, fmap)
+    nested dicts); lines in the report are their positions, `source` their name; `key` the export's key file
+    (or a folder holding it; read with `units.read_key`/`find_key`)."""
+    if isinstance(key, str | Path):
+        key = find_key(Path(key))
+    return _read(enumerate(records, start=1), source, fmap, key)
 
 
 def _own(record: dict[str, Any], fmap: FieldMap | None) -> bool:
     meta = record.get("metadata")
-    return fmap is None and "tb_unit" in (meta if isinstance(meta, dict) else record)
+    return fmap is None and is_own(meta if isinstance(meta, dict) else record)
 
 
-def _read(numbered: Iterable[tuple[int, Any]], source: str | Path, fmap: FieldMap | None
-          ) -> tuple[RatingSet, ImportReport]:
+def _read(numbered: Iterable[tuple[int, Any]], source: str | Path, fmap: FieldMap | None,
+          key: UnitKey | None = None) -> tuple[RatingSet, ImportReport]:
     col = Collector("argilla")
     col.source(source)
     shape = Shape(item=fmap.item if fmap and fmap.item else "id", rater="responses[].user_id")
@@ -256,7 +275,7 @@ def _read(numbered: Iterable[tuple[int, Any]], source: str | Path, fmap: FieldMa
             continue
         own = _own(record, fmap)
         foreign += not own
-        unit = _unit(record) if own else None
+        unit = _unit(record, key) if own else None
         for user, answers in _responses(record, (source, line)).items():
             statuses = {s for _, _, s in answers}
             if "discarded" in statuses:

@@ -21,13 +21,19 @@ from tailorbench.annotation.tasks import JUDGMENTS, SCALE
 from tailorbench.files import field_of, load_json, write_text_atomic
 from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id, rater_of
 from tailorbench.interop.units import (
+    REF,
     TIE_WORDS,
     Collector,
     ImportReport,
     Unit,
+    UnitKey,
+    find_key,
+    is_own,
     prediction_label,
+    refs,
     shown_answer,
     unit_from_meta,
+    write_key,
 )
 
 TASKS_FILE = "tasks.json"
@@ -85,8 +91,9 @@ def _result(unit: Unit, answer: dict[str, Any]) -> list[dict[str, Any]]:
 def export(units: list[Unit], out: Path, verdicts: dict[str, list[tuple[str, Label]]] | None = None) -> list[Path]:
     """Write `tasks.json` (Label Studio's import format, one task per unit) and `config.xml`."""
     tasks = []
-    for unit in units:
-        task: dict[str, Any] = {"data": {**unit.fields, **unit.meta()}}
+    references = refs(units)
+    for unit, ref in zip(units, references):
+        task: dict[str, Any] = {"data": {**unit.fields, REF: ref}}
         preds = (verdicts or {}).get(unit.uid, [])
         if preds:
             task["predictions"] = [{"model_version": judge,
@@ -95,7 +102,7 @@ def export(units: list[Unit], out: Path, verdicts: dict[str, list[tuple[str, Lab
         tasks.append(task)
     write_text_atomic(out / TASKS_FILE, json.dumps(tasks, ensure_ascii=False, indent=1) + "\n")
     write_text_atomic(out / CONFIG_FILE, labeling_config(units[0].task if units else "pairwise"))
-    return [out / TASKS_FILE, out / CONFIG_FILE]
+    return [out / TASKS_FILE, out / CONFIG_FILE, write_key(out, units, references)]
 
 
 def _rater(completed_by: Any) -> str:
@@ -148,11 +155,14 @@ def _foreign_answers(result: list[Any]) -> dict[str, tuple[str, Any]]:
     return out
 
 
-def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingSet, ImportReport]:
+def read_export(path: str | Path, fmap: FieldMap | None = None, key: UnitKey | None = None
+                ) -> tuple[RatingSet, ImportReport]:
     """Label Studio's JSON export (a list of tasks with `annotations`, `drafts`) -> long-format ratings and the
     counts: cancelled (skipped) annotations, drafts, empty results, ties and unmappable ones kept apart. Line
     numbers in the report are the tasks' positions (1-based) in the export. Tasks tailorbench did not export
-    (no `tb_unit`), or any task when a mapping is given, are read through the mapping (`mapping.py`)."""
+    (no `tb_ref`, nor an older export's `tb_unit`), or any task when a mapping is given, are read through the
+    mapping (`mapping.py`); a task's reference is looked up in `key`, by default the project's key file found
+    beside the export or above it (`units.find_key`)."""
     path = Path(path)
     tasks = load_json(path, list, "a Label Studio JSON export (a list of tasks)")
     col = Collector("label-studio")
@@ -160,13 +170,14 @@ def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingS
     shape = Shape(item=fmap.item if fmap and fmap.item else "id",
                   rater=fmap.rater if fmap and fmap.rater else "completed_by")
     foreign = 0
+    key = key if key is not None else find_key(path)
     for pos, task in enumerate(tasks, start=1):
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
             col.unmappable(path, pos, "task is not an object with 'data'")
             continue
-        own = fmap is None and "tb_unit" in task["data"]
+        own = fmap is None and is_own(task["data"])
         foreign += not own
-        unit = unit_from_meta(task["data"]) if own else None
+        unit = unit_from_meta(task["data"], key) if own else None
         where = f"[{pos}]."  # the task's position in the export, as the report counts them
         for _ in field_of(task, "drafts", list, "a list of drafts", path, None, where, ()):
             col.count("draft")

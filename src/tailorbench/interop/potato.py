@@ -3,7 +3,9 @@
 
 Potato's output row is `{"id", "displayed_text", "label_annotations": {scheme: {label: value}}, ...}`: a radio
 scheme stores the chosen label as the key, a likert scheme `scale_N`. The output does not repeat the data, so
-the import reads the project's data file (named by its config) for each instance's unit (`tb_swap`).
+the import reads the project's data file (named by its config) for each instance's reference (`tb_ref`, also its
+id) and the project's key file (`tailorbench-key.json`, beside the config) for the unit it stands for: nothing
+the Potato server sends an annotator says which answer is which.
 """
 
 from __future__ import annotations
@@ -29,7 +31,18 @@ from tailorbench.files import (
     write_text_atomic,
 )
 from tailorbench.interop.mapping import FieldMap, Shape, add_answer, finish, item_id
-from tailorbench.interop.units import Collector, ImportReport, Unit, unit_from_meta
+from tailorbench.interop.units import (
+    REF,
+    Collector,
+    ImportReport,
+    Unit,
+    UnitKey,
+    find_key,
+    is_own,
+    refs,
+    unit_from_meta,
+    write_key,
+)
 
 CONFIG_FILE = "config.yaml"
 DATA_FILE = "data/units.jsonl"
@@ -75,11 +88,14 @@ def _text(unit: Unit) -> str:
 
 
 def export(units: list[Unit], out: Path) -> list[Path]:
-    """Write `config.yaml` and `data/units.jsonl` (one instance per unit, carrying the unit)."""
-    write_jsonl_atomic(out / DATA_FILE, ({"id": unit.uid, "text": _text(unit), **unit.meta()} for unit in units))
+    """Write `config.yaml`, `data/units.jsonl` (one instance per unit, its id an opaque reference) and the key
+    file mapping each reference to its unit."""
+    references = refs(units)
+    write_jsonl_atomic(out / DATA_FILE, ({"id": ref, "text": _text(unit), REF: ref}
+                                         for unit, ref in zip(units, references)))
     task = units[0].task if units else "pairwise"
     write_text_atomic(out / CONFIG_FILE, yaml.safe_dump(project_config(task), sort_keys=False, allow_unicode=True))
-    return [out / CONFIG_FILE, out / DATA_FILE]
+    return [out / CONFIG_FILE, out / DATA_FILE, write_key(out, units, references)]
 
 
 def _answer(labels: dict[str, Any]) -> dict[str, Any] | str:
@@ -187,12 +203,14 @@ def _rows(root: Path, config: dict[str, Any], notes: list[str]) -> list[Row]:
     return rows
 
 
-def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingSet, ImportReport]:
+def read_export(path: str | Path, fmap: FieldMap | None = None, key: UnitKey | None = None
+                ) -> tuple[RatingSet, ImportReport]:
     """A Potato project folder (its config, data files and every annotator's output, Potato 2 or 1) ->
     long-format ratings and the counts. Instances tailorbench did not export (no `tb_unit` in the data row), or
     any when `fmap` is given, go through the mapping (item = the instance id unless mapped, label = the radio
     label or the likert number)."""
     root, config = _project(Path(path))
+    key = key if key is not None else find_key(root)
     id_key = (config.get("item_properties") or {}).get("id_key", "id")  # both checked by _project
     data: dict[str, dict[str, Any]] = {}
     for name in config["data_files"]:
@@ -213,8 +231,8 @@ def read_export(path: str | Path, fmap: FieldMap | None = None) -> tuple[RatingS
         answer = _answer(labels) if isinstance(labels, dict) else "label_annotations is not an object"
         if isinstance(answer, str):
             col.unmappable(out, line, answer)
-        elif fmap is None and "tb_unit" in data[uid]:
-            col.answer(unit_from_meta(data[uid]), rater, answer, out, line)
+        elif fmap is None and is_own(data[uid]):
+            col.answer(unit_from_meta(data[uid], key), rater, answer, out, line)
         else:
             foreign += 1
             given = {("choice" if k == "side" else k): ("pairwise" if k == "side" else "label", v)

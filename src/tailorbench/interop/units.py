@@ -3,12 +3,20 @@ answer was shown on, and the mapping of a tool's side-based answer back to tailo
 
 A unit is one pairwise item, or one attribute of an attributes / relevance / A/B-rating item (rating item
 `ID::KEY`), so a tool's project-wide labeling config can hold one control per question. Where a task type shows
-two answers, the export draws per item (from a seed) whether they are swapped and writes that into the unit
-(`tb_swap`), so an import maps "left" / "answer 2" back to the answer it was, never to a position.
+two answers, the export draws per item (from a seed) whether they are swapped, so an import maps "left" / "answer
+2" back to the answer it was, never to a position.
+
+Exports are blind: what a tool sends an annotator's browser (Label Studio's task data, Argilla's record metadata,
+Potato's data file) carries only an opaque reference per unit (`tb_ref`, `<project>-<n>`), never the swap, the
+item id or the task; the mapping from each reference to its unit stays in a sidecar written beside the project,
+`tailorbench-key.json`, which the importer reads (beside the export it is given or in a folder above it). For an
+item made from a benchmark, whose answer A is the chosen one, the swap would tell an annotator which side the
+benchmark prefers. Exports made before this carried the unit itself (`tb_unit`, `tb_swap`, ...): still read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import statistics
 from collections import Counter
@@ -21,6 +29,7 @@ from tailorbench.agreement.records import Label, Rating, RatingSet
 from tailorbench.annotation.importer import read_import
 from tailorbench.annotation.tasks import ATTR_SEP, JUDGMENTS, SCALE, task_type
 from tailorbench.errors import DataError
+from tailorbench.files import load_json, write_json_atomic
 from tailorbench.personas import render_persona
 
 #: the task types a tool export covers (the built-in ones)
@@ -29,6 +38,12 @@ TASK_NAMES = ("pairwise", "attributes", "relevance", "ab_rating")
 TIE_WORDS = frozenset({"tie", "equal", "same", "both", "neither", "none", "no preference"})
 #: the pairwise confidence scale
 CONFIDENCE = (1, 2, 3)
+#: the sidecar mapping each opaque reference to its unit (never sent to an annotator)
+KEY_FILE = "tailorbench-key.json"
+#: the one field of tailorbench's own a tool's task carries: an opaque reference
+REF = "tb_ref"
+#: what a key file says it is
+KEY_FORMAT = "tailorbench-unit-key/1"
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,54 @@ class Unit:
     def meta(self) -> dict[str, Any]:
         """What a tool's task keeps so an import needs nothing but the tool's own export."""
         return {"tb_unit": self.uid, "tb_item": self.item, "tb_task": self.task, "tb_swap": self.swap}
+
+
+def refs(units: list[Unit]) -> list[str]:
+    """One opaque reference per unit, `<project>-<n>`: the project a hash of the unit ids (so two projects'
+    references differ and one export made again gives the same ones), n the unit's position; nothing in it
+    depends on an answer's side."""
+    project = hashlib.sha256("\n".join(u.uid for u in units).encode()).hexdigest()[:10]
+    return [f"{project}-{n}" for n in range(1, len(units) + 1)]
+
+
+def write_key(out: Path, units: list[Unit], references: list[str]) -> Path:
+    """The sidecar of an export: reference -> the unit's id, item, task and swap."""
+    return write_json_atomic(out / KEY_FILE, {"format": KEY_FORMAT, "units": {
+        ref: unit.meta() for ref, unit in zip(references, units)}})
+
+
+UnitKey = dict[str, Unit]
+
+
+def read_key(path: Path) -> UnitKey:
+    """A key file -> reference -> unit; a damaged one is a DataError naming it."""
+    data = load_json(path, dict, "a tailorbench unit key (a JSON object)")
+    units = data.get("units")
+    if data.get("format") != KEY_FORMAT or not isinstance(units, dict):
+        raise DataError(path, None, "format", f"not a tailorbench unit key ({KEY_FORMAT})")
+    out: UnitKey = {}
+    for ref, meta in units.items():
+        unit = unit_from_meta(meta) if isinstance(meta, dict) else "not an object"
+        if isinstance(unit, str):
+            raise DataError(path, None, f"units.{ref}", unit)
+        out[str(ref)] = unit
+    return out
+
+
+def find_key(path: Path) -> UnitKey | None:
+    """The unit key of an export: `tailorbench-key.json` in the export's folder (or the folder given) or in a
+    folder above it; None when there is none."""
+    start = path if path.is_dir() else path.parent
+    for folder in (start, *start.resolve().parents):
+        candidate = folder / KEY_FILE
+        if candidate.is_file():
+            return read_key(candidate)
+    return None
+
+
+def is_own(meta: Mapping[str, Any]) -> bool:
+    """Whether a tool's task is one tailorbench exported (a reference, or an older export's unit)."""
+    return REF in meta or "tb_unit" in meta
 
 
 def _conversation_text(turns: list[dict[str, str]]) -> str:
@@ -85,8 +148,15 @@ def units_from_items(path: str | Path, task: str, seed: int = 0) -> list[Unit]:
     return out
 
 
-def unit_from_meta(meta: Mapping[str, Any]) -> Unit | str:
-    """The unit a tool's task carries (`Unit.meta`), or why it cannot be read."""
+def unit_from_meta(meta: Mapping[str, Any], key: UnitKey | None = None) -> Unit | str:
+    """The unit of a tool's task: its reference looked up in the export's key, or (older exports, and the key
+    file's own entries) the unit the task carries (`Unit.meta`); or why it cannot be read."""
+    if REF in meta:
+        if key is None:
+            return (f"the task's unit is in the project's key file ({KEY_FILE}), which is not beside the export "
+                    "nor in a folder above it: copy it there from the exported project")
+        found = key.get(str(meta[REF]))
+        return found if found is not None else f"{REF} {meta[REF]!r} is not in the key file ({KEY_FILE})"
     uid, task, swap = meta.get("tb_unit"), meta.get("tb_task"), meta.get("tb_swap")
     if not isinstance(uid, str) or not uid:
         return "no tailorbench unit id (tb_unit): not a task tailorbench exported"

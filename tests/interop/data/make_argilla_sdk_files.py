@@ -3,11 +3,12 @@
 Run with a Python that has `argilla` installed (not the project's environment; it is no dependency of
 tailorbench), from this folder: `python make_argilla_sdk_files.py`. The SDK's objects want a client only to
 talk to a server; none is reached, so the default client is replaced by a stand-in. It reads tailorbench's
-export of tests/annotation/data/pairwise.jsonl (seed 1: `argilla_export_pairwise_*.json`) through the SDK's own
-readers (`Settings.from_json`, `Record.from_dict`), adds responses of three annotators (submitted, one draft,
-one discarded) and writes what the SDK writes: `Settings.to_json`, records as `Dataset.to_disk` /
-`records.to_json` write them (nested, no response status) and as `records.to_list(flatten=True)` (what
-`to_hub` publishes, with statuses).
+export of tests/annotation/data/pairwise.jsonl (seed 1: `argilla_export_pairwise_settings.json`, and the records
+of an older export that carried the unit in each record's metadata, `argilla_export_pairwise_records_v1.json`,
+kept so the import of such exports stays tested) through the SDK's own readers (`Settings.from_json`,
+`Record.from_dict`), adds responses of three annotators (submitted, one draft, one discarded) and writes what the
+SDK writes: `Settings.to_json`, records as `Dataset.to_disk` / `records.to_json` write them (nested, no response
+status) and as `records.to_list(flatten=True)` (what `to_hub` publishes, with statuses).
 """
 
 import json
@@ -35,7 +36,7 @@ out = HERE / "argilla_sdk_pairwise_settings.json"
 out.unlink(missing_ok=True)
 settings.to_json(out)
 records = []
-for row in json.loads((HERE / "argilla_export_pairwise_records.json").read_text()):
+for row in json.loads((HERE / "argilla_export_pairwise_records_v1.json").read_text()):
     record = rg.Record.from_dict(row)
     for user in range(3):
         side, conf, status = ANSWERS[record.id, user]
