@@ -113,3 +113,26 @@ def test_stage3_mean_rating_with_the_judge_as_proxy(tmp_path: Path) -> None:
     assert cell["human_only"]["estimate"] == pytest.approx(float(np.mean([np.mean(v) for v in by_item.values()])))
     assert cell["proxy_only"]["estimate"] > cell["human_only"]["estimate"]  # the judge's inflation, shown
     assert any("outside the human group" in n for n in result.notes)  # the example's model ratings
+
+
+def test_a_callers_own_plan(tmp_path: Path) -> None:
+    """A caller that draws the items itself (a study's stage 3) hands the plan entries over in memory."""
+    from tailorbench.estimate.anchored import estimate_runs
+    from tailorbench.estimate.sample_plan import plan_entries
+    from tailorbench.estimate.sampling import draw
+
+    rng = np.random.default_rng(4)
+    ids = [f"ab-{k}" for k in range(200)]
+    truth = rng.integers(-2, 3, size=200)
+    judge = tmp_path / "judge.jsonl"
+    judge.write_text("".join(json.dumps({"item": i, "rater": "llm", "group": "model", "label": int(min(2, t + 1))})
+                             + "\n" for i, t in zip(ids, truth)))
+    sample = draw("active", 60, rng, uncertainty=rng.uniform(0.1, 1.0, 200))
+    plan = plan_entries(ids, sample)
+    people = tmp_path / "people.jsonl"
+    people.write_text("".join(json.dumps({"item": i, "rater": "p", "label": int(truth[k])}) + "\n"
+                              for k, i in enumerate(ids) if sample.labeled[k]))
+    report = estimate_runs(judge, None, people, plan=plan)
+    assert report.design == "active" and not report.assumed_uniform
+    anchored = report.cells[0].anchored
+    assert anchored is not None and anchored.ci[0] <= float(truth.mean()) <= anchored.ci[1]

@@ -15,7 +15,7 @@ import numpy as np
 from tailorbench.errors import ConfigError
 from tailorbench.estimate.cells import CellEstimate, three_estimates
 from tailorbench.estimate.items import RATINGS, Items, read_items
-from tailorbench.estimate.labels import HumanLabels, read_labels
+from tailorbench.estimate.labels import HumanLabels, PlanEntry, read_labels
 from tailorbench.estimate.ppi import Interval
 from tailorbench.estimate.records import CellRecord, EstimateReport, IntervalRecord
 from tailorbench.schema import in_declared_order
@@ -93,9 +93,11 @@ def _check_library(cells: list[tuple[str, np.ndarray]], items: Items, y: np.ndar
 
 def estimate_runs(system: Path, proxy: Path | None, labels_source: str | Path, sample: Path | None = None,
                   versus: Path | None = None, assume_uniform: bool = False, level: float = 0.95,
-                  check_library: bool = False) -> EstimateReport:
+                  check_library: bool = False, plan: dict[str, PlanEntry] | None = None) -> EstimateReport:
+    """The estimate of `system` against `proxy` from people's labels (`labels_source`), the inclusion
+    probabilities from the plan file `sample`, from `plan` (entries a caller drew itself), or assumed uniform."""
     items = read_items(system, proxy, versus)
-    labels = read_labels(labels_source, items.kind == "pairwise", set(items.ids), sample)
+    labels = read_labels(labels_source, items.kind == "pairwise", set(items.ids), sample, plan)
     labeled = np.array([c in labels.values for c in items.ids], dtype=bool)
     share = np.array([labels.values.get(c, 0.0) for c in items.ids], dtype=float)
     y = np.where(labeled, items.human_value(share), 0.0)

@@ -144,15 +144,16 @@ def _aggregate(values: list[float], pairwise: bool) -> float:
     return 1.0 if chosen > rejected else 0.0 if rejected > chosen else 0.5
 
 
-def read_labels(source: str | Path, pairwise: bool, known: set[str],
-                plan_file: str | Path | None = None) -> HumanLabels:
+def read_labels(source: str | Path, pairwise: bool, known: set[str], plan_file: str | Path | None = None,
+                plan_entries: dict[str, PlanEntry] | None = None) -> HumanLabels:
     """People's labels from `source` (an export folder, a ratings file, or `benchmark` with `plan_file`), on the
     items in `known` (the runs' cases; ratings of other items are counted in a note), with the plan entries of
-    `plan_file` or, for an export, of its items."""
-    plan = read_plan(plan_file) if plan_file is not None else {}
+    `plan_file` (or `plan_entries`, a caller's own plan: a study that drew the items itself) or, for an export,
+    of its items."""
+    plan = read_plan(plan_file) if plan_file is not None else dict(plan_entries or {})
     notes: list[str] = []
     if str(source) == BENCHMARK:
-        if plan_file is None:
+        if not plan:
             raise ConfigError("--labels benchmark reveals the benchmark's own labels on a sample: name the sample "
                               "with --sample PLAN (`tailor estimate sample` writes one)")
         if not pairwise:

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from tailorbench.errors import ConfigError
-from tailorbench.estimate.labels import PLAN_KEY
+from tailorbench.estimate.labels import PLAN_KEY, PlanEntry
 from tailorbench.estimate.records import SampleReport
-from tailorbench.estimate.sampling import DESIGNS, draw, uncertainty_from_margin
+from tailorbench.estimate.sampling import DESIGNS, Draw, draw, uncertainty_from_margin
 
-__all__ = ["write_sample"]
+__all__ = ["plan_entries", "write_sample"]
 
 
 def write_sample(data: str, out: Path, sampling: str = "stratified", n: int | None = None,
@@ -70,3 +70,10 @@ def write_sample(data: str, out: Path, sampling: str = "stratified", n: int | No
     return SampleReport(out=str(out), sampling=design, requested=sampling,
                         items=len(cases), sampled=len(picked), expected_labels=float(sample.pi.sum()),
                         strata=counts, seed=seed, notes=notes)
+
+
+def plan_entries(ids: list[str], sample: Draw, strata: np.ndarray | None = None) -> dict[str, PlanEntry]:
+    """The plan entries of the drawn items of `sample` (for a caller that draws and labels items itself, e.g. a
+    study's stage: `anchored.estimate_runs(..., plan=...)` reads them as it reads a plan file's)."""
+    return {ids[k]: PlanEntry(sample.design, float(sample.pi[k]), "all" if strata is None else str(strata[k]))
+            for k in np.flatnonzero(sample.labeled)}
