@@ -224,18 +224,20 @@ def gen_eval_benchmark_resume(run_dir: str | Path, progress: bool = False, max_f
 
 def eval_suite(suite: str | Path, out: str | Path, *, data_root: str | Path | None = None,
                judges: Sequence[str] | None = None, settings: Sequence[str] | None = None,
-               progress: bool = False) -> SuiteResult:
+               progress: bool = False, skip_missing: bool = False) -> SuiteResult:
     """`tailor eval --suite NAME|PATH`: every benchmark x judge x setting of a YAML suite (or the built-in
-    `personalization`), each step its own resumable run directory under `out`, and leaderboard.json / .md at
-    `out` with a column per benchmark (`judges`, `settings`, `data_root` replace the file's). Run it again with
-    the same arguments to finish a killed suite: finished steps are not redone."""
+    `personalization`, every benchmark from its folder under `data_root`), each step its own resumable run
+    directory under `out`, and leaderboard.json / .md / .html at `out` with a column per benchmark (`judges`,
+    `settings`, `data_root` replace the file's). A benchmark whose data is missing is a ConfigError before any
+    work, or with `skip_missing` left out and named with the reason in the leaderboard. Run it again with the
+    same arguments to finish a killed suite: finished steps are not redone."""
     from tailorbench.benchmarks.suite import load_suite, run_suite
     from tailorbench.options import check_writable
 
     check_writable("--out", out, directory=True)
     loaded = load_suite(suite, data_root=data_root, judges=list(judges) if judges else None,
                         settings=list(settings) if settings else None)
-    return SuiteResult.model_validate(run_suite(loaded, out, progress=progress))
+    return SuiteResult.model_validate(run_suite(loaded, out, progress=progress, skip_missing=skip_missing))
 
 
 eval_benchmark_async = async_twin(eval_benchmark)

@@ -290,6 +290,10 @@ class SuiteResult(Output):
     suite: str
     benchmarks: list[str] = []
     rows: dict[str, dict[str, Any]] = {}
+    #: benchmark -> why it was left out (`--skip-missing`: its data is not there)
+    missing: dict[str, str] = {}
+    #: row -> benchmark -> why that judge has no figure there
+    not_run: dict[str, dict[str, str]] = {}
 
 
 #: what `tailor report` returns per run, by the run's kind

@@ -16,10 +16,17 @@ A suite is a YAML file (or a built-in name: `personalization`, `suites/personali
 every setting, `tailor eval`'s runner) or `multiple-choice` (answered by each `llm:` judge's model, scored by the
 benchmark's own rule: `choice_run`). Every step is a run directory of its own under `OUT/<benchmark>/`, which
 resumes by itself, so a suite killed at any point is run again with the same command and redoes nothing.
+
+Every benchmark is read from its folder under `data_root` (the built-in suite names no hub dataset, so it runs
+offline). A benchmark whose data is not there stops the suite before any work, naming every missing one, unless
+`skip_missing` (`--skip-missing`): then it is left out and leaderboard.md / .json / .html say why, as they say
+why a judge has no figure on a benchmark (a multiple-choice one needs an `llm:` judge). Figures are accuracy in
+percent with its 95% CI, as every other report shows them.
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +36,7 @@ from tailorbench.errors import ConfigError
 from tailorbench.evaluate.runner import EvalConfig, run_eval, slug
 from tailorbench.files import load_json, load_yaml, write_json_atomic, write_text_atomic
 from tailorbench.redact import redact
-from tailorbench.reporting import md_table, with_ci
+from tailorbench.reporting import html_page, html_table, md_table, pct
 
 TASKS = ("pairwise", "multiple-choice")
 SUITE_KEYS = {"name", "data_root", "benchmarks", "judges", "settings", "limit", "seed", "n_boot"}
@@ -116,9 +123,23 @@ def _benchmark(entry: Any, index: int, root: Path, path: Path) -> SuiteBenchmark
     options = entry.get("options", {})
     if not isinstance(options, dict):
         raise ConfigError(f"{where}: options must be a mapping")
-    named = data in ("demo", "personafeedback") or data.startswith("hf:")
+    named = is_named(data)
     resolved = data if named or Path(data).is_absolute() else str((root / data).resolve())
     return SuiteBenchmark(name, resolved, task, {str(k): v for k, v in options.items()}, entry.get("layout"))
+
+
+def is_named(data: str) -> bool:
+    """A data spec that names a dataset (the demo, the hub) rather than a path under `data_root`."""
+    return data in ("demo", "personafeedback") or data.startswith("hf:")
+
+
+def missing_data(suite: Suite) -> dict[str, str]:
+    """benchmark -> why its data cannot be read: a path that does not exist."""
+    return {b.name: f"no data at {b.data}" for b in suite.benchmarks if not is_named(b.data) and not
+            Path(b.data).exists()}
+
+
+NO_LLM = "a multiple-choice benchmark is answered by an llm: judge's model; this judge has none"
 
 
 def model_of(judge: str) -> str | None:
@@ -127,24 +148,63 @@ def model_of(judge: str) -> str | None:
     return spec[len("llm:"):] if spec.startswith("llm:") else None
 
 
-def run_suite(suite: Suite, out: str | Path, progress: bool = False) -> dict[str, Any]:
-    """Every step of the suite (each resumes if its directory holds a run), then leaderboard.json and
-    leaderboard.md at `out`: one row per judge x setting, one column per benchmark."""
+def run_suite(suite: Suite, out: str | Path, progress: bool = False, skip_missing: bool = False) -> dict[str, Any]:
+    """Every step of the suite (each resumes if its directory holds a run), then leaderboard.json, .md and .html at
+    `out`: one row per judge x setting, one column per benchmark, and why any cell or column has no figure. A
+    benchmark without its data is a ConfigError before any work, or, with `skip_missing`, left out and said so."""
     out = Path(out)
+    missing = missing_data(suite)
+    if missing and not skip_missing:
+        raise ConfigError("the suite's data is not all there: " + "; ".join(f"{k}: {v}" for k, v in missing.items())
+                          + " (give --data-root, or --skip-missing to run the others and say so)")
     board: dict[str, dict[str, Any]] = {}
+    not_run: dict[str, dict[str, str]] = {}
     for bench in suite.benchmarks:
+        if bench.name in missing:
+            continue
         for judge in suite.judges:
             for setting in suite.settings if bench.task == "pairwise" else ["-"]:
                 shown = redact(judge)
-                row = board.setdefault(f"{shown} · {setting}" if bench.task == "pairwise" else f"{shown} · mc", {})
+                name = f"{shown} · {setting}" if bench.task == "pairwise" else f"{shown} · mc"
+                row = board.setdefault(name, {})
                 row[bench.name] = _step(suite, bench, judge, setting, out / slug(bench.name), progress)
-    leaderboard = {"suite": suite.name, "benchmarks": [b.name for b in suite.benchmarks], "rows": board}
+                if row[bench.name] is None:
+                    not_run.setdefault(name, {})[bench.name] = NO_LLM
+    leaderboard = {"suite": suite.name, "benchmarks": [b.name for b in suite.benchmarks], "rows": board,
+                   "missing": missing, "not_run": not_run, "unit": "accuracy in percent [95% CI]"}
     write_json_atomic(out / "leaderboard.json", leaderboard)
-    header = ["judge · setting", *leaderboard["benchmarks"]]
-    rows = [[name, *(with_ci(cells[b]["accuracy"], cells[b]["ci"]) if cells.get(b) else "–"
-                     for b in leaderboard["benchmarks"])] for name, cells in board.items()]
-    write_text_atomic(out / "leaderboard.md", f"# Suite {suite.name}\n\n{md_table(header, rows)}\n")
+    header, rows, notes = leaderboard_table(leaderboard)
+    intro = ("Accuracy in percent with its 95% CI; one row per judge · setting (`mc`: a multiple-choice "
+             "benchmark answered by the judge's model).")
+    md_notes = "".join(f"- {n}\n" for n in notes)
+    write_text_atomic(out / "leaderboard.md", f"# Suite {suite.name}\n\n{intro}\n\n{md_table(header, rows)}\n"
+                      + (f"\n## Not run\n\n{md_notes}" if notes else ""))
+    html_notes = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+    write_text_atomic(out / "leaderboard.html", html_page(
+        f"Suite {suite.name}", f"<h1>Suite {html.escape(suite.name)}</h1><p>{html.escape(intro)}</p>"
+        + html_table(header, rows) + (f"<h2>Not run</h2><ul>{html_notes}</ul>" if notes else "")))
     return leaderboard
+
+
+def leaderboard_table(board: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
+    """(header, rows, notes) of a leaderboard: a cell is `73.4 [70.1, 76.2]`, or `–` with its reason below."""
+    missing: dict[str, str] = board.get("missing", {})
+    not_run: dict[str, dict[str, str]] = board.get("not_run", {})
+    header = ["judge · setting", *board["benchmarks"]]
+    rows = []
+    for name, cells in board["rows"].items():
+        row = [name]
+        for b in board["benchmarks"]:
+            cell = cells.get(b)
+            if cell:
+                row.append(f"{pct(cell['accuracy'])} [{pct(cell['ci'][0])}, {pct(cell['ci'][1])}]"
+                           if cell["ci"][0] is not None else pct(cell["accuracy"]))
+            else:
+                row.append("– (no data)" if b in missing else "– (not run)" if b in not_run.get(name, {}) else "–")
+        rows.append(row)
+    notes = [f"{b}: skipped, {why}" for b, why in missing.items()]
+    notes += [f"{name} on {b}: {why}" for name, cells in not_run.items() for b, why in cells.items()]
+    return header, rows, notes
 
 
 def _step(suite: Suite, bench: SuiteBenchmark, judge: str, setting: str, folder: Path,

@@ -52,6 +52,9 @@ def eval_command(
         None, help="a YAML suite (benchmarks x judges x settings) or a built-in one (personalization): every step "
                    "under --out, one leaderboard; run again to finish a killed suite"),
     data_root: Path | None = typer.Option(None, help="--suite: where the suite's relative data paths start"),
+    skip_missing: bool = typer.Option(
+        False, "--skip-missing", help="--suite: leave out a benchmark whose data is not there (the leaderboard "
+                                      "says so) instead of stopping before any work"),
     judge: list[str] | None = typer.Option(None, "--judge", "-j", help="judge spec; repeat for several"),
     setting: list[str] | None = typer.Option(None, "--setting", "-s", help="persona | none | rag; repeatable"),
     out: Path | None = typer.Option(None, "--out", "-o", help="run directory (or parent, for several)"),
@@ -100,7 +103,8 @@ def eval_command(
                 raise ConfigError("--suite needs --out (the suite's directory)")
             if protocol != "default" or scorer_version is not None:
                 raise ConfigError("--protocol / --scorer-version: a suite's steps use the default protocol")
-            board = api.eval_suite(suite, out, data_root=data_root, judges=judge, settings=setting, progress=progress)
+            board = api.eval_suite(suite, out, data_root=data_root, judges=judge, settings=setting, progress=progress,
+                                   skip_missing=skip_missing)
             if json_out:
                 print_json(board)
             else:

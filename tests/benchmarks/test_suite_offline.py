@@ -1,0 +1,75 @@
+"""The built-in `personalization` suite from local folders only (`--data-root`; no hub), with one benchmark's data
+missing: stopped before any work naming it, or with `--skip-missing` run without it and said so in
+leaderboard.md, .json and .html, beside the reason a judge has no figure on a multiple-choice benchmark; figures
+in percent with their CI, as every other report shows them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from tailorbench.cli.app import app
+from tests.helpers.benchmark_fixtures import make_personamem, make_prefeval
+from tests.helpers.pf_data import make_mirror
+
+runner = CliRunner()
+
+
+def _rewardbench(root: Path) -> None:
+    rows = [{"id": f"u{n}", "question": f"How should I plan day {n}?",
+             "profile": [{"id": "p", "category": "Lifestyle", "text": "I like mornings."}],
+             "rubric_aspects": [{"aspect": "mornings", "evidence": "e", "reason": "r"}], "narrative": "n",
+             "category": "Lifestyle", "chosen": f"Start at 6am on day {n}, as you like.", "rejected": f"Sleep, {n}."}
+            for n in range(6)]
+    root.mkdir(parents=True)
+    (root / "Lifestyle_and_Personal_Development_test.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def data_root(tmp_path: Path) -> Path:
+    """Every benchmark of the built-in suite under one folder, except PRISM."""
+    root = tmp_path / "data"
+    make_mirror(root / "PersonaFeedback")
+    make_prefeval(root / "PrefEval")
+    make_personamem(root / "personamem")
+    _rewardbench(root / "personalized-rewardbench")
+    return root
+
+
+def test_builtin_suite_offline_with_one_benchmark_missing(tmp_path: Path, data_root: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "suite"
+    stopped = runner.invoke(app, ["eval", "--suite", "personalization", "--data-root", str(data_root),
+                                  "--out", str(out), "--json"])
+    assert stopped.exit_code == 2, stopped.output
+    assert "prism" in stopped.output and "--skip-missing" in stopped.output and "Traceback" not in stopped.output
+    assert not list(out.rglob("predictions.jsonl"))
+
+    done = runner.invoke(app, ["eval", "--suite", "personalization", "--data-root", str(data_root),
+                               "--out", str(out), "--skip-missing", "--json"])
+    assert done.exit_code == 0, done.output
+    board: dict[str, Any] = json.loads((out / "leaderboard.json").read_text())
+    assert board["missing"] == {"prism": f"no data at {(data_root / 'prism').resolve()}"}
+    assert set(board["rows"]) == {"longer · persona", "longer · none", "longer · mc"}
+    for setting in ("persona", "none"):
+        cells = board["rows"][f"longer · {setting}"]
+        assert cells["personafeedback"]["n"] > 0 and cells["personalized-rewardbench"]["n"] == 6
+        assert str(data_root) in cells["personafeedback"]["run"] or cells["personafeedback"]["run"].startswith(
+            str(out))
+    assert board["rows"]["longer · mc"] == {"prefeval": None, "personamem": None}
+    assert set(board["not_run"]["longer · mc"]) == {"prefeval", "personamem"}
+    md = (out / "leaderboard.md").read_text()
+    assert "| – (no data) |" in md and "prism: skipped, no data at" in md and "llm: judge" in md
+    acc = board["rows"]["longer · persona"]["personalized-rewardbench"]["accuracy"]
+    assert f"{100 * acc:.1f} [" in md  # percent, one decimal, with the CI
+    html = (out / "leaderboard.html").read_text()
+    assert "<table" in html and "prism: skipped" in html
+    # the PersonaFeedback step read the local folder, not the hub
+    manifest = json.loads(next((out / "personafeedback").rglob("manifest.json")).read_text())
+    assert "PersonaFeedback" in json.dumps(manifest["config"]["data"])
