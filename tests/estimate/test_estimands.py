@@ -136,3 +136,22 @@ def test_a_callers_own_plan(tmp_path: Path) -> None:
     assert report.design == "active" and not report.assumed_uniform
     anchored = report.cells[0].anchored
     assert anchored is not None and anchored.ci[0] <= float(truth.mean()) <= anchored.ci[1]
+
+
+def test_alt_test_power_grows_with_items_and_margin() -> None:
+    """The alt-test power table beside the plan: a judge as good as each of three annotators passes more often
+    with more items and a wider margin; a coin-flip judge almost never passes."""
+    from tailorbench.estimate.planning import alt_test_power
+
+    rng = np.random.default_rng(8)
+    truth = rng.integers(0, 2, 400)
+    humans = np.where(rng.random((400, 3)) < 0.85, truth[:, None], 1 - truth[:, None])
+    good = np.where(rng.random(400) < 0.9, truth, 1 - truth)
+    rows = alt_test_power(humans, good, draws=40, seed=1, items=(30, 200), epsilons=(0.1, 0.2))
+    by_eps = {r.epsilon: r for r in rows}
+    assert by_eps[0.2].power["200"] >= by_eps[0.2].power["30"]
+    assert by_eps[0.2].power["200"] >= by_eps[0.1].power["200"]
+    assert by_eps[0.2].items_needed is not None
+    coin = rng.integers(0, 2, 400)
+    bad = alt_test_power(humans, coin, draws=40, seed=1, items=(200,), epsilons=(0.1,))
+    assert bad[0].power["200"] < 0.1 and bad[0].items_needed is None

@@ -8,6 +8,9 @@ from pathlib import Path
 from tailorbench.aio import async_twin
 from tailorbench.api.results import EstimatePlanResult, EstimateResult, EstimateSampleResult
 
+#: simulated pilots per (items, epsilon) of the alt-test power table of `estimate plan`
+ALT_DRAWS = 200
+
 __all__ = ["estimate", "estimate_async", "estimate_plan", "estimate_plan_async", "estimate_sample",
            "estimate_sample_async"]
 
@@ -104,7 +107,8 @@ def estimate_plan(system: str | Path, proxy: str | Path | None = None, labels: s
                   out: str | Path | None = None) -> EstimatePlanResult:
     """`tailor estimate plan`: from a pilot (the runs' cases people labelled in `labels`), the human labels a
     `half_width` interval at `level` needs, human-only and human-anchored, over the runs' cases (or `cases`),
-    each checked by `draws` simulated samples from the pilot."""
+    each checked by `draws` simulated samples from the pilot; with several raters per pilot item (pairwise), the
+    alt-test's power for the proxy at each number of items and margin ε (up to ALT_DRAWS draws each)."""
     from tailorbench.errors import ConfigError
     from tailorbench.estimate.planning import plan_from_runs
     from tailorbench.files import claim_output
@@ -120,7 +124,8 @@ def estimate_plan(system: str | Path, proxy: str | Path | None = None, labels: s
     run = _system(system)
     proxy_run, versus_run = _run_dir("--proxy", proxy), _run_dir("--versus", versus)
     door = None if out is None else claim_output("--out", out, inputs=[run, proxy_run, versus_run, Path(labels)])
-    report = plan_from_runs(run, proxy_run, Path(labels), half_width, level, cases, versus_run, draws, seed)
+    report = plan_from_runs(run, proxy_run, Path(labels), half_width, level, cases, versus_run, draws, seed,
+                            min(draws, ALT_DRAWS))
     if door is not None:
         door.write_json(None, report.model_dump(mode="json"))
     return EstimatePlanResult.model_validate(report.model_dump(mode="json"))

@@ -153,6 +153,13 @@ def plan(
         sim = row.get("simulated_half_width")
         typer.echo(f"{row['estimate']}: {row['labels']} labels for ±{row['half_width']:.4f}"
                    + ("" if sim is None else f" (median over {info['draws']} draws: ±{sim:.4f})"))
+    if info.get("alt_test"):
+        typer.echo(f"alt-test of the proxy, power over {info['alt_draws']} simulated pilots per cell:")
+        for row in info["alt_test"]:
+            cells = ", ".join(f"{m} items {p:.0%}" for m, p in row["power"].items())
+            need = row["items_needed"]
+            typer.echo(f"  epsilon {row['epsilon']}: {cells}; "
+                       + (f"80% power from {need} items" if need else "under 80% power at every size tried"))
     for note in info.get("notes", []):
         typer.echo(f"note: {note}", err=True)
 

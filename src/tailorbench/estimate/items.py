@@ -46,6 +46,8 @@ class Items:
     tiers: list[str]
     estimand: str
     notes: list[str] = field(default_factory=list)
+    #: pairwise: the proxy judge's own probability of picking `chosen` per item (its case score)
+    proxy: np.ndarray | None = None
 
     def human_value(self, share_chosen: np.ndarray) -> np.ndarray:
         """Y of each item from people's share for the chosen answer (pairwise) or their score (gen-eval)."""
@@ -155,7 +157,8 @@ def read_items(system: Path, proxy: Path | None = None, versus: Path | None = No
         estimand = "win rate people give the generated answers"
     if not ids:
         raise DataError(system, None, None, "no case has a score in every run: nothing to estimate")
-    return Items(kind=kind, ids=ids, split=np.array([scores[c][1] for c in ids], dtype=object),
+    return Items(proxy=proxy_col if kind == "pairwise" else None,
+                 kind=kind, ids=ids, split=np.array([scores[c][1] for c in ids], dtype=object),
                  tier=np.array([scores[c][2] for c in ids], dtype=object), system=system_cols, yhat=yhat,
                  splits=list(names.get("splits", DEFAULT_SPLITS)), tiers=list(names.get("tiers", DEFAULT_TIERS)),
                  estimand=estimand, notes=notes)

@@ -54,6 +54,8 @@ class HumanLabels:
     source: str
     aggregation: str
     notes: list[str] = field(default_factory=list)
+    #: item -> rater -> value, each rater's own label before aggregation (what the alt-test compares)
+    per_rater: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def _plan_entry(meta: Any, path: Path, line: int) -> PlanEntry | None:
@@ -178,6 +180,7 @@ def read_labels(source: str | Path, pairwise: bool, known: set[str], plan_file: 
         raise DataError(path, None, None, "no such file or folder (an annotation export, a ratings file, or "
                                           "`benchmark`)")
     per_item: dict[str, list[float]] = defaultdict(list)
+    per_rater: dict[str, dict[str, float]] = defaultdict(dict)
     unread: Counter[str] = Counter()
     others = 0
     for rating in ratings.ratings:
@@ -189,6 +192,7 @@ def read_labels(source: str | Path, pairwise: bool, known: set[str], plan_file: 
             unread[str(rating.label)] += 1
             continue
         per_item[rating.item].append(value)
+        per_rater[rating.item][rating.rater] = value
     if others:
         notes.append(f"{others} rating(s) outside the human group left out")
     if unread:
@@ -201,7 +205,8 @@ def read_labels(source: str | Path, pairwise: bool, known: set[str], plan_file: 
                                           "labels are A = the chosen answer, B, chosen or rejected)")
     aggregation = ("majority of the raters per item (a tie counts 1/2)" if pairwise
                    else "mean of the raters' scores per item (win 1, tie 1/2, loss 0)")
-    return HumanLabels(values, {item: len(per_item[item]) for item in values}, plan, what, aggregation, notes)
+    return HumanLabels(values, {item: len(per_item[item]) for item in values}, plan, what, aggregation, notes,
+                       {item: per_rater[item] for item in values})
 
 
 def _note_unknown(n: int, notes: list[str]) -> None:

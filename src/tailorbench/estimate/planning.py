@@ -17,10 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
+from tailorbench.estimate.items import Items
+from tailorbench.estimate.labels import HumanLabels
 from tailorbench.estimate.ppi import ppi_mean, z_value
-from tailorbench.estimate.records import PlanReport, PlanRow
+from tailorbench.estimate.records import AltPowerRow, PlanReport, PlanRow
 
-__all__ = ["anchored_half_width", "human_half_width", "labels_needed", "plan_from_runs", "simulated_half_width"]
+__all__ = ["alt_test_power", "anchored_half_width", "human_half_width", "labels_needed", "plan_from_runs",
+           "simulated_half_width"]
 
 
 def _moments(y: np.ndarray, yhat: np.ndarray) -> tuple[float, float, float]:
@@ -77,8 +80,9 @@ def simulated_half_width(y: np.ndarray, yhat: np.ndarray, n: int, big_n: int, al
 
 def plan_from_runs(system: Path, proxy: Path | None, labels_source: str | Path, half_width: float, level: float,
                    items: int | None = None, versus: Path | None = None, draws: int = 1000,
-                   seed: int = 0) -> PlanReport:
-    """The plan from a pilot: the runs' labelled items (Y, Ŷ) as the pilot, N the runs' cases (or `items`)."""
+                   seed: int = 0, alt_draws: int = 200) -> PlanReport:
+    """The plan from a pilot: the runs' labelled items (Y, Ŷ) as the pilot, N the runs' cases (or `items`); with
+    several raters per item (pairwise), beside it the alt-test's power for the proxy (`alt_draws` per cell)."""
     from tailorbench.errors import ConfigError
     from tailorbench.estimate.items import read_items
     from tailorbench.estimate.labels import read_labels
@@ -106,5 +110,65 @@ def plan_from_runs(system: Path, proxy: Path | None, labels_source: str | Path, 
     if anchored_n is None:
         notes.append(f"no number of labels below {big_n} reaches ±{half_width} with the proxy")
     corr = float(np.corrcoef(y, yhat)[0, 1]) if np.std(y) > 0 and np.std(yhat) > 0 else None
-    return PlanReport(pilot=labels.source, pilot_items=int(labeled.sum()), items=big_n, half_width=half_width,
+    alt = _alt_inputs(labels, cases, labeled) if alt_draws else None
+    alt_rows = alt_test_power(*alt, alt_draws, seed) if alt is not None else []
+    if alt_draws and alt is None:
+        notes.append("alt-test power: needs a pairwise pilot with two or more raters per item")
+    return PlanReport(alt_test=alt_rows, alt_draws=alt_draws if alt_rows else 0, pilot=labels.source,
+                      pilot_items=int(labeled.sum()), items=big_n, half_width=half_width,
                       level=level, rows=rows, lam=lam, correlation=corr, draws=draws, notes=notes)
+
+
+#: the item counts and margins the alt-test power simulation tries (the authors' margins: 0.1 crowd workers,
+#: 0.15 skilled annotators, 0.2 experts)
+ALT_ITEMS = (30, 50, 100, 200, 400)
+ALT_EPSILONS = (0.1, 0.15, 0.2)
+#: the power the alt-test should have
+ALT_POWER = 0.8
+
+
+def alt_test_power(humans: np.ndarray, judge: np.ndarray, draws: int, seed: int,
+                   items: tuple[int, ...] = ALT_ITEMS, epsilons: tuple[float, ...] = ALT_EPSILONS
+                   ) -> list[AltPowerRow]:
+    """How often the alt-test (Calderon et al., ACL 2025; `agreement/admissibility.alt_test`, accuracy
+    alignment) passes the judge on m pilot items drawn with replacement, per margin ε: `humans` items × raters
+    codes (−1 missing), `judge` item codes. A row per ε with the power at each m and the smallest m reaching
+    ALT_POWER (None: none of `items`)."""
+    from tailorbench.agreement.admissibility import AdmissibilityOptions, alt_test
+
+    rng = np.random.default_rng(seed)
+    k = int(max(humans.max(), judge.max())) + 1
+    names = [f"h{j}" for j in range(humans.shape[1])]
+    rows = []
+    for eps in epsilons:
+        power: dict[str, float] = {}
+        for m in items:
+            opts = AdmissibilityOptions(epsilon=eps, min_items=min(30, m), alignment="accuracy")
+            passed = 0
+            for _ in range(draws):
+                pick = rng.integers(0, len(judge), m)
+                passed += bool(alt_test(humans[pick], judge[pick], k, names, opts).get("passed"))
+            power[str(m)] = passed / draws
+        enough = next((m for m in items if power[str(m)] >= ALT_POWER), None)
+        rows.append(AltPowerRow(epsilon=eps, power=power, items_needed=enough))
+    return rows
+
+
+def _alt_inputs(labels: HumanLabels, cases: Items, labeled: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(human codes items × raters, the proxy's codes) of the pilot's pairwise items with two or more raters;
+    the proxy's code is its choice (1 chosen, 0 rejected; its ties left out). None without such items."""
+    if cases.kind != "pairwise" or cases.proxy is None:
+        return None
+    ids = [c for c, lab in zip(cases.ids, labeled) if lab and len(labels.per_rater.get(c, {})) >= 2]
+    proxy = dict(zip(cases.ids, cases.proxy))
+    ids = [c for c in ids if proxy[c] != 0.5]
+    if not ids:
+        return None
+    raters = sorted({r for c in ids for r in labels.per_rater[c]})
+    where = {r: j for j, r in enumerate(raters)}
+    humans = np.full((len(ids), len(raters)), -1, dtype=np.int64)
+    for i, c in enumerate(ids):
+        for r, v in labels.per_rater[c].items():
+            humans[i, where[r]] = int(v >= 0.5)
+    judge = np.array([int(proxy[c] > 0.5) for c in ids], dtype=np.int64)
+    return humans, judge

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from tailorbench.errors import DataError
 from tailorbench.files import load_json
 
-__all__ = ["CellRecord", "EstimateReport", "IntervalRecord", "PlanReport", "PlanRow", "SampleReport"]
+__all__ = ["AltPowerRow", "CellRecord", "EstimateReport", "IntervalRecord", "PlanReport", "PlanRow", "SampleReport"]
 
 
 class _Strict(BaseModel):
@@ -84,6 +84,16 @@ class PlanRow(_Strict):
     simulated_half_width: float | None = None
 
 
+class AltPowerRow(_Strict):
+    """The alt-test's power for the proxy at one margin ε: the share of simulated pilots of m items it passes."""
+
+    epsilon: float
+    #: m (as text) -> share of draws the alt-test passed
+    power: dict[str, float]
+    #: the smallest m with power >= 0.8 (None: none tried)
+    items_needed: int | None
+
+
 class PlanReport(_Strict):
     """`tailor estimate plan --out FILE` (and `--json`): from a pilot, the human labels a wanted half-width needs."""
 
@@ -97,6 +107,9 @@ class PlanReport(_Strict):
     lam: float
     correlation: float | None
     draws: int
+    #: beside the labels: how many items and which epsilon give the alt-test of the proxy enough power
+    alt_test: list[AltPowerRow] = []
+    alt_draws: int = 0
     notes: list[str] = []
 
 
