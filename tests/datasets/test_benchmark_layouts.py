@@ -143,7 +143,7 @@ def _utterance(user: str, conversation: str, turn: int, answer: str, score: int,
 def test_prism_chosen_against_each_other_rated_answer(tmp_path: Path) -> None:
     rows = [_utterance("user0", "c0", 0, "best", 90, True), _utterance("user0", "c0", 0, "ok", 60, False),
             _utterance("user0", "c0", 0, "bad", 10, False), _utterance("user1", "c1", 0, "yes", 70, True),
-            _utterance("user1", "c1", 0, "no", 70, False, conversation_type="values guided")]
+            _utterance("user1", "c1", 0, "no", 40, False, conversation_type="values guided")]
     _prism(tmp_path, rows)
     assert detect_layout(tmp_path) == "prism"
     bench = load_benchmark(tmp_path, options={"strata": "location.reside_region"})
