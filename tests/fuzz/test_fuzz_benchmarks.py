@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tailorbench.datasets import load_benchmark
 from tailorbench.datasets.rows import pair_hash
 from tailorbench.errors import DataError
+from tailorbench.files import MAX_NESTING
 from tailorbench.personas import normalise_persona
 from tailorbench.schema import PairCase
 from tests.fuzz.conftest import count, expect_error, fuzz, workdir
@@ -206,6 +207,15 @@ def test_valid_personafeedback_layouts_load_to_exactly_their_rows(case: tuple[st
 
 ROW_DEFECTS = ("missing:question", "missing:chosen", "missing:reject", "missing:user_id", "blank:question",
                "type:chosen", "unknown-user", "same", "duplicate", "json", "not-object")
+def _depth(value: object) -> int:
+    """Levels of objects and lists in `value` (the generated values nest along one branch)."""
+    depth = 0
+    while isinstance(value, dict | list) and value:
+        depth += 1
+        value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+    return depth + (1 if isinstance(value, dict | list) else 0)
+
+
 PERSONA_DEFECTS = ("persona:json", "persona:deep", "persona:not-object", "persona:duplicate")
 
 
@@ -252,9 +262,14 @@ def _one_pf_defect(data: st.DataObject, layout: str, ds: dict[str, Any]) -> None
                 elif kind == "persona:not-object":
                     lines[line - 1] = "[1, 2]"
                 elif kind == "persona:deep":
-                    lines[line - 1] = json.dumps({"user_id": f"{key}_deep", "Bias": data.draw(too_deep)})
+                    deep_row = {"user_id": f"{key}_deep", "Bias": data.draw(too_deep)}
                     if not ds["by_name"][j]:
-                        lines[line - 1] = json.dumps({"Name": "x", "Bias": data.draw(too_deep)})
+                        deep_row = {"Name": "x", "Bias": data.draw(too_deep)}
+                    lines[line - 1] = json.dumps(deep_row)
+                    # deeper than every JSONL line may be (files.MAX_NESTING), the line reader names the key the
+                    # deep value is under; less deep, the persona reader's own bound names the persona
+                    if 1 + _depth(deep_row["Bias"]) > MAX_NESTING:
+                        field = "Bias"
                 else:  # the same key again (a name, or the line number an unnamed persona goes by), last
                     again = key if ds["by_name"][j] else str(line)
                     lines.insert(len(lines) - 1, json.dumps({"user_id": again, "Name": "again"}))
