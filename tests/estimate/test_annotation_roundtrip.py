@@ -55,3 +55,22 @@ def test_plan_survives_import_and_export(tmp_path: Path) -> None:
     scores = [s for c, s, sp, t in zip(read.ids, read.system[:, 0], read.split, read.tier)
               if c in sampled and sp == split and t == tier]
     assert cell["human_only"]["estimate"] == pytest.approx(sum(scores) / len(scores))
+
+
+def test_sample_creates_the_project_directly(tmp_path: Path) -> None:
+    pytest.importorskip("sqlalchemy", reason="the [web] extra runs the annotation service")
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    args = ["estimate", "sample", "--data", "demo", "--share", "0.25", "--out", str(tmp_path / "s.jsonl"),
+            "--project", "study", "--n", "2", "--dir", str(tmp_path / "annotation"), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.stdout)
+    assert info["project"]["name"] == "study" and info["project"]["items"] == info["sampled"] == 18
+    projects = api.annotate.list_projects(tmp_path / "annotation")
+    assert [p.to_dict()["project"] for p in projects] == ["study"]
+    again = CliRunner().invoke(app, [*args[:7], str(tmp_path / "t.jsonl"), *args[8:]])
+    assert again.exit_code == 2 and "already exists" in again.stderr
+    assert not (tmp_path / "t.jsonl").exists()

@@ -79,12 +79,14 @@ def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | 
 
 
 def estimate_sample(data: str, out: str | Path, sampling: str = "stratified", size: int | None = None,
-                    share: float | None = None, proxy: str | Path | None = None,
-                    seed: int = 0) -> EstimateSampleResult:
+                    share: float | None = None, proxy: str | Path | None = None, seed: int = 0,
+                    project: str | None = None, n: int = 3, directory: str | Path | None = None,
+                    db: str | None = None) -> EstimateSampleResult:
     """`tailor estimate sample`: draw the cases people should label from the benchmark `data` (`n` of them, or a
     `share`) by `sampling` (uniform, stratified by split × tier, or active by the `proxy` run's uncertainty) and
     write them to `out` as an annotation import (PairCase JSONL whose `meta.estimate_plan` carries each case's
-    inclusion probability)."""
+    inclusion probability); with `project`, also a pairwise annotation project of that name created (`n`
+    annotators per item, in `directory` / `db` as `tailor annotate` takes them) with the plan imported."""
     from tailorbench.estimate.sample_plan import write_sample
     from tailorbench.files import check_output
     from tailorbench.options import as_choice, as_float, as_int
@@ -97,8 +99,27 @@ def estimate_sample(data: str, out: str | Path, sampling: str = "stratified", si
     proxy_run = _run_dir("--proxy", proxy)
     local = Path(data)
     target = check_output("--out", out, inputs=[local if local.exists() else None, proxy_run])
+    if project is not None:
+        from tailorbench.api.annotate import DEFAULT_DIR, database
+        from tailorbench.errors import ConfigError
+
+        as_int("--n", n, minimum=1)
+        if not project.strip():
+            raise ConfigError("--project must not be empty")
+        store = database(directory if directory is not None else DEFAULT_DIR, db)  # [web] named before any work
+        if any(p["name"] == project for p in _service_projects(store)):
+            raise ConfigError(f"--project {project} already exists: name a new project (the plan's cases are "
+                              "imported into a project of their own)")
     report = write_sample(data, target, sampling, size, share, proxy_run, seed)
-    return EstimateSampleResult.model_validate(report.model_dump(mode="json"))
+    result = report.model_dump(mode="json")
+    if project is not None:
+        from tailorbench.api.annotate import DEFAULT_DIR, create_project, import_items
+
+        where = directory if directory is not None else DEFAULT_DIR
+        create_project(project, "pairwise", n, directory=where, db=db)
+        imported = import_items(project, target, "paircase", directory=where, db=db)
+        result["project"] = {"name": project, **imported.to_dict()}
+    return EstimateSampleResult.model_validate(result)
 
 
 def estimate_plan(system: str | Path, proxy: str | Path | None = None, labels: str | Path = "benchmark",
@@ -129,6 +150,13 @@ def estimate_plan(system: str | Path, proxy: str | Path | None = None, labels: s
     if door is not None:
         door.write_json(None, report.model_dump(mode="json"))
     return EstimatePlanResult.model_validate(report.model_dump(mode="json"))
+
+
+def _service_projects(store: object) -> list[dict[str, object]]:
+    from tailorbench.annotation import service
+
+    projects: list[dict[str, object]] = service.list_projects(store)  # type: ignore[arg-type]
+    return projects
 
 
 estimate_async = async_twin(estimate)

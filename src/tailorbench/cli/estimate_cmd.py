@@ -104,19 +104,26 @@ def sample(
     share: float | None = typer.Option(None, "--share", help="The share of the cases to draw (or --size)."),
     proxy: Path | None = typer.Option(None, "--proxy", help="The proxy's pairwise run (active sampling)."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed."),
+    project: str | None = typer.Option(None, "--project", help="Also create this pairwise annotation project "
+                                       "and import the plan into it ([web] extra)."),
+    n: int = typer.Option(3, "--n", help="Annotators per item of the --project."),
+    directory: Path | None = typer.Option(None, "--dir", help="The annotation project directory of --project "
+                                          "(default: annotation)."),
+    db: str | None = typer.Option(None, "--db", help="The annotation database URL (default: SQLite under --dir)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Draw the cases people should label and write them as an annotation import carrying each case's inclusion
-    probability."""
+    probability (and, with --project, import them into a new annotation project)."""
     from tailorbench import api
 
     with user_errors():
-        result = api.estimate_sample(data, out, sampling, size, share, proxy, seed)
+        result = api.estimate_sample(data, out, sampling, size, share, proxy, seed, project, n, directory, db)
     if as_json:
         print_json(result)
         return
     info = result.to_dict()
-    typer.echo(f"{info['sampled']} of {info['items']} cases ({info['sampling']}) -> {info['out']}")
+    typer.echo(f"{info['sampled']} of {info['items']} cases ({info['sampling']}) -> {info['out']}"
+               + (f", imported into project {info['project']['name']}" if info.get("project") else ""))
     for note in info.get("notes", []):
         typer.echo(f"note: {note}", err=True)
 
