@@ -173,7 +173,7 @@ class RunManifest(BaseModel):
     data: str
     dataset_fingerprint: str
     seed: int
-    orders: Literal["both", "random"]
+    orders: Literal["both", "random", "authors"]
     config: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     data_stats: dict[str, Any] = Field(default_factory=dict)

@@ -104,9 +104,10 @@ def eval_benchmark(judges: Sequence[str], settings: Sequence[str] = ("persona",)
     kind, layout = data_task(data) if task == "auto" else (task, None)
     if kind != "multiple-choice":
         if protocol != "default" or scorer_version is not None:
-            raise ConfigError(f"--protocol {protocol} / --scorer-version: the authors' protocol is built for the "
-                              "multiple-choice benchmarks (PrefEval, PersonaMem); a pairwise run uses tailorbench's "
-                              "(docs/benchmarks-supported.md)")
+            raise ConfigError(f"--protocol {protocol} / --scorer-version: the named protocol is for the "
+                              "multiple-choice benchmarks (PrefEval, PersonaMem); Personalized RewardBench's authors' "
+                              "protocol is --setting none --orders authors with --judge-option parser=result, "
+                              "system_file=, user_file=, max_tokens=512 (docs/benchmarks-supported.md, Protocols)")
         return list(eval_many(judges, settings, data, out=out, progress=progress, **fields_))
     judges = list(judges) or ["longer"]
     if fields_.pop("repeat", 1) != 1:

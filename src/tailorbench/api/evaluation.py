@@ -46,8 +46,8 @@ def _eval_config(config: EvalConfig | None, fields: dict[str, Any]) -> EvalConfi
     """An `EvalConfig` from a base and fields, with the choices checked as `tailor eval` checks them."""
     base = asdict(config) if config is not None else {}
     merged = EvalConfig(**{**base, **fields})
-    if merged.orders not in ("both", "random"):
-        raise ConfigError("--orders must be both or random")
+    if merged.orders not in ("both", "random", "authors"):
+        raise ConfigError("--orders must be both, random or authors")
     if merged.ci_unit not in ("case", "user"):
         raise ConfigError("--ci-unit must be case or user")
     check_max_failed(merged.max_failed)

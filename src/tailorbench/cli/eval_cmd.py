@@ -58,7 +58,9 @@ def eval_command(
     judge: list[str] | None = typer.Option(None, "--judge", "-j", help="judge spec; repeat for several"),
     setting: list[str] | None = typer.Option(None, "--setting", "-s", help="persona | none | rag; repeatable"),
     out: Path | None = typer.Option(None, "--out", "-o", help="run directory (or parent, for several)"),
-    orders: str = typer.Option("both", help="both: judge each case with chosen as A and as B; random: one order"),
+    orders: str = typer.Option("both", help="both: judge each case with chosen as A and as B; random: one order; "
+                                              "authors: the one order the benchmark's authors draw (Personalized "
+                                              "RewardBench's seed 42)"),
     split: list[str] | None = typer.Option(None, help="keep these splits (by name, e.g. specific, general)"),
     tier: list[str] | None = typer.Option(None, help="keep these tiers (by name, e.g. easy, medium, hard)"),
     limit: int | None = typer.Option(None, help="a seeded sample of this many cases"),

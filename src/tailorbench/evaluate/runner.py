@@ -67,7 +67,7 @@ class EvalConfig:
     data: str = "demo"
     judge: str = "longer"
     setting: str = "persona"
-    orders: Literal["both", "random"] = "both"
+    orders: Literal["both", "random", "authors"] = "both"
     seed: int = 0
     splits: list[str] | None = None
     tiers: list[str] | None = None
@@ -117,9 +117,16 @@ def slug(text: str) -> str:
 
 def orders_for(case: PairCase, orders: str, seed: int) -> tuple[Order, ...]:
     """`both`: AB and BA. `random`: one order per case from a hash of (seed, case id), so it is stable
-    under sharding and resume."""
+    under sharding and resume. `authors`: the one order the benchmark's authors' scripts draw for the case
+    (`meta.authors_order`: Personalized RewardBench's seed-42 placement)."""
     if orders == "both":
         return ("AB", "BA")
+    if orders == "authors":
+        drawn = case.meta.get("authors_order")
+        if drawn not in ("AB", "BA"):
+            raise ConfigError(f"--orders authors: case {case.id!r} has no authors' order (meta.authors_order: "
+                              "the Personalized RewardBench layout draws one)")
+        return (drawn,)
     bit = hashlib.blake2b(f"{seed}\x1f{case.id}".encode(), digest_size=1).digest()[0] & 1
     return ("AB",) if bit else ("BA",)
 
@@ -620,7 +627,7 @@ def validate_config(config: EvalConfig) -> EvalConfig:
     typed = replace(
         config,
         data=absolute_data(config.data),
-        orders=as_choice("--orders", config.orders, ("both", "random")),  # type: ignore[arg-type]
+        orders=as_choice("--orders", config.orders, ("both", "random", "authors")),  # type: ignore[arg-type]
         ci_unit=as_choice("--ci-unit", config.ci_unit, ("case", "user")),  # type: ignore[arg-type]
         seed=as_int("--seed", config.seed),
         n_boot=as_int("--n-boot", config.n_boot, minimum=1),

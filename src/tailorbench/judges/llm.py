@@ -7,6 +7,8 @@ single letter, or a last line `Verdict: A`), then by a tolerant fallback (one un
 "Answer B is better"); anything else is `invalid` with its raw text kept, and a call that fails after all
 retries is `failed` with its error. `--judge-option verdict=logprobs` reads the verdict from the next-token
 log-probabilities of the labels instead (exact on local HF models; top-20 alternatives on servers).
+`parser=result` reads `Result: A/B` as Personalized RewardBench's scripts do, and `system_file=` / `user_file=`
+give their prompt files (the question alone; `judges/verdict_rules.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeBase, JudgeOptions, register_judge
+from tailorbench.judges.verdict_rules import PARSERS, filled_messages, parse_result, read_prompt_file
 from tailorbench.logs import get_logger
 from tailorbench.models.backends import backend_options, make_chat_model, parse_model_spec
 from tailorbench.models.base import CallFailure, ChatModel, ChatResult, GenParams, Message
@@ -35,7 +38,8 @@ DEFAULT_TEMPLATES = {"en": "pairwise_en.jinja", "zh": "pairwise_zh.jinja"}
 LABELS: tuple[Choice, Choice] = ("A", "B")
 
 #: judge options (`--judge-option KEY=VALUE`) and what they go to
-JUDGE_KEYS = {"template", "verdict", "temperature", "max_tokens", "top_p", "seed", "reasoning", "reasoning_effort"}
+JUDGE_KEYS = {"template", "verdict", "temperature", "max_tokens", "top_p", "seed", "reasoning", "reasoning_effort",
+              "parser", "system_file", "user_file"}
 #: backend arguments a user may not set through judge options: objects, and literal keys (which would be stored)
 _NOT_OPTIONS = frozenset({"cache", "api_key", "seed"})
 
@@ -104,7 +108,17 @@ class LLMJudge(JudgeBase):
         user_template = options.get("template")
         self.template_paths: dict[str, Path] = {}
         self.templates: dict[str, Any] = {}
-        if user_template:
+        self.parser = str(options.get("parser", "tailorbench"))
+        if self.parser not in PARSERS:
+            raise ConfigError(f"judge option parser must be one of {', '.join(PARSERS)}, got {self.parser!r}")
+        system_file, user_file = str(options.get("system_file") or ""), str(options.get("user_file") or "")
+        self.prompt_files: tuple[str, str] | None = None
+        if system_file or user_file:
+            if not (system_file and user_file) or user_template:
+                raise ConfigError("judge options system_file and user_file go together, without template")
+            self.prompt_files = (read_prompt_file(system_file, "system_file"), read_prompt_file(user_file, "user_file"))
+            self.template_paths = {"system_file": Path(system_file), "user_file": Path(user_file)}
+        elif user_template:
             path = Path(str(user_template)).expanduser()
             self.templates["*"] = compile_template(path, "judge template")[0]
             self.template_paths["*"] = path
@@ -128,6 +142,8 @@ class LLMJudge(JudgeBase):
         self.parse_counts = {"strict": 0, "fallback": 0, "invalid": 0, "failed": 0, "abstain": 0}
 
     def messages(self, item: JudgeInput) -> list[Message]:
+        if self.prompt_files is not None:  # the authors' files: the question alone, whatever the setting shows
+            return filled_messages(*self.prompt_files, item.question, item.answer_a, item.answer_b)
         template = self.templates.get("*") or self.templates.get(item.language) or self.templates["en"]
         rendered = template.render(
             question=item.question,
@@ -216,7 +232,11 @@ class LLMJudge(JudgeBase):
         outcome = await self.model.chat(self.messages(item), self.params)
         if isinstance(outcome, CallFailure):
             return self._failed(outcome)
-        choice, how = parse_verdict(outcome.text)
+        if self.parser == "result":  # the authors read the reply as written, after its last </think>
+            picked = parse_result(outcome.raw)
+            choice, how = picked, ("strict" if picked is not None else "invalid")
+        else:
+            choice, how = parse_verdict(outcome.text)
         self.parse_counts[how] += 1
         if choice is None:
             return self._verdict(outcome, status="invalid", error="no verdict found in the answer")
@@ -275,6 +295,7 @@ class LLMJudge(JudgeBase):
             "model": self.model.describe(),
             "templates": {k: str(v) for k, v in self.template_paths.items()},
             "verdict": self.verdict_mode,
+            "parser": self.parser,
             **({"probability": "softmax"} if self.verdict_mode == "logprobs" else {}),
             "params": self.params.key_dict(),
             "parse": dict(self.parse_counts),
