@@ -96,10 +96,21 @@ def test_authors_protocol_equals_their_scripts(tmp_path: Path, server: Recording
     want = authors_calculate_accuracy(theirs)
     assert {k: ours[k] for k in want} == want
     assert ours["failed_parses"] == sum(t["parse_failed"] for t in theirs) > 0
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["orders"] == "authors"
+    assert "Protocol: one order per case as the benchmark's authors draw it" in (tmp_path / "run" /
+                                                                                 "report.md").read_text()
     by_id = {p["case_id"].rsplit("/", 1)[1]: p for p in predictions}
     for t in theirs:  # item by item: a parsed pick equals theirs; an unparsed one is invalid here, A there
         p = by_id[t["id"]]
         assert (p["choice"] if p["status"] == "ok" else None) == (None if t["parse_failed"] else t["prediction"])
+
+
+def test_default_report_names_its_protocol(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["eval", "--data", "demo", "--judge", "longer", "--out", str(tmp_path / "run"),
+                                   "--no-progress", "--n-boot", "20"])
+    assert res.exit_code == 0, res.output
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Protocol: tailorbench's protocol: every case judged" in report and "benchmarks-supported.md" in report
 
 
 def test_orders_authors_needs_a_drawn_order(tmp_path: Path) -> None:

@@ -55,6 +55,25 @@ def _fmt(cell: dict[str, Any] | None, with_ci: bool = True) -> str:
     return text
 
 
+#: what each `--orders` value makes of a run, for the report's protocol sentence
+PROTOCOLS = {
+    "both": "tailorbench's protocol: every case judged with the human-preferred answer as A and as B, with the "
+            "judge's own prompt and verdict parser",
+    "random": "tailorbench's protocol with one order per case, drawn from the seed",
+    "authors": "one order per case as the benchmark's authors draw it (--orders authors); with their prompt files "
+               "and parser (the judge options in manifest.json) it is their protocol",
+}
+
+
+def protocol_sentence(runs: Sequence[Mapping[str, Any]]) -> str:
+    """Which protocol made the runs and how it differs from a benchmark's authors' (docs/benchmarks-supported.md,
+    "Protocols")."""
+    kinds = list(dict.fromkeys(str(r.get("orders") or "both") for r in runs))
+    said = "; ".join(PROTOCOLS.get(k, k) for k in kinds)
+    return (f"Protocol: {said}. A benchmark's authors may judge one order per case, with their own prompt and "
+            "parser; docs/benchmarks-supported.md says, per benchmark, which protocol gives their figure.")
+
+
 #: rank of a row's training class in the leaderboard: honest rows first, in-training ones last
 _CLASS_RANK = {None: 0, "unseen": 0, "persona-seen": 1, "in-training": 2}
 
@@ -401,7 +420,7 @@ def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
         Section("Leaderboard", [
             f"Accuracy in % with 95% percentile-bootstrap CI ({first.get('n_boot', 1000)} resamples, unit: "
             f"{first.get('ci_unit', 'case')}); a case scores the mean over its judged orders; abstained, invalid "
-            "and failed verdicts score 0. Averages are weighted by case counts."],
+            "and failed verdicts score 0. Averages are weighted by case counts.", protocol_sentence(runs)],
             _header(runs), board, leaderboard_after, figure=_svg_chart(runs),
             row_classes=["warn" if row[1].endswith("| in-training") else "" for row in board]),
     ]
