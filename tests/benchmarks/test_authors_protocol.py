@@ -215,3 +215,29 @@ def test_shapes_cover_what_the_issue_names() -> None:
     for needle in ("<think>", "<?xml", "<!DOCTYPE", "CDATA", "</div>", "<b>", "{x}"):
         assert needle in joined
     assert any(re.fullmatch(r"\{x\}", s) for s in PERSONAMEM_SHAPES)
+
+
+def test_prefeval_generation_checks_judge_the_raw_answer(tmp_path: Path, scripted_model: RecordingServer) -> None:
+    """The generation task: the checks see the answer as the model wrote it, `<think>` block included, as the
+    authors' evaluation script receives it; the checks' replies are read with BeautifulSoup."""
+    from tailorbench.benchmarks.prefeval_generation import GenerationConfig, run_generation
+    from tailorbench.datasets.prefeval_prompts import EVALUATOR_SYSTEM
+
+    def reply(body: Any) -> str:
+        if body["messages"][0]["content"] == EVALUATOR_SYSTEM:
+            return "<explanation>fine</explanation>\n<answer>Yes</answer><preference>quiet</preference>"
+        return "<think>They said quiet.</think>Try the quiet hotel."
+
+    scripted_model.reply = reply
+    make_prefeval(tmp_path / "data")
+    url = f"openai:tiny@{scripted_model.url}/v1"
+    run_generation(GenerationConfig(data=str(tmp_path / "data"), model=url, judge=url, n_boot=20,
+                                    data_options={"turns": "0", "forms": "explicit", "topics": "travel_hotel"}),
+                   tmp_path / "run")
+    rows = _rows(tmp_path / "run")
+    assert rows and all(r["response"].startswith("<think>They said quiet.</think>") for r in rows)
+    checks = [b for b in (r.json() for r in scripted_model.chat_requests())
+              if b["messages"][0]["content"] == EVALUATOR_SYSTEM]
+    assert checks and all("<think>They said quiet.</think>" in b["messages"][1]["content"] for b in checks
+                          if "quiet hotel" in b["messages"][1]["content"])
+    assert all(r["checks"]["acknow"]["answer"] == "Yes" for r in rows)

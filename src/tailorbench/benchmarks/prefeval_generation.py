@@ -70,7 +70,7 @@ async def _checks(judge: ChatModel, items: Sequence[GenerationItem], answers: Se
         got = replies[3 * n:3 * n + 3]
         failed = next((r for r in got if isinstance(r, CallFailure)), None)
         out.append(f"{failed.kind}: {failed.error}" if failed is not None else
-                   {m: check_answer(m, r.text) for m, r in zip(first, got) if not isinstance(r, CallFailure)})
+                   {m: check_answer(m, r.raw) for m, r in zip(first, got) if not isinstance(r, CallFailure)})
     pending = [(n, c) for n, c in enumerate(out) if isinstance(c, dict)]
     second = await judge.chat_many([_judge_request(check_prompt(
         "hallucinate", items[n].preference, items[n].question, answers[n], restatement=c["acknow"]["extract_pref"]))
@@ -79,7 +79,7 @@ async def _checks(judge: ChatModel, items: Sequence[GenerationItem], answers: Se
         if isinstance(reply, CallFailure):
             out[n] = f"{reply.kind}: {reply.error}"
         else:
-            checks["hallucinate"] = check_answer("hallucinate", reply.text)
+            checks["hallucinate"] = check_answer("hallucinate", reply.raw)
     return out
 
 
@@ -97,11 +97,12 @@ async def answer_and_check(model: ChatModel, judge: ChatModel, items: Sequence[G
     """Generate, check and append the rows of `items`, one batch at a time."""
 
     async def rows_of(chunk: list[GenerationItem], answers: list[Answer]) -> list[dict[str, Any]]:
-        answered = [(i, o.text) for i, (o, _) in zip(chunk, answers) if not isinstance(o, CallFailure)]
+        # the answer as the model wrote it (reasoning blocks included) is what the checks judge, as there
+        answered = [(i, o.raw) for i, (o, _) in zip(chunk, answers) if not isinstance(o, CallFailure)]
         checks = dict(zip((i.id for i, _ in answered),
                           await _checks(judge, [i for i, _ in answered], [a for _, a in answered])))
         return [_row(item, None, None, f"{o.kind}: {o.error}") if isinstance(o, CallFailure)
-                else _row(item, o.text, checks[item.id], None) for item, (o, _) in zip(chunk, answers)]
+                else _row(item, o.raw, checks[item.id], None) for item, (o, _) in zip(chunk, answers)]
 
     await answer_in_batches(model, items, params, path, batch_size, rows_of)
 
