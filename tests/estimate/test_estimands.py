@@ -155,3 +155,38 @@ def test_alt_test_power_grows_with_items_and_margin() -> None:
     coin = rng.integers(0, 2, 400)
     bad = alt_test_power(humans, coin, draws=40, seed=1, items=(200,), epsilons=(0.1,))
     assert bad[0].power["200"] < 0.1 and bad[0].items_needed is None
+
+
+def test_cross_fitted_proxy_is_crossppi(tmp_path: Path) -> None:
+    """Two fold runs of a proxy 'trained' on people's labels (each manifest's training_overlap marks half of the
+    labelled cases in-training): each labelled case takes the fold not trained on it, and the anchored interval
+    is ppi-python's `crossppi_mean_ci` (`--check-library`)."""
+    pytest.importorskip("ppi_py")
+    root = tmp_path / "runs"
+    for judge in ("shorter", "longer", "random"):
+        api.eval("demo", judge=judge, out=root / judge, n_boot=20)
+    items = read_items(root / "shorter", root / "longer")
+    labelled = items.ids[::2]
+    for k, fold in enumerate(("longer", "random")):
+        path = root / fold / "manifest.json"
+        manifest = json.loads(path.read_text())
+        trained = {c: "in-training" for j, c in enumerate(labelled) if j % 2 == k}
+        manifest["config"]["training_overlap"] = {"cases": trained}
+        path.write_text(json.dumps(manifest))
+    ratings = tmp_path / "r.jsonl"
+    ratings.write_text("".join(json.dumps({"item": c, "rater": "p", "label": "A" if j % 3 else "B"}) + "\n"
+                               for j, c in enumerate(labelled)))
+    result = api.estimate(root / "shorter", [root / "longer", root / "random"], ratings, assume_uniform=True,
+                          check_library=True)
+    assert any("cross-fitted" in n for n in result.notes)
+    check = result.to_dict()["library_check"]
+    assert check is not None and check < 1e-9
+    assert result.cells[-1]["anchored"] is not None
+    # a labelled case in the training data of every fold has no out-of-fold label: exit-2 error
+    for fold in ("longer", "random"):
+        path = root / fold / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["config"]["training_overlap"] = {"cases": dict.fromkeys(labelled[:1], "in-training")}
+        path.write_text(json.dumps(manifest))
+    with pytest.raises(ConfigError, match="every proxy run"):
+        api.estimate(root / "shorter", [root / "longer", root / "random"], ratings, assume_uniform=True)

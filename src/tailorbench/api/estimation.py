@@ -3,6 +3,7 @@ would say, from a proxy that labels every case and people who label a sample (do
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from tailorbench.aio import async_twin
@@ -42,11 +43,13 @@ def _run_dir(flag: str, path: str | Path | None) -> Path | None:
     return run
 
 
-def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | Path = "benchmark",
+def estimate(system: str | Path, proxy: str | Path | Sequence[str | Path] | None = None,
+             labels: str | Path = "benchmark",
              sample: str | Path | None = None, versus: str | Path | None = None, assume_uniform: bool = False,
              level: float = 0.95, out: str | Path | None = None, check_library: bool = False) -> EstimateResult:
     """`tailor estimate RUN`: the system under test's run `system` (a pairwise run: its accuracy against people,
-    with the proxy run `proxy` standing in for them; a gen-eval run: the win rate people give, its own judge the
+    with the proxy run `proxy` standing in for them, or a list of runs: the fold models of a proxy cross-fitted
+    on people's labels, crossppi; a gen-eval run: the win rate people give, its own judge the
     proxy; a judge's ratings file, stage 3's `tailor stages judge-ab`: the mean rating people give, the judge
     the proxy), people's `labels` (an annotation export folder, a long-format ratings file, or `benchmark`: the
     benchmark's own labels on the sample), the sampling plan `sample` the labelled items came from (else
@@ -60,13 +63,15 @@ def estimate(system: str | Path, proxy: str | Path | None = None, labels: str | 
 
     level = _level(level)
     run = _system(system)
-    proxy_run, versus_run = _run_dir("--proxy", proxy), _run_dir("--versus", versus)
+    given = [] if proxy is None else [proxy] if isinstance(proxy, str | Path) else list(proxy)
+    proxies = [p for p in (_run_dir("--proxy", g) for g in given) if p is not None]
+    versus_run = _run_dir("--versus", versus)
     sample_path = None if sample is None else Path(sample)
     label_source: str | Path = labels if str(labels) == "benchmark" else Path(labels)
     door = None if out is None else claim_output(
-        "--out", out, inputs=[run, proxy_run, versus_run, sample_path,
+        "--out", out, inputs=[run, *proxies, versus_run, sample_path,
                               None if isinstance(label_source, str) else label_source])
-    report = estimate_runs(run, proxy_run, label_source, sample_path, versus_run, assume_uniform, level,
+    report = estimate_runs(run, proxies or None, label_source, sample_path, versus_run, assume_uniform, level,
                            check_library)
     if door is not None and door.root.suffix.lower() == ".md":
         from tailorbench.estimate.report import render_markdown

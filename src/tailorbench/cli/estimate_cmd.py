@@ -67,7 +67,10 @@ def runs(
     run: Path = typer.Argument(..., help="The system under test: a pairwise run (its accuracy against people), a "
                                "gen-eval run (the win rate people give) or a judge's ratings file (stage 3, "
                                "`tailor stages judge-ab`: the mean rating people give)."),
-    proxy: Path | None = PROXY,
+    proxy: list[Path] = typer.Option([], "--proxy", help="The proxy standing in for people: a second judge's "
+                                     "pairwise run on the same cases (a gen-eval run's own judge is its proxy); "
+                                     "repeat for the K fold runs of a proxy cross-fitted on people's labels "
+                                     "(crossppi)."),
     labels: str = LABELS,
     sample: Path | None = typer.Option(None, "--sample", help="The sampling plan the labelled cases came from "
                                        "(`tailor estimate sample`'s file): their inclusion probabilities."),
@@ -86,7 +89,7 @@ def runs(
     from tailorbench import api
 
     with user_errors():
-        result = api.estimate(run, proxy, labels, sample, versus, assume_uniform, level, out, check_library)
+        result = api.estimate(run, proxy or None, labels, sample, versus, assume_uniform, level, out, check_library)
     if as_json:
         print_json(result)
     else:

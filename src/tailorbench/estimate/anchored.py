@@ -8,13 +8,14 @@ drawn, which keeps it valid only if they went unlabelled for reasons unrelated t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from tailorbench.errors import ConfigError
-from tailorbench.estimate.cells import CellEstimate, three_estimates
-from tailorbench.estimate.items import RATINGS, Items, read_items
+from tailorbench.estimate.cells import CellEstimate, cross_estimates, three_estimates
+from tailorbench.estimate.items import RATINGS, Folds, Items, read_folds, read_items
 from tailorbench.estimate.labels import HumanLabels, PlanEntry, read_labels
 from tailorbench.estimate.ppi import Interval
 from tailorbench.estimate.records import CellRecord, EstimateReport, IntervalRecord
@@ -71,8 +72,9 @@ def _design(items: Items, labels: HumanLabels, labeled: np.ndarray, assume_unifo
 
 
 def _check_library(cells: list[tuple[str, np.ndarray]], items: Items, y: np.ndarray, labeled: np.ndarray,
-                   alpha: float) -> float:
-    """Max |bound − ppi-python's `ppi_mean_ci`| over the given cells (the uniform design's)."""
+                   alpha: float, folds: Folds | None = None) -> float:
+    """Max |bound − ppi-python's `ppi_mean_ci` (`crossppi_mean_ci` for a cross-fitted proxy)| over the given
+    cells (the uniform design's)."""
     from tailorbench.errors import require_extra
 
     require_extra("ppi_py", "estimate", "--check-library")
@@ -85,18 +87,33 @@ def _check_library(cells: list[tuple[str, np.ndarray]], items: Items, y: np.ndar
         lab, unl = mask & labeled, mask & ~labeled
         if lab.sum() < 2 or not unl.any() or np.var(items.yhat[mask]) == 0.0:
             continue  # no interval, or a constant proxy the library cannot tune λ for (0 / 0)
+        if folds is not None:
+            est = cross_estimates(y[mask], folds.yhat[mask], folds.trained[mask], labeled[mask], alpha).anchored
+            if est is None:
+                continue
+            held = ~folds.trained[lab]
+            oof = (folds.yhat[lab] * held).sum(axis=1) / held.sum(axis=1)
+            lo, hi = ppi_py.crossppi_mean_ci(y[lab], oof, folds.yhat[unl], alpha=alpha)
+            worst = max(worst, abs(est.lo - float(np.squeeze(lo))), abs(est.hi - float(np.squeeze(hi))))
+            continue
         ours = ppi_mean(y[lab], items.yhat[lab], items.yhat[unl], alpha)
         lo, hi = ppi_py.ppi_mean_ci(y[lab], items.yhat[lab], items.yhat[unl], alpha=alpha)
         worst = max(worst, abs(ours.lo - float(np.squeeze(lo))), abs(ours.hi - float(np.squeeze(hi))))
     return worst
 
 
-def estimate_runs(system: Path, proxy: Path | None, labels_source: str | Path, sample: Path | None = None,
-                  versus: Path | None = None, assume_uniform: bool = False, level: float = 0.95,
-                  check_library: bool = False, plan: dict[str, PlanEntry] | None = None) -> EstimateReport:
+def estimate_runs(system: Path, proxy: Path | Sequence[Path] | None, labels_source: str | Path,
+                  sample: Path | None = None, versus: Path | None = None, assume_uniform: bool = False,
+                  level: float = 0.95, check_library: bool = False,
+                  plan: dict[str, PlanEntry] | None = None) -> EstimateReport:
     """The estimate of `system` against `proxy` from people's labels (`labels_source`), the inclusion
-    probabilities from the plan file `sample`, from `plan` (entries a caller drew itself), or assumed uniform."""
-    items = read_items(system, proxy, versus)
+    probabilities from the plan file `sample`, from `plan` (entries a caller drew itself), or assumed uniform.
+    Several proxy runs are the fold models of a proxy cross-fitted on people's labels (crossppi)."""
+    proxies = [] if proxy is None else [proxy] if isinstance(proxy, Path) else list(proxy)
+    items = read_items(system, proxies[0] if proxies else None, versus)
+    folds = read_folds(system, items, proxies) if len(proxies) > 1 else None
+    if folds is not None:
+        items.yhat = folds.yhat.mean(axis=1)
     labels = read_labels(labels_source, items.kind == "pairwise", set(items.ids), sample, plan)
     labeled = np.array([c in labels.values for c in items.ids], dtype=bool)
     share = np.array([labels.values.get(c, 0.0) for c in items.ids], dtype=float)
@@ -119,16 +136,29 @@ def estimate_runs(system: Path, proxy: Path | None, labels_source: str | Path, s
                 masks.append((f"{split}/{tier}", mask))
         masks.append((f"{split}/all", items.split == split))
     masks.append(("all", np.ones(len(items.ids), dtype=bool)))
-    cells = [_cell(label, three_estimates(y[m], items.yhat[m], labeled[m], pi[m], design, strata[m], alpha))
-             for label, m in masks]
+    if folds is not None and design != "uniform":
+        raise ConfigError(f"a cross-fitted proxy (several --proxy runs) takes a uniform sample; these labels "
+                          f"come from a {design} one")
+    try:
+        cells = [_cell(label, three_estimates(y[m], items.yhat[m], labeled[m], pi[m], design, strata[m], alpha)
+                       if folds is None else cross_estimates(y[m], folds.yhat[m], folds.trained[m], labeled[m],
+                                                             alpha))
+                 for label, m in masks]
+    except ValueError as exc:
+        raise ConfigError(f"--proxy: {exc}") from None
+    if folds is not None:
+        notes.append(f"the proxy is cross-fitted: {len(folds.runs)} fold runs; each labelled case's proxy label "
+                     "comes from the folds not trained on it (crossppi)")
     raters = sorted(set(labels.raters.values()))
     if len(raters) > 1 or raters != [1]:
         notes.append(f"raters per labelled item: {raters[0]}-{raters[-1]}; aggregated by the {labels.aggregation}")
-    library = _check_library(masks, items, y, labeled, alpha) if check_library and design == "uniform" else None
+    library = (_check_library(masks, items, y, labeled, alpha, folds) if check_library and design == "uniform"
+               else None)
     if check_library and design != "uniform":
         notes.append(f"--check-library: ppi-python has no {design} design; the coverage simulation is its check")
     return EstimateReport(kind=items.kind, estimand=items.estimand, system=str(system),
-                          proxy=None if proxy is None else str(proxy), versus=None if versus is None else str(versus),
+                          proxy=None if not proxies else ", ".join(str(p) for p in proxies),
+                          versus=None if versus is None else str(versus),
                           labels=labels.source, aggregation=labels.aggregation, design=design,
                           assumed_uniform=not any(labels.plan.get(c) for c in labels.values),
                           level=level, n_items=len(items.ids), n_labels=int(labeled.sum()), cells=cells,

@@ -17,13 +17,14 @@ from tailorbench.estimate.ppi import (
     active_classical,
     active_ppi,
     classical_mean,
+    crossppi_mean,
     ppi_mean,
     proxy_only,
     stratified_classical,
     stratified_ppi,
 )
 
-__all__ = ["FEW_LABELS", "CellEstimate", "three_estimates"]
+__all__ = ["FEW_LABELS", "CellEstimate", "cross_estimates", "three_estimates"]
 
 #: below this many human labels a cell's note warns that its normal interval may be too narrow
 FEW_LABELS = 10
@@ -78,3 +79,29 @@ def three_estimates(y: np.ndarray, yhat: np.ndarray, labeled: np.ndarray, pi: np
     note = (f"only {n_labels} human labels: a normal interval this small may be too narrow"
             if n_labels < FEW_LABELS else None)
     return CellEstimate(len(yhat), n_labels, human, proxy, anchored, effective, note)
+
+
+def cross_estimates(y: np.ndarray, folds: np.ndarray, trained: np.ndarray, labeled: np.ndarray,
+                    alpha: float = 0.05) -> CellEstimate:
+    """The three estimates with a cross-fitted proxy (crossppi; a uniform sample): each labelled item's Ŷ is the
+    mean of the fold models that were not trained on it; the unlabelled items keep every fold's Ŷ (N, K). A
+    labelled item every fold model was trained on has no out-of-fold Ŷ: a ValueError naming how many."""
+    labeled = np.asarray(labeled, dtype=bool)
+    pooled = folds.mean(axis=1)
+    proxy = proxy_only(pooled, alpha)
+    n_labels = int(labeled.sum())
+    if n_labels < 2 or labeled.all():
+        return CellEstimate(len(pooled), n_labels, None, proxy, None, None,
+                            f"{n_labels} human label(s) of {len(pooled)} items: crossppi needs 2 or more and "
+                            "an unlabelled item")
+    held_out = ~trained[labeled]
+    if not held_out.any(axis=1).all():
+        raise ValueError(f"{int((~held_out.any(axis=1)).sum())} labelled item(s) are in the training data of "
+                         "every proxy run: no out-of-fold prediction")
+    oof = (folds[labeled] * held_out).sum(axis=1) / held_out.sum(axis=1)
+    human = classical_mean(y[labeled], alpha)
+    anchored = crossppi_mean(y[labeled], oof, folds[~labeled], alpha)
+    effective = n_labels * human.se**2 / anchored.se**2 if anchored.se > 0 else None
+    note = (f"only {n_labels} human labels: a normal interval this small may be too narrow"
+            if n_labels < FEW_LABELS else None)
+    return CellEstimate(len(pooled), n_labels, human, proxy, anchored, effective, note)

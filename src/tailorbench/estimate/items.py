@@ -26,7 +26,8 @@ from tailorbench.errors import ConfigError, DataError
 from tailorbench.run_kinds import RUN_KINDS, read_manifest, run_kind
 from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, benchmark_names
 
-__all__ = ["RATINGS", "Items", "check_pairwise_run", "proxy_margins", "read_items", "read_rating_items"]
+__all__ = ["RATINGS", "Folds", "Items", "check_pairwise_run", "proxy_margins", "read_folds", "read_items",
+           "read_rating_items"]
 
 Scores = dict[str, tuple[float, str, str, str]]
 
@@ -170,6 +171,40 @@ def _shared(columns: Sequence[Scores], notes: list[str]) -> list[str]:
     if len(shared) < len(first):
         notes.append(f"{len(first) - len(shared)} case(s) of the system have no score in another run: left out")
     return shared
+
+
+@dataclass
+class Folds:
+    """A proxy cross-fitted on people's labels (K runs, one per fold model): each run's Ŷ of every item (N, K)
+    and whether the item was in that run's training data (its manifest's `training_overlap`: in-training)."""
+
+    yhat: np.ndarray
+    trained: np.ndarray
+    runs: list[str]
+
+
+def read_folds(system: Path, items: Items, runs: Sequence[Path]) -> Folds:
+    """The K fold runs of a cross-fitted proxy against the system's items (same data, every item scored)."""
+    base = str(read_manifest(system).get("dataset_fingerprint"))
+    columns, trained = [], []
+    for run in runs:
+        kind, scores = _scores(run)
+        if kind != "pairwise":
+            raise ConfigError(f"--proxy {run} is a {kind} run; a cross-fitted proxy's folds are pairwise runs")
+        manifest = read_manifest(run)
+        if str(manifest.get("dataset_fingerprint")) != base:
+            raise ConfigError(f"--proxy {run} is over other data than {system} (dataset fingerprints differ)")
+        missing = [c for c in items.ids if c not in scores]
+        if missing:
+            raise DataError(run, None, None, f"{len(missing)} case(s) of the system have no score here (e.g. "
+                                             f"{missing[0]}): every fold model must judge every case")
+        agree = _agreement(items.system, np.array([scores[c][0] for c in items.ids], dtype=float)[:, None])
+        columns.append(agree[:, 0] - agree[:, 1] if agree.shape[1] == 2 else agree[:, 0])
+        block = (manifest.get("config") or {}).get("training_overlap")
+        classes = block.get("cases") if isinstance(block, dict) else None
+        classes = classes if isinstance(classes, dict) else {}
+        trained.append([classes.get(c) == "in-training" for c in items.ids])
+    return Folds(np.stack(columns, axis=1), np.array(trained, dtype=bool).T, [str(r) for r in runs])
 
 
 def proxy_margins(proxy: Path, ids: Sequence[str]) -> np.ndarray | None:
