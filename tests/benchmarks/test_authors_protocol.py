@@ -4,7 +4,7 @@ with the authors' rules re-implemented in tests/helpers/authors_rules.py from th
 
 - PrefEval (github.com/amazon-science/PrefEval at 50795054): `utils/utils_mcq.py` `extract_choice` with
   BeautifulSoup itself; the acknowledgement and the answer capped at 5 tokens (config.yaml `max_mcq_tokens`,
-  as the issue that asked for this protocol records it: the file itself is not read here);
+  as issue 44 of the project's tracker records it: the file itself is not read here);
 - PersonaMem (github.com/bowen-upenn/PersonaMem, `inference_standalone_openai.py` at 041d82a and 214bc36):
   `extract_answer` of either version; `convert_role_system_to_user` when the model name holds an "o"; no
   temperature and no token cap sent.
