@@ -96,6 +96,10 @@ def test_authors_protocol_equals_their_scripts(tmp_path: Path, server: Recording
     want = authors_calculate_accuracy(theirs)
     assert {k: ours[k] for k in want} == want
     assert ours["failed_parses"] == sum(t["parse_failed"] for t in theirs) > 0
+    # the same fields in results.json and the report
+    written = json.loads((tmp_path / "run" / "results.json").read_text())["authors_report"]
+    assert {k: written[k] for k in want} == want and written["failed_calls"] == 0
+    assert "## The authors' report fields" in (tmp_path / "run" / "report.md").read_text()
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["orders"] == "authors"
     assert "Protocol: one order per case as the benchmark's authors draw it" in (tmp_path / "run" /
                                                                                  "report.md").read_text()

@@ -18,6 +18,7 @@ from typing import Any
 
 from tailorbench.datasets.choice import ChoiceItem
 from tailorbench.datasets.prefeval_prompts import CHECKS
+from tailorbench.judges.verdict_rules import authors_pairwise_summary as authors_pairwise_summary
 from tailorbench.registry import Registry
 
 
@@ -212,39 +213,17 @@ def rewardbench_pairwise_choice(output: str) -> tuple[str, bool]:
     return "A", True
 
 
-def authors_pairwise_summary(verdicts: Iterable[tuple[bool, str | None]]) -> dict[str, float | int]:
-    """evaluation/pairwise.py `calculate_accuracy` and its printed summary (Martin-qyma/Personalized-RewardBench,
-    commit d8a0cdaa), from (chosen shown as A, the parsed pick or None) per case in the authors' one order: a pick
-    that did not parse counts as `A` (and is counted in `failed_parses`); the accuracy when the chosen answer is A
-    and when it is B, `position_bias` = |their difference|, the prediction distribution. Shares, not percentages."""
-    rows = [(pos_in_a, pick if pick in ("A", "B") else "A", pick not in ("A", "B")) for pos_in_a, pick in verdicts]
-    total = len(rows)
-
-    def acc(subset: list[tuple[bool, str, bool]]) -> float:
-        return sum((pick == "A") == pos_in_a for pos_in_a, pick, _ in subset) / len(subset) if subset else 0.0
-
-    in_a = [r for r in rows if r[0]]
-    in_b = [r for r in rows if not r[0]]
-    correct = sum((pick == "A") == pos_in_a for pos_in_a, pick, _ in rows)
-    return {"total": total, "correct": correct, "accuracy": correct / total if total else 0.0,
-            "pos_in_a_count": len(in_a), "pos_in_a_accuracy": acc(in_a),
-            "pos_in_b_count": len(in_b), "pos_in_b_accuracy": acc(in_b),
-            "position_bias": abs(acc(in_a) - acc(in_b)),
-            "pred_a_count": sum(pick == "A" for _, pick, _ in rows),
-            "pred_b_count": sum(pick == "B" for _, pick, _ in rows),
-            "failed_parses": sum(failed for _, _, failed in rows)}
-
-
 def authors_pairwise_verdicts(rows: Iterable[Mapping[str, object]],
                               orders: Mapping[str, str]) -> list[tuple[bool, str | None]]:
     """(chosen shown as A, pick) per case of a run's prediction rows, on the one order the authors' seed-42
     placement draws (`orders`: case id -> `AB`/`BA`, the layout's `meta.authors_order`); the input of
-    `authors_pairwise_summary`. A verdict that is not a valid pick is None (it counts as `A` there)."""
+    `authors_pairwise_summary` (judges/verdict_rules.py). A verdict that is not a valid pick is None (it counts as
+    `A` there); a failed call is left out."""
     out = []
     for row in rows:
         order = orders.get(str(row["case_id"]))
-        if order is None or row["order"] != order:
-            continue
+        if order is None or row["order"] != order or row.get("status") == "failed":
+            continue  # a call that failed is no verdict (the authors' script has no such row)
         choice = row.get("choice")
         out.append((order == "AB", choice if choice in ("A", "B") else None))
     return out
@@ -284,3 +263,4 @@ def pointwise_summary(pairs: Iterable[tuple[float, float]]) -> dict[str, float |
             "avg_chosen": sum(c for c, _ in scored) / total if total else 0.0,
             "avg_rejected": sum(r for _, r in scored) / total if total else 0.0,
             "avg_diff": sum(c - r for c, r in scored) / total if total else 0.0}
+

@@ -65,6 +65,18 @@ PROTOCOLS = {
 }
 
 
+AUTHORS_HEADER = ["judge", "setting", "pairs", "accuracy", "chosen as A (n)", "chosen as B (n)", "position bias",
+                  "predicted A / B", "failed parses", "failed calls"]
+
+
+def _authors_row(run: Mapping[str, Any]) -> list[str]:
+    a = run["authors_report"]
+    return [str(run.get("judge", "")), str(run.get("setting", "")), str(a["total"]), pct(a["accuracy"]),
+            f"{pct(a['pos_in_a_accuracy'])} ({a['pos_in_a_count']})",
+            f"{pct(a['pos_in_b_accuracy'])} ({a['pos_in_b_count']})", pct(a["position_bias"]),
+            f"{a['pred_a_count']} / {a['pred_b_count']}", str(a["failed_parses"]), str(a.get("failed_calls", 0))]
+
+
 def protocol_sentence(runs: Sequence[Mapping[str, Any]]) -> str:
     """Which protocol made the runs and how it differs from a benchmark's authors' (docs/benchmarks-supported.md,
     "Protocols")."""
@@ -436,6 +448,13 @@ def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
     reliability = reliability_section(runs)
     if reliability:
         sections.append(reliability)
+    authors = [r for r in runs if r.get("authors_report")]
+    if authors:
+        sections.append(Section("The authors' report fields", [
+            "Runs judged in the one order per case the benchmark's authors draw (--orders authors), summarised as "
+            "their script prints it (Personalized RewardBench's evaluation/pairwise.py): a verdict that is not a "
+            "valid pick counts as A and as a failed parse; position bias is |accuracy with the chosen answer as A "
+            "- accuracy with it as B|."], AUTHORS_HEADER, [_authors_row(r) for r in authors]))
     sections.append(Section("Accounting", [], _ACCOUNT_HEADER, _accounting_rows(runs), _ACCOUNT_NOTES))
     failures = _failure_rows(runs)
     if failures:

@@ -16,6 +16,7 @@ from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.metrics import compute_metrics
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
 from tailorbench.files import load_json, load_or_compute
+from tailorbench.judges.verdict_rules import authors_pairwise_summary
 from tailorbench.schema import benchmark_names
 
 RESULTS = "results.json"
@@ -167,8 +168,19 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         "training_overlap": training,
         "examples": verdict_examples(predictions, int(manifest.get("seed", 0)),
                                      classes=(config.get("training_overlap") or {}).get("cases")),
+        **({"authors_report": authors_report(predictions)} if manifest.get("orders") == "authors" else {}),
         **body,
     }
+
+
+def authors_report(predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A run judged in the authors' one order per case (`--orders authors`): the fields their summary prints
+    (Personalized RewardBench's evaluation/pairwise.py: a verdict that is not a valid pick counts as A and as a
+    failed parse); failed calls are left out and counted apart."""
+    judged = [r for r in predictions if r.get("status") != "failed"]
+    verdicts = [(r["order"] == "AB", r["choice"] if r.get("status") == "ok" and r.get("choice") in ("A", "B")
+                 else None) for r in judged]
+    return {**authors_pairwise_summary(verdicts), "failed_calls": len(predictions) - len(judged)}
 
 
 def batch_costs(run_dir: Path) -> dict[str, Any] | None:

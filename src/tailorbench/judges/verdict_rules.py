@@ -13,6 +13,7 @@ And their prompt files: a system prompt and a user template filled with plain re
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from tailorbench.errors import ConfigError
@@ -50,3 +51,26 @@ def filled_messages(system: str, user: str, question: str, answer_a: str, answer
     """`prepare_pairwise_prompts`' user prompt (plain replacements, in its order) after the system prompt."""
     prompt = user.replace("{question}", question).replace("{Response_A}", answer_a).replace("{Response_B}", answer_b)
     return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+
+
+def authors_pairwise_summary(verdicts: Iterable[tuple[bool, str | None]]) -> dict[str, float | int]:
+    """evaluation/pairwise.py `calculate_accuracy` and its printed summary (Martin-qyma/Personalized-RewardBench,
+    commit d8a0cdaa), from (chosen shown as A, the parsed pick or None) per case in the authors' one order: a pick
+    that did not parse counts as `A` (and is counted in `failed_parses`); the accuracy when the chosen answer is A
+    and when it is B, `position_bias` = |their difference|, the prediction distribution. Shares, not percentages."""
+    rows = [(pos_in_a, pick if pick in ("A", "B") else "A", pick not in ("A", "B")) for pos_in_a, pick in verdicts]
+    total = len(rows)
+
+    def acc(subset: list[tuple[bool, str, bool]]) -> float:
+        return sum((pick == "A") == pos_in_a for pos_in_a, pick, _ in subset) / len(subset) if subset else 0.0
+
+    in_a = [r for r in rows if r[0]]
+    in_b = [r for r in rows if not r[0]]
+    correct = sum((pick == "A") == pos_in_a for pos_in_a, pick, _ in rows)
+    return {"total": total, "correct": correct, "accuracy": correct / total if total else 0.0,
+            "pos_in_a_count": len(in_a), "pos_in_a_accuracy": acc(in_a),
+            "pos_in_b_count": len(in_b), "pos_in_b_accuracy": acc(in_b),
+            "position_bias": abs(acc(in_a) - acc(in_b)),
+            "pred_a_count": sum(pick == "A" for _, pick, _ in rows),
+            "pred_b_count": sum(pick == "B" for _, pick, _ in rows),
+            "failed_parses": sum(failed for _, _, failed in rows)}
