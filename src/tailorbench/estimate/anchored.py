@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tailorbench.errors import ConfigError
+from tailorbench.errors import ConfigError, shown
 from tailorbench.estimate.cells import CellEstimate, cross_estimates, three_estimates
 from tailorbench.estimate.items import RATINGS, Folds, Items, read_folds, read_items
 from tailorbench.estimate.labels import HumanLabels, PlanEntry, read_labels
@@ -59,16 +59,22 @@ def _design(items: Items, labels: HumanLabels, labeled: np.ndarray, assume_unifo
     designs = {e.sampling for e in known}
     if len(designs) > 1:
         raise ConfigError(f"the labelled items come from several sampling designs ({', '.join(sorted(designs))})")
+    design = designs.pop()
     pi = np.ones(len(items.ids))
     for k, (case, lab) in enumerate(zip(items.ids, labeled)):
         entry = labels.plan.get(case)
         if lab and entry is not None:
             pi[k] = entry.inclusion_probability
+            cell = f"{items.split[k]}/{items.tier[k]}"
+            if design == "stratified" and entry.stratum != cell:
+                raise ConfigError(f"the sampling plan puts case {shown(case)} in stratum {shown(entry.stratum)} "
+                                  f"but its split/tier is {shown(cell)}: a stratified estimate needs the plan's "
+                                  "strata to be the cases' split/tier")
     drawn = sum(1 for c in labels.plan if c not in labels.values)
     if drawn:
         notes.append(f"{drawn} item(s) of the sampling plan have no human label: treated as not drawn (valid if "
                      "they went unlabelled for reasons unrelated to what people would say)")
-    return designs.pop(), pi, notes
+    return design, pi, notes
 
 
 def _check_library(cells: list[tuple[str, np.ndarray]], items: Items, y: np.ndarray, labeled: np.ndarray,
