@@ -503,6 +503,8 @@ NOT_FUZZED: dict[tuple[str, str], str] = {
     ("estimate plan", "--versus"): "a second run directory: the run reader of RUN and --proxy",
     ("estimate plan", "--out"): "the output",
     ("estimate sample", "--out"): "the output",
+    ("estimate sample", "--dir"): "the annotation folder --project creates and imports the plan into "
+                                  "(annotate import is fuzzed)",
     ("data convert", "--out"): "the output",
     ("data push", "--dry-run"): "the output",
     ("stages relevance", "--export"): "the annotation service's export: the same long format as --human's",
