@@ -172,3 +172,22 @@ def test_help_gives_the_authors_advice() -> None:
     for phrase in ("expert (epsilon 0.2)", "skilled (0.15)", "crowd (0.1)", "--min-humans", "tailorbench.alignments"):
         assert phrase in text, phrase
     assert "0.1-0.15 for expert" not in text
+
+
+def test_stages_relevance_takes_the_annotators(tmp_path: Path) -> None:
+    """The stage-2 report of the bundled example under each advised margin, and its help saying the advice."""
+    from tailorbench.threestage.verbs import relevance
+
+    ex = Path(__file__).resolve().parents[2] / "src" / "tailorbench" / "threestage" / "example"
+    human, model = sorted(ex.glob("ann_*_task3.jsonl")), [ex / "illustrative-llm_relevance.jsonl"]
+    for who, eps in ANNOTATOR_EPSILON.items():
+        report = relevance(human=human, model=model, n_resamples=20, report_dir=tmp_path / who, min_items=10,
+                           annotators=who)
+        assert report["admissibility"]["options"]["epsilon"] == eps
+    res = runner.invoke(app, ["stages", "relevance", "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
+    text = re.sub(r"[\s│]+", " ", res.output)
+    assert "crowd (0.1)" in text and "skilled (0.15)" in text
+    res = runner.invoke(app, ["stages", "relevance", *[a for h in human for a in ("--human", str(h))],
+                              "--votes", str(model[0]), "--annotators", "crowd", "--epsilon", "0.2",
+                              "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "contradicts" in res.output

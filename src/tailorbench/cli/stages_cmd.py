@@ -55,8 +55,12 @@ def relevance(
     out: Path | None = report_out("relevance"),
     report_dir: Path | None = REPORT_ALIAS,
     items: Path | None = typer.Option(None, "--items", help="Stage-2 item file the --export tasks came from."),
-    epsilon: float = typer.Option(0.2, "--epsilon", help="Alt-test cost-benefit margin epsilon (the authors "
-                                  "advise 0.2 for experts, 0.15 for skilled annotators, 0.1 for crowd workers)."),
+    annotators: str | None = typer.Option(None, "--annotators", help="Who the humans are, setting the alt-test "
+                                          "margin the authors advise: expert (epsilon 0.2) | skilled (0.15) | "
+                                          "crowd (0.1)."),
+    epsilon: float | None = typer.Option(None, "--epsilon", help="Alt-test cost-benefit margin epsilon as a "
+                                         "number (default 0.2, the authors' advice for experts; skilled "
+                                         "annotators 0.15, crowd workers 0.1: see --annotators)."),
     min_items: int = typer.Option(30, "--min-items", help="Alt-test: items a human shares with the model and "
                                   "another human to be tested."),
 ) -> None:
@@ -64,7 +68,8 @@ def relevance(
     each model's human admissibility (alternative-annotator test)."""
     show_report("relevance", _api().relevance, as_json, (out, report_dir), human=human,
                 model=[*votes, *model_votes], min_shared=min_shared, n_resamples=(n_boot, resamples),
-                seed=seed, export=export, items=items, epsilon=epsilon, min_items=min_items)
+                seed=seed, export=export, items=items, epsilon=epsilon, min_items=min_items,
+                annotators=annotators)
 
 
 @stages_app.command("extraction")

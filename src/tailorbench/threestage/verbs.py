@@ -101,15 +101,17 @@ def relevance(
     report_dir: Out | None = None,
     export: Sequence[str | Path] = (),
     items: str | Path | None = None,
-    epsilon: float = 0.2,
+    epsilon: float | None = None,
     min_items: int = 30,
+    annotators: str | None = None,
 ) -> dict[str, Any]:
     """Stage 2: human task-3 files and/or annotation-service exports, plus model vote files -> the report (with
-    each model's human admissibility: the alternative-annotator test with `epsilon`, `min_items`)."""
+    each model's human admissibility: the alternative-annotator test with `epsilon` or the margin the authors
+    advise for `annotators` (expert 0.2, skilled 0.15, crowd 0.1), `min_items`)."""
     dest = _report_dir(report_dir, [*human, *model, *export, items])
     ratings, alignment = stage2_ratings(human, model, export, items)
     report = relevance_report(ratings, alignment, min_shared=min_shared, n_resamples=n_resamples, seed=seed,
-                              epsilon=epsilon, min_items=min_items)
+                              epsilon=epsilon, min_items=min_items, annotators=annotators)
     _write_report("relevance", report, dest)
     return report
 
