@@ -13,7 +13,9 @@ plus one skipped annotation and, for pairwise, three ties by a fourth user, expo
 127.0.0.1 (`--internal-host`; `--host` only sets its URL), checked from its listening sockets in /proc before any
 request. Last, a project tailorbench did not make (a team's own Pairwise config and data keys, 12 pairs x 3
 annotators): `--save-foreign FILE` keeps its export, as tests/interop/data/label_studio_foreign_pairwise.json was
-made.
+made. Blind exports: every task's API object and labeling page as the server serves them to an annotator are
+searched for tailorbench's unit fields (`tb_unit`, `tb_item`, `tb_task`, `tb_swap`) and the word "swap"
+(`served_clean`); the annotators here play the truth from the export's key file, as a tool never can.
 
 Run: .venv/bin/python bench/label_studio_roundtrip.py [--out result.json] [--save-foreign export.json]
 """
@@ -112,6 +114,16 @@ def shown(task: str, swap: bool, label: Label) -> dict[str, Any]:
             "value": {"rating": 3 - label if swap else 3 + label}}
 
 
+UNIT_FIELDS = ("tb_unit", "tb_item", "tb_task", "tb_swap", "swap")
+
+
+def served_is_blind(client: httpx.Client, pid: int, task_id: int) -> bool:
+    """What the server sends an annotator for one task (its API object and its labeling page) holds none of
+    tailorbench's unit fields."""
+    pages = [client.get(f"/api/tasks/{task_id}"), client.get(f"/projects/{pid}/data", params={"task": task_id})]
+    return all(not any(f in page.text for f in UNIT_FIELDS) for page in pages)
+
+
 def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: dict[str, int],
              rng: random.Random) -> dict[str, Any]:
     summary = export_items(items, task, "label-studio", work / task, seed=11)
@@ -129,15 +141,17 @@ def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: di
     space: list[Label] = {"pairwise": ["A", "B"], "attributes": ["accepted", "uncertain", "rejected"],
                           "relevance": [True, False]}.get(task, [-2, -1, 0, 1, 2])
     labels: dict[tuple[str, str], Label] = {}
+    key = json.loads((work / task / "tailorbench-key.json").read_text(encoding="utf-8"))["units"]
+    served_clean = all(served_is_blind(client, pid, t["id"]) for t in ls_tasks)
     t0 = time.perf_counter()
     for t in ls_tasks:
-        data = t["data"]
+        unit = key[t["data"]["tb_ref"]]
         truth = rng.choice(space)
         for uid in users.values():
             label = truth if rng.random() < 0.7 else rng.choice(space)
-            labels[data["tb_unit"], str(uid)] = label
+            labels[unit["tb_unit"], str(uid)] = label
             client.post(f"/api/tasks/{t['id']}/annotations",
-                        json={"result": [shown(task, data["tb_swap"], label)], "completed_by": uid,
+                        json={"result": [shown(task, unit["tb_swap"], label)], "completed_by": uid,
                               "lead_time": round(rng.uniform(3, 30), 2)}).raise_for_status()
     # one skipped annotation (Label Studio's Skip: was_cancelled), which must be counted, not rated
     admin = client.get("/api/current-user/whoami").json()["id"]
@@ -151,7 +165,7 @@ def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: di
     annotate_s = time.perf_counter() - t0
     export = client.get(f"/api/projects/{pid}/export", params={"exportType": "JSON"})
     export.raise_for_status()
-    path = work / f"{task}-export.json"
+    path = work / task / "export.json"  # beside the key file, as a user keeps them
     path.write_bytes(export.content)
     ratings, report = read_export(path)
     got = {(r.item, r.rater): r.label for r in ratings.ratings}
@@ -160,6 +174,7 @@ def run_task(client: httpx.Client, task: str, items: Path, work: Path, users: di
     order = ["rejected", "uncertain", "accepted"] if task == "attributes" else None
     mine, want = agreement_report(ratings, order, opts), agreement_report(direct, order, opts)
     return {"task": task, "units": summary["units"], "swapped": summary["swapped"], "annotations": len(labels),
+            "served_clean": served_clean,
             "labels_equal": got == labels, "fleiss_kappa": mine["fleiss_kappa"]["value"],
             "fleiss_kappa_direct": want["fleiss_kappa"]["value"],
             "kappas_equal": all(mine[k] == want[k] for k in STATISTICS),

@@ -7,7 +7,10 @@ Potato (2.12.1, PyPI `potato-annotation`) runs from its own virtual environment 
 ~/.cache/tailorbench/potato-venv (created here on first use; never the project's). The exported config binds
 127.0.0.1 (`host`), and the script checks the server's listening sockets in /proc before any request. The
 config must pass `potato validate --strict` (no unknown or deprecated keys). For each of the four task types:
-one project, two annotators, every unit labelled (the answer's side or score drawn from that unit's `tb_swap`).
+one project, two annotators, every unit labelled (the answer's side or score drawn from the unit's swap in the
+export's key file, which the annotators here read to play the truth and Potato never serves). Blind exports: every
+`/annotate` page the server sends is searched for tailorbench's unit fields (`tb_unit`, `tb_item`, `tb_task`,
+`tb_swap`) and the word "swap" (`served_clean`).
 
 Run: .venv/bin/python bench/potato_roundtrip.py [--out result.json] [--save DIR]
 (`--save DIR` keeps each project folder, as tests/interop/data/potato2_* were made.)
@@ -67,21 +70,29 @@ def clicked(task: str, swap: bool, label: Label) -> dict[str, str]:
     return {f"score:::{score}": score}
 
 
-def annotate(base: str, user: str, units: dict[str, dict[str, Any]], task: str, rng: random.Random,
-             truth: dict[str, Label], labels: dict[tuple[str, str], Label]) -> None:
+UNIT_FIELDS = ("tb_unit", "tb_item", "tb_task", "tb_swap", "swap")
+
+
+def annotate(base: str, user: str, key: dict[str, dict[str, Any]], task: str, rng: random.Random,
+             truth: dict[str, Label], labels: dict[tuple[str, str], Label], pages: list[bool]) -> None:
+    """One annotator labels every instance; `pages` gets, per page served, whether it held no unit field."""
+    done: set[str] = set()
     with httpx.Client(base_url=base, timeout=60, follow_redirects=True) as client:
         client.post("/register", data={"email": user, "pass": f"pw-{user}-0123"}).raise_for_status()
-        for _ in range(len(units) + 1):
+        for _ in range(len(key) + 1):
             page = client.get("/annotate").text
+            pages.append(not any(f in page for f in UNIT_FIELDS))
             found = re.search(r'id="instance_id"[^>]*value="([^"]+)"', page)
-            if found is None or found.group(1) in {u for u, r in labels if r == user}:
+            if found is None or found.group(1) in done:
                 return
-            uid = found.group(1)
-            label = truth[uid] if rng.random() < 0.7 else rng.choice(SPACE[task])
-            labels[uid, user] = label
-            client.post("/updateinstance", json={"instance_id": uid, "annotations": clicked(
-                task, units[uid]["tb_swap"], label)}).raise_for_status()
-            client.post("/annotate", json={"action": "next_instance", "instance_id": uid}).raise_for_status()
+            ref = found.group(1)  # the instance id is the opaque reference
+            done.add(ref)
+            unit = key[ref]
+            label = truth[ref] if rng.random() < 0.7 else rng.choice(SPACE[task])
+            labels[unit["tb_unit"], user] = label
+            client.post("/updateinstance", json={"instance_id": ref, "annotations": clicked(
+                task, unit["tb_swap"], label)}).raise_for_status()
+            client.post("/annotate", json={"action": "next_instance", "instance_id": ref}).raise_for_status()
 
 
 def run_task(exe: Path, task: str, work: Path, rng: random.Random, save: Path | None) -> dict[str, Any]:
@@ -93,9 +104,9 @@ def run_task(exe: Path, task: str, work: Path, rng: random.Random, save: Path | 
     config = yaml.safe_load((project / "config.yaml").read_text(encoding="utf-8"))
     config["port"] = port
     (project / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    units = {json.loads(line)["id"]: json.loads(line) for line in
-             (project / "data" / "units.jsonl").read_text(encoding="utf-8").splitlines()}
-    truth = {uid: rng.choice(SPACE[task]) for uid in units}
+    key = json.loads((project / "tailorbench-key.json").read_text(encoding="utf-8"))["units"]
+    truth = {ref: rng.choice(SPACE[task]) for ref in key}
+    pages: list[bool] = []
     labels: dict[tuple[str, str], Label] = {}
     log = (work / f"{task}-server.log").open("wb")
     proc = subprocess.Popen([str(exe), "start", "config.yaml", "-p", str(port)], cwd=project, stdout=log,
@@ -106,7 +117,7 @@ def run_task(exe: Path, task: str, work: Path, rng: random.Random, save: Path | 
         sockets = check_loopback(proc.pid, "potato")
         t0 = time.perf_counter()
         for user in ANNOTATORS:
-            annotate(base, user, units, task, rng, truth, labels)
+            annotate(base, user, key, task, rng, truth, labels, pages)
         annotate_s = time.perf_counter() - t0
     finally:
         proc.terminate()
@@ -126,6 +137,7 @@ def run_task(exe: Path, task: str, work: Path, rng: random.Random, save: Path | 
     return {"task": task, "units": summary["units"], "swapped": summary["swapped"], "annotations": len(labels),
             "validate_strict_rc": validate.returncode, "validate": validate.stdout.strip().splitlines()[-1:],
             "listening": sockets, "started_s": round(started_s, 1), "annotate_s": round(annotate_s, 1),
+            "served_clean": all(pages) and bool(pages),
             "labels_equal": got == labels, "fleiss_kappa": mine["fleiss_kappa"]["value"],
             "kappas_equal": all(mine[k] == want[k] for k in STATISTICS), "not_rated": dict(report.not_rated),
             "unmappable": report.unmappable, "sources": [Path(s).name for s in report.sources]}
