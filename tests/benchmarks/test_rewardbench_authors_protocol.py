@@ -103,6 +103,20 @@ def test_authors_protocol_equals_their_scripts(tmp_path: Path, server: Recording
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["orders"] == "authors"
     assert "Protocol: one order per case as the benchmark's authors draw it" in (tmp_path / "run" /
                                                                                  "report.md").read_text()
+    # the same protocol by its name: --protocol authors sets the setting, orders and the judge's settings
+    named = CliRunner().invoke(app, [
+        "eval", "--data", str(data), "--judge", judge, "--protocol", "authors",
+        "--judge-option", f"system_file={tmp_path / 'system.txt'}",
+        "--judge-option", f"user_file={tmp_path / 'user.txt'}",
+        "--out", str(tmp_path / "named"), "--n-boot", "20", "--no-progress", "--json"])
+    assert named.exit_code in (0, 3), named.output
+    again = [json.loads(line) for line in (tmp_path / "named" / "predictions.jsonl").read_text().splitlines()]
+    assert sorted((p["case_id"], p["order"], p["choice"], p["status"]) for p in again) == sorted(
+        (p["case_id"], p["order"], p["choice"], p["status"]) for p in predictions)  # lines land in any order
+    manifest = json.loads((tmp_path / "named" / "manifest.json").read_text())
+    assert manifest["orders"] == "authors" and manifest["setting"] == "none"
+    assert {k: manifest["config"]["judge_options"][k] for k in ("parser", "max_tokens", "temperature")} == {
+        "parser": "result", "max_tokens": "512", "temperature": "0"}
     by_id = {p["case_id"].rsplit("/", 1)[1]: p for p in predictions}
     for t in theirs:  # item by item: a parsed pick equals theirs; an unparsed one is invalid here, A there
         p = by_id[t["id"]]
@@ -121,6 +135,23 @@ def test_orders_authors_needs_a_drawn_order(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["eval", "--data", "demo", "--judge", "longer", "--orders", "authors",
                                    "--out", str(tmp_path / "run"), "--no-progress"])
     assert res.exit_code == 2 and "authors' order" in res.output and "Traceback" not in res.output
+
+
+def test_named_protocol_refusals(tmp_path: Path, server: RecordingServer) -> None:
+    data = tmp_path / "release"
+    data.mkdir()
+    (data / "Art_and_Entertainment_test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(3)),
+                                                           encoding="utf-8")
+    judge = f"llm:openai:judge@{server.url}/v1"
+    for extra, message in ((["--judge", judge], "system_file"),
+                           (["--judge", judge, "--judge-option", "max_tokens=16", "--judge-option", "system_file=a",
+                             "--judge-option", "user_file=b"], "max_tokens=512"),
+                           (["--judge", "longer"], "llm: judges or rm: judges"),
+                           (["--judge", judge, "--orders", "random"], "--orders")):
+        res = CliRunner().invoke(app, ["eval", "--data", str(data), "--protocol", "authors", *extra,
+                                       "--out", str(tmp_path / "run"), "--no-progress"])
+        assert res.exit_code == 2 and message in res.output and "Traceback" not in res.output, (extra, res.output)
+        assert not (tmp_path / "run" / "predictions.jsonl").exists()
 
 
 def test_prompt_files_go_together(tmp_path: Path, server: RecordingServer) -> None:

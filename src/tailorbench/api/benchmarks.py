@@ -103,11 +103,11 @@ def eval_benchmark(judges: Sequence[str], settings: Sequence[str] = ("persona",)
         raise ConfigError(f"option --protocol must be one of {', '.join(NAMES)}, got {protocol!r}")
     kind, layout = data_task(data) if task == "auto" else (task, None)
     if kind != "multiple-choice":
-        if protocol != "default" or scorer_version is not None:
-            raise ConfigError(f"--protocol {protocol} / --scorer-version: the named protocol is for the "
-                              "multiple-choice benchmarks (PrefEval, PersonaMem); Personalized RewardBench's authors' "
-                              "protocol is --setting none --orders authors with --judge-option parser=result, "
-                              "system_file=, user_file=, max_tokens=512 (docs/benchmarks-supported.md, Protocols)")
+        if scorer_version is not None:
+            raise ConfigError("--scorer-version applies to PersonaMem only")
+        if protocol == "authors":
+            settings, fields_ = pairwise_authors_protocol(layout or data_task(data)[1], list(judges), list(settings),
+                                                          fields_)
         return list(eval_many(judges, settings, data, out=out, progress=progress, **fields_))
     judges = list(judges) or ["longer"]
     if fields_.pop("repeat", 1) != 1:
@@ -120,6 +120,41 @@ def eval_benchmark(judges: Sequence[str], settings: Sequence[str] = ("persona",)
     models = [_model_of(j, what, "; --task pairwise judges its pair view with any judge") for j in judges]
     return [_choice(given, model, Path(out) if len(models) == 1 else Path(out) / _slug(model), protocol,
                     scorer_version) for model in models]
+
+
+#: the Personalized RewardBench authors' generation settings and parse (evaluation/pairwise.py, commit d8a0cdaa)
+REWARDBENCH_LLM = {"parser": "result", "max_tokens": "512", "temperature": "0"}
+
+
+def pairwise_authors_protocol(layout: str, judges: list[str], settings: list[str], fields_: dict[str, Any]
+                              ) -> tuple[list[str], dict[str, Any]]:
+    """`--protocol authors` on a pairwise benchmark, as (settings, fields) for `eval_many`: Personalized
+    RewardBench only (the question alone: setting `none`; the authors' seed-42 order per case; an `llm:` judge with
+    their prompt files, given as the judge options `system_file` and `user_file`, their `Result:` parse, 512
+    tokens at temperature 0; an `rm:` judge at 8192 tokens). What it sets is recorded in the run (orders, judge
+    options) and its report says so; an option that contradicts it is a ConfigError."""
+    if layout != "personalized-rewardbench":
+        raise ConfigError(f"--protocol authors: no authors' protocol is defined for the {layout} benchmark (the "
+                          "multiple-choice PrefEval and PersonaMem, and Personalized RewardBench, have one)")
+    if settings not in ([], ["persona"], ["none"]):
+        raise ConfigError("--protocol authors shows the judge the question alone (setting none): drop --setting")
+    if fields_.get("orders", "both") not in ("both", "authors"):
+        raise ConfigError("--protocol authors judges the one order the authors draw: drop --orders")
+    kinds = {j.split(":", 1)[0] for j in judges}
+    if len(kinds) != 1 or not kinds <= {"llm", "rm"}:
+        raise ConfigError("--protocol authors on Personalized RewardBench takes llm: judges or rm: judges, not both "
+                          "nor other kinds")
+    given = dict(fields_.get("judge_options") or {})
+    wanted = REWARDBENCH_LLM if kinds == {"llm"} else {"max_length": "8192"}
+    clash = sorted(k for k, v in wanted.items() if k in given and str(given[k]) != v)
+    if clash:
+        raise ConfigError(f"--protocol authors sets --judge-option {', '.join(f'{k}={wanted[k]}' for k in clash)}: "
+                          "drop your values")
+    if kinds == {"llm"} and not (given.get("system_file") and given.get("user_file")):
+        raise ConfigError("--protocol authors asks with the authors' prompt files: give --judge-option "
+                          "system_file=REPO/prompts/pairwise_system.txt and user_file=REPO/prompts/pairwise_user.txt "
+                          "from a clone of github.com/Martin-qyma/Personalized-RewardBench")
+    return ["none"], {**fields_, "orders": "authors", "judge_options": {**given, **wanted}}
 
 
 def _slug(text: str) -> str:
