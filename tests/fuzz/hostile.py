@@ -1,6 +1,8 @@
 """Hostile versions of valid files (what a careless user, a broken tool or a truncated copy hands a verb) and the
-oracle every one must pass: the verb ends with exit 0, 2 or 3 (exit 2 with one `error:` line), never a
-traceback, and no file outside its out path changes (every file of the tree hashed before and after)."""
+oracle every one must pass (`run_verb`; `check_verb` asserts it): the verb ends with exit 0, 2 or 3 (exit 2 with
+one `error:` line, the last of stderr), never a traceback, and no file outside its out path changes (every file
+of the tree hashed before and after). The misread classes (`MISREAD_CLASSES`, planted by `plant`): an input that
+carries one must never be read with exit 0 and no `warning:` line (tests/fuzz/test_fuzz_cli.py)."""
 
 from __future__ import annotations
 

@@ -166,6 +166,8 @@ def item_id(task: Any, fmap: FieldMap | None, default: str) -> str | Unmappable:
     value = resolve(task, path)
     if value is None or isinstance(value, dict | list) or str(value) == "":
         return Unmappable(f"no item id at {path!r}: give --map item=PATH")
+    if isinstance(value, bool):  # true / false is no id: a broken export, never the item "True"
+        return Unmappable(f"the item id at {path!r} is {str(value).lower()}, not an id")
     return str(value)
 
 
