@@ -347,12 +347,19 @@ def run_example(out: Out, model: str | None = None, n_resamples: int = 1000, see
 def summary(report_dir: str | Path) -> dict[str, Any]:
     """The combined summary from the stage JSON files already in `report_dir`, written beside them (the folder a
     stage verb wrote, or one holding nothing but stage reports: `report.is_report_dir`)."""
-    from tailorbench.threestage.report import STAGES, is_report_dir, write_summary
+    from tailorbench.errors import DataError
+    from tailorbench.threestage.report import STAGES, is_report_dir, summary_rows, write_summary
 
     dest = as_output(report_dir, "REPORT_DIR", directory=True, ours=is_report_dir)
     d = dest.path()
     reports = {s: load_json(d / f"{s}.json", dict, "a stage report (a JSON object)") for s in STAGES
                if (d / f"{s}.json").is_file()}
+    for stage, report in reports.items():  # a stage's own report edited by hand: named, not a traceback
+        try:
+            summary_rows({stage: report})
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise DataError(d / f"{stage}.json", None, None, "not a stage report as tailorbench writes it "
+                            f"({type(exc).__name__}: {exc}); run the stage verb again") from None
     write_summary(reports, dest)
     return reports
 
