@@ -4,7 +4,7 @@ with the authors' rules re-implemented in tests/helpers/authors_rules.py from th
 
 - PrefEval (github.com/amazon-science/PrefEval at 50795054): `utils/utils_mcq.py` `extract_choice` with
   BeautifulSoup itself; the acknowledgement and the answer capped at 5 tokens (config.yaml `max_mcq_tokens`,
-  as issue 44 of the project's tracker records it: the file itself is not read here);
+  at commit 5079505, where the gpt branch sends no cap: `protocol.notes` says so);
 - PersonaMem (github.com/bowen-upenn/PersonaMem, `inference_standalone_openai.py` at 041d82a and 214bc36):
   `extract_answer` of either version; `convert_role_system_to_user` when the model name holds an "o"; no
   temperature and no token cap sent.
@@ -125,6 +125,7 @@ def test_prefeval_authors_protocol_item_by_item(tmp_path: Path, scripted_model: 
     assert sum(c["n"] for c in results["by_topic"].values()) == len(rows)
     report = (tmp_path / "run" / "report.md").read_text()
     assert "Protocol: the authors' protocol" in report and "per topic" in report
+    assert "gpt branch" in report and manifest["protocol"]["notes"]  # the branch choice is said, not hidden
     assert "read otherwise without their <think> block" in report
 
 

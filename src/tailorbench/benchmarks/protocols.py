@@ -44,6 +44,8 @@ class ChoiceProtocol:
     differs: tuple[str, ...]
     #: details of the authors' protocol this one could not check against their code
     unverified: tuple[str, ...] = ()
+    #: what a reader of the authors' code should know about this protocol (a choice among their branches)
+    notes: tuple[str, ...] = ()
 
     def params(self) -> GenParams:
         return GenParams(temperature=self.temperature, max_tokens=self.max_tokens)
@@ -96,8 +98,10 @@ _DEFAULT_DIFFERS = {
 _PROTOCOLS: dict[tuple[str, str], ChoiceProtocol] = {
     ("prefeval", "default"): ChoiceProtocol("default", "prefeval", 512, 512, 0.0, False, _DEFAULT_DIFFERS["prefeval"]),
     ("prefeval", "authors"): ChoiceProtocol(
-        "authors", "prefeval", 5, 5, 0.0, False, (),
-        ("the temperature of the authors' classification script is not checked here (tailorbench sends 0)",)),
+        "authors", "prefeval", 5, 5, 0.0, False, (), (),
+        ("config.yaml's max_mcq_tokens (5) at temperature 0, as the scripts' Bedrock branches (claude, mistral, "
+         "llama: utils/common_utils.py generate_message at 5079505) send them; their gpt branch, whose chat "
+         "messages these are, sends neither (both commented out there)",)),
     ("personamem", "default"): ChoiceProtocol("default", "personamem", 512, 512, 0.0, False,
                                               _DEFAULT_DIFFERS["personamem"]),
     ("personamem", "authors"): ChoiceProtocol("authors", "personamem", None, None, None, True, ()),
@@ -135,6 +139,7 @@ def record(protocol: ChoiceProtocol, scorer_version: str | None) -> dict[str, An
         "temperature": protocol.temperature, "fold_system_if_o": protocol.fold_system_if_o,
         "scoring": "the raw reply (reasoning blocks included); the think-stripped reading reported beside it",
         "differs_from_authors": list(protocol.differs), "unverified": list(protocol.unverified),
+        "notes": list(protocol.notes),
     }
     if protocol.benchmark == "personamem":
         out["scorer_version"] = scorer_version or PERSONAMEM_DEFAULT
@@ -151,4 +156,6 @@ def describe(rec: dict[str, Any]) -> str:
         "; it asks and scores as the authors' scripts do"
     unverified = rec.get("unverified") or []
     note = (" (not checked: " + "; ".join(unverified) + ")") if unverified else ""
-    return f"Protocol: {head}{version}{tail}{note}."
+    notes = rec.get("notes") or []
+    told = (" Note: " + "; ".join(notes) + ".") if notes else ""
+    return f"Protocol: {head}{version}{tail}{note}.{told}"
