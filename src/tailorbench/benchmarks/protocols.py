@@ -101,7 +101,9 @@ _PROTOCOLS: dict[tuple[str, str], ChoiceProtocol] = {
         "authors", "prefeval", 5, 5, 0.0, False, (), (),
         ("config.yaml's max_mcq_tokens (5) at temperature 0, as the scripts' Bedrock branches (claude, mistral, "
          "llama: utils/common_utils.py generate_message at 5079505) send them; their gpt branch, whose chat "
-         "messages these are, sends neither (both commented out there)",)),
+         "messages these are, sends neither (both commented out there), and benchmark_classification.py reads a "
+         "choice only for claude, mistral (after a <choice> prefill) and llama models: the reading here is the "
+         "llama branch's, extract_choice on the reply as written",)),
     ("personamem", "default"): ChoiceProtocol("default", "personamem", 512, 512, 0.0, False,
                                               _DEFAULT_DIFFERS["personamem"]),
     ("personamem", "authors"): ChoiceProtocol("authors", "personamem", None, None, None, True, ()),
