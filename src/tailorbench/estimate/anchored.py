@@ -21,7 +21,7 @@ from tailorbench.estimate.ppi import Interval
 from tailorbench.estimate.records import CellRecord, EstimateReport, IntervalRecord
 from tailorbench.schema import in_declared_order
 
-__all__ = ["estimate_runs"]
+__all__ = ["estimate_items", "estimate_runs"]
 
 
 def _record(interval: Interval | None) -> IntervalRecord | None:
@@ -121,6 +121,16 @@ def estimate_runs(system: Path, proxy: Path | Sequence[Path] | None, labels_sour
     if folds is not None:
         items.yhat = folds.yhat.mean(axis=1)
     labels = read_labels(labels_source, items.kind == "pairwise", set(items.ids), sample, plan)
+    return estimate_items(items, labels, str(system), None if not proxies else ", ".join(str(p) for p in proxies),
+                          None if versus is None else str(versus), assume_uniform, level, check_library, folds)
+
+
+def estimate_items(items: Items, labels: HumanLabels, system: str, proxy: str | None = None,
+                   versus: str | None = None, assume_uniform: bool = False, level: float = 0.95,
+                   check_library: bool = False, folds: Folds | None = None) -> EstimateReport:
+    """The three estimates per cell of items and people's labels already read (what `estimate_runs` computes
+    once it has read the runs; a caller that builds its own items, e.g. a study's stage 3 whose people see
+    whole tasks, calls it directly). `system`, `proxy` and `versus` name the sources in the report."""
     labeled = np.array([c in labels.values for c in items.ids], dtype=bool)
     share = np.array([labels.values.get(c, 0.0) for c in items.ids], dtype=float)
     y = np.where(labeled, items.human_value(share), 0.0)
@@ -162,9 +172,7 @@ def estimate_runs(system: Path, proxy: Path | Sequence[Path] | None, labels_sour
                else None)
     if check_library and design != "uniform":
         notes.append(f"--check-library: ppi-python has no {design} design; the coverage simulation is its check")
-    return EstimateReport(kind=items.kind, estimand=items.estimand, system=str(system),
-                          proxy=None if not proxies else ", ".join(str(p) for p in proxies),
-                          versus=None if versus is None else str(versus),
+    return EstimateReport(kind=items.kind, estimand=items.estimand, system=system, proxy=proxy, versus=versus,
                           labels=labels.source, aggregation=labels.aggregation, design=design,
                           assumed_uniform=not any(labels.plan.get(c) for c in labels.values),
                           level=level, n_items=len(items.ids), n_labels=int(labeled.sum()), cells=cells,

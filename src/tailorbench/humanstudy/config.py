@@ -85,6 +85,22 @@ class OwnAnnotators(_Strict):
 Crowd = Annotated[ProlificCrowd | OwnAnnotators, Field(discriminator="kind")]
 
 
+class HumansConfig(_Strict):
+    """Stage 3 only: people rate a sample of the A/B tasks (`share` of them, drawn by `sampling`, seeded), the
+    judges rate every task, and the report gives the human-anchored estimate (prediction-powered inference, the
+    judges' ratings as the proxy) beside the judge-only figure (docs/study.md, "People on a sample")."""
+
+    #: the share of the stage's tasks people rate (at least 2 tasks; 1: every task)
+    share: float = Field(gt=0, le=1)
+    #: uniform: a simple random sample of tasks; stratified: one per condition (gold, none); active: more
+    #: tasks where the judges' ratings are near "no better" (the judges rate before people)
+    sampling: Literal["uniform", "stratified", "active"] = "uniform"
+    #: what the report gives: the human-anchored estimate (the judges' ratings corrected by people's)
+    estimate: Literal["anchored"] = "anchored"
+    #: the sample's seed
+    seed: int = 0
+
+
 class StageConfig(_Strict):
     """One stage's annotation: N annotators per item, gold items, who annotates, and whether judges vote."""
 
@@ -96,6 +112,8 @@ class StageConfig(_Strict):
     crowd: Crowd
     #: run the study's judges on this stage's items (relevance: yes/no votes; incorporation: A/B ratings)
     judges: bool = True
+    #: stage 3: people rate a sample of the tasks; the report anchors the judges' ratings on theirs
+    humans: HumansConfig | None = None
 
 
 class StagesConfig(_Strict):
@@ -236,6 +254,14 @@ def _check(config: StudyConfig, path: Path) -> None:
                                     f"the {need} stage's human majority)")
         cfg = config.stage(stage)
         assert cfg is not None
+        if cfg.humans is not None:
+            if stage != "incorporation":
+                fail(f"stages.{stage}.humans", "only stage incorporation rates a sample of its items (the "
+                                               "earlier stages' human majority builds the next stage's items)")
+            if not cfg.judges or not config.models.judges:
+                fail(f"stages.{stage}.humans", "the anchored estimate takes the judges' ratings as the proxy: "
+                                               "name a judge in models.judges and leave stages.incorporation."
+                                               "judges true")
         if cfg.gold is not None and not cfg.gold.is_file():
             fail(f"stages.{stage}.gold", f"no such file {cfg.gold}")
     if config.stage("extraction") is not None:

@@ -46,6 +46,9 @@ class Step:
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
+    #: an annotate step of a stage with people on a sample (`humans`): the tasks, those people rate and the
+    #: labels wanted (tasks x n); None until the tasks exist
+    people: dict[str, Any] | None = None
 
     def row(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "config"}
@@ -59,6 +62,8 @@ def _stage_slice(config: StudyConfig, stage: str) -> dict[str, Any]:
     assert cfg is not None
     data = cfg.model_dump(mode="json")
     data["crowd"] = {k: v for k, v in data["crowd"].items() if k not in ("reward", "currency")}
+    if data.get("humans") is None:  # a stage without a sample keeps the fingerprint it had before `humans` existed
+        data.pop("humans", None)
     return {**data, "task": TASK_TYPE[stage], "name": config.name}
 
 
@@ -117,12 +122,24 @@ def build_steps(config: StudyConfig, study_dir: str | Path, state: StudyState | 
             from tailorbench.humanstudy.items import item_ids
 
             item_ids(cfg.gold, stage)
-        add(Step(f"{stage}.annotate", stage, "annotation", f"project, import and crowd for task {TASK_TYPE[stage]}",
-                 [source], _stage_slice(config, stage), gold, ["tasks.jsonl", "project.json"]))
+        annotate_deps, annotate_out = [source], ["tasks.jsonl", "project.json"]
+        if cfg.humans is not None:  # people rate a sample of the tasks; an active one reads the judges' ratings
+            annotate_out.append("sample.json")
+            if cfg.humans.sampling == "active":
+                annotate_deps += [s for s in model_steps if ".judge." in s]
+        add(Step(f"{stage}.annotate", stage, "annotation", f"project, import and crowd for task {TASK_TYPE[stage]}"
+                 + (f" (people rate {cfg.humans.share:g} of the tasks, {cfg.humans.sampling} sample)"
+                    if cfg.humans is not None else ""),
+                 annotate_deps, _stage_slice(config, stage), gold, annotate_out))
         add(Step(f"{stage}.collect", stage, "collect", "wait for the labels, then export them",
                  [f"{stage}.annotate"], {}, [], ["export/ratings.jsonl"]))
-        add(Step(f"{stage}.analyse", stage, "analysis", f"the {stage} report", [f"{stage}.collect", *model_steps],
-                 config.statistics.model_dump(mode="json"), [], [f"{stage}.json"]))
+        analysis = config.statistics.model_dump(mode="json")
+        what = f"the {stage} report"
+        if cfg.humans is not None:
+            analysis["humans"] = cfg.humans.model_dump(mode="json")
+            what += " and the judges' ratings anchored on people's"
+        add(Step(f"{stage}.analyse", stage, "analysis", what, [f"{stage}.collect", *model_steps], analysis, [],
+                 [f"{stage}.json"]))
     report_deps = [f"{s}.analyse" for s in config.run_stages()]
     if config.report.interventions:
         fit = config.statistics.model_dump(mode="json")
@@ -146,6 +163,8 @@ def build_steps(config: StudyConfig, study_dir: str | Path, state: StudyState | 
             for step in steps:
                 if step.kind == "model":
                     _count(step, sources, config)
+                elif step.kind == "annotation":
+                    _people(step, sources, config)
         finally:
             sources.close()
     return steps
@@ -252,6 +271,29 @@ def _count(step: Step, sources: Sources, config: StudyConfig) -> None:
     step.input_tokens = sum(len(p) // 4 + TEMPLATE_TOKENS for p in prompts)
     step.output_tokens = out_tokens * len(prompts)
     step.cost_usd = _cost(step.model, step.input_tokens, step.output_tokens)
+
+
+def _people(step: Step, sources: Sources, config: StudyConfig) -> None:
+    """The tasks people will rate in a stage with `humans`: the sample `run` draws (the same seeded draw, from the
+    generated tasks, and for an active sample the judges' ratings), once those are made."""
+    cfg = config.stage(step.stage)
+    if cfg is None or cfg.humans is None:
+        return
+    from tailorbench.humanstudy.anchoring import draw_sample, draw_tasks
+
+    if all(sources.done(d) for d in step.deps):
+        tasks = sources.state.step_dir("incorporation.generate") / "ab_tasks.jsonl"
+        votes = [sources.state.step_dir(d) / "votes.jsonl" for d in step.deps if ".judge." in d]
+        sample = draw_sample(tasks, cfg.humans, votes)
+    elif cfg.humans.sampling != "active" and not sources.done("incorporation.generate"):
+        planned = sources.generation_plan()  # the tasks generation will write (every generation succeeding)
+        if planned is None:
+            return
+        sample = draw_tasks([t.task_id for t in planned], [t.condition for t in planned], cfg.humans)
+    else:  # an active sample waits for the judges' ratings
+        return
+    step.people = {"tasks": sample.tasks, "sampled": sample.sampled, "sampling": sample.sampling,
+                   "labels_wanted": sample.sampled * cfg.n}
 
 
 def _cost(spec: str | None, input_tokens: int, output_tokens: int) -> float | None:

@@ -38,6 +38,55 @@ def stage_figures(stage: str, report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+ANCHORED_HEADER = ["judge", "measure", "judge-only [95% CI]", "people on the sample [95% CI]",
+                   "human-anchored [95% CI]", "judge-only - anchored", "tasks rated / tasks"]
+ANCHORED_NOTE = ("Stage 3, judge-only and human-anchored: people rated a sample of the tasks "
+                 "(stages.incorporation.humans); *judge-only* is the judge's figure over every task, *people on the "
+                 "sample* theirs (weighted by the sample's design), *human-anchored* the judge's ratings corrected "
+                 "by people's (prediction-powered inference: valid whatever the judge's bias); judge-only minus "
+                 "anchored is the judge's inflation against what people would say. Definitions and each "
+                 "estimate's notes: anchored.md.")
+
+
+def anchored_rows(anchored: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """The study report's rows of stage 3's anchored estimates (humanstudy/anchoring.figures)."""
+    from tailorbench.reporting import with_ci
+
+    def shown(block: dict[str, Any] | None) -> str:
+        return "-" if block is None else with_ci(block["estimate"], block["ci"])
+
+    rows = []
+    for judge, measures in anchored.items():
+        for measure, f in measures.items():
+            diff = f["judge_minus_anchored"]
+            rows.append([judge, measure.replace("_", " "), shown(f["judge_only"]), shown(f["human_only"]),
+                         shown(f["anchored"]), "-" if diff is None else f"{diff:+.3f}",
+                         f"{f['tasks_rated_by_people']} / {f['tasks']}"])
+    return rows
+
+
+def _anchored(config: StudyConfig, state: StudyState, out: Output) -> dict[str, dict[str, Any]]:
+    """Stage 3's anchored estimates (when people rated a sample), copied from the analyse step into the report
+    with anchored.md; their figures."""
+    cfg = config.stage("incorporation")
+    if cfg is None or cfg.humans is None:
+        return {}
+    from tailorbench.estimate.records import EstimateReport
+    from tailorbench.humanstudy.anchoring import ANCHORED_MD, MEASURES, estimate_file, figures
+
+    src = state.step_dir("incorporation.analyse")
+    estimates = []
+    for judge in config.models.judges:
+        for measure in MEASURES:
+            path = src / estimate_file(judge, measure)
+            report = EstimateReport.read(path)
+            assert isinstance(report, EstimateReport)
+            estimates.append((judge, measure, report))
+            out.copy_in(path, path.name)
+    out.copy_in(src / ANCHORED_MD, ANCHORED_MD)
+    return figures(estimates)
+
+
 def database_place(config: StudyConfig, study_dir: Path) -> Path | None:
     """The study's annotation database as a path, when it is a file or folder (SQLite); None for a server."""
     import os
@@ -85,6 +134,7 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
             reports[name] = load_json(src / f"{name}.json", dict, "an intervention report")
             for ext in ("json", "md", "html"):
                 out.copy_in(src / f"{name}.{ext}", f"{name}.{ext}")
+    anchored = _anchored(config, state, out)
     write_summary(reports, out.ensure(), illustrative=config.report.illustrative)
     labels = {stage: state.info(f"{stage}.collect") for stage in config.run_stages()}
     stages: dict[str, dict[str, Any]] = {
@@ -92,6 +142,8 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
                 "labels": {"items": labels[stage].get("regular_items"), "gold_items": labels[stage].get("gold_items"),
                            "ratings": labels[stage].get("ratings")},
                 "report": f"{stage}.json"} for stage in config.run_stages()}
+    if anchored:
+        stages["incorporation"]["figures"]["anchored"] = anchored
     body = {"study": config.name, "illustrative": config.report.illustrative, "stages": stages,
             "interventions": {name: f"{name}.json" for name in ("verifier", "relevance_classifier")
                               if name in reports}}
@@ -100,6 +152,9 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
     tables = [("Headline figures", ["stage", "figure", "value [95% CI]", "detail"], summary_rows(reports)),
               ("Annotation", ["stage", "items", "ratings"], rows)]
     notes = [f"Stage reports: {', '.join(f'{s}.md' for s in reports)}; every figure is the stage report's own."]
+    if anchored:
+        tables.append(("Stage 3: judge-only and human-anchored", ANCHORED_HEADER, anchored_rows(anchored)))
+        notes.append(ANCHORED_NOTE)
     if config.report.illustrative:
         notes.insert(0, "Illustrative only: the bundled example run with an illustrative model and simulated "
                         "participants (tailor study demo); no figure here says anything about a model or a person.")

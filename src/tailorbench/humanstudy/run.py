@@ -165,8 +165,15 @@ class Runner:
             verbs.export_tasks(self.out("extraction.extract", "items.jsonl"), tasks)
         elif stage == "relevance":
             verbs.export_relevance(self.out("relevance.items", "items.jsonl"), tasks)
-        else:
+        elif cfg.humans is None:
             out.copy_in(self.out("incorporation.generate", "ab_tasks.jsonl"), "tasks.jsonl")
+        else:  # people rate the sample's tasks only (humanstudy/anchoring.py)
+            from tailorbench.humanstudy.anchoring import draw_sample, write_tasks
+
+            sample = draw_sample(self.out("incorporation.generate", "ab_tasks.jsonl"), cfg.humans,
+                                 [self.out(d, "votes.jsonl") for d in step.deps if ".judge." in d])
+            write_tasks(out, self.out("incorporation.generate", "ab_tasks.jsonl"), sample)
+            self.say(f"{stage}: people rate {sample.sampled} of {sample.tasks} tasks ({sample.sampling} sample)")
         name = project_name(self.config, step)
         db = self.db
         if name not in {p["name"] for p in service.list_projects(db)}:
@@ -180,6 +187,8 @@ class Runner:
                 imported["items"] += got["items"]
                 imported["gold_items"] += got["gold_items"]
         info: dict[str, Any] = {"project": name, "task": TASK_TYPE[stage], "imported": imported}
+        if cfg.humans is not None:
+            info["sample"] = {"tasks": sample.tasks, "sampled": sample.sampled, "sampling": sample.sampling}
         crowd = cfg.crowd
         base = self.config.annotation.base_url
         if crowd.kind == "prolific":
@@ -262,7 +271,29 @@ class Runner:
         else:
             report = verbs.incorporation(self.out("incorporation.generate", "ab_tasks.jsonl"), [*export, *votes],
                                          n_resamples=st.n_boot, seed=st.seed, report_dir=tmp)
+            cfg = self.config.stage(step.stage)
+            if cfg is not None and cfg.humans is not None:
+                return {"report": str(self.out(step.id, f"{step.stage}.json")),
+                        "figures": headline(step.stage, report), "anchored": self.anchored(step, out)}
         return {"report": str(self.out(step.id, f"{step.stage}.json")), "figures": headline(step.stage, report)}
+
+    def anchored(self, step: Step, out: Output) -> dict[str, Any]:
+        """Stage 3 with people on a sample: each judge's ratings anchored on people's (humanstudy/anchoring.py),
+        written beside the stage report; the figures the study report shows."""
+        from tailorbench.humanstudy.anchoring import (
+            SAMPLE_FILE,
+            anchored_estimates,
+            figures,
+            read_sample,
+            write_estimates,
+        )
+
+        votes = {d.split(".judge.", 1)[1]: self.out(d, "votes.jsonl") for d in step.deps if ".judge." in d}
+        estimates = anchored_estimates(self.out("incorporation.generate", "ab_tasks.jsonl"),
+                                       self.out("incorporation.collect", "export/ratings.jsonl"), votes,
+                                       read_sample(self.out("incorporation.annotate", SAMPLE_FILE)))
+        write_estimates(out, estimates)
+        return figures(estimates)
 
     def report(self, out: Output) -> dict[str, Any]:
         from tailorbench.humanstudy.report import write_study_report
