@@ -116,7 +116,8 @@ RUN_KINDS: Registry[RunKind] = Registry(
     "tailorbench.run_kinds",
     lazy={"pairwise": "tailorbench.evaluate.run_kind", "gen-eval": "tailorbench.geneval.run_kind",
           "stage": "tailorbench.threestage.run_kind", "multiple-choice": "tailorbench.benchmarks.choice_report",
-          "prefeval-generation": "tailorbench.benchmarks.generation_report"},
+          "prefeval-generation": "tailorbench.benchmarks.generation_report",
+          "estimate": "tailorbench.estimate.run_kind"},
 )
 
 

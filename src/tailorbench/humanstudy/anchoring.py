@@ -30,7 +30,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tailorbench.estimate.records import EstimateReport
 from tailorbench.files import Output, load_json
-from tailorbench.humanstudy.config import HumansConfig
 
 __all__ = ["MEASURES", "SAMPLE_FILE", "HumanSample", "anchored_estimates", "draw_sample", "draw_tasks", "estimate_file",
            "figures", "read_sample", "write_estimates", "write_tasks"]
@@ -92,42 +91,44 @@ def _items(task_id: str, task: Any) -> list[str]:
     return [f"{task_id}{ATTR_SEP}{key}" for key in task.attributes]
 
 
-def draw_sample(tasks_path: Path, humans: HumansConfig, votes: Sequence[Path] = ()) -> HumanSample:
+def draw_sample(tasks_path: Path, share: float, sampling: str, seed: int, votes: Sequence[Path] = ()
+                ) -> HumanSample:
     """The tasks people rate, drawn from the task file (`draw_tasks`); `active` takes its uncertainty from the
     judges' ratings (`votes`): the mean rating of a task's attributes over the judges, most uncertain near 0
     ("no better")."""
     tasks = _tasks(tasks_path)
     ids = list(tasks)
     margin = None
-    if humans.sampling == "active":
+    if sampling == "active":
         rated: dict[str, list[float]] = defaultdict(list)
         for path in votes:
             for item, value in _model_ratings(path).items():
                 rated[item].append(value)
         margin = [float(np.mean([v for i in _items(t, tasks[t]) for v in rated.get(i, [])] or [0.0])) for t in ids]
-    return draw_tasks(ids, [tasks[t].condition for t in ids], humans, margin)
+    return draw_tasks(ids, [tasks[t].condition for t in ids], share, sampling, seed, margin)
 
 
-def draw_tasks(ids: Sequence[str], conditions: Sequence[str], humans: HumansConfig,
+def draw_tasks(ids: Sequence[str], conditions: Sequence[str], share: float, sampling: str, seed: int,
                margin: Sequence[float] | None = None) -> HumanSample:
-    """`share` of the tasks (at least 2, at most all), drawn by the config's design and seed: a pure function
+    """`share` of the tasks (at least 2, at most all), drawn by the design `sampling` with `seed` (the config's
+    `humans` block, `humanstudy.config.HumansConfig`): a pure function
     of the task ids and conditions in the task file's order (and for `active`, the judges' mean rating of each
     task), so `plan` draws what `run` draws."""
     from tailorbench.estimate.sample_plan import plan_entries
     from tailorbench.estimate.sampling import draw, uncertainty_from_margin
 
     total = len(ids)
-    n = min(total, max(2, round(humans.share * total)))
+    n = min(total, max(2, round(share * total)))
     strata = np.array([f"{c}/all" for c in conditions], dtype=object)
     uncertainty = None
-    if humans.sampling == "active":
+    if sampling == "active":
         if margin is None:
             raise ValueError("an active sample needs the judges' ratings")
         uncertainty = uncertainty_from_margin(np.array(margin, dtype=float))
-    got = draw(humans.sampling, n, np.random.default_rng(humans.seed), strata=strata, uncertainty=uncertainty,
+    got = draw(sampling, n, np.random.default_rng(seed), strata=strata, uncertainty=uncertainty,
                size=total) if total else None
     entries = plan_entries(list(ids), got, strata) if got is not None else {}
-    return HumanSample(sampling=humans.sampling, share=humans.share, seed=humans.seed, tasks=total,
+    return HumanSample(sampling=sampling, share=share, seed=seed, tasks=total,
                        sampled=len(entries),
                        entries={t: SampledTask(stratum=entries[t].stratum,
                                                inclusion_probability=entries[t].inclusion_probability)

@@ -298,12 +298,24 @@ def _check(config: StudyConfig, path: Path) -> None:
     _check_report_place(config, path.parent, fail)
 
 
+def database_place(config: StudyConfig, study_dir: Path) -> Path | None:
+    """The study's annotation database as a path, when it is a file or folder (SQLite); None for a server."""
+    import os
+
+    db = config.annotation.db or os.environ.get("TAILOR_ANNOTATE_DB")
+    if not db:
+        return study_dir / "annotation"
+    if "://" not in db:
+        return Path(db)
+    if db.startswith("sqlite:///"):
+        return Path(db[len("sqlite:///"):].split("?", 1)[0])
+    return None
+
+
 def _check_report_place(config: StudyConfig, study_dir: Path, fail: Any) -> None:
     """The report folder holds none of the study's inputs nor its annotation database (it is replaced as a
     whole); by the paths alone, so a read-only study can still be planned. `run` claims the folder through the
     files module's door before any work (humanstudy.report.report_output)."""
-    from tailorbench.humanstudy.report import database_place
-
     place = (study_dir / config.report.dir).resolve()
     named: list[tuple[str, Path | None]] = [("annotation.db", database_place(config, study_dir)),
                                             ("inputs.conversations", config.inputs.conversations),

@@ -284,12 +284,13 @@ def _people(step: Step, sources: Sources, config: StudyConfig) -> None:
     if all(sources.done(d) for d in step.deps):
         tasks = sources.state.step_dir("incorporation.generate") / "ab_tasks.jsonl"
         votes = [sources.state.step_dir(d) / "votes.jsonl" for d in step.deps if ".judge." in d]
-        sample = draw_sample(tasks, cfg.humans, votes)
+        sample = draw_sample(tasks, cfg.humans.share, cfg.humans.sampling, cfg.humans.seed, votes)
     elif cfg.humans.sampling != "active" and not sources.done("incorporation.generate"):
         planned = sources.generation_plan()  # the tasks generation will write (every generation succeeding)
         if planned is None:
             return
-        sample = draw_tasks([t.task_id for t in planned], [t.condition for t in planned], cfg.humans)
+        sample = draw_tasks([t.task_id for t in planned], [t.condition for t in planned], cfg.humans.share,
+                            cfg.humans.sampling, cfg.humans.seed)
     else:  # an active sample waits for the judges' ratings
         return
     step.people = {"tasks": sample.tasks, "sampled": sample.sampled, "sampling": sample.sampling,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.files import Output, claim_output, load_json, only_names
-from tailorbench.humanstudy.config import CONFIG_FILE, StudyConfig
+from tailorbench.humanstudy.config import CONFIG_FILE, StudyConfig, database_place
 from tailorbench.humanstudy.state import LOCK_FILE, MADE_BY, STATE_FILE, STEPS_DIR, StudyState
 
 REPORT_JSON = "study.json"
@@ -85,20 +85,6 @@ def _anchored(config: StudyConfig, state: StudyState, out: Output) -> dict[str, 
             out.copy_in(path, path.name)
     out.copy_in(src / ANCHORED_MD, ANCHORED_MD)
     return figures(estimates)
-
-
-def database_place(config: StudyConfig, study_dir: Path) -> Path | None:
-    """The study's annotation database as a path, when it is a file or folder (SQLite); None for a server."""
-    import os
-
-    db = config.annotation.db or os.environ.get("TAILOR_ANNOTATE_DB")
-    if not db:
-        return study_dir / "annotation"
-    if "://" not in db:
-        return Path(db)
-    if db.startswith("sqlite:///"):
-        return Path(db[len("sqlite:///"):].split("?", 1)[0])
-    return None
 
 
 def report_output(config: StudyConfig, study_dir: Path) -> Output:

@@ -170,7 +170,9 @@ class Runner:
         else:  # people rate the sample's tasks only (humanstudy/anchoring.py)
             from tailorbench.humanstudy.anchoring import draw_sample, write_tasks
 
-            sample = draw_sample(self.out("incorporation.generate", "ab_tasks.jsonl"), cfg.humans,
+            humans = cfg.humans
+            sample = draw_sample(self.out("incorporation.generate", "ab_tasks.jsonl"), humans.share,
+                                 humans.sampling, humans.seed,
                                  [self.out(d, "votes.jsonl") for d in step.deps if ".judge." in d])
             write_tasks(out, self.out("incorporation.generate", "ab_tasks.jsonl"), sample)
             self.say(f"{stage}: people rate {sample.sampled} of {sample.tasks} tasks ({sample.sampling} sample)")

@@ -55,11 +55,15 @@ def detect_kind(run_dir: Path) -> str:
 
 def expand_runs(paths: Sequence[Path]) -> list[Path]:
     """The run directories named, with a `train-rm` output directory standing for its held-out evaluations
-    (`OUT/eval/epoch-N`, in epoch order)."""
+    (`OUT/eval/epoch-N`, in epoch order); a .json file is an estimate file (`tailor estimate --out`)."""
     out: list[Path] = []
     for path in paths:
+        if path.is_file() and path.suffix.lower() == ".json":  # an estimate file (estimate/run_kind.py)
+            out.append(path)
+            continue
         if not path.is_dir():
-            raise DataError(path, None, None, "no such run directory")
+            raise DataError(path, None, None, "no such run directory (or estimate file, tailor estimate --out "
+                                              "FILE.json)")
         epochs = sorted((p for p in (path / "eval").glob("epoch-*") if (p / "manifest.json").is_file()),
                         key=lambda p: int(p.name.split("-")[1]) if p.name.split("-")[1].isdigit() else 0)
         if not (path / "manifest.json").is_file() and epochs:
@@ -77,8 +81,9 @@ def _key_files(run_dir: Path, kind: str) -> list[Path]:
 
 
 def index_path(run_dir: Path) -> Path:
-    """Beside the run when it is writable, else in the cache under a hash of the run's absolute path."""
-    if os.access(run_dir, os.W_OK):
+    """Beside the run when it is writable, else (and for a file: an estimate) in the cache under a hash of the
+    run's absolute path."""
+    if run_dir.is_dir() and os.access(run_dir, os.W_OK):
         return run_dir / INDEX
     name = hashlib.sha256(str(run_dir.resolve()).encode()).hexdigest()[:24]
     return cache_root() / f"{name}.json"
@@ -115,7 +120,7 @@ def build_index(run_dir: Path, kind: str) -> dict[str, Any]:
         return _rows_index(kind, run_dir, run_kind.view_rows(run_dir))
     if run_kind.sections is not None:
         sections = run_kind.sections(run_dir)
-        what = "stage reports" if kind == "stage" else f"{kind} run"
+        what = {"stage": "stage reports", "estimate": "estimate"}.get(kind, f"{kind} run")
         return {"format": FORMAT, "kind": "stage", "label": f"{what} ({', '.join(s for s, _ in sections)})",
                 "stages": [{"stage": s, "html": body} for s, body in sections]}
     raise DataError(run_dir, None, None, f"the viewer does not know runs of kind {kind!r}")
