@@ -113,6 +113,7 @@ def test_share_1_gives_an_anchored_figure_equal_to_peoples_own(scripted: Any, tm
     ({"share": 0.5, "sampling": "random"}, "incorporation", "stages.incorporation.humans.sampling"),
     ({"share": 0.5, "estimate": "judge"}, "incorporation", "stages.incorporation.humans.estimate"),
     ({"share": 0.5, "shares": 2}, "incorporation", "stages.incorporation.humans.shares"),
+    ({"share": 0.5, "seed": -1}, "incorporation", "stages.incorporation.humans.seed"),
     ("all", "incorporation", "stages.incorporation.humans"),
     ({"share": 0.5}, "relevance", "stages.relevance.humans"),
 ])

@@ -97,8 +97,8 @@ class HumansConfig(_Strict):
     sampling: Literal["uniform", "stratified", "active"] = "uniform"
     #: what the report gives: the human-anchored estimate (the judges' ratings corrected by people's)
     estimate: Literal["anchored"] = "anchored"
-    #: the sample's seed
-    seed: int = 0
+    #: the sample's seed (a whole number of 0 or more)
+    seed: int = Field(0, ge=0)
 
 
 class StageConfig(_Strict):
