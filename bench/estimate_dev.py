@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tailorbench.estimate.cells import three_estimates
-from tailorbench.estimate.items import read_items
-from tailorbench.estimate.sampling import draw
+from tailorbench.estimation.cells import three_estimates
+from tailorbench.estimation.items import read_items
+from tailorbench.estimation.sampling import draw
 
 JUDGES = ("embedding", "longer", "random")
 

@@ -117,7 +117,7 @@ RUN_KINDS: Registry[RunKind] = Registry(
     lazy={"pairwise": "tailorbench.evaluate.run_kind", "gen-eval": "tailorbench.geneval.run_kind",
           "stage": "tailorbench.threestage.run_kind", "multiple-choice": "tailorbench.benchmarks.choice_report",
           "prefeval-generation": "tailorbench.benchmarks.generation_report",
-          "estimate": "tailorbench.estimate.run_kind"},
+          "estimate": "tailorbench.estimation.run_kind"},
 )
 
 

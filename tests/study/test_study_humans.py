@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tailorbench.estimate.records import EstimateReport
+from tailorbench.estimation.records import EstimateReport
 from tailorbench.humanstudy.config import load_config
 from tailorbench.humanstudy.plan import study_plan
 from tailorbench.humanstudy.status import study_status

@@ -58,7 +58,7 @@ def estimate(system: str | Path, proxy: str | Path | Sequence[str | Path] | None
     and the human labels the proxy was worth; with `out`, written there as JSON (`EstimateReport`), or as a
     Markdown page with the definitions when its name ends in `.md`.
     `check_library` recomputes the uniform cells with ppi-python (the [estimate] extra)."""
-    from tailorbench.estimate.anchored import estimate_runs
+    from tailorbench.estimation.anchored import estimate_runs
     from tailorbench.files import claim_output
 
     level = _level(level)
@@ -74,7 +74,7 @@ def estimate(system: str | Path, proxy: str | Path | Sequence[str | Path] | None
     report = estimate_runs(run, proxies or None, label_source, sample_path, versus_run, assume_uniform, level,
                            check_library)
     if door is not None and door.root.suffix.lower() == ".md":
-        from tailorbench.estimate.report import render_markdown
+        from tailorbench.estimation.report import render_markdown
 
         with door.writing(None) as handle:
             handle.write(render_markdown(report, heading="#"))
@@ -92,7 +92,7 @@ def estimate_sample(data: str, out: str | Path, sampling: str = "stratified", si
     write them to `out` as an annotation import (PairCase JSONL whose `meta.estimate_plan` carries each case's
     inclusion probability); with `project`, also a pairwise annotation project of that name created (`n`
     annotators per item, in `directory` / `db` as `tailor annotate` takes them) with the plan imported."""
-    from tailorbench.estimate.sample_plan import write_sample
+    from tailorbench.estimation.sample_plan import write_sample
     from tailorbench.files import check_output
     from tailorbench.options import as_choice, as_float, as_int
 
@@ -136,7 +136,7 @@ def estimate_plan(system: str | Path, proxy: str | Path | None = None, labels: s
     each checked by `draws` simulated samples from the pilot; with several raters per pilot item (pairwise), the
     alt-test's power for the proxy at each number of items and margin ε (up to ALT_DRAWS draws each)."""
     from tailorbench.errors import ConfigError
-    from tailorbench.estimate.planning import plan_from_runs
+    from tailorbench.estimation.planning import plan_from_runs
     from tailorbench.files import claim_output
     from tailorbench.options import as_float, as_int
 

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from tailorbench.estimate.records import EstimateReport
+from tailorbench.estimation.records import EstimateReport
 from tailorbench.files import Output, load_json
 
 __all__ = ["MEASURES", "SAMPLE_FILE", "HumanSample", "anchored_estimates", "draw_sample", "draw_tasks", "estimate_file",
@@ -114,8 +114,8 @@ def draw_tasks(ids: Sequence[str], conditions: Sequence[str], share: float, samp
     `humans` block, `humanstudy.config.HumansConfig`): a pure function
     of the task ids and conditions in the task file's order (and for `active`, the judges' mean rating of each
     task), so `plan` draws what `run` draws."""
-    from tailorbench.estimate.sample_plan import plan_entries
-    from tailorbench.estimate.sampling import draw, uncertainty_from_margin
+    from tailorbench.estimation.sample_plan import plan_entries
+    from tailorbench.estimation.sampling import draw, uncertainty_from_margin
 
     total = len(ids)
     n = min(total, max(2, round(share * total)))
@@ -171,9 +171,9 @@ def anchored_estimates(tasks_path: Path, export: Path, votes: Mapping[str, Path]
     judge-only figure (proxy-only), people's on the sample (human-only) and the human-anchored one, per task."""
     from tailorbench.agreement.ratings import read_ratings_file
     from tailorbench.agreement.records import DEFAULT_GROUP
-    from tailorbench.estimate.anchored import estimate_items
-    from tailorbench.estimate.items import RATINGS, Items
-    from tailorbench.estimate.labels import HumanLabels, PlanEntry
+    from tailorbench.estimation.anchored import estimate_items
+    from tailorbench.estimation.items import RATINGS, Items
+    from tailorbench.estimation.labels import HumanLabels, PlanEntry
 
     tasks = _tasks(tasks_path)
     human: dict[str, list[float]] = defaultdict(list)
@@ -223,7 +223,7 @@ ANCHORED_MD = "anchored.md"
 
 def write_estimates(out: Output, estimates: Sequence[tuple[str, str, EstimateReport]]) -> list[str]:
     """Each estimate as its EstimateReport file and all of them in anchored.md; the names written."""
-    from tailorbench.estimate.report import render_markdown
+    from tailorbench.estimation.report import render_markdown
 
     names = []
     pages = ["# Stage 3: the judges' ratings anchored on people's", ""]

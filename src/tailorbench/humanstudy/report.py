@@ -71,7 +71,7 @@ def _anchored(config: StudyConfig, state: StudyState, out: Output) -> dict[str, 
     cfg = config.stage("incorporation")
     if cfg is None or cfg.humans is None:
         return {}
-    from tailorbench.estimate.records import EstimateReport
+    from tailorbench.estimation.records import EstimateReport
     from tailorbench.humanstudy.anchoring import ANCHORED_MD, MEASURES, estimate_file, figures
 
     src = state.step_dir("incorporation.analyse")

@@ -12,9 +12,9 @@ import pytest
 
 from tailorbench import api
 from tailorbench.errors import ConfigError
-from tailorbench.estimate.items import read_items
-from tailorbench.estimate.planning import anchored_half_width, labels_needed, simulated_half_width
-from tailorbench.estimate.ppi import z_value
+from tailorbench.estimation.items import read_items
+from tailorbench.estimation.planning import anchored_half_width, labels_needed, simulated_half_width
+from tailorbench.estimation.ppi import z_value
 
 UNUSED_MODEL = "openai:unused@http://127.0.0.1:9/v1"
 
@@ -117,9 +117,9 @@ def test_stage3_mean_rating_with_the_judge_as_proxy(tmp_path: Path) -> None:
 
 def test_a_callers_own_plan(tmp_path: Path) -> None:
     """A caller that draws the items itself (a study's stage 3) hands the plan entries over in memory."""
-    from tailorbench.estimate.anchored import estimate_runs
-    from tailorbench.estimate.sample_plan import plan_entries
-    from tailorbench.estimate.sampling import draw
+    from tailorbench.estimation.anchored import estimate_runs
+    from tailorbench.estimation.sample_plan import plan_entries
+    from tailorbench.estimation.sampling import draw
 
     rng = np.random.default_rng(4)
     ids = [f"ab-{k}" for k in range(200)]
@@ -141,7 +141,7 @@ def test_a_callers_own_plan(tmp_path: Path) -> None:
 def test_alt_test_power_grows_with_items_and_margin() -> None:
     """The alt-test power table beside the plan: a judge as good as each of three annotators passes more often
     with more items and a wider margin; a coin-flip judge almost never passes."""
-    from tailorbench.estimate.planning import alt_test_power
+    from tailorbench.estimation.planning import alt_test_power
 
     rng = np.random.default_rng(8)
     truth = rng.integers(0, 2, 400)

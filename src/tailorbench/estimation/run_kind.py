@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tailorbench.estimate.records import EstimateReport
-from tailorbench.estimate.report import render_html
+from tailorbench.estimation.records import EstimateReport
+from tailorbench.estimation.report import render_html
 from tailorbench.run_kinds import RUN_KINDS, RunKind
 
 __all__ = ["ESTIMATE"]

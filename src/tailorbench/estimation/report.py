@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from tailorbench.estimate.records import EstimateReport, IntervalRecord
+from tailorbench.estimation.records import EstimateReport, IntervalRecord
 from tailorbench.reporting import html_table, md_table, with_ci
 
 __all__ = ["DEFINITIONS", "render_html", "render_markdown"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tailorbench.estimate.cells import three_estimates
-from tailorbench.estimate.sampling import draw
+from tailorbench.estimation.cells import three_estimates
+from tailorbench.estimation.sampling import draw
 
 REPS = 2000
 N_ITEMS = 1000

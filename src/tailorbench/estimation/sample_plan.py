@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from tailorbench.errors import ConfigError
-from tailorbench.estimate.labels import PLAN_KEY, PlanEntry
-from tailorbench.estimate.records import SampleReport
-from tailorbench.estimate.sampling import DESIGNS, Draw, draw, uncertainty_from_margin
+from tailorbench.estimation.labels import PLAN_KEY, PlanEntry
+from tailorbench.estimation.records import SampleReport
+from tailorbench.estimation.sampling import DESIGNS, Draw, draw, uncertainty_from_margin
 
 __all__ = ["plan_entries", "write_sample"]
 
@@ -26,7 +26,7 @@ def write_sample(data: str, out: Path, sampling: str = "stratified", n: int | No
     from tailorbench.datasets.benchmark import Benchmark
     from tailorbench.datasets.loader import load_benchmark
     from tailorbench.datasets.native import write_benchmark
-    from tailorbench.estimate.items import proxy_margins
+    from tailorbench.estimation.items import proxy_margins
 
     if sampling not in DESIGNS:
         raise ConfigError(f"--sampling must be one of {', '.join(DESIGNS)}, got {sampling!r}")

@@ -46,7 +46,7 @@ def test_plan_survives_import_and_export(tmp_path: Path) -> None:
     assert result.design == "stratified" and not result.assumed_uniform and result.n_labels == 36
     assert any("raters per labelled item: 3-3" in note for note in result.notes)
     # majority A = chosen everywhere: the human-only estimate of a tier is longer's accuracy on its sampled cases
-    from tailorbench.estimate.items import read_items
+    from tailorbench.estimation.items import read_items
 
     read = read_items(runs / "longer", runs / "shorter")
     sampled = {it["id"] for it in items}

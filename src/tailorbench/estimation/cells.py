@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tailorbench.estimate.ppi import (
+from tailorbench.estimation.ppi import (
     Interval,
     active_classical,
     active_ppi,

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from tailorbench.errors import ConfigError, shown
-from tailorbench.estimate.cells import CellEstimate, cross_estimates, three_estimates
-from tailorbench.estimate.items import RATINGS, Folds, Items, read_folds, read_items
-from tailorbench.estimate.labels import HumanLabels, PlanEntry, read_labels
-from tailorbench.estimate.ppi import Interval
-from tailorbench.estimate.records import CellRecord, EstimateReport, IntervalRecord
+from tailorbench.estimation.cells import CellEstimate, cross_estimates, three_estimates
+from tailorbench.estimation.items import RATINGS, Folds, Items, read_folds, read_items
+from tailorbench.estimation.labels import HumanLabels, PlanEntry, read_labels
+from tailorbench.estimation.ppi import Interval
+from tailorbench.estimation.records import CellRecord, EstimateReport, IntervalRecord
 from tailorbench.schema import in_declared_order
 
 __all__ = ["estimate_items", "estimate_runs"]
@@ -86,7 +86,7 @@ def _check_library(cells: list[tuple[str, np.ndarray]], items: Items, y: np.ndar
     require_extra("ppi_py", "estimate", "--check-library")
     import ppi_py
 
-    from tailorbench.estimate.ppi import ppi_mean
+    from tailorbench.estimation.ppi import ppi_mean
 
     worst = 0.0
     for _, mask in cells:

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from tailorbench import api
 from tailorbench.cli.app import app
-from tailorbench.estimate.records import EstimateReport
+from tailorbench.estimation.records import EstimateReport
 
 runner = CliRunner()
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tailorbench.estimate.items import Items
-from tailorbench.estimate.labels import HumanLabels
-from tailorbench.estimate.ppi import ppi_mean, z_value
-from tailorbench.estimate.records import AltPowerRow, PlanReport, PlanRow
+from tailorbench.estimation.items import Items
+from tailorbench.estimation.labels import HumanLabels
+from tailorbench.estimation.ppi import ppi_mean, z_value
+from tailorbench.estimation.records import AltPowerRow, PlanReport, PlanRow
 
 __all__ = ["alt_test_power", "anchored_half_width", "human_half_width", "labels_needed", "plan_from_runs",
            "simulated_half_width"]
@@ -84,8 +84,8 @@ def plan_from_runs(system: Path, proxy: Path | None, labels_source: str | Path, 
     """The plan from a pilot: the runs' labelled items (Y, Ŷ) as the pilot, N the runs' cases (or `items`); with
     several raters per item (pairwise), beside it the alt-test's power for the proxy (`alt_draws` per cell)."""
     from tailorbench.errors import ConfigError
-    from tailorbench.estimate.items import read_items
-    from tailorbench.estimate.labels import read_labels
+    from tailorbench.estimation.items import read_items
+    from tailorbench.estimation.labels import read_labels
 
     cases = read_items(system, proxy, versus)
     labels = read_labels(labels_source, cases.kind == "pairwise", set(cases.ids))

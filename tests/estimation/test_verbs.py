@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from tailorbench import api
 from tailorbench.cli.app import app
-from tailorbench.estimate.cells import three_estimates
-from tailorbench.estimate.items import read_items
-from tailorbench.estimate.records import EstimateReport, PlanReport
+from tailorbench.estimation.cells import three_estimates
+from tailorbench.estimation.items import read_items
+from tailorbench.estimation.records import EstimateReport, PlanReport
 
 runner = CliRunner()
 

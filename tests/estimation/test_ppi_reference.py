@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tailorbench.estimate.ppi import classical_mean, crossppi_mean, ppi_lambda, ppi_mean
+from tailorbench.estimation.ppi import classical_mean, crossppi_mean, ppi_lambda, ppi_mean
 
 ppi_py = pytest.importorskip("ppi_py", reason="the [estimate] extra (ppi-python) is not installed")
 
