@@ -341,7 +341,7 @@ SEEDS: dict[str, Seed] = {
                       {"": Fields(required=("item", "rater", "score"))}),
     "taxonomy": Seed("taxonomy.jsonl", _copy_from(EXAMPLE / "taxonomy_human.jsonl"),
                      {"": Fields(texts=("attribute", "category"), indices=("index",),
-                                 required=("index", "attribute", "category"))}),
+                                 required=("index", "attribute"))}),  # a category may be null
     "conversations": Seed("conversations.jsonl", _copy_from(EXAMPLE / "conversations.jsonl"), {"": _CONVERSATIONS}),
     "stage_report": Seed("reports", _stage_report),
     "verifier": Seed("verifier", _verifier),

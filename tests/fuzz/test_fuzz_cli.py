@@ -104,9 +104,12 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("study status", "hostile", r"^changed outside the output: \[[^]]*annotate\.sqlite"):
         "a study whose annotation database was removed: status opens (creates) an empty one before it says the "
         "project is missing (humanstudy state and database: a study folder a user can touch)",
-    ("eval", "hostile", r"^traceback: IsADirectoryError at files\.py.*results\.json"):
-        "--resume of a run whose results.json is a folder: the atomic replace meets the folder (files.py output "
-        "door: a path the command does not own)",
+    ("*", "hostile", r"^traceback: IsADirectoryError at files\.py"):
+        "an output file the verb replaces (results.json of eval --resume, summary.html of stages summary) is a "
+        "folder: the atomic replace meets it (files.py output door: a path the command does not own)",
+    ("stages summary", "hostile", r"^traceback: ValidationError at stages\.py"):
+        "a figure of a hand-edited stage report of the wrong type passes the per-stage check and fails the "
+        "summary's result model (api/stages.py StageSummary) as a ValidationError",
     ("*", "hostile", r"^traceback: IsADirectoryError at results\.py"):
         "a run whose predictions.jsonl is a folder: evaluate/results.py reads it unguarded (evaluate/)",
     ("*", "hostile", r"^traceback: .*\[results\.json\]"):
