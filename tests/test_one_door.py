@@ -91,3 +91,19 @@ def test_a_path_from_the_door_is_allowed(tmp_path: Path) -> None:
         "    model.save_pretrained('elsewhere')\n", encoding="utf-8")
     found = find_writes(tmp_path)
     assert [f.site for f in found] == [("m.py", "save", ".save_pretrained")] and found[0].line == 6
+
+
+def test_a_folder_where_a_file_is_replaced_is_named(tmp_path: Path) -> None:
+    """A folder in the place of a file a verb replaces (a hand-made `results.json/` in a run being resumed) is a
+    ConfigError naming it, and stays: before, the atomic replace ended in an IsADirectoryError traceback (found
+    by tests/fuzz/test_fuzz_cli.py on `eval --resume` and `stages summary`)."""
+    import pytest
+
+    from tailorbench.errors import ConfigError
+    from tailorbench.files import write_json_atomic
+
+    (tmp_path / "results.json").mkdir()
+    (tmp_path / "results.json" / "keep").write_text("x", encoding="utf-8")
+    with pytest.raises(ConfigError, match="is a directory where this command writes a file"):
+        write_json_atomic(tmp_path / "results.json", {})
+    assert (tmp_path / "results.json" / "keep").read_text(encoding="utf-8") == "x"

@@ -355,6 +355,9 @@ def _chmod_umask(path: Path) -> None:
 @contextlib.contextmanager
 def _replacing(path: Path) -> Iterator[IO[str]]:
     """A handle on a unique temporary sibling of `path`, renamed over it when the block ends (removed on error)."""
+    if path.is_dir() and not path.is_symlink():
+        # a folder where the command writes a file (a hand-made results.json/, summary.html/): never replaced
+        raise ConfigError(f"{path} is a directory where this command writes a file: remove or rename it")
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.name != MARKER:
         _mark_claimed(path.parent)

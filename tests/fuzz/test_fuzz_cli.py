@@ -104,9 +104,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("study status", "hostile", r"^changed outside the output: \[[^]]*annotate\.sqlite"):
         "a study whose annotation database was removed: status opens (creates) an empty one before it says the "
         "project is missing (humanstudy state and database: a study folder a user can touch)",
-    ("*", "hostile", r"^traceback: IsADirectoryError at files\.py"):
-        "an output file the verb replaces (results.json of eval --resume, summary.html of stages summary) is a "
-        "folder: the atomic replace meets it (files.py output door: a path the command does not own)",
     ("stages summary", "hostile", r"^traceback: ValidationError at stages\.py"):
         "a figure of a hand-edited stage report of the wrong type passes the per-stage check and fails the "
         "summary's result model (api/stages.py StageSummary) as a ValidationError",
