@@ -193,3 +193,16 @@ def test_a_repeated_key_in_json_and_jsonl_is_an_error_naming_it(tmp_path: Path) 
     assert (error.value.line, error.value.field) == (2, "label")
     result = CliRunner().invoke(app, ["agree", str(path), "--n-boot", "10"])
     assert result.exit_code == 2 and f"{path}:2: field 'label': duplicate key" in result.output
+
+
+def test_a_csv_header_naming_a_column_twice_is_an_error(tmp_path: Path) -> None:
+    """`item,rater,label,label`: the csv module keeps the last cell of the two under one key, so which label was
+    meant is unknown; the reader names the column (found by the CLI fuzz walk on `tailor agree`, exit 0 at
+    97f6c24)."""
+    from tailorbench.files import read_csv
+
+    path = tmp_path / "ratings.csv"
+    path.write_text("item,rater,label,label\ni1,r1,A,B\n", encoding="utf-8")
+    with pytest.raises(DataError) as error:
+        list(read_csv(path, "ratings"))
+    assert error.value.line == 1 and error.value.field == "label" and "twice" in str(error.value)

@@ -780,6 +780,9 @@ def parse_csv(data: bytes, path: str | Path, required: Sequence[str] = (),
         for column in required:
             if column not in header:
                 raise DataError(path, 1, column, f"column missing from the header ({', '.join(map(shown, header))})")
+        twice = sorted({column for column in header if header.count(column) > 1})
+        if twice:  # a row would keep only the last of the two cells: which one was meant is unknown
+            raise DataError(path, 1, twice[0], "column named twice in the header")
         end = reader.line_num
         for cells in reader:
             start, end = end + 1, reader.line_num

@@ -90,9 +90,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("eval", "wrong-type", r"^misread.*\[manifest\.json "):
         "--resume of a finished run does not check its manifest against schema.RunManifest (a `seed` of true is "
         "taken): the resume reader (evaluate/)",
-    ("agree", "duplicate-key", r"^misread.*\[ratings\.csv:"):
-        "a CSV whose header names a column twice is read (the last column wins): the one CSV reader (files.py "
-        "reading section)",
     ("annotate study create", "hostile", r"^traceback: DatabaseError"):
         "a garbage annotation database (not SQLite) is a traceback, not exit 2 naming it (annotation db: a "
         "database that cannot be opened)",
