@@ -95,3 +95,14 @@ def test_run_dir_one_order_has_plain_rater_and_errors(write_jsonl: Writer, tmp_p
     assert (err.value.line, err.value.field) == (1, "order")
     with pytest.raises(DataError, match=r"predictions\.jsonl"):
         read_run_dir(tmp_path)
+
+
+@pytest.mark.parametrize("group", ["humans", "Human", "judge", "0"])
+def test_group_outside_the_documented_ones_is_an_error(write_jsonl: Writer, group: str) -> None:
+    """Found by the CLI fuzz walk: a mistyped group was dropped silently by `tailor tiers` (exit 0 at 97f6c24)."""
+    path = write_jsonl("r.jsonl", [{"item": "a", "rater": "x", "label": "ok", "group": "human"},
+                                   {"item": "a", "rater": "y", "label": "ok", "group": group}])
+    with pytest.raises(DataError) as err:
+        read_ratings([path])
+    assert (err.value.line, err.value.field) == (2, "group")
+    assert "r.jsonl" in str(err.value)

@@ -1,6 +1,6 @@
 """The long rating format every agreement statistic reads: one rating per line.
 
-`{"item": str, "rater": str, "label": str|int|bool, "group": "human"|"model"|...}` as JSONL or CSV. The
+`{"item": str, "rater": str, "label": str|int|bool, "group": "human"|"model"}` as JSONL or CSV. The
 annotation service exports exactly this format; run directories are read into it too, so an LLM judge's
 verdicts meet the humans' labels on the same items. Every rating that is not used (null label, judge verdict
 that is not ok) is counted in `RatingSet.missing`, never dropped silently.
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tailorbench.agreement.records import DEFAULT_GROUP, Label, Rating, RatingSet
+from tailorbench.agreement.records import DEFAULT_GROUP, GROUPS, Label, Rating, RatingSet
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
 from tailorbench.files import read_csv
@@ -60,6 +60,8 @@ def _from_records(records: Iterable[tuple[int, dict[str, Any]]], path: str) -> R
         item = _check_text(record, "item", path, line)
         rater = _check_text(record, "rater", path, line)
         group = _check_text(record, "group", path, line, default=DEFAULT_GROUP)
+        if group not in GROUPS:
+            raise DataError(path, line, "group", f"must be one of {', '.join(GROUPS)}, got {group!r}")
         if (item, rater) in seen:
             raise DataError(
                 path,

@@ -14,6 +14,8 @@ Label = str | int | bool
 
 #: group given to ratings that carry no "group" field
 DEFAULT_GROUP = "human"
+#: the groups the long rating format documents (docs/agreement.md): the humans and the models (judges)
+GROUPS = ("human", "model")
 
 
 @dataclass(frozen=True, slots=True)
