@@ -101,16 +101,10 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("study status", "hostile", r"^changed outside the output: \[[^]]*annotate\.sqlite"):
         "a study whose annotation database was removed: status opens (creates) an empty one before it says the "
         "project is missing (humanstudy state and database: a study folder a user can touch)",
-    ("stages summary", "hostile", r"^traceback: ValidationError at stages\.py"):
-        "a figure of a hand-edited stage report of the wrong type passes the per-stage check and fails the "
-        "summary's result model (api/stages.py StageSummary) as a ValidationError",
     ("*", "hostile", r"^traceback: IsADirectoryError at results\.py"):
         "a run whose predictions.jsonl is a folder: evaluate/results.py reads it unguarded (evaluate/)",
     ("*", "hostile", r"^traceback: .*\[results\.json\]"):
         "a hand-edited results.json that keeps its predictions digest is trusted (docs/data.md, evaluate/)",
-    ("tiers", "unknown-enum", r"^misread.*\[ratings\.jsonl:\d+ group:"):
-        "the long rating format takes any `group`; tiers counts the human group only, so a mistyped group drops "
-        "the rating silently (agreement/ratings.py: strict types)",
     ("annotate import-labels", "*", r"^misread.*\[config\.yaml annotation_schemes"):
         "a Potato config's annotation scheme of an unknown type or a wrong-typed field is not checked when the "
         "labels come from user_state.json (interop/potato.py)",

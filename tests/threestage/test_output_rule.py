@@ -114,3 +114,24 @@ def test_a_rerun_rewrites_its_own_outputs(study: Path) -> None:
         info = verbs.baseline(inputs / "relevance_items.jsonl", humans(study), "bm25", votes)
         assert info["out"] == str(votes)
     assert json.loads(votes.read_text(encoding="utf-8").splitlines()[0])["model"] == "bm25"
+
+
+@pytest.mark.parametrize(("field", "value"), [("n_items", "many"), ("bootstrap", [1, 2]), ("notes", "one note")])
+def test_a_wrong_typed_figure_of_a_stage_report_is_named(study: Path, field: str, value: object) -> None:
+    """Found by the CLI fuzz walk: a figure of the wrong type in a hand-edited stage report was a traceback
+    (ValidationError of the summary's result model) at 97f6c24; now exit 2 naming the file and the field, and no
+    summary is written."""
+    inputs = study / "inputs"
+    rep = study / "rep"
+    result = CliRunner().invoke(app, ["stages", "relevance", "--human", *humans(study), "--votes",
+                                      str(inputs / VOTES.name), "--resamples", "20", "--out", str(rep)])
+    assert result.exit_code == 0, result.output
+    for name in ("summary.md", "summary.html"):
+        (rep / name).unlink(missing_ok=True)
+    report = json.loads((rep / "relevance.json").read_text(encoding="utf-8"))
+    report[field] = value
+    (rep / "relevance.json").write_text(json.dumps(report), encoding="utf-8")
+    result = CliRunner().invoke(app, ["stages", "summary", str(rep)])
+    assert result.exit_code == 2, result.output
+    assert "relevance.json" in result.output and field in result.output
+    assert not (rep / "summary.md").exists()

@@ -14,7 +14,10 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from tailorbench.aio import async_twin
 from tailorbench.api.results import (
@@ -27,6 +30,7 @@ from tailorbench.api.results import (
     StageSummary,
     TrainedHeadReport,
 )
+from tailorbench.errors import DataError
 from tailorbench.failures import FailureCheck, check_max_failed
 from tailorbench.options import as_choice, as_float, as_int
 from tailorbench.threestage import verbs as _verbs
@@ -96,7 +100,25 @@ verify = _typed(StageOutput, _verbs.verify)
 classify_relevance = _typed(StageOutput, _verbs.classify_relevance)
 train_verifier = _typed(TrainedHeadReport, _verbs.train_verifier)
 train_relevance = _typed(TrainedHeadReport, _verbs.train_relevance)
-summary = _typed(StageSummary, _verbs.summary)
+def _stage_figures(path: Path, stage: str, report: dict[str, Any]) -> None:
+    """A stage report's figures of the types `StageSummary` holds: a figure of the wrong type in a report edited
+    by hand is a DataError naming the file and the field, before the summary is written."""
+    try:
+        StageSummary.model_validate({stage: report})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"][1:]) or None
+        raise DataError(path, None, where, f"{first['msg']}, got {first.get('input')!r}: not a stage report as "
+                        "tailorbench writes it; run the stage verb again") from None
+
+
+def _summary(report_dir: str | Path) -> dict[str, Any]:
+    return _verbs.summary(report_dir, check=_stage_figures)
+
+
+_summary.__doc__ = _verbs.summary.__doc__
+_summary.__name__ = _summary.__qualname__ = "summary"
+summary = _typed(StageSummary, _summary)
 #: `tailor stages example`
 example = _typed(StageExample, _verbs.run_example)
 run_example = example

@@ -8,7 +8,7 @@ A caller that claimed a folder itself (`run_example`, which reads back the votes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -344,9 +344,12 @@ def run_example(out: Out, model: str | None = None, n_resamples: int = 1000, see
     return {"out": str(dest.path()), "calls": calls, "illustrative": True, **reports}
 
 
-def summary(report_dir: str | Path) -> dict[str, Any]:
+def summary(report_dir: str | Path,
+            check: Callable[[Path, str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """The combined summary from the stage JSON files already in `report_dir`, written beside them (the folder a
-    stage verb wrote, or one holding nothing but stage reports: `report.is_report_dir`)."""
+    stage verb wrote, or one holding nothing but stage reports: `report.is_report_dir`). `check(path, stage,
+    report)`, where given, checks each stage report's figures (the API checks them against its result models)
+    before anything is written."""
     from tailorbench.errors import DataError
     from tailorbench.threestage.report import STAGES, is_report_dir, summary_rows, write_summary
 
@@ -360,6 +363,8 @@ def summary(report_dir: str | Path) -> dict[str, Any]:
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise DataError(d / f"{stage}.json", None, None, "not a stage report as tailorbench writes it "
                             f"({type(exc).__name__}: {exc}); run the stage verb again") from None
+        if check is not None:
+            check(d / f"{stage}.json", stage, report)
     write_summary(reports, dest)
     return reports
 
