@@ -80,10 +80,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("*", "duplicate-key", r"^misread.*\[[^ ]*\.jsonl?(:\d+)? "):
         "JSON and JSONL readers keep the last of two equal keys (json.loads without an object_pairs_hook, in "
         "files.parse_json and the readers that call json.loads): the one reader, files.py reading section",
-    ("*", "*", r"^misread.*\[predictions\.jsonl:"):
-        "a predictions line with an unknown order/choice/setting or a dropped key is read as given by report, "
-        "compare, view, gen-eval --judge-run, annotate export(-items) --predictions and eval --resume: the "
-        "predictions readers (evaluate/, the predictions format rule)",
     ("annotate export*", "wrong-type", r"^misread.*\[manifest\.json "):
         "a run read for its verdicts (--predictions) is not checked against schema.RunManifest as report and view "
         "check it: the run readers (evaluate/)",
@@ -98,16 +94,10 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("gen-eval", "wrong-type", r"^misread.*\[manifest\.json "):
         "the judge's run of --judge-run is not checked against schema.RunManifest as report and view check it: "
         "the run readers (evaluate/, geneval/)",
-    ("study status", "hostile", r"^changed outside the output: \[[^]]*annotate\.sqlite"):
-        "a study whose annotation database was removed: status opens (creates) an empty one before it says the "
-        "project is missing (humanstudy state and database: a study folder a user can touch)",
     ("*", "hostile", r"^traceback: IsADirectoryError at results\.py"):
         "a run whose predictions.jsonl is a folder: evaluate/results.py reads it unguarded (evaluate/)",
     ("*", "hostile", r"^traceback: .*\[results\.json\]"):
         "a hand-edited results.json that keeps its predictions digest is trusted (docs/data.md, evaluate/)",
-    ("annotate import-labels", "*", r"^misread.*\[config\.yaml annotation_schemes"):
-        "a Potato config's annotation scheme of an unknown type or a wrong-typed field is not checked when the "
-        "labels come from user_state.json (interop/potato.py)",
     ("stages extract", "*", r"^misread.*\[conversations\.jsonl"):
         "a conversation turn with an unknown role or a non-text content is read as given (the conversations "
         "reader of threestage/extraction, which the study uses too: one reader for the study's inputs)",

@@ -351,3 +351,20 @@ def test_init_and_demo_on_a_foreign_folder_create_nothing(tmp_path: Path) -> Non
     for verb in ("init", "demo"):
         _refused(["study", verb, str(plain / "sub")], "not a directory")
     assert _listing(tmp_path) == ["mine", "mine/notes.txt", "plain.txt"]
+
+
+def test_status_of_a_study_whose_database_was_removed_creates_nothing(scripted: Any, tmp_path: Path) -> None:
+    """Found by the CLI fuzz walk: at 97f6c24 `study status` on a study whose annotation database was removed
+    created an empty one (status is read-only) before it said the project is missing. Now exit 2 naming the
+    database, and nothing is created."""
+    d = _write(tmp_path / "s", study_yaml())
+    got = advance(d)
+    _people(d, got["waiting"], "p")
+    advance(d)
+    assert StudyState(d, readonly=True).info("extraction.annotate").get("project") is not None
+    db_file = d / "annotation" / "annotate.sqlite"
+    for path in d.glob("annotation/annotate.sqlite*"):
+        path.unlink()
+    before = _listing(d)
+    _refused(["study", "status", str(d)], "annotate.sqlite", "missing")
+    assert _listing(d) == before and not db_file.exists()

@@ -25,16 +25,30 @@ from tailorbench.annotation import DB_FILENAME
 from tailorbench.errors import ConfigError
 
 
-def resolve_url(db: str | None, directory: str | Path | None) -> str:
-    """`--db URL` wins; otherwise SQLite in `DIR/annotate.sqlite` (the directory is created)."""
+def resolve_url(db: str | None, directory: str | Path | None, create: bool = True) -> str:
+    """`--db URL` wins; otherwise SQLite in `DIR/annotate.sqlite` (the directory is created, unless not
+    `create`)."""
     if db:
         if "://" not in db:  # a plain path means a SQLite file
-            _make_folder(Path(db).parent, db)
+            if create:
+                _make_folder(Path(db).parent, db)
             return f"sqlite:///{Path(db).resolve()}"
         return db
     base = Path(directory or ".")
-    _make_folder(base, base / DB_FILENAME)
+    if create:
+        _make_folder(base, base / DB_FILENAME)
     return f"sqlite:///{(base / DB_FILENAME).resolve()}"
+
+
+def check_exists(url: str) -> None:
+    """A SQLite database that is not there: a ConfigError naming it (for readers, which must create nothing:
+    SQLite would make an empty database where the file is missing)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return
+    if not Path(parsed.database).exists():
+        raise ConfigError(f"annotation database {parsed.database}: is missing (it was removed or moved); "
+                          "nothing was created")
 
 
 def _make_folder(folder: Path, db: str | Path) -> None:

@@ -11,15 +11,19 @@ from tailorbench.errors import DataError
 from tailorbench.humanstudy.config import StudyConfig
 
 
-def database(config: StudyConfig, study_dir: str | Path) -> Any:
+def database(config: StudyConfig, study_dir: str | Path, readonly: bool = False) -> Any:
     """The study's annotation database: `annotation.db` (else $TAILOR_ANNOTATE_DB), else SQLite under
-    STUDY_DIR/annotation."""
+    STUDY_DIR/annotation. `readonly` (a reader such as `status`): nothing is created, a SQLite database that is
+    missing is a ConfigError naming it."""
     import os
 
-    from tailorbench.annotation.db import Database, resolve_url
+    from tailorbench.annotation.db import Database, check_exists, resolve_url
 
-    return Database(resolve_url(config.annotation.db or os.environ.get("TAILOR_ANNOTATE_DB"),
-                                Path(study_dir) / "annotation"))
+    url = resolve_url(config.annotation.db or os.environ.get("TAILOR_ANNOTATE_DB"), Path(study_dir) / "annotation",
+                      create=not readonly)
+    if readonly:
+        check_exists(url)
+    return Database(url)
 
 
 def relevance_rows(stage1_items: Path, stage1_export: Path, prompts: Path) -> tuple[list[dict[str, Any]],

@@ -204,7 +204,7 @@ class Sources:
         from tailorbench.humanstudy.items import database, labels_from_database
 
         if self._db is None:
-            self._db = database(self.config, self.dir)
+            self._db = database(self.config, self.dir, readonly=True)
         return labels_from_database(self._db, self.state.info(f"{stage}.annotate")["project"],
                                     self.scratch / f"{stage}-ratings.jsonl")
 

@@ -33,7 +33,7 @@ def study_status(study_dir: str | Path) -> dict[str, Any]:
             annotate = next(s for s in mine if s.kind == "annotation")
             project = state.info(annotate.id).get("project")
             if project is not None and annotate.status == "done":
-                db = db or database(config, study_dir)
+                db = db or database(config, study_dir, readonly=True)
                 entry.update(_annotation(db, project))
             stages[stage] = entry
     finally:
