@@ -71,3 +71,30 @@ def test_empty_unknown_and_unmappable_rows_are_counted(tmp_path: Path) -> None:
     assert report.not_rated == {"empty": 1, "unmappable": 2}
     assert [u["line"] for u in report.unmappable] == [2, 3]
     assert [(r.item, r.rater, r.line) for r in ratings.ratings] == [("it2", "ann1", 4)]
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda s: s[0].update(annotation_type="radoi"), "annotation_schemes.0.annotation_type"),
+    (lambda s: s[0].update(annotation_type=["radio"]), "annotation_schemes.0.annotation_type"),
+    (lambda s: s[0].update(name=3), "annotation_schemes.0.name"),
+    (lambda s: s[0].update(labels="Answer 1"), "annotation_schemes.0.labels"),
+    (lambda s: s[1].update(size="3"), "annotation_schemes.1.size"),
+    (lambda s: s.__setitem__(1, "likert"), "annotation_schemes.1"),
+])
+def test_a_scheme_of_an_unknown_type_or_a_wrong_typed_field_is_named(tmp_path: Path, change: Any,
+                                                                     field: str) -> None:
+    """Found by the CLI fuzz walk: with the labels in user_state.json, a scheme of an unknown type or a
+    wrong-typed field was read as given (exit 0 at 97f6c24); now a DataError naming config.yaml and the field."""
+    import shutil
+
+    from tailorbench.errors import DataError
+
+    project = tmp_path / "p"
+    shutil.copytree(Path(__file__).parent / "data" / "potato2_pairwise", project)
+    config = yaml.safe_load((project / "config.yaml").read_text(encoding="utf-8"))
+    change(config["annotation_schemes"])
+    (project / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert list(project.glob("annotation_output/*/user_state.json"))
+    with pytest.raises(DataError) as err:
+        read_export(project, fmt="potato")
+    assert err.value.field == field and str(err.value.path).endswith("config.yaml")

@@ -135,10 +135,43 @@ def _project(path: Path) -> tuple[Path, dict[str, Any]]:
     if not isinstance(schemes, list) or not schemes:
         raise DataError(config_path, None, "annotation_schemes", "a Potato config lists its annotation_schemes (what "
                         f"annotators answer), got {'nothing' if schemes is None else type_name(schemes)}")
+    for pos, scheme in enumerate(schemes):
+        _check_scheme(config_path, f"annotation_schemes.{pos}", scheme)
     for key, value in [*(("data_files", f) for f in files), ("output_annotation_dir", out_dir or "")]:
         if "\x00" in value:
             raise DataError(config_path, None, key, f"{value!r} holds a NUL byte: not a path")
     return config_path.parent, config
+
+
+#: the annotation types the import reads (a radio answer is its label, a likert answer its number)
+SCHEME_TYPES = ("radio", "likert")
+#: a scheme's fields the import relies on, with their types (`name` and `annotation_type` are required)
+_SCHEME_FIELDS: dict[str, tuple[type, str]] = {"name": (str, "a string"), "description": (str, "a string"),
+                                               "min_label": (str, "a string"), "max_label": (str, "a string"),
+                                               "size": (int, "an integer"), "labels": (list, "a list")}
+
+
+def _check_scheme(path: Path, where: str, scheme: Any) -> None:
+    """One of a Potato config's annotation schemes: a mapping of a type the import reads, its fields of their
+    types; a DataError naming the config and the field otherwise, whichever output the labels come from."""
+    if not isinstance(scheme, dict):
+        raise DataError(path, None, where, f"an annotation scheme is a mapping, got {type_name(scheme)}")
+    kind = scheme.get("annotation_type")
+    if kind not in SCHEME_TYPES:
+        raise DataError(path, None, f"{where}.annotation_type", f"the import reads {' and '.join(SCHEME_TYPES)} "
+                        f"schemes, got {kind!r:.80}")
+    if "name" not in scheme:
+        raise DataError(path, None, f"{where}.name", "missing: a scheme names itself")
+    for key, (kind_of, what) in _SCHEME_FIELDS.items():
+        value = scheme.get(key)
+        if value is None and key != "name":
+            continue
+        if not isinstance(value, kind_of) or isinstance(value, bool) or (key == "name" and not str(value).strip()):
+            raise DataError(path, None, f"{where}.{key}", f"expected {what}, got {value!r:.80}")
+    for pos, label in enumerate(scheme.get("labels") or []):
+        named = label.get("name") if isinstance(label, dict) else label  # Potato also takes {name, tooltip}
+        if not isinstance(named, str | int) or isinstance(named, bool):
+            raise DataError(path, None, f"{where}.labels.{pos}", f"expected a label (a string), got {label!r:.80}")
 
 
 #: one annotator's labels of one instance: (file, line, rater, instance id, {scheme: {label: value}})
