@@ -80,6 +80,10 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("*", "duplicate-key", r"^misread.*\[[^ ]*\.jsonl?(:\d+)? "):
         "JSON and JSONL readers keep the last of two equal keys (json.loads without an object_pairs_hook, in "
         "files.parse_json and the readers that call json.loads): the one reader, files.py reading section",
+    ("annotate export*", "*", r"^misread.*\[predictions\.jsonl:"):
+        "annotate export(-items) --predictions reads a run's predictions through agreement/runs.py `_parse`, not "
+        "the one predictions reader (evaluate/results.py `parse_predictions`): a dropped case_id or a wrong-typed "
+        "case_id/setting is read as given (agreement/: call `check_prediction`)",
     ("annotate export*", "wrong-type", r"^misread.*\[manifest\.json "):
         "a run read for its verdicts (--predictions) is not checked against schema.RunManifest as report and view "
         "check it: the run readers (evaluate/)",

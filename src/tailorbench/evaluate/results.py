@@ -7,8 +7,11 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from tailorbench.datasets.rows import InvalidRows, last_per_key, parse_jsonl
 from tailorbench.errors import DataError
@@ -37,14 +40,55 @@ def parse_predictions(path: Path, data: bytes, note: str = "") -> list[dict[str,
     is). Every reader of a pairwise run (results, report, compare, view, reliability, resume) reads it here."""
     rows = []
     try:
+        settings = known_setting_names()
         for number, row in parse_jsonl(path, data, InvalidRows()):
-            for key in ("case_id", "order"):
-                if not isinstance(row.get(key), str):
-                    raise DataError(path, number, key, "missing or not text: not a prediction line")
+            check_prediction(path, number, row, settings)
             rows.append(row)
     except DataError as exc:
         raise DataError(exc.path, exc.line, exc.field, f"{exc.message}{note}") from None
     return last_per_key(rows, prediction_key)
+
+
+#: the keys every prediction line holds (a line without one is not a prediction: older runs and tools that
+#: write predictions may leave the other fields of `schema.Prediction` out)
+PREDICTION_KEYS = ("case_id", "order", "choice")
+
+
+def check_prediction(path: Path, number: int, row: Mapping[str, Any], settings: frozenset[str]) -> None:
+    """One predictions.jsonl line checked strictly, field by field, against `schema.Prediction`: its required
+    keys present, each field it holds of that field's type (an order AB/BA, a choice A/B/null, a known status)
+    and its setting one of `settings` (`known_setting_names`); a DataError naming file, line and field otherwise."""
+    for key in PREDICTION_KEYS:
+        if key not in row:
+            raise DataError(path, number, key, "missing: not a prediction line")
+    for key, adapter in _prediction_fields().items():
+        if key not in row:
+            continue
+        try:
+            adapter.validate_python(row[key], strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in (key, *first["loc"]))
+            raise DataError(path, number, where, f"{first['msg']}, got {row[key]!r}: not a prediction line") from None
+    setting = row.get("setting")
+    if isinstance(setting, str) and setting.lower() not in settings:
+        raise DataError(path, number, "setting", f"unknown setting {setting!r} (known: "
+                        f"{', '.join(sorted(settings))}): not a prediction line")
+
+
+@cache
+def _prediction_fields() -> dict[str, TypeAdapter[Any]]:
+    from tailorbench.schema import Prediction
+
+    return {key: TypeAdapter(info.annotation) for key, info in Prediction.model_fields.items()
+            if info.annotation is not None}
+
+
+def known_setting_names() -> frozenset[str]:
+    """Every setting a run may have used (registered, built-in and installed plugins), lower case."""
+    from tailorbench.evaluate.settings import known_settings
+
+    return frozenset(name.lower() for name in known_settings())
 
 
 def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
