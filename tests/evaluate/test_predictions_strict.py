@@ -69,3 +69,30 @@ def test_a_torn_last_line_is_still_cut_off_on_resume(tmp_path: Path) -> None:
     path.write_bytes(whole + b'{"case_id": "c2", "ord')
     rows = read_appended_jsonl(path, parse_predictions)
     assert len(rows) == 2 and path.read_bytes() == whole
+
+
+def test_resume_and_judge_run_check_the_manifest_field_by_field(tmp_path: Path) -> None:
+    """Found by the CLI fuzz walk; `tailor eval --resume` and gen-eval's `--judge-run` took a manifest `seed` of
+    true (exit 0) at 97f6c24: both now read it through `results.check_manifest_fields`, as report and view do."""
+    from tailorbench.geneval.validation import summarise_run
+
+    run = tmp_path / "run"
+    api.eval("demo", judge="longer", out=run, n_boot=50)
+    path = run / "manifest.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "seed": True}))
+    result = CliRunner().invoke(app, ["eval", "--resume", str(run)])
+    assert result.exit_code == 2 and "manifest.json" in result.output and "seed" in result.output, result.output
+    with pytest.raises(DataError) as err:
+        summarise_run(run)
+    assert err.value.field == "seed"
+
+
+def test_a_predictions_folder_is_exit_2_naming_it(tmp_path: Path) -> None:
+    """Found by the CLI fuzz walk; `tailor report` on a run whose predictions.jsonl is a folder was a traceback
+    (IsADirectoryError at results.py) at 97f6c24."""
+    run = tmp_path / "run"
+    api.eval("demo", judge="longer", out=run, n_boot=50)
+    (run / "predictions.jsonl").unlink()
+    (run / "predictions.jsonl").mkdir()
+    result = CliRunner().invoke(app, ["report", str(run), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "predictions.jsonl" in result.output, result.output

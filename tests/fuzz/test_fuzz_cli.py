@@ -87,19 +87,11 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("annotate export*", "wrong-type", r"^misread.*\[manifest\.json "):
         "a run read for its verdicts (--predictions) is not checked against schema.RunManifest as report and view "
         "check it: the run readers (evaluate/)",
-    ("eval", "wrong-type", r"^misread.*\[manifest\.json "):
-        "--resume of a finished run does not check its manifest against schema.RunManifest (a `seed` of true is "
-        "taken): the resume reader (evaluate/)",
     ("annotate study create", "hostile", r"^traceback: DatabaseError"):
         "a garbage annotation database (not SQLite) is a traceback, not exit 2 naming it (annotation db: a "
         "database that cannot be opened)",
     ("estimate *", "*", r"^traceback: "):
         "tailor estimate is new and in progress: its readers of runs, labels and plans are not all guarded yet",
-    ("gen-eval", "wrong-type", r"^misread.*\[manifest\.json "):
-        "the judge's run of --judge-run is not checked against schema.RunManifest as report and view check it: "
-        "the run readers (evaluate/, geneval/)",
-    ("*", "hostile", r"^traceback: IsADirectoryError at results\.py"):
-        "a run whose predictions.jsonl is a folder: evaluate/results.py reads it unguarded (evaluate/)",
     ("*", "hostile", r"^traceback: .*\[results\.json\]"):
         "a hand-edited results.json that keeps its predictions digest is trusted (docs/data.md, evaluate/)",
     ("stages extract", "*", r"^misread.*\[conversations\.jsonl"):

@@ -95,6 +95,8 @@ def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
     path = run_dir / "predictions.jsonl"
     if not path.exists():
         raise DataError(path, None, None, "not a run directory: predictions.jsonl is missing")
+    if not path.is_file():
+        raise DataError(path, None, None, "not a run directory: predictions.jsonl is not a file")
     return parse_predictions(path, path.read_bytes())
 
 
@@ -106,7 +108,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     for key in ("judge", "setting"):
         if not isinstance(data.get(key), str):
             raise DataError(path, None, key, "missing or not text: not a run manifest")
-    _check_manifest_fields(path, data)
+    check_manifest_fields(path, data)
     stats = data.get("data_stats") or {}
     for key in ("splits", "tiers"):
         names = stats.get(key)
@@ -115,7 +117,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def _check_manifest_fields(path: Path, data: dict[str, Any]) -> None:
+def check_manifest_fields(path: Path, data: dict[str, Any]) -> None:
     """Each field of `schema.RunManifest` the manifest holds has that field's type (fields may be missing: older
     runs); a DataError naming the field otherwise (reports and the viewer read them as typed)."""
     from pydantic import TypeAdapter, ValidationError

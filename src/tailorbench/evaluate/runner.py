@@ -30,7 +30,7 @@ from tailorbench.evaluate.interrupt import stop_on_sigint, take_early_interrupt
 from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.report import write_run_reports
-from tailorbench.evaluate.results import compute_results, parse_predictions, prediction_key
+from tailorbench.evaluate.results import check_manifest_fields, compute_results, parse_predictions, prediction_key
 from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
 from tailorbench.failures import check_max_failed
 from tailorbench.files import check_output, ensure_dir, load_json, remove_if_unused, remove_path, write_json_atomic
@@ -527,7 +527,10 @@ def _previous_manifest(out: Path) -> dict[str, Any]:
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
+    """A run's manifest, each `schema.RunManifest` field it holds of that field's type (the check report and
+    view make: `results.check_manifest_fields`), or a DataError naming the field."""
     data: dict[str, Any] = load_json(path, dict, "a run manifest (a JSON object)")
+    check_manifest_fields(path, data)
     return data
 
 

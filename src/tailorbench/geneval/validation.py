@@ -33,8 +33,9 @@ def _longer_accuracy(predictions: list[dict[str, Any]]) -> float | None:
 
 def summarise_run(run_dir: Path, expected_judge: str | None = None) -> dict[str, Any]:
     """Accuracy, consistency and the longer baseline of a pairwise run directory, plus warnings."""
-    from tailorbench.evaluate.results import load_results, read_predictions
+    from tailorbench.evaluate.results import load_results, read_manifest, read_predictions
 
+    read_manifest(run_dir)  # the judge's run checked against schema.RunManifest, as report and view check it
     results = load_results(run_dir)
     predictions = read_predictions(run_dir)
     total = results["metrics"]["all"]
