@@ -87,19 +87,10 @@ KNOWN: dict[tuple[str, str, str], str] = {
     ("annotate export*", "wrong-type", r"^misread.*\[manifest\.json "):
         "a run read for its verdicts (--predictions) is not checked against schema.RunManifest as report and view "
         "check it: the run readers (evaluate/)",
-    ("annotate study create", "hostile", r"^traceback: DatabaseError"):
-        "a garbage annotation database (not SQLite) is a traceback, not exit 2 naming it (annotation db: a "
-        "database that cannot be opened)",
     ("estimate *", "*", r"^traceback: "):
         "tailor estimate is new and in progress: its readers of runs, labels and plans are not all guarded yet",
     ("*", "hostile", r"^traceback: .*\[results\.json\]"):
         "a hand-edited results.json that keeps its predictions digest is trusted (docs/data.md, evaluate/)",
-    ("stages extract", "*", r"^misread.*\[conversations\.jsonl"):
-        "a conversation turn with an unknown role or a non-text content is read as given (the conversations "
-        "reader of threestage/extraction, which the study uses too: one reader for the study's inputs)",
-    ("study *", "*", r"^misread.*\[conversations\.jsonl"):
-        "the study reads conversations.jsonl through the stage reader: an unknown role or a non-text content is "
-        "read as given (one reader for the study's inputs, humanstudy/)",
 }
 
 #: per verb x class: inputs run; per verb x class x problem: failures (known ones apart)
