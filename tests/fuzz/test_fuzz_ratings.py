@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tailorbench.agreement.ratings import read_ratings, read_ratings_file
+from tailorbench.agreement.records import GROUPS
 from tailorbench.cli.app import app
 from tailorbench.errors import DataError
 from tests.fuzz.conftest import count, expect_error, fuzz, workdir
@@ -38,7 +39,7 @@ def ratings(draw: st.DrawFn, csv_format: bool) -> list[dict[str, Any]]:
         record: dict[str, Any] = {"item": draw(_PAD) + item + draw(_PAD), "rater": rater,
                                   "label": None if draw(st.integers(0, 6)) == 0 else draw(labels)}
         if draw(st.booleans()):
-            record["group"] = draw(st.sampled_from(["human", "model", "llm"]))
+            record["group"] = draw(st.sampled_from(GROUPS))  # the documented groups; any other is a defect
         out.append(record)
     return out
 
