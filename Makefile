@@ -50,7 +50,7 @@ demo: install-demo
 	@echo "report: $(DEMO_OUT)/report.md and $(DEMO_OUT)/report.html"
 
 lint: install-test
-	$(VENV)/bin/ruff check src tests bench scripts experiments
+	$(VENV)/bin/ruff check src tests perf scripts experiments
 	PYTHONPATH=src $(VENV)/bin/lint-imports --no-cache
 
 typecheck: install-test

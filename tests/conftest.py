@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from bench.listening import check_loopback
+from perf.listening import check_loopback
 
 from tests.helpers.counting_proxy import CountingProxy
 from tests.helpers.loopback import guard_listen

@@ -1,6 +1,6 @@
 """An independent alternative-annotator test, written from the paper's definitions (Calderon, Reichart and Dror,
 ACL 2025) as a plain loop over instances in dicts, with scipy's t-test and Benjamini-Yekutieli correction: what
-tests/agreement/test_admissibility.py and bench/admissibility_pilot.py compare tailorbench's figures with."""
+tests/agreement/test_admissibility.py and perf/admissibility_pilot.py compare tailorbench's figures with."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ github.com/amazon-science/PrefEval at commit 50795054b5ff5f418d2b768a331d71e480f
   `<choice>` tag's `.string`, its first capital A-D), correct when it equals `["A","B","C","D"][correct_idx]`;
 - `generation_task/get_preference_following_accuracy_generation_task.py`: `analyze_errors`;
 - `generation_task/llm_based_evaluation_errortypes.py`: how each check's prompt is filled and its reply parsed.
-The data are fixtures in the files' shape (tests/helpers/benchmark_fixtures.py); bench/benchmarks_dev_check.py
+The data are fixtures in the files' shape (tests/helpers/benchmark_fixtures.py); perf/benchmarks_dev_check.py
 runs the same comparison on the real development rows."""
 
 from __future__ import annotations

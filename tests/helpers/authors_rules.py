@@ -1,5 +1,5 @@
 """The benchmark authors' scoring rules, re-implemented from their published scripts (cited per function) for the
-tests and for bench/benchmarks_dev_check.py to compare tailorbench's scorers with, item by item."""
+tests and for perf/benchmarks_dev_check.py to compare tailorbench's scorers with, item by item."""
 
 from __future__ import annotations
 

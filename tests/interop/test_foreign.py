@@ -2,10 +2,10 @@
 
 - `data/label_studio_foreign_pairwise.json`: a real Label Studio 1.23.2 export of a 12-pair, 3-annotator project
   with a team's own Pairwise config (data keys `pair_id`, `response_left`, `response_right`, `personalized`,
-  `generic`; the personalized answer placed at random per task), made by `bench/label_studio_roundtrip.py
+  `generic`; the personalized answer placed at random per task), made by `perf/label_studio_roundtrip.py
   --save-foreign` (the votes given, "a" = the personalized answer, beside it as `.votes.json`).
 - `data/potato2_{pairwise,ab_rating}/`: tailorbench's Potato export after a real Potato 2.12.1 server on loopback
-  took two annotators' labels over HTTP (`bench/potato_roundtrip.py --save`; the labels given in
+  took two annotators' labels over HTTP (`perf/potato_roundtrip.py --save`; the labels given in
   `labels_given.json`): its `user_state.json`, `annotation_history.jsonl` and `exports/jsonl/annotations.jsonl`.
 """
 

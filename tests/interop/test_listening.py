@@ -1,4 +1,4 @@
-"""The check the bench scripts and the test fixtures run on every server they start (bench/listening.py): the
+"""The check the perf scripts and the test fixtures run on every server they start (perf/listening.py): the
 listening sockets of a process and its children, read from /proc, all on loopback; and the suite's guard that
 no socket of the test process listens beyond loopback."""
 
@@ -9,7 +9,7 @@ import socket
 import sys
 
 import pytest
-from bench.listening import check_loopback, listening
+from perf.listening import check_loopback, listening
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -30,7 +30,7 @@ def test_a_loopback_server_passes_and_its_port_is_seen() -> None:
 
 def test_a_server_on_all_interfaces_fails_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """Read from a socket table that shows one (no test listens beyond loopback, even to prove this)."""
-    import bench.listening as module
+    import perf.listening as module
 
     monkeypatch.setattr(module, "listening", lambda pid: [("0.0.0.0", 8123), ("127.0.0.1", 8124)])
     with pytest.raises(RuntimeError, match=r"beyond loopback: \[\('0.0.0.0', 8123\)\]"):

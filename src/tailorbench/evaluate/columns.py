@@ -1,7 +1,7 @@
 """A run's verdict lines as columns, read once: the metrics (`metrics.case_scores`) and the reliability table
 (`reliability.verdicts`) both fold the same 2 x cases rows, and reading a field of every row is what costs
 (each row is a large dict). Every field comes out with one C-level pass (`map` over `itemgetter`) and is turned
-into numbers before any comparison (bench/eval_overhead.py measures it)."""
+into numbers before any comparison (perf/eval_overhead.py measures it)."""
 
 from __future__ import annotations
 

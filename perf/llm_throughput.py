@@ -1,7 +1,7 @@
 """Throughput of the LLM judge against a 250 ms latency server that checks an API key: achieved requests/s as a
 ratio to the ideal concurrency / latency, at concurrency 64, 256 and 1024 by default.
 
-Configurations, all in the same run and against the same server (`bench/latency_server.py --require-key`):
+Configurations, all in the same run and against the same server (`perf/latency_server.py --require-key`):
 
 * `tailorbench`        the `llm` judge on the default `lean` transport (the fast path), key from $BENCH_API_KEY
                        through the judge option `api_key_env`, driven through `judge_stream` as `tailor eval`
@@ -13,7 +13,7 @@ Configurations, all in the same run and against the same server (`bench/latency_
                        (`openai.DefaultAsyncHttpxClient`, limits sized to the concurrency), key through `api_key=`;
 * `sdk-aiohttp`        the same loop on the SDK's official aiohttp client (`openai.DefaultAioHttpClient`);
 * `inspect`            Inspect AI's `eval()` through its OpenAI-compatible provider, when `inspect-ai` is installed
-                       (the `[bench]` extra), otherwise a `skipped` line.
+                       (the `[perf]` extra), otherwise a `skipped` line.
 
 Each point makes max(20 x concurrency, --min-requests) calls per run, 3 runs (after a warm-up of `concurrency`
 calls that is not timed; the baselines make 3 runs up to concurrency 256 and 1 above, see --baseline-runs); a
@@ -22,7 +22,7 @@ client and the server took of the wall time. A configuration fails, loudly and w
 non-zero exit, when the server refused any of its requests (an authentication that silently went wrong) or any
 call did not come back with a valid verdict.
 
-    .venv/bin/python bench/llm_throughput.py [--concurrency 64 256 1024] [--min-requests 0] [--runs 3]
+    .venv/bin/python perf/llm_throughput.py [--concurrency 64 256 1024] [--min-requests 0] [--runs 3]
 
 Prints one JSON line per configuration and point, then a summary line with the goal checks.
 `server_cpu_share` is the latency server's CPU time over the wall time (near 1.0: the server was the
@@ -114,7 +114,7 @@ def server_stats(base: str) -> dict[str, float]:
 
 @contextmanager
 def latency_server(delay: float, key: str) -> Iterator[str]:
-    """Start bench/latency_server.py on a free port with the given per-request delay and required key, wait (up
+    """Start perf/latency_server.py on a free port with the given per-request delay and required key, wait (up
     to 100 x 50 ms) until its /stats answers, yield its base URL, and terminate it on exit."""
     port = free_port()
     server = subprocess.Popen([sys.executable, str(HERE / "latency_server.py"), "--port", str(port),
@@ -371,7 +371,7 @@ def run_inspect(base: str, concurrency: int, n: int, log_dir: str) -> dict[str, 
         from inspect_ai.solver import generate
     except ImportError:
         return {"harness": "inspect", "concurrency": concurrency,
-                "skipped": "inspect-ai not installed: pip install -c constraints.txt -e '.[bench]'"}
+                "skipped": "inspect-ai not installed: pip install -c constraints.txt -e '.[perf]'"}
     os.environ["BENCH_BASE_URL"] = f"{base}/v1"
     items = inputs(n, tag=f"inspect {concurrency} ")
     task = Task(dataset=[Sample(input=prompt(i), target="A") for i in items], solver=generate())
@@ -443,7 +443,7 @@ def main() -> None:
                       "fds": fds, "openai": openai.__version__, "aiohttp": aiohttp_version,
                       "python": sys.version.split()[0], "delay_s": DELAY, "runs": args.runs,
                       "calibration_ms": calibration_ms(),
-                      "server": "bench/latency_server.py --require-key"}), flush=True)
+                      "server": "perf/latency_server.py --require-key"}), flush=True)
     factories: dict[str, Callable[[], Harness]] = {
         "tailorbench": lambda: TailorbenchHarness("lean"),
         "tailorbench-httpx": lambda: TailorbenchHarness("httpx"),

@@ -2,7 +2,7 @@
 sqlalchemy) stay inside the backends. Prints one JSON line with the median wall time of `tailor --help` over
 N runs and its ratio to a bare `python -c pass` measured in the same run.
 
-    .venv/bin/python bench/cli_startup.py [--runs 10]
+    .venv/bin/python perf/cli_startup.py [--runs 10]
 """
 
 from __future__ import annotations

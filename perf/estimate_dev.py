@@ -9,7 +9,7 @@ label revealed). Printed: how many of the draws each interval covers, the median
 anchored / human-only width, and the median number of human labels the proxy was worth.
 
 Run (about 4 minutes of CPU for the three `tailor eval` runs, then seconds):
-    .venv/bin/python bench/estimate_dev.py --data ../shared/data/personafeedback-general-dev \
+    .venv/bin/python perf/estimate_dev.py --data ../shared/data/personafeedback-general-dev \
         --runs /tmp/estimate_dev/runs
 An existing --runs folder holding the three runs is reused.
 """

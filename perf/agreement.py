@@ -2,7 +2,7 @@
 
 Baseline, measured in the same run: statsmodels' fleiss_kappa called once per resample on the resampled
 table (what one writes without the sufficient-statistics trick), timed on 100 resamples and scaled to 1,000.
-Run: .venv/bin/python bench/agreement.py
+Run: .venv/bin/python perf/agreement.py
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ the table left out (alternating runs in the same process), and `reliability_shar
 alone costs on the same predictions (`reliability_s`, with the verdict columns the metrics read anyway) over
 the rest of the runner's time.
 
-    .venv/bin/python bench/eval_overhead.py [--cases 50000] [--repeat 3] [--shared 0.0]
+    .venv/bin/python perf/eval_overhead.py [--cases 50000] [--repeat 3] [--shared 0.0]
 """
 
 from __future__ import annotations

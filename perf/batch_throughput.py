@@ -21,7 +21,7 @@ each copy's question tagged so that every call is a distinct request. Runs, all 
 Client CPU is the `tailor eval` process's user + system time (getrusage of the children), per call; the goal is
 batch mode's at most the synchronous fast path's. Prints one JSON line per run and a summary line.
 
-    .venv/bin/python bench/batch_throughput.py [--cases 8298] [--process-s 30] [--per-batch 4000]
+    .venv/bin/python perf/batch_throughput.py [--cases 8298] [--process-s 30] [--per-batch 4000]
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ export's key file, which the annotators here read to play the truth and Potato n
 `/annotate` page the server sends is searched for tailorbench's unit fields (`tb_unit`, `tb_item`, `tb_task`,
 `tb_swap`) and the word "swap" (`served_clean`).
 
-Run: .venv/bin/python bench/potato_roundtrip.py [--out result.json] [--save DIR]
+Run: .venv/bin/python perf/potato_roundtrip.py [--out result.json] [--save DIR]
 (`--save DIR` keeps each project folder, as tests/interop/data/potato2_* were made.)
 """
 

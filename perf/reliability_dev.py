@@ -7,7 +7,7 @@ the overall reliability cell and each tier's flip rate / P(first) / P(longer) / 
 each judge against `longer` per tier; writes the merged report and a static viewer bundle and checks that the
 report and the viewer's page both carry the reliability table.
 
-    .venv/bin/python bench/reliability_dev.py [--out runs/reliability-dev] [--rm PATH] [--limit N]
+    .venv/bin/python perf/reliability_dev.py [--out runs/reliability-dev] [--rm PATH] [--limit N]
 """
 
 from __future__ import annotations

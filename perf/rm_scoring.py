@@ -11,7 +11,7 @@ and the overall ratio (total plain time / total judge time), with the 1-minute l
 Both sides share the same loaded weights; the judge is a fresh `RewardModelJudge` per slice (no score carried
 over between slices).
 
-    flock /tmp/tailor-cpu.lock .venv/bin/python bench/rm_scoring.py [--limit 200] [--rounds 4]
+    flock /tmp/tailor-cpu.lock .venv/bin/python perf/rm_scoring.py [--limit 200] [--rounds 4]
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ optimizer-step time too (robust to a load spike on the shared machine). The 1-mi
 at the start and end of each side. Against load drift, TRL runs first and again last (timing only), and every
 ratio is taken against the mean of its two runs.
 
-    flock /tmp/tailor-cpu.lock .venv/bin/python bench/rm_training.py [--steps 20] [--eval-limit 200]
+    flock /tmp/tailor-cpu.lock .venv/bin/python perf/rm_training.py [--steps 20] [--eval-limit 200]
 """
 
 from __future__ import annotations

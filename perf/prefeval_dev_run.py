@@ -9,7 +9,7 @@ The tiny model answers nothing PrefEval can parse (no `<choice>` tag), so its ac
 own rule: the figures check the plumbing on the real rows (every item asked once, reported per turn count,
 nothing lost after kill -9), not a model. Not a test: it needs ../shared/data and takes minutes.
 
-    .venv/bin/python bench/prefeval_dev_run.py [--data ../shared/data/prefeval-dev] [--limit 60] [--topics ...]
+    .venv/bin/python perf/prefeval_dev_run.py [--data ../shared/data/prefeval-dev] [--limit 60] [--topics ...]
 """
 
 from __future__ import annotations

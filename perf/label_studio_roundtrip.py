@@ -17,7 +17,7 @@ made. Blind exports: every task's API object and labeling page as the server ser
 searched for tailorbench's unit fields (`tb_unit`, `tb_item`, `tb_task`, `tb_swap`) and the word "swap"
 (`served_clean`); the annotators here play the truth from the export's key file, as a tool never can.
 
-Run: .venv/bin/python bench/label_studio_roundtrip.py [--out result.json] [--save-foreign export.json]
+Run: .venv/bin/python perf/label_studio_roundtrip.py [--out result.json] [--save-foreign export.json]
 """
 
 from __future__ import annotations

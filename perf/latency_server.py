@@ -8,7 +8,7 @@ With `--require-key KEY` every chat and models request without `Authorization: B
 with a 401 in OpenAI's error shape (`{"error": {"message", "type", "param", "code"}}`) and counted as `refused`
 in /stats (which itself needs no key), so a benchmark can prove that its calls were authenticated.
 
-    python bench/latency_server.py --port 8765 --delay 0.25 [--require-key KEY]
+    python perf/latency_server.py --port 8765 --delay 0.25 [--require-key KEY]
 """
 
 from __future__ import annotations

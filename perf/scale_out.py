@@ -1,4 +1,4 @@
-"""The ray executor's cost and scaling against the 250 ms latency server of bench/llm_throughput.py (its harness:
+"""The ray executor's cost and scaling against the 250 ms latency server of perf/llm_throughput.py (its harness:
 `measure`, the server, the key check), every configuration through the judge loop `tailor eval` runs
 (`evaluate/judging.judge_pairs`: verdicts appended to a predictions file as they land) with the `llm` judge on
 the `lean` transport:
@@ -15,9 +15,9 @@ Ray runs as a local cluster started for each configuration (`ray.init`, as `--ex
 workers reserve min(1, cores / workers) CPUs each. Worker start-up (about 5-10 s: Python, tailorbench, the SDK)
 and a warm-up of C calls are not timed.
 
-    .venv/bin/python bench/scale_out.py [--concurrency 64] [--per-worker 32] [--workers 1 2 4] [--runs 3]
+    .venv/bin/python perf/scale_out.py [--concurrency 64] [--per-worker 32] [--workers 1 2 4] [--runs 3]
 
-Prints one JSON line per configuration (the fields of bench/llm_throughput.py's lines, plus the workers'), then a
+Prints one JSON line per configuration (the fields of perf/llm_throughput.py's lines, plus the workers'), then a
 summary line with the goal checks; exits non-zero when a call failed or the server refused one.
 """
 
@@ -153,7 +153,7 @@ def main() -> None:
     print(json.dumps({"start": time.strftime("%Y-%m-%d %H:%M:%S"), "loadavg": lt.loadavg(), "cpus": os.cpu_count(),
                       "fds": fds, "ray": ray.__version__, "python": sys.version.split()[0], "delay_s": args.delay,
                       "runs": args.runs, "calibration_ms": lt.calibration_ms(),
-                      "server": "bench/latency_server.py --require-key"}), flush=True)
+                      "server": "perf/latency_server.py --require-key"}), flush=True)
     c = args.concurrency
     lines: dict[str, dict[str, Any]] = {}
     with lt.latency_server(args.delay, key) as base, tempfile.TemporaryDirectory() as tmp:

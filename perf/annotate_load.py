@@ -17,7 +17,7 @@ submission. Three runs per database:
       labels every gold item before the done page), assignments left open; goal 0 for each.
 The clients run in this process on uvloop (when installed) with a lean HTTP/1.1 client on asyncio streams
 (`LeanHttp`), which takes far less CPU from the server on a small machine than httpx (`--client httpx`).
-Run: .venv/bin/python bench/annotate_load.py [--db sqlite|postgres|both] [--quick] [--only restart]
+Run: .venv/bin/python perf/annotate_load.py [--db sqlite|postgres|both] [--quick] [--only restart]
      [--http h11|httptools|bounded] [--loop asyncio|uvloop] [--workers N]   (uvicorn flags for both servers;
      default: auto choice, 1 worker; bounded: the protocol `tailor annotate serve` runs) [--client lean|httpx]
 It exits with an error naming every goal of (c) a database missed.

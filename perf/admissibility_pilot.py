@@ -13,7 +13,7 @@ Three sources, each optional:
 
 Every alt-test figure is also recomputed by an independent per-instance loop over dicts with scipy's
 `ttest_1samp` and `false_discovery_control` (the paper's definitions), and the script says whether they agree.
-Run: .venv/bin/python bench/admissibility_pilot.py --recentering /work/.mirror/orange0629+personalize-annotation/repo
+Run: .venv/bin/python perf/admissibility_pilot.py --recentering /work/.mirror/orange0629+personalize-annotation/repo
      --alttest /work/.mirror/nitaytech+AltTest/repo --label-studio tests/interop/data/label_studio_foreign_pairwise.json
 """
 

@@ -17,7 +17,7 @@ replica's engine, so that side's calls/s include an engine start per round: the 
 Run it with the vLLM venv's python (scripts/ensure_vllm_venv.py builds it; vLLM spawns processes, hence the
 `__main__` guard):
 
-    VLLM_CPU_KVCACHE_SPACE=1 PYTHONPATH=src ~/.cache/tailorbench/vllm-venv/bin/python bench/vllm_offline.py \\
+    VLLM_CPU_KVCACHE_SPACE=1 PYTHONPATH=src ~/.cache/tailorbench/vllm-venv/bin/python perf/vllm_offline.py \\
         --model ~/.cache/tailorbench/models/tiny-llama64-hf [--calls 512] [--rounds 3] [--verdict text|logprobs]
 """
 

@@ -7,7 +7,7 @@ PersonaMem's histories are not on this machine, so the history file here is writ
 (`{"<shared_context_id>": [{"role", "content"}, ...]}` per line) with placeholder messages, long enough for every
 `end_index_in_shared_context`; it checks the slicing and scoring, not the histories' content.
 
-Run: .venv/bin/python bench/benchmarks_dev_check.py [--data ../shared/data]
+Run: .venv/bin/python perf/benchmarks_dev_check.py [--data ../shared/data]
 """
 
 from __future__ import annotations

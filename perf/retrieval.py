@@ -2,7 +2,7 @@
 memory items in Chinese and in English. Both use the same tokens, so the comparison is of the engines;
 tokenizing is timed separately. Prints one JSON line per language and a markdown table.
 
-    .venv/bin/python bench/retrieval.py [--items 10000] [--queries 500] [--seed 0]
+    .venv/bin/python perf/retrieval.py [--items 10000] [--queries 500] [--seed 0]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ headless chromium (Playwright, Debian's /usr/bin/chromium), served and as a bund
     (median and max over five repeats each), and full-text search once the texts are loaded;
   - the bundle's size on disk.
 Goals: first paint < 2 s, a filter < 200 ms, the bundle < 50 MB.
-Run: .venv/bin/python bench/view.py [--cases 25000] [--users 1000] [--keep DIR]
+Run: .venv/bin/python perf/view.py [--cases 25000] [--users 1000] [--keep DIR]
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Re-running a finished eval must cost nothing: time and chat-completion requests (counted at the server) of
 a second `tailor eval` with the same judge on the same data, vs the first run. Goal: 0 requests, < 5% time.
 
-    .venv/bin/python bench/cache_rerun.py [--cases 500] [--delay 0.25] [--concurrency 16]
+    .venv/bin/python perf/cache_rerun.py [--cases 500] [--delay 0.25] [--concurrency 16]
 
-Uses the latency server (bench/latency_server.py) and a synthetic native JSONL benchmark; prints one JSON line.
+Uses the latency server (perf/latency_server.py) and a synthetic native JSONL benchmark; prints one JSON line.
 """
 
 from __future__ import annotations

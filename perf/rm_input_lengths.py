@@ -2,7 +2,7 @@
 inputs after the truncation policy (equal lengths leave no padding for length grouping to remove) and the share
 of distinct inputs among an epoch's chosen/rejected slots (the most that computing each repeat once could save).
 
-    .venv/bin/python bench/rm_input_lengths.py [--data ../shared/data/personafeedback-general-dev] [--max-length 256]
+    .venv/bin/python perf/rm_input_lengths.py [--data ../shared/data/personafeedback-general-dev] [--max-length 256]
 """
 
 from __future__ import annotations
