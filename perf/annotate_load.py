@@ -149,7 +149,7 @@ class LeanHttp:
     one request at a time, a cookie jar of one cookie. It sends what a browser's form flow sends (cookie,
     urlencoded body) and reads Content-Length or chunked answers. It exists because httpx, on the same 2 cores
     as the server, spent about as much CPU per request as the server did (measured with py-spy; see
-    docs/benchmarks.md); `--client httpx` still runs the old client."""
+    docs/performance.md); `--client httpx` still runs the old client."""
 
     def __init__(self, base: str, timeout: float = 30.0) -> None:
         hostport = base.split("://", 1)[1].rstrip("/")

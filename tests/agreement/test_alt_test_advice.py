@@ -1,5 +1,5 @@
 """The alt-test as its authors advise it (github.com/nitaytech/AltTest, README FAQ and alt_test.py at the
-snapshot the Re-Centering pilot figures in docs/benchmarks.md were checked against): the margin by who the humans
+snapshot the Re-Centering pilot figures in docs/performance.md were checked against): the margin by who the humans
 are (experts 0.2, skilled annotators 0.15, crowd workers 0.1), `min_humans_per_instance`, a custom scoring
 function (registered, or by entry point), and no silent reading of integer codes as a scale."""
 

@@ -128,7 +128,7 @@ def test_default_report_names_its_protocol(tmp_path: Path) -> None:
                                    "--no-progress", "--n-boot", "20"])
     assert res.exit_code == 0, res.output
     report = (tmp_path / "run" / "report.md").read_text()
-    assert "Protocol: tailorbench's protocol: every case judged" in report and "benchmarks-supported.md" in report
+    assert "Protocol: tailorbench's protocol: every case judged" in report and "benchmarks.md" in report
 
 
 def test_orders_authors_needs_a_drawn_order(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def data_task(data: str | Path, layout: str | None = None) -> tuple[str, str]:
         source = dict(getattr(named, "card", {}) or {}).get("source") if named is not None else None
         if source:
             raise ConfigError(f"--data {spec}: tailorbench does not download the {spec} benchmark; get it from "
-                              f"{source} and pass its folder (--data PATH); docs/benchmarks-supported.md")
+                              f"{source} and pass its folder (--data PATH); docs/benchmarks.md")
     reader = find_layout(path) if layout is None else get_layout(layout)
     return str(getattr(reader, "task", "pairwise")), reader.name
 

@@ -14,7 +14,7 @@ TURNS_OPTION: Any = typer.Option(
                           "the same as --data-option turns=...")
 DATA_OPTIONS: Any = typer.Option(
     None, "--data-option", help="KEY=VALUE for the benchmark's layout (repeat): PrefEval turns, forms, topics, seed, "
-                                "reminder; PersonaMem contexts, size; PRISM strata; docs/benchmarks-supported.md")
+                                "reminder; PersonaMem contexts, size; PRISM strata; docs/benchmarks.md")
 
 
 def data_options(turns: str | None, pairs: list[str] | None) -> dict[str, str]:

@@ -45,7 +45,7 @@ def eval_command(
                      "judge's model and scored by the benchmark's rule); pairwise: its pair view, any judge"),
     protocol: str = typer.Option(
         "default", help="default: tailorbench's; authors: as the benchmark's published scripts ask and score "
-                        "(PrefEval, PersonaMem), recorded in the run and its report (docs/benchmarks-supported.md)"),
+                        "(PrefEval, PersonaMem), recorded in the run and its report (docs/benchmarks.md)"),
     scorer_version: str | None = typer.Option(
         None, help="PersonaMem: the upstream scorer version followed, 041d82a (the default) or 214bc36"),
     suite: str | None = typer.Option(

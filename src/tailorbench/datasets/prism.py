@@ -9,7 +9,7 @@ on it). Splits: `conversation_type` (`unguided`, `values guided`, `controversy g
 unless the option `strata=FIELD` names a survey field (`gender`, `age`, `location`...): each of its values is a tier,
 in order of first appearance (a nested field with a dot: `location.reside_region`).
 
-The authors' conventions, as options (docs/benchmarks-supported.md, "PRISM"):
+The authors' conventions, as options (docs/benchmarks.md, "PRISM"):
 - `tie_threshold=5` (the default): a pair whose score gap (chosen minus other) is within 5 points is a tie, not a
   preference, as `extract_battles(openers, tie_thresh=5)` of the authors' `src/data_analysis/ranking.py` counts
   it; a gap of 0 never is one (two equal scores: the "chosen" answer was then picked at random); a pair whose

@@ -78,12 +78,12 @@ def _authors_row(run: Mapping[str, Any]) -> list[str]:
 
 
 def protocol_sentence(runs: Sequence[Mapping[str, Any]]) -> str:
-    """Which protocol made the runs and how it differs from a benchmark's authors' (docs/benchmarks-supported.md,
+    """Which protocol made the runs and how it differs from a benchmark's authors' (docs/benchmarks.md,
     "Protocols")."""
     kinds = list(dict.fromkeys(str(r.get("orders") or "both") for r in runs))
     said = "; ".join(PROTOCOLS.get(k, k) for k in kinds)
     return (f"Protocol: {said}. A benchmark's authors may judge one order per case, with their own prompt and "
-            "parser; docs/benchmarks-supported.md says, per benchmark, which protocol gives their figure.")
+            "parser; docs/benchmarks.md says, per benchmark, which protocol gives their figure.")
 
 
 #: rank of a row's training class in the leaderboard: honest rows first, in-training ones last

@@ -2,7 +2,7 @@
 
 glibc keeps the memory that torch frees on the CPU in its heap for reuse, and with batches of varying shapes
 that heap only grows: the shipped `tailor train-rm` recipe peaked at about 2 GB while its live data is far
-smaller (docs/benchmarks.md, "Peak memory of the encoders"). `malloc_trim(0)` returns the free pages; it
+smaller (docs/performance.md, "Peak memory of the encoders"). `malloc_trim(0)` returns the free pages; it
 moves no live memory and changes no result. Where the C library is not glibc it does nothing.
 `TAILORBENCH_HEAP_TRIM_EVERY` sets how many batches pass between trims (default 4; 0 turns it off)."""
 
