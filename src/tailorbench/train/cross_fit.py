@@ -139,3 +139,16 @@ def cross_fit(cfg: RMTrainConfig, scorer: Any, cases: Sequence[PairCase], held_u
         "per_fold": folds,
         "min_fold_gap_points": min(gaps), "min_fold_tier_gap_points": min(tier_gaps) if tier_gaps else None,
     }
+
+
+def note_research_figures(bar: Any, cross: dict[str, Any]) -> None:
+    """`research_figures`: the odds of a held-out split of the config's size, and each tier by overlap class."""
+    power = cross["split_power"]
+    if power:  # how often a held-out split of the config's size would show each tier ahead of `longer`
+        bar.note(f"  a random split holding out {power['held_users']} users shows rm ahead of / level with / "
+                 "behind longer: " + ", ".join(f"{k} {100 * v['ahead']:.0f}/{100 * v['level']:.0f}/"
+                                               f"{100 * v['behind']:.0f}%" for k, v in power["tiers"].items()))
+    shared = {t: row for t, row in cross["tiers_by_overlap"].items() if set(row) - {"unique"}}
+    for tier, row in shared.items():  # where a tier's figure comes from when other tiers hold its pairs
+        bar.note(f"  {tier} by rows shared with other tiers: " + ", ".join(
+            f"{k} ({v['n']}) {100 * v['accuracy']:.1f} vs {100 * v['longer']:.1f}" for k, v in row.items()))
