@@ -1,7 +1,7 @@
-"""One door for every write and delete (files.py; docs/architecture.md "The one door"): an AST walk over the
-package finds every call that writes, replaces or removes a path — `open()` in w/a/x mode, `Path.write_*`,
+"""One door for every write and delete (the `files` package; docs/architecture.md "The one door"): an AST walk
+over the package finds every call that writes, replaces or removes a path — `open()` in w/a/x mode, `Path.write_*`,
 `shutil.copy*`/`move`/`copytree`/`rmtree`, `os.remove`/`unlink`/`replace`/`rename`, library savers given a path —
-outside files.py. Each is refused unless its path came from the door (a name bound to `out.path()`,
+outside files/. Each is refused unless its path came from the door (a name bound to `out.path()`,
 `out.ensure()` or `with out.staged() as d`), or it is on the allow-list below with its reason; an allow-list
 entry whose call is gone fails too. And it bites: a `shutil.rmtree` planted in a scratch copy of the package is
 found."""
@@ -16,6 +16,8 @@ from tests.conftest import REPO_ROOT
 from tests.helpers.call_sites import Found, Site, check, door_path, walk
 
 PACKAGE = REPO_ROOT / "src" / "tailorbench"
+#: the door itself: the modules of the `files` package
+DOOR = frozenset(f"files/{path.name}" for path in (PACKAGE / "files").glob("*.py"))
 
 #: calls that write, replace or remove whatever path they are given
 WRITERS = frozenset({
@@ -55,7 +57,7 @@ def is_write(call: ast.Call, name: str, door: set[str]) -> bool:
     return writes and not (target is not None and door_path(target, door))
 
 
-#: each write outside files.py that stays, and why (the path is the command's own state, not a user's output)
+#: each write outside files/ that stays, and why (the path is the command's own state, not a user's output)
 ALLOWED: dict[Site, str] = {
     ("humanstudy/run.py", "study_lock", ".open"): "the study's own lock file (STUDY_DIR/run.lock), opened for append "
     "only to hold flock: never truncated or rewritten; a directory there is refused first",
@@ -63,11 +65,11 @@ ALLOWED: dict[Site, str] = {
 
 
 def find_writes(package: Path) -> list[Found]:
-    return list(walk(package, is_write, skip=frozenset({"files.py"})))
+    return list(walk(package, is_write, skip=DOOR))
 
 
 def test_every_write_goes_through_the_door() -> None:
-    problems = check(find_writes(PACKAGE), ALLOWED, "writes a path that did not come from files.py's door")
+    problems = check(find_writes(PACKAGE), ALLOWED, "writes a path that did not come from the files door")
     assert not problems, "\n".join(problems)
 
 
@@ -77,7 +79,7 @@ def test_a_planted_rmtree_is_found(tmp_path: Path) -> None:
     target = copy / "evaluate" / "compare.py"
     target.write_text(target.read_text(encoding="utf-8")
                       + "\n\ndef tidy(folder):\n    import shutil\n    shutil.rmtree(folder)\n", encoding="utf-8")
-    problems = check(find_writes(copy), ALLOWED, "writes a path that did not come from files.py's door")
+    problems = check(find_writes(copy), ALLOWED, "writes a path that did not come from the files door")
     assert "evaluate/compare.py" in "\n".join(problems) and "shutil.rmtree" in "\n".join(problems)
 
 

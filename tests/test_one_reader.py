@@ -1,7 +1,7 @@
-"""One reader for every user file (files.py; docs/data.md "Reading files"): an AST walk over the package finds
-every call that parses a file's content outside files.py and datasets/rows.py (the JSONL reader) — a YAML loader
-(`yaml.safe_load`, `yaml.load`, `yaml.safe_load_all`, `yaml.load_all` and the rest), `json.load`, `csv.reader`
-/ `csv.DictReader`, and `json.loads` / `orjson.loads` of a whole file read in the same expression
+"""One reader for every user file (files/reading.py; docs/data.md "Reading files"): an AST walk over the package
+finds every call that parses a file's content outside files/reading.py and datasets/rows.py (the JSONL reader) —
+a YAML loader (`yaml.safe_load`, `yaml.load`, `yaml.safe_load_all`, `yaml.load_all` and the rest), `json.load`,
+`csv.reader` / `csv.DictReader`, and `json.loads` / `orjson.loads` of a whole file read in the same expression
 (`json.loads(path.read_text())`). Those bypass the bounds the one reader keeps (size, nesting, anchors and
 aliases, duplicate keys, CSV field length, UTF-8 named with its line). Each is refused unless it is on the
 allow-list below with its reason; an allow-list entry whose call is gone fails too. And it bites: a
@@ -19,8 +19,8 @@ from tests.conftest import REPO_ROOT
 from tests.helpers.call_sites import Found, Site, check, walk
 
 PACKAGE = REPO_ROOT / "src" / "tailorbench"
-#: the reader itself: files.py (YAML, JSON, CSV) and datasets/rows.py (JSONL, a line at a time)
-READERS = frozenset({"files.py", "datasets/rows.py"})
+#: the reader itself: files/reading.py (YAML, JSON, CSV) and datasets/rows.py (JSONL, a line at a time)
+READERS = frozenset({"files/reading.py", "datasets/rows.py"})
 
 #: calls that parse whatever file or stream they are given
 PARSERS = frozenset({
@@ -58,7 +58,7 @@ def find_parses(package: Path) -> list[Found]:
 
 
 def test_every_user_file_is_read_by_the_one_reader() -> None:
-    problems = check(find_parses(PACKAGE), ALLOWED, "parses a file outside files.py's reader")
+    problems = check(find_parses(PACKAGE), ALLOWED, "parses a file outside the one reader (files/reading.py)")
     assert not problems, "\n".join(problems)
 
 
@@ -69,7 +69,7 @@ def test_a_planted_yaml_safe_load_is_found(tmp_path: Path) -> None:
     target.write_text(target.read_text(encoding="utf-8")
                       + "\n\ndef settings(path):\n    import yaml\n    return yaml.safe_load(path.read_text())\n",
                       encoding="utf-8")
-    problems = "\n".join(check(find_parses(copy), ALLOWED, "parses a file outside files.py's reader"))
+    problems = "\n".join(check(find_parses(copy), ALLOWED, "parses a file outside the one reader (files/reading.py)"))
     assert "evaluate/compare.py" in problems and "in settings: yaml.safe_load" in problems, problems
 
 

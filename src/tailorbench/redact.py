@@ -7,7 +7,7 @@ name, predictions, manifest, results, reports, stderr or the call cache. Two mec
 - `public_url` / `redact`: URLs lose their user:password part and the values of credential-like query
   parameters (`key`, `api-key`, `token`, ...) become `***`, wherever a URL appears in a text.
 - `register_secret`: the model layer registers every secret value it holds (API key, URL password, query
-  secret, header value); `redact` replaces those exact values in any text, and `files.py` applies it to every
+  secret, header value); `redact` replaces those exact values in any text, and `files/` applies it to every
   file tailorbench writes.
 """
 
