@@ -13,7 +13,7 @@ CACHE ?= $(HOME)/.cache/tailorbench
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 DEMO_OUT ?= runs/demo
 
-.PHONY: demo test fuzz lint typecheck pytest install-demo install-test assets chromium clean
+.PHONY: demo test test-fast fuzz lint typecheck pytest install-demo install-test assets chromium clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -57,10 +57,23 @@ typecheck: install-test
 	$(VENV)/bin/mypy
 	cd experiments && $(abspath $(VENV))/bin/mypy --config-file ../pyproject.toml --cache-dir ../.mypy_cache *.py
 
+# pytest-xdist: PYTEST_WORKERS processes; `--dist loadgroup` keeps each xdist_group on one worker (the vLLM and
+# Ray engines, which take both cores, never run at once: tests/conftest.py). Every run writes
+# runs/test-durations.txt (and .json) beside the --durations table (docs/testing.md).
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
+PYTEST := $(OFFLINE) TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q $(XDIST) --durations=30
+#: the edit loop: every test but the slow ones and those needing the llama.cpp server, chromium or Ray
+FAST := -m "not slow and not server and not browser and not ray"
+
 pytest: assets
-	$(OFFLINE) TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q
+	$(PYTEST)
 
 test: lint typecheck pytest
+
+# the edit loop (at most 5 minutes on 2 cores); `make test` runs every test
+test-fast: assets
+	$(PYTEST) $(FAST)
 
 # the whole CLI fuzz set (tests/fuzz/test_fuzz_cli.py: every verb of `tailor --help`, 20,000+ generated inputs);
 # `make test` runs the seeded share TAILOR_FUZZ_SHARE=0.1 of it. The count per verb x mutation class is printed

@@ -86,8 +86,9 @@ class AssetPaths:
 
 
 def asset_paths() -> AssetPaths:
-    """The cache root: ``$TAILORBENCH_CACHE`` or ``~/.cache/tailorbench``."""
-    env = os.environ.get("TAILORBENCH_CACHE")
+    """The cache root: ``$TAILORBENCH_TEST_ASSETS``, else ``$TAILORBENCH_CACHE``, else ``~/.cache/tailorbench``
+    (the test suite sets the first to the asset cache and points the second at a scratch folder per worker)."""
+    env = os.environ.get("TAILORBENCH_TEST_ASSETS") or os.environ.get("TAILORBENCH_CACHE")
     root = Path(env).expanduser() if env else Path.home() / ".cache" / "tailorbench"
     return AssetPaths(root.resolve())
 

@@ -11,9 +11,12 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -38,15 +41,146 @@ HOW_TO_BUILD = (
 SERVER_START_TIMEOUT_S = 60.0
 
 
+#: where the heavy test assets are (scripts/ensure_test_assets.py reads it first): the cache `make assets` fills,
+#: shared by every worker and only read by the tests
+ASSETS_ENV = "TAILORBENCH_TEST_ASSETS"
+SCRATCH = pytest.StashKey[Path]()
+#: the durations report every run writes (beside pytest's own `--durations` table); TAILOR_DURATIONS moves it
+DURATIONS = Path(os.environ.get("TAILOR_DURATIONS", REPO_ROOT / "runs" / "test-durations.txt"))
+#: this process's tests: seconds (setup, call and teardown), outcome, worker, derived markers
+_TESTS: dict[str, dict[str, Any]] = {}
+_STARTED: list[float] = []
+
+
+def worker_id() -> str:
+    """This process's pytest-xdist worker (`gw0`, `gw1`, ...), or `main` in a run without workers."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each process (each xdist worker) gets its own run-time cache: `$TAILORBENCH_CACHE` (the viewer's indexes of
+    read-only runs, ...) points at a scratch folder of its own, removed at the end, while the asset cache it named
+    before moves to `$TAILORBENCH_TEST_ASSETS`, shared read-only."""
+    if ASSETS_ENV not in os.environ:
+        base = os.environ.get("TAILORBENCH_CACHE")
+        os.environ[ASSETS_ENV] = str(Path(base).expanduser() if base else Path.home() / ".cache" / "tailorbench")
+    scratch = Path(tempfile.mkdtemp(prefix=f"tailorbench-cache-{worker_id()}-"))
+    os.environ["TAILORBENCH_CACHE"] = str(scratch)
+    config.stash[SCRATCH] = scratch
+    _STARTED[:] = [time.time()]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    scratch = config.stash.get(SCRATCH, None)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Count each test's setup, call and teardown (in the controller of an xdist run, from the workers' reports)."""
+    entry = _TESTS.setdefault(report.nodeid, {"seconds": 0.0, "outcome": "passed", "worker": worker_id()})
+    entry["seconds"] += report.duration
+    node = getattr(report, "node", None)  # xdist: the worker the report came from
+    gateway = getattr(node, "gateway", None)
+    if gateway is not None:
+        entry["worker"] = str(gateway.id)
+    if report.failed:
+        entry["outcome"] = "failed"
+    elif report.skipped and entry["outcome"] == "passed":
+        entry["outcome"] = "skipped"
+    markers = sorted(m for m in FIXTURE_MARKERS if m in report.keywords)
+    if markers:
+        entry["markers"] = markers
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Write the durations report: the run's wall time, its workers, the slowest tests and the time per file and
+    per marker. Not by an xdist worker (the controller writes it) nor by the Ray tests' namespace run."""
+    from tests.helpers import netns
+
+    config = session.config
+    if hasattr(config, "workerinput") or netns.inside() or not _TESTS or not _STARTED:
+        return
+    write_durations(DURATIONS, _TESTS, time.time() - _STARTED[0], int(exitstatus),
+                    str(getattr(config.option, "numprocesses", None) or 0))
+
+
+def write_durations(path: Path, tests: dict[str, dict[str, Any]], wall_s: float, exitstatus: int,
+                    workers: str) -> None:
+    """`path` (text) and `path` with .json: every test's seconds, outcome, worker and derived markers."""
+    total = sum(t["seconds"] for t in tests.values())
+    by_file: dict[str, float] = {}
+    by_marker: dict[str, float] = {}
+    by_worker: dict[str, float] = {}
+    for nodeid, t in tests.items():
+        by_file[nodeid.split("::")[0]] = by_file.get(nodeid.split("::")[0], 0.0) + t["seconds"]
+        by_worker[t["worker"]] = by_worker.get(t["worker"], 0.0) + t["seconds"]
+        for m in t.get("markers", ["(none)"]):
+            by_marker[m] = by_marker.get(m, 0.0) + t["seconds"]
+    outcomes: dict[str, int] = {}
+    for t in tests.values():
+        outcomes[t["outcome"]] = outcomes.get(t["outcome"], 0) + 1
+    lines = [f"wall {wall_s:.1f} s; {len(tests)} tests ({', '.join(f'{n} {k}' for k, n in sorted(outcomes.items()))});"
+             f" {total:.1f} s of test time; workers: {workers}; exit status {exitstatus}",
+             "", "per worker (s):", *(f"  {w:>8} {s:9.1f}" for w, s in sorted(by_worker.items())),
+             "", "per marker (s; a test counts under each of its markers):",
+             *(f"  {m:>8} {s:9.1f}" for m, s in sorted(by_marker.items(), key=lambda kv: -kv[1])),
+             "", "slowest 40 tests (s):",
+             *(f"  {t['seconds']:8.1f} {t['worker']:>5} {nodeid}"
+               for nodeid, t in sorted(tests.items(), key=lambda kv: -kv[1]["seconds"])[:40]),
+             "", "per file, slowest 40 (s):",
+             *(f"  {s:8.1f} {f}" for f, s in sorted(by_file.items(), key=lambda kv: -kv[1])[:40])]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.with_suffix(".json").write_text(json.dumps(
+        {"wall_s": round(wall_s, 1), "workers": workers, "exitstatus": exitstatus, "test_seconds": round(total, 1),
+         "tests": {k: {**v, "seconds": round(v["seconds"], 3)} for k, v in sorted(tests.items())}}, indent=1),
+        encoding="utf-8")
+
+
+#: a test that uses one of these fixtures (directly or through another fixture) gets the marker: the markers
+#: select (`make test-fast` leaves out slow, server, browser and ray) and are never applied by hand
+FIXTURE_MARKERS: dict[str, frozenset[str]] = {
+    # the cached test assets: the tiny model, its GGUF and the llama.cpp server serving it
+    "server": frozenset({"test_assets", "llama_server", "llama_server_keyed"}),
+    "postgres": frozenset({"pg_url", "pg_admin"}),
+    "browser": frozenset({"browser"}),
+    "ray": frozenset({"ray_runtime"}),
+    "slow": frozenset({"ray_runtime", "vllm_report"}),
+}
+#: the xdist group of the engines that take both cores while they run (vLLM, Ray): never two at once
+ENGINES = "engines"
+ENGINE_FIXTURES = frozenset({"ray_runtime", "vllm_report"})
+RAY_WRAPPER = "tests/test_ray_isolated.py::"
+
+
+def derive_markers(item: pytest.Item) -> None:
+    """The markers and the xdist group `item` gets from the fixtures it uses (FIXTURE_MARKERS, ENGINES)."""
+    used = set(getattr(item, "fixturenames", ()))
+    for marker, fixtures in FIXTURE_MARKERS.items():
+        if used & fixtures and item.get_closest_marker(marker) is None:
+            item.add_marker(marker)
+    # the namespace run of the Ray tests is their engine (tests/test_ray_isolated.py); it carries no `ray` marker,
+    # which would send it to itself
+    if used & ENGINE_FIXTURES or item.nodeid.startswith(RAY_WRAPPER):
+        item.add_marker(pytest.mark.xdist_group(ENGINES))
+        if item.get_closest_marker("slow") is None:
+            item.add_marker("slow")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The `ray` tests go to tests/test_ray_isolated.py's namespace run when it is collected with them."""
+    """Markers from fixtures (before `-m` selects); then the `ray` tests go to tests/test_ray_isolated.py's
+    namespace run when it is collected with them."""
     from tests.helpers import netns
     from tests.test_ray_isolated import RAY_IDS
 
+    for item in items:
+        derive_markers(item)
     if netns.inside():
         return
     ray_items = [item for item in items if item.get_closest_marker("ray") is not None]
-    wrapper = any(item.nodeid.startswith("tests/test_ray_isolated.py") for item in items)
+    wrapper = any(item.nodeid.startswith(RAY_WRAPPER) for item in items)
     if not ray_items:
         return
     if wrapper and netns.prefix() is not None:
@@ -271,3 +405,90 @@ def call_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     if cache is not None:
         for key in list(cache._OPEN):
             cache._OPEN.pop(key).close()
+
+
+@pytest.fixture(autouse=True)
+def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retried model calls wait no back-off in the tests, once for all of them: the wrapper's default
+    `backoff_base` is 0 here. A test of the back-off itself passes its own `backoff_base` (which wins), and a
+    `tailor` run in a subprocess keeps the product's default unless its command line sets one."""
+    from tailorbench.models.model import Model
+
+    defaults = Model.__init__.__kwdefaults__
+    assert defaults is not None and "backoff_base" in defaults, "Model() lost its backoff_base option"
+    monkeypatch.setitem(defaults, "backoff_base", 0.0)
+
+
+@pytest.fixture(scope="session")
+def ray_runtime() -> Iterator[None]:
+    """Declares that a test starts Ray (so it is marked `ray` and `slow` and goes to the engines' xdist group,
+    and to tests/test_ray_isolated.py's loopback-only namespace where that can be made); usage stats off."""
+    previous = os.environ.get("RAY_USAGE_STATS_ENABLED")
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    yield
+    if previous is None:
+        os.environ.pop("RAY_USAGE_STATS_ENABLED", None)
+    else:
+        os.environ["RAY_USAGE_STATS_ENABLED"] = previous
+
+
+#: the PostgreSQL server the annotation tests use (trust auth); each worker makes its own database there
+PG_URL = os.environ.get("TAILOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+#: the databases `pg_url` makes: worker and process id (two runs at once on one server never meet either)
+WORKER_DB = re.compile(r"^test_(?:gw\d+|main)_(\d+)$")
+
+
+def worker_database(worker: str, pid: int) -> str:
+    """The database of one pytest-xdist worker (`main` without workers) of one process: `test_gw0_4242`."""
+    return f"test_{re.sub(r'[^a-z0-9_]', '_', worker.lower())}_{pid}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """This worker's own PostgreSQL database, created empty on the server of TAILOR_TEST_PG_URL (trust auth) and
+    dropped at the end (with those of runs that died before dropping theirs), so parallel workers never share
+    tables, locks or sequences; fails (never skips) when the server is not reachable."""
+    from sqlalchemy import create_engine, make_url, text
+
+    base = make_url(PG_URL)
+    name = worker_database(worker_id(), os.getpid())
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            existing = [row[0] for row in conn.execute(text("SELECT datname FROM pg_database"))]
+            for old in existing:
+                match = WORKER_DB.match(old)
+                if match and not _pid_alive(int(match.group(1))):
+                    conn.execute(text(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)'))
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # pragma: no cover - environment problem
+        admin.dispose()
+        pytest.fail(f"PostgreSQL at {PG_URL} is not reachable ({exc}); start it (CI does) or set TAILOR_TEST_PG_URL")
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_admin(pg_url: str) -> Iterator[Any]:
+    """An engine on this worker's PostgreSQL database (`pg_url`)."""
+    from sqlalchemy import create_engine
+
+    engine = create_engine(pg_url, isolation_level="AUTOCOMMIT")
+    yield engine
+    engine.dispose()

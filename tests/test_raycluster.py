@@ -7,7 +7,8 @@ import pytest
 
 from tailorbench.raycluster import connect, disconnect, import_ray
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray]
+#: these tests start Ray (tests/conftest.py marks them `ray` and `slow` from it)
+pytestmark = pytest.mark.usefixtures("ray_runtime")
 
 
 def test_the_last_holder_ends_the_connection_and_a_process_connection_stays() -> None:

@@ -201,7 +201,6 @@ def test_the_demo_extras_are_the_ones_the_demo_block_needs() -> None:
         assert dist in installed_by(extras) and dist not in installed_by(["local", "retrieval"]), dist
 
 
-@pytest.mark.server
 @pytest.mark.slow
 def test_local_model_block_runs_against_a_real_server(tmp_path: Path, llama_server: LlamaServer,
                                                       call_cache: Path) -> None:

@@ -1,6 +1,7 @@
 """Fixtures for the annotation service: a fresh database per test on SQLite and on the real PostgreSQL (each
-test in its own schema, dropped afterwards), an app with helpers to log in and label, and a real uvicorn server
-on a free loopback port for the browser tests. A missing PostgreSQL or chromium fails, never skips."""
+test in its own schema of its worker's own database, tests/conftest.py `pg_url`; dropped afterwards), an app
+with helpers to log in and label, and a real uvicorn server on a free loopback port for the browser tests. A
+missing PostgreSQL or chromium fails, never skips."""
 
 from __future__ import annotations
 
@@ -16,37 +17,24 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from tailorbench.annotation import service
 from tailorbench.annotation.db import Database, resolve_url
 from tailorbench.annotation.web import create_app
 
 DATA = Path(__file__).parent / "data"
-PG_URL = os.environ.get("TAILOR_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 OUTPUT = Path(os.environ.get("TAILORBENCH_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "runs" / "test-output"))
 
 
-def _pg_schema_url(schema: str) -> str:
-    return f"{PG_URL}?options=-csearch_path%3D{schema}"
-
-
-@pytest.fixture(scope="session")
-def pg_admin() -> Iterator[Any]:
-    """An engine on the test PostgreSQL; fails (never skips) when it is not reachable."""
-    engine = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text("select 1"))
-    except Exception as exc:  # pragma: no cover - environment problem
-        pytest.fail(f"PostgreSQL at {PG_URL} is not reachable ({exc}); start it (CI does) or set TAILOR_TEST_PG_URL")
-    yield engine
-    engine.dispose()
+def _pg_schema_url(url: str, schema: str) -> str:
+    return f"{url}?options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database URL with an empty database: a SQLite file, or a fresh PostgreSQL schema dropped afterwards."""
+    """A database URL with an empty database: a SQLite file, or a fresh PostgreSQL schema in this worker's
+    database, dropped afterwards."""
     if request.param == "sqlite":
         yield resolve_url(None, tmp_path / "proj")
         return
@@ -55,7 +43,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     with admin.connect() as conn:
         conn.execute(text(f'CREATE SCHEMA "{schema}"'))
     try:
-        yield _pg_schema_url(schema)
+        yield _pg_schema_url(request.getfixturevalue("pg_url"), schema)
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))

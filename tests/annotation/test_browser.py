@@ -16,7 +16,6 @@ from tailorbench.annotation.web import create_app
 from tests.annotation.conftest import DATA, OUTPUT, LiveServer, browser_login
 from tests.helpers.browser import chromium
 
-pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:

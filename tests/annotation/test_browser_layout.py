@@ -11,14 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tailorbench.annotation import service
 from tailorbench.annotation.db import Database
 from tests.annotation.conftest import LiveServer, login
 from tests.annotation.test_browser import SHOTS, browser, live  # noqa: F401  (fixtures)
-
-pytestmark = pytest.mark.browser
 
 PERSONA = {
     "demographics": {"age": 34, "occupation": "night nurse", "home_city": "Leeds"},

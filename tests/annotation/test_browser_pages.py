@@ -17,8 +17,6 @@ from tailorbench.annotation.db import Database
 from tests.annotation.conftest import DATA, LiveServer, login
 from tests.annotation.test_browser import browser, live  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.browser
-
 VIEWPORT = {"width": 1280, "height": 800}
 PERSONA = {
     "favorite_music": ["jazz", "folk"],

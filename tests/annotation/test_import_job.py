@@ -99,7 +99,6 @@ def test_server_answers_while_a_large_import_runs(db: Database, app: Any, tmp_pa
     assert seqs == list(range(len(seqs)))  # import order kept, no gaps after the earlier import
 
 
-@pytest.mark.browser
 def test_project_page_follows_the_job_in_a_browser(db: Database, app: Any, browser: Any,  # noqa: F811
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """In chromium: the admin uploads a file on the project page, lands on it with the job running (the job

@@ -308,7 +308,6 @@ def live(db: Database) -> Iterator[tuple[Database, LiveServer]]:
         yield db, server
 
 
-@pytest.mark.browser
 def test_confirmation_page_in_a_browser(browser: Any, live: tuple[Database, LiveServer]) -> None:  # noqa: F811
     db, server = live
     _, ann_token = service.add_user(db, "ann", "annotator")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 
 from tailorbench.annotation import service, studies
@@ -16,8 +15,6 @@ from tailorbench.annotation.db import Database
 from tailorbench.annotation.models import Assignment, Item
 from tests.annotation.conftest import DATA, LiveServer
 from tests.annotation.test_browser import SHOTS, browser, live  # noqa: F401  (fixtures)
-
-pytestmark = pytest.mark.browser
 
 
 def _item_by_ref(db: Database, page: Any) -> str:

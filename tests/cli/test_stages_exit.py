@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from tailorbench.api.stages import call_counts
@@ -27,7 +26,6 @@ def test_call_counts_of_every_accounting_shape() -> None:
     assert call_counts({"out": "x"}) == (0, 0)
 
 
-@pytest.mark.server
 def test_judge_relevance_against_a_failing_server_is_exit_3(llama_server: LlamaServer, tmp_path: Path) -> None:
     upstream = llama_server.direct_base_url.removesuffix("/v1")
     with fault_proxy(upstream, FaultPlan(share=1.0, kinds=("500",))) as proxy:

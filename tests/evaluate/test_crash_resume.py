@@ -21,7 +21,6 @@ from tests.conftest import LlamaServer
 from tests.helpers.counting_proxy import CountingProxy, Reply
 from tests.helpers.fault_proxy import FaultPlan, fault_proxy
 
-pytestmark = pytest.mark.server
 TAILOR = str(Path(sys.executable).parent / "tailor")
 CHAT = "/v1/chat/completions"
 CONCURRENCY = 2

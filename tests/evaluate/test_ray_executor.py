@@ -8,7 +8,6 @@ the manifest; a driver killed with SIGKILL and resumed loses nothing and repeats
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -29,7 +28,6 @@ from tests.evaluate.test_crash_resume import CHAT, _slow
 from tests.helpers.counting_proxy import CountingProxy
 from tests.helpers.rm_models import tiny_bert
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray]
 TAILOR = str(Path(sys.executable).parent / "tailor")
 #: 12 cases x 2 orders
 CASES = 12
@@ -37,11 +35,10 @@ CALLS = 2 * CASES
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[str]:
+def cluster(ray_runtime: None) -> Iterator[str]:
     """A head node and a worker node (separate raylet processes); yields the GCS address. Ray binds `::` and
     the machine's address whatever it is told, so this module runs in a network namespace with loopback alone
-    (tests/test_ray_isolated.py), where that address is 127.0.0.1."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    (tests/test_ray_isolated.py), where that address is 127.0.0.1. `ray_runtime` marks its users `ray`."""
     from ray.cluster_utils import Cluster
 
     nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
@@ -100,7 +97,6 @@ def test_rm_on_two_nodes_equals_one_process(cluster: str, tmp_path: Path) -> Non
     assert results[0] == results[1]
 
 
-@pytest.mark.server
 def test_llm_judge_equals_one_process_and_a_rerun_makes_no_call(
     cluster: str, llama_server: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -121,7 +117,6 @@ def test_llm_judge_equals_one_process_and_a_rerun_makes_no_call(
     assert _comparable(tmp_path / "again") == _comparable(tmp_path / "local")
 
 
-@pytest.mark.server
 def test_a_killed_worker_is_replaced_and_its_batches_redone(
     cluster: str, llama_server: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -154,7 +149,6 @@ def test_a_killed_worker_is_replaced_and_its_batches_redone(
     assert block["status"] == "finished"
 
 
-@pytest.mark.server
 def test_a_killed_driver_resumes_losing_nothing(
     cluster: str, llama_server: LlamaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,7 +183,6 @@ def test_a_killed_driver_resumes_losing_nothing(
     assert _executor(run)["status"] == "finished"
 
 
-@pytest.mark.server
 def test_gen_eval_judges_on_the_cluster(cluster: str, llama_server: LlamaServer, tmp_path: Path) -> None:
     """gen-eval's verdicts and its judge-validation run go through the executor; generation stays local."""
     from tailorbench.geneval.config import GenEvalConfig

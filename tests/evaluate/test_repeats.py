@@ -38,7 +38,6 @@ def test_determinism_figures_equal_a_hand_computation() -> None:
     assert "note" not in determinism([one, two], temperature=0.7)  # sampling: differences are expected
 
 
-@pytest.mark.server
 def test_repeats_rejudge_without_the_cache(llama_server: LlamaServer, tmp_path: Path) -> None:
     judge = f"llm:openai:{llama_server.model}@{llama_server.base_url}"
     llama_server.reset()

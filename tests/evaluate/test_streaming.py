@@ -8,8 +8,6 @@ import json
 import time
 from pathlib import Path
 
-import pytest
-
 from tailorbench.evaluate.runner import EvalConfig, run_eval
 from tailorbench.judges.base import JudgeOptions, StreamingJudge, make_judge
 from tailorbench.judges.llm import LLMJudge, dispatch_window
@@ -37,7 +35,6 @@ def _inputs(n: int) -> list[JudgeInput]:
                        answer_b="no") for k in range(n)]
 
 
-@pytest.mark.server
 def test_a_stop_leaves_only_the_calls_in_flight(llama_server: LlamaServer, call_cache: Path) -> None:
     """Stop after the first verdict: the calls already sent finish and are handed over; no other is sent."""
     upstream = llama_server.direct_base_url.removesuffix("/v1")

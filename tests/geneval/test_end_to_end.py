@@ -22,7 +22,6 @@ from tailorbench.cli.app import app
 from tailorbench.geneval import GenEvalConfig
 from tests.conftest import LlamaServer
 
-pytestmark = pytest.mark.server
 TAILOR = str(Path(sys.executable).parent / "tailor")
 
 
@@ -180,7 +179,7 @@ def test_failed_generations_and_invalid_verdicts_are_counted(
         failing = f"openai:{llama_server.model}@{proxy.url}/v1"
         # every generation of the model under test failed: the work failed, exit 3 (results still written)
         result = _gen_eval(["--model", failing, "--judge", "longer", "--per-tier", "1", "--validate-cases", "2",
-                            "--model-option", "max_retries=1", "--model-option", "backoff_base=0.01",
+                            "--model-option", "max_retries=1",
                             "--max-failed", "1", "--out", str(tmp_path / "fail")], exit_code=3)
     failures = result["failures"]
     assert (failures["failed"], failures["calls"], failures["failed_generations"], failures["exceeded"]) == (

@@ -18,8 +18,6 @@ from openai import OpenAI
 from tests.conftest import LlamaServer
 from tests.helpers.counting_proxy import CountingProxy, Reply
 
-pytestmark = pytest.mark.server
-
 CHAT = [{"role": "user", "content": "Hello, who are you?"}]
 JUDGE = [
     {"role": "system", "content": "You are a careful judge of personalized answers."},

@@ -21,7 +21,6 @@ from tailorbench.schema import JudgeInput
 from tests.conftest import LlamaServer
 from tests.helpers.fault_proxy import FaultPlan, fault_proxy
 
-pytestmark = pytest.mark.server
 TAILOR = str(Path(sys.executable).parent / "tailor")
 
 
@@ -81,7 +80,7 @@ def test_unparseable_and_failed_are_counted(llama_server: LlamaServer, call_cach
     upstream = llama_server.direct_base_url.removesuffix("/v1")
     with fault_proxy(upstream, FaultPlan(share=1.0, kinds=("500",))) as proxy:
         result = _eval(["--judge", f"llm:openai:{llama_server.model}@{proxy.url}/v1", "--limit", "2",
-                        "--setting", "none", "--judge-option", "max_retries=1", "--judge-option", "backoff_base=0.01",
+                        "--setting", "none", "--judge-option", "max_retries=1",
                         "--out", str(tmp_path / "fail")], exit_code=3)  # every verdict failed: exit 3
     rows = _rows(tmp_path / "fail")
     assert {r["status"] for r in rows} == {"failed"}

@@ -74,7 +74,7 @@ def test_server_errors_are_retried_and_counted(server: BatchServer) -> None:
     with fault_proxy(server.url, plan) as proxy:
         async def run() -> list[ChatResult | CallFailure]:
             model = make_chat_model(f"anthropic:claude-haiku-4-5@{proxy.url}",
-                                    {"cache_policy": "off", "backoff_base": 0.001, "max_retries": 8})
+                                    {"cache_policy": "off", "max_retries": 8})
             outcomes = [await model.chat([{"role": "user", "content": f"q{i}"}], PARAMS) for i in range(8)]
             assert model.stats.retries == plan.injected["500"] > 0
             assert model.stats.errors == {"server": plan.injected["500"]}

@@ -6,14 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tailorbench import api
 from tailorbench.evaluate.runner import EvalConfig
 from tests.conftest import LlamaServer
 from tests.helpers.fault_proxy import FaultPlan, fault_proxy
-
-pytestmark = pytest.mark.server
 
 
 def _predictions(run: Path) -> dict[tuple[str, str], tuple[str | None, str]]:

@@ -12,8 +12,6 @@ from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import ChatResult, GenParams
 from tests.conftest import LlamaServer
 
-pytestmark = pytest.mark.server
-
 PROMPTS = [
     [{"role": "user", "content": "Persona: likes tea\nQuestion: a drink?\nAnswer A: tea\nAnswer B: beer\n"
                                  "Answer A or B."}],

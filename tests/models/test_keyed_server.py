@@ -20,8 +20,6 @@ from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import ChatRequest, GenParams
 from tests.conftest import LLAMA_KEY, LlamaServer
 
-pytestmark = pytest.mark.server
-
 TRANSPORTS = ("lean", "httpx")
 VAR = "TB_LLAMA_KEY"
 

@@ -74,7 +74,7 @@ def _ask(text: str) -> list[Message]:
 
 
 def test_a_plugin_backend_gets_cache_retries_and_accounting(scripted: Any, tmp_path: Path) -> None:
-    options = {"fail_first": 2, "backoff_base": 0, "cache_path": str(tmp_path / "c.sqlite"), "concurrency": 4,
+    options = {"fail_first": 2, "cache_path": str(tmp_path / "c.sqlite"), "concurrency": 4,
                "adaptive": "false"}
     assert {"fail_first", "delay", "max_retries", "concurrency", "cache_path"} <= backend_options("scripted")
     model = make_chat_model("scripted:m", options)
@@ -126,7 +126,7 @@ def test_failures_are_values_refusals_stop_and_secrets_are_masked(scripted: Any)
     from tailorbench.redact import register_secret
 
     register_secret("sk-never-shown")
-    model = make_chat_model("scripted:m", {"cache_policy": "off", "max_retries": 1, "backoff_base": 0,
+    model = make_chat_model("scripted:m", {"cache_policy": "off", "max_retries": 1,
                                            "fail_first": 5})
 
     async def run() -> tuple[Any, Any]:

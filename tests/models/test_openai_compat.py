@@ -15,8 +15,6 @@ from tailorbench.models.base import CallFailure, ChatRequest, ChatResult, GenPar
 from tests.conftest import LlamaServer, free_port
 from tests.helpers.fault_proxy import FaultPlan, fault_proxy
 
-pytestmark = pytest.mark.server
-
 CHAT = [{"role": "user", "content": "hello there, please recommend a book"}]
 
 

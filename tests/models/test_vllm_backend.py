@@ -213,7 +213,6 @@ def test_a_cache_without_the_venv_is_not_current(tmp_path: Path) -> None:
 # -- against the engine (one vLLM process for the session) ----------------------------------------------------
 
 
-@pytest.mark.slow
 def test_vllm_judge_end_to_end(vllm_report: dict[str, Any]) -> None:
     for name in ("logprobs", "text"):
         rows = vllm_report[name]["first"]["rows"]
@@ -225,7 +224,6 @@ def test_vllm_judge_end_to_end(vllm_report: dict[str, Any]) -> None:
     assert all(r["scores"] for r in vllm_report["logprobs"]["first"]["rows"])
 
 
-@pytest.mark.slow
 def test_rerun_from_cache_makes_no_engine_call(vllm_report: dict[str, Any]) -> None:
     for name in ("logprobs", "text"):
         first, again = vllm_report[name]["first"], vllm_report[name]["again"]
@@ -235,7 +233,6 @@ def test_rerun_from_cache_makes_no_engine_call(vllm_report: dict[str, Any]) -> N
         assert [(_key(r), r["choice"]) for r in first["rows"]] == [(_key(r), r["choice"]) for r in again["rows"]]
 
 
-@pytest.mark.slow
 def test_chunks_and_resume_redo_only_what_was_lost(vllm_report: dict[str, Any]) -> None:
     chunked = vllm_report["chunked"]
     model = chunked["full"]["manifest"]["config"]["judge_description"]["model"]
@@ -248,7 +245,6 @@ def test_chunks_and_resume_redo_only_what_was_lost(vllm_report: dict[str, Any]) 
     assert all(before[_key(r)] == r["choice"] for r in resumed["rows"])
 
 
-@pytest.mark.slow
 def test_gen_eval_generates_and_judges_through_the_backend(vllm_report: dict[str, Any]) -> None:
     gen = vllm_report["gen_eval"]
     assert gen["generations"] and gen["verdicts"]
@@ -263,7 +259,6 @@ def _engine_on(run: dict[str, Any]) -> dict[str, Any]:
     return block
 
 
-@pytest.mark.slow
 def test_ray_data_llm_replicas_judge_as_the_local_engine(vllm_report: dict[str, Any]) -> None:
     """`--executor ray` with a vllm: judge: the engine is a Ray Data LLM replica (vLLMEngineProcessorConfig +
     build_processor); the verdicts and label scores equal the local engine's, every request answered once."""
@@ -282,7 +277,6 @@ def test_ray_data_llm_replicas_judge_as_the_local_engine(vllm_report: dict[str, 
     assert model["engine_requests"] == 8 and model["stats"]["requests"] == 8 and model["stats"]["failures"] == 0
 
 
-@pytest.mark.slow
 def test_ray_data_rerun_is_served_by_the_cache(vllm_report: dict[str, Any]) -> None:
     again = vllm_report["ray_data"]["logprobs"]["again"]
     assert all(r["cached"] for r in again["rows"]) and len(again["rows"]) == 8
@@ -291,7 +285,6 @@ def test_ray_data_rerun_is_served_by_the_cache(vllm_report: dict[str, Any]) -> N
     assert again["manifest"]["config"]["judge_description"]["model"]["stats"]["requests"] == 0
 
 
-@pytest.mark.slow
 def test_ray_data_gen_eval_generates_and_judges_as_the_local_engine(vllm_report: dict[str, Any]) -> None:
     """gen-eval's generation (greedy text) and its judge on Ray Data replicas: the same answers and verdicts as
     gen-eval on the local engine."""
@@ -308,7 +301,6 @@ def test_ray_data_gen_eval_generates_and_judges_as_the_local_engine(vllm_report:
     assert {r["status"] for r in ray_gen["verdicts"]} == {"ok"}
 
 
-@pytest.mark.slow
 def test_build_is_guided_and_generates_on_ray_data_as_on_the_local_engine(vllm_report: dict[str, Any]) -> None:
     """`tailor build --until profile` with a vllm: model: `json_schema` is vLLM's guided decoding (every reply
     parses); under `--executor ray` its calls go to a Ray Data replica and give the same records."""
@@ -327,7 +319,6 @@ def test_build_is_guided_and_generates_on_ray_data_as_on_the_local_engine(vllm_r
     assert engine["failed_rows"] == 0 and "engine_on" not in local["summary"]["model"]
 
 
-@pytest.mark.slow
 def test_verdicts_equal_the_hf_backend(vllm_report: dict[str, Any], hf_runs: dict[str, list[dict[str, Any]]],
                                        capsys: pytest.CaptureFixture[str]) -> None:
     """Greedy text verdicts are equal; logprob verdicts are equal except near-ties, which are reported."""
@@ -352,7 +343,6 @@ def test_verdicts_equal_the_hf_backend(vllm_report: dict[str, Any], hf_runs: dic
             print(f"\nvLLM vs HF: {len(near_ties)} near-tie verdict(s) differ (margin < {NEAR_TIE}): {near_ties}")
 
 
-@pytest.mark.slow
 def test_generation_and_label_scores_equal_the_hf_backend(vllm_report: dict[str, Any], vllm_paths: Any) -> None:
     import asyncio
 
@@ -390,7 +380,6 @@ def test_generation_and_label_scores_equal_the_hf_backend(vllm_report: dict[str,
             assert abs(direct["choices"][k][label] - value) <= LOGPROB_TOL
 
 
-@pytest.mark.slow
 def test_pooling_scores_equal_the_hf_reward_model(vllm_report: dict[str, Any], vllm_paths: Any) -> None:
     from tailorbench.models.reward_hf import HFRewardModel
 

@@ -1,5 +1,6 @@
-"""The annotation tests' database fixtures (a SQLite file, or a fresh PostgreSQL schema dropped afterwards)."""
+"""The annotation tests' database fixtures (a SQLite file, or a fresh PostgreSQL schema in the worker's own
+database, dropped afterwards)."""
 
-from tests.annotation.conftest import db_url, pg_admin
+from tests.annotation.conftest import db_url
 
-__all__ = ["db_url", "pg_admin"]
+__all__ = ["db_url"]

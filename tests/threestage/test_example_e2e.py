@@ -12,8 +12,6 @@ from typer.testing import CliRunner
 from tailorbench.cli.app import app
 from tests.conftest import LlamaServer
 
-pytestmark = pytest.mark.server
-
 
 def test_example_study_through_llama(llama_server: LlamaServer, tmp_path: Path,
                                      monkeypatch: pytest.MonkeyPatch) -> None:

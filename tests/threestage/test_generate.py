@@ -83,7 +83,6 @@ def _ab_form(labels: dict[str, int]) -> Any:
     return answer
 
 
-@pytest.mark.server
 def test_generate_through_llama_and_the_annotation_service(llama_server: LlamaServer, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TAILORBENCH_CALL_CACHE", str(tmp_path / "calls.sqlite"))
@@ -134,7 +133,6 @@ def test_generate_through_llama_and_the_annotation_service(llama_server: LlamaSe
     assert rep["ratings_for_unknown_items"] == {} and rep["missing_ratings"] == {}
 
 
-@pytest.mark.server
 def test_generate_counts_what_it_cannot_use(llama_server: LlamaServer, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Without human labels only `none` and `predicted` run, and what cannot be used is counted; a server that

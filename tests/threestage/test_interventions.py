@@ -105,7 +105,6 @@ def test_verifier_trains_on_some_users_and_is_judged_on_the_others(tmp_path: Pat
     assert other["split"]["heldout_users"] != r["split"]["heldout_users"]
 
 
-@pytest.mark.server
 def test_verify_drop_and_refine_through_llama(llama_server: LlamaServer, tmp_path: Path, encoder: Any,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TAILORBENCH_CALL_CACHE", str(tmp_path / "calls.sqlite"))

@@ -19,7 +19,6 @@ import tailorbench as tb
 from tests.helpers.browser import chromium
 from tests.viewer.conftest import XSS, Runs, _rows
 
-pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
