@@ -99,10 +99,63 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from tests.helpers import netns
 
     config = session.config
-    if hasattr(config, "workerinput") or netns.inside() or not _TESTS or not _STARTED:
+    if hasattr(config, "workerinput"):
+        _hand_over_fuzz_counts(config)
+        return
+    if netns.inside() or not _TESTS or not _STARTED:
         return
     write_durations(DURATIONS, _TESTS, time.time() - _STARTED[0], int(exitstatus),
                     str(getattr(config.option, "numprocesses", None) or 0))
+
+
+def _hand_over_fuzz_counts(config: pytest.Config) -> None:
+    """An xdist worker sends the CLI fuzz walk's counts to the controller, which prints the walk's table for the
+    whole run (tests/fuzz/conftest.py prints it where it runs in the process that collected it)."""
+    fuzz = sys.modules.get("tests.fuzz.test_fuzz_cli")
+    workeroutput = getattr(config, "workeroutput", None)
+    if fuzz is None or workeroutput is None or not fuzz.COUNTS:
+        return
+    from tests.fuzz.conftest import GENERATED
+
+    workeroutput["fuzz"] = {
+        "generated": dict(GENERATED), "counts": [[*k, n] for k, n in fuzz.COUNTS.items()],
+        "failures": [[*k, v] for k, v in fuzz.FAILURES.items()],
+        "known_seen": [[*k, n] for k, n in fuzz.KNOWN_SEEN.items()],
+        "known_where": [[*k, v] for k, v in fuzz.KNOWN_WHERE.items()]}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The controller adds a worker's fuzz counts to its own (`_hand_over_fuzz_counts`)."""
+    data = getattr(node, "workeroutput", {}).get("fuzz")
+    if not data:
+        return
+    from tests.fuzz import test_fuzz_cli as fuzz
+    from tests.fuzz.conftest import GENERATED
+
+    GENERATED.update(data["generated"])
+    for verb, cls, n in data["counts"]:
+        fuzz.COUNTS[verb, cls] += n
+    for verb, cls, problems in data["failures"]:
+        fuzz.FAILURES.setdefault((verb, cls), []).extend(problems)
+    for pattern, cls, problem, n in data["known_seen"]:
+        fuzz.KNOWN_SEEN[pattern, cls, problem] += n
+    for pattern, cls, problem, where in data["known_where"]:
+        fuzz.KNOWN_WHERE.setdefault((pattern, cls, problem), {}).update(where)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The fuzz walk's table in an xdist run, where the controller never loads tests/fuzz/conftest.py."""
+    fuzz_conftest = REPO_ROOT / "tests" / "fuzz" / "conftest.py"
+    if hasattr(config, "workerinput") or any(getattr(plugin, "__file__", None) == str(fuzz_conftest)
+                                             for plugin in config.pluginmanager.get_plugins()):
+        return
+    fuzz = sys.modules.get("tests.fuzz.test_fuzz_cli")
+    if fuzz is None or not fuzz.COUNTS:
+        return
+    from tests.fuzz.conftest import pytest_terminal_summary as fuzz_summary
+
+    fuzz_summary(terminalreporter)
 
 
 def write_durations(path: Path, tests: dict[str, dict[str, Any]], wall_s: float, exitstatus: int,
