@@ -22,12 +22,12 @@ from typing import Any
 from tailorbench.errors import ConfigError, CredentialsError
 from tailorbench.models.backends import BACKENDS
 from tailorbench.models.base import ChatResult, GenParams, Message, strip_think
-from tailorbench.models.model import CallError
-from tailorbench.models.openai_compat import (
+from tailorbench.models.keyed import (
     KeyedAPI,
     parse_retry_after,
     short_error,
 )
+from tailorbench.models.model import CallError
 from tailorbench.redact import redact
 
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tailorbench.errors import ConfigError
+from tailorbench.models.keyed import short_error
 from tailorbench.models.model import CallError
-from tailorbench.models.openai_compat import short_error
 from tailorbench.redact import redact
 
 
