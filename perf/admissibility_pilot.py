@@ -4,7 +4,7 @@ Three sources, each optional:
 - `--recentering GITDIR`: the Re-Centering authors' pilot (github orange0629/personalize-annotation, a bare git
   directory as `fetch` leaves it): the stage-2 human relevance votes (`data/annotations_v0/*_task3.jsonl`,
   `data/relevance_debug/*_task3.jsonl`) and the model votes (`data/relevance_task3/*.jsonl`), read by tailorbench's
-  own Re-Centering reader, analysed by `tailor stages relevance`'s code; the table and the sentence per model;
+  own Re-Centering reader, analysed by `tailor stages report-relevance`'s code; the table and the sentence per model;
 - `--alttest GITDIR`: the alt-test paper's own datasets (github nitaytech/AltTest, `data/*/human_annotations.json`,
   `llm_annotations.json`), with the paper's epsilon and alignment per dataset; the winning rate and advantage
   probability of every LLM compared with the figures the authors' notebook prints (`alt_test_example.ipynb`);

@@ -59,7 +59,7 @@ def test_every_name_resolves() -> None:
     for verb in ("agree", "tiers", "report", "compare", "gen_eval", "gen_eval_resume", "train_rm", "eval_resume",
                  "eval_many", "check_data", "convert_data", "push_data", "view", "build"):
         assert asyncio.iscoroutinefunction(getattr(tb, f"{verb}_async")), verb
-    assert asyncio.iscoroutinefunction(tb.stages.relevance_async)
+    assert asyncio.iscoroutinefunction(tb.stages.report_relevance_async)
     assert asyncio.iscoroutinefunction(tb.annotate.export_async)
 
 

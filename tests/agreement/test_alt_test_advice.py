@@ -184,10 +184,10 @@ def test_stages_relevance_takes_the_annotators(tmp_path: Path) -> None:
         report = relevance(human=human, model=model, n_resamples=20, report_dir=tmp_path / who, min_items=10,
                            annotators=who)
         assert report["admissibility"]["options"]["epsilon"] == eps
-    res = runner.invoke(app, ["stages", "relevance", "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
+    res = runner.invoke(app, ["stages", "report-relevance", "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
     text = re.sub(r"[\s│]+", " ", res.output)
     assert "crowd (0.1)" in text and "skilled (0.15)" in text
-    res = runner.invoke(app, ["stages", "relevance", *[a for h in human for a in ("--human", str(h))],
+    res = runner.invoke(app, ["stages", "report-relevance", *[a for h in human for a in ("--human", str(h))],
                               "--votes", str(model[0]), "--annotators", "crowd", "--epsilon", "0.2",
                               "--out", str(tmp_path / "x")])
     assert res.exit_code == 2 and "contradicts" in res.output

@@ -1,7 +1,7 @@
 """Crowd studies (annotate/studies.py, web/study.py) over HTTP on SQLite and PostgreSQL: the study link's consent
 page and entry, the quota, the cap on participants, resuming, the time limit's release, the completion and
 screen-out redirects, configurable parameter names, the platform ids in the exports, and what a leaked study
-link does not allow; and the `tailor annotate study` verbs."""
+link does not allow; and the `tailor annotate crowd` verbs."""
 
 from __future__ import annotations
 
@@ -381,7 +381,7 @@ def test_study_verbs(tmp_path: Path) -> None:
     assert runner.invoke(cli_app, ["annotate", "project", "create", "crowd", "--task", "pairwise", "--dir", d]
                          ).exit_code == 0
     (tmp_path / "consent.txt").write_text("Approved by the ethics board (ref. 42).", encoding="utf-8")
-    r = runner.invoke(cli_app, ["annotate", "study", "create", "crowd", "--quota", "5", "--max-participants", "20",
+    r = runner.invoke(cli_app, ["annotate", "crowd", "create", "crowd", "--quota", "5", "--max-participants", "20",
                                 "--completion-code", "C0DE", "--time-limit-min", "45", "--consent",
                                 f"@{tmp_path / 'consent.txt'}", "--dir", d, "--json"])
     assert r.exit_code == 0, r.output
@@ -390,16 +390,16 @@ def test_study_verbs(tmp_path: Path) -> None:
     assert re.fullmatch(r"http://127\.0\.0\.1:8000/s/[\w-]+\?PROLIFIC_PID=\{\{%PROLIFIC_PID%\}\}"
                         r"&STUDY_ID=\{\{%STUDY_ID%\}\}&SESSION_ID=\{\{%SESSION_ID%\}\}", made["link"])
     assert made["quota"] == 5 and made["completion_url"] == studies.PROLIFIC_COMPLETION_URL
-    r = runner.invoke(cli_app, ["annotate", "study", "list", "--dir", d, "--json"])
+    r = runner.invoke(cli_app, ["annotate", "crowd", "list", "--dir", d, "--json"])
     listed = json.loads(r.output)
     assert [s["id"] for s in listed] == [made["id"]] and "link" not in listed[0]  # the secret is not kept
-    r = runner.invoke(cli_app, ["annotate", "study", "close", str(made["id"]), "--dir", d])
+    r = runner.invoke(cli_app, ["annotate", "crowd", "close", str(made["id"]), "--dir", d])
     assert r.exit_code == 0 and "open: false" in r.output
-    r = runner.invoke(cli_app, ["annotate", "study", "reissue", "nobody", "--dir", d])
+    r = runner.invoke(cli_app, ["annotate", "crowd", "reissue", "nobody", "--dir", d])
     assert r.exit_code != 0 and "no participant 'nobody'" in r.output
-    r = runner.invoke(cli_app, ["annotate", "study", "create", "crowd", "--quota", "0", "--max-participants", "1",
+    r = runner.invoke(cli_app, ["annotate", "crowd", "create", "crowd", "--quota", "0", "--max-participants", "1",
                                 "--completion-code", "C", "--dir", d])
     assert r.exit_code == 2 and "--quota" in r.output
-    r = runner.invoke(cli_app, ["annotate", "study", "create", "crowd", "--quota", "1", "--max-participants", "1",
+    r = runner.invoke(cli_app, ["annotate", "crowd", "create", "crowd", "--quota", "1", "--max-participants", "1",
                                 "--completion-code", "C", "--screenout-code", "S", "--dir", d])
     assert r.exit_code != 0 and "--screenout-gold-below" in r.output

@@ -82,7 +82,7 @@ def test_create_accepts_reachable_rules_and_the_cli_says_why(db_url: str, tmp_pa
         study = s.get(Study, sid)
         assert study is not None and study.gold_seed is not None  # the seed of the gold schedules, recorded
     store.dispose()
-    r = CliRunner().invoke(cli_app, ["annotate", "study", "create", "crowd", "--quota", "10", "--max-participants",
+    r = CliRunner().invoke(cli_app, ["annotate", "crowd", "create", "crowd", "--quota", "10", "--max-participants",
                                      "5", "--completion-code", "C", "--screenout-code", "OUT",
                                      "--screenout-gold-below", "0.5", "--db", db_url])
     assert r.exit_code == 2, r.output
@@ -179,16 +179,16 @@ def test_the_researchers_view(db_url: str, tmp_path: Path) -> None:
     assert mine["done"] == len(service.raw_labels(store, "crowd")) and row.split()[1] == str(mine["done"])
     r = runner.invoke(cli_app, ["annotate", "progress", "crowd", "--json", "--db", db_url])
     assert r.exit_code == 0 and json.loads(r.output)["annotators"]
-    r = runner.invoke(cli_app, ["annotate", "study", "participants", str(sid), "--db", db_url])
+    r = runner.invoke(cli_app, ["annotate", "crowd", "participants", str(sid), "--db", db_url])
     assert r.exit_code == 0, r.output
     table = {line.split()[0]: line for line in r.output.splitlines()[1:]}
     part = _participant(store, "good")
     code = "OUT" if part.status == "screened_out" else "PAID"
     assert table["good"].split()[-1] == code and "idle" in table and "active" in table["idle"]
-    rows = json.loads(runner.invoke(cli_app, ["annotate", "study", "participants", str(sid), "--json", "--db",
+    rows = json.loads(runner.invoke(cli_app, ["annotate", "crowd", "participants", str(sid), "--json", "--db",
                                               db_url]).output)
     assert {r["external_id"]: r["status"] for r in rows} == {"good": part.status, "idle": "active"}
-    r = runner.invoke(cli_app, ["annotate", "study", "link", str(sid), "--base-url", "https://h.example",
+    r = runner.invoke(cli_app, ["annotate", "crowd", "link", str(sid), "--base-url", "https://h.example",
                                 "--json", "--db", db_url])
     assert r.exit_code == 0 and json.loads(r.output)["link"].startswith(f"https://h.example/s/{secret}?")
     _, token = service.add_user(store, "boss", "admin")

@@ -28,7 +28,7 @@ def test_links_are_built_on_http_urls_only(db: Database, tmp_path: Path, url: st
 
 
 @pytest.mark.parametrize("verb", [["annotator", "add", "ann"], ["annotator", "link", "ann"],
-                                  ["study", "reissue", "P1"], ["study", "create", "crowd", "--quota", "4",
+                                  ["crowd", "reissue", "P1"], ["crowd", "create", "crowd", "--quota", "4",
                                                                "--max-participants", "2", "--completion-code", "D1"]])
 def test_a_non_http_base_url_is_refused_before_any_work(tmp_path: Path, verb: list[str]) -> None:
     """At 97f6c24 `--base-url javascript:...` made an account (or a study) and printed a javascript: login link."""

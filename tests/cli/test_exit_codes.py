@@ -52,7 +52,7 @@ BAD_INPUT: dict[str, list[str]] = {
     "cache": ["cache", "stats", "--path", "{tmp}"],
     "train-rm": ["train-rm", "--config", "{missing}.yaml"],
     "annotate": ["annotate", "import", "p", "{missing}.jsonl", "--dir", "{tmp}/ann"],
-    "stages": ["stages", "relevance", "--human", "{missing}.jsonl"],
+    "stages": ["stages", "report-relevance", "--human", "{missing}.jsonl"],
     "stages-max-failed": ["stages", "judge-relevance", "--items", "{missing}.jsonl", "--model", "openai:m@http://h/v1",
                           "--out", "{tmp}/v.jsonl", "--max-failed", "2"],
     "build": ["build", "run", "{missing}.yaml"],

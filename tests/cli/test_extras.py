@@ -107,9 +107,9 @@ def test_study_verbs_without_the_web_extra_name_it_and_make_nothing(tmp_path: Pa
     ("progress", ["p"]),
     ("release", ["p"]),
     ("export", ["p", "--out", "exported"]),
-    ("study create", ["p", "--quota", "4", "--max-participants", "2", "--completion-code", "C1"]),
-    ("study list", []),
-    ("study link", ["1"]),
+    ("crowd create", ["p", "--quota", "4", "--max-participants", "2", "--completion-code", "C1"]),
+    ("crowd list", []),
+    ("crowd link", ["1"]),
 ])
 def test_annotate_verbs_without_the_web_extra_name_it(tmp_path: Path, verb: str, args: list[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:

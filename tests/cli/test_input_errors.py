@@ -326,9 +326,9 @@ def _verb_cases() -> list[tuple[list[str], str]]:
         ([*_GEN_EVAL, "--judge-option", "batch_size=0"], "batch_size"),
         ([*_GEN_EVAL, "--judge", "llm:" + _SERVER, "--judge-option", "max_tokens=-1"], "max_tokens"),
         # stages
-        (["stages", "relevance", "--min-shared", "0", "--out", "{out}"], "--min-shared"),
-        (["stages", "relevance", "--resamples", "0", "--out", "{out}"], "--resamples"),
-        (["stages", "relevance", "--report", "{out}", "--resamples", "-2"], "--resamples"),
+        (["stages", "report-relevance", "--min-shared", "0", "--out", "{out}"], "--min-shared"),
+        (["stages", "report-relevance", "--resamples", "0", "--out", "{out}"], "--resamples"),
+        (["stages", "report-relevance", "--report", "{out}", "--resamples", "-2"], "--resamples"),
         (["stages", "baseline", *items, "--out", "{out}", "--val-fraction", "1"], "--val-fraction"),
         (["stages", "baseline", *items, "--out", "{out}", "--val-fraction", "nan"], "--val-fraction"),
         (["stages", "baseline", *items, "--out", "{out}", "--method", "tfidf"], "--method"),
@@ -339,8 +339,8 @@ def _verb_cases() -> list[tuple[list[str], str]]:
          "concurrency"),
         (["stages", "judge-relevance", *items, *model, "--out", "{out}", "--model-option", "max_retries=-1"],
          "max_retries"),
-        (["stages", "extraction", *items, "--resamples", "0", "--out", "{out}"], "--resamples"),
-        (["stages", "incorporation", "--tasks", "{tmp}/t.jsonl", "--resamples", "-1", "--out", "{out}"],
+        (["stages", "report-extraction", *items, "--resamples", "0", "--out", "{out}"], "--resamples"),
+        (["stages", "report-incorporation", "--tasks", "{tmp}/t.jsonl", "--resamples", "-1", "--out", "{out}"],
          "--resamples"),
         (["stages", "extract", "--conversations", "{tmp}/c.jsonl", *model, "--out", "{out}", "--model-option",
           "timeout=0"], "timeout"),
@@ -386,7 +386,7 @@ def test_every_verb_checks_its_options_before_any_work(tmp_path: Path, args: lis
 
 @pytest.mark.parametrize("verb", [
     [*_GEN_EVAL],
-    ["stages", "relevance", "--out", "{out}/r.json"],
+    ["stages", "report-relevance", "--out", "{out}/r.json"],
     ["stages", "generate", "--items", "{tmp}/i.jsonl", "--model", _SERVER, "--out", "{out}/gen"],
     ["stages", "export-tasks", "--items", "{tmp}/i.jsonl", "--out", "{out}/tasks.jsonl"],
     ["stages", "classify-relevance", "--items", "{tmp}/i.jsonl", "--classifier", "{tmp}/c.npz", "--out",

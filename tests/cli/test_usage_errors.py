@@ -30,7 +30,7 @@ def one_error_line(err: str) -> None:
     (["eval", "--bogus"], ("No such option: --bogus", "tailor eval --help")),
     (["study", "init"], ("Missing argument", "tailor study init --help")),
     (["view", "runs/x", "--port", "abc"], ("Invalid value for '--port'", "tailor view --help")),
-    (["annotate", "study", "create", "p"], ("Missing option '--quota'", "tailor annotate study create --help")),
+    (["annotate", "crowd", "create", "p"], ("Missing option '--quota'", "tailor annotate crowd create --help")),
     (["annotate", "nosuch"], ("No such command 'nosuch'", "tailor annotate --help")),
     (["nosuchverb"], ("No such command 'nosuchverb'", "tailor --help")),
     (["--bogus"], ("No such option: --bogus",)),
@@ -66,7 +66,7 @@ def test_a_group_without_its_verb_still_shows_its_help() -> None:
 
 
 @pytest.mark.parametrize(("args", "flag"), [
-    (["annotate", "study", "create", "p", "--quota", "4", "--max-participants", "2", "--completion-code", "C1",
+    (["annotate", "crowd", "create", "p", "--quota", "4", "--max-participants", "2", "--completion-code", "C1",
       "--consent"], "--consent"),
     (["annotate", "project", "create", "p", "--task", "pairwise", "--instructions"], "--instructions"),
 ])

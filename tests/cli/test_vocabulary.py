@@ -4,6 +4,7 @@ verb listed, every hidden old spelling is documented, every verb has `--json` an
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Iterator
 from dataclasses import fields
@@ -22,13 +23,17 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 runner = CliRunner()
 
 
-def verbs(cmd: Any = None, path: tuple[str, ...] = ()) -> Iterator[tuple[str, Any]]:
-    """(`stages relevance`, command) for every leaf command of `tailor`."""
+def verbs(cmd: Any = None, path: tuple[str, ...] = (), hidden: bool = False) -> Iterator[tuple[str, Any]]:
+    """(`stages report-relevance`, command) for every leaf command of `tailor`; with `hidden`, instead, every old
+    verb name (a hidden command or group: `stages extraction`, `annotate study`) with its command."""
     cmd = typer.main.get_command(app) if cmd is None else cmd
-    if hasattr(cmd, "commands"):
+    if path and getattr(cmd, "hidden", False):
+        if hidden:
+            yield " ".join(path), cmd
+    elif hasattr(cmd, "commands"):
         for name, sub in cmd.commands.items():
-            yield from verbs(sub, (*path, name))
-    else:
+            yield from verbs(sub, (*path, name), hidden)
+    elif not hidden:
         yield " ".join(path), cmd
 
 
@@ -59,8 +64,46 @@ ALL = list(verbs())
 
 def test_every_verb_is_walked() -> None:
     names = {name for name, _ in ALL}
-    assert {"eval", "train-rm", "stages relevance", "annotate project create", "build run"} <= names
+    assert {"eval", "train-rm", "stages report-relevance", "annotate project create", "build run"} <= names
     assert len(names) == len(ALL) >= 40
+    assert not names & {"stages relevance", "annotate study create"}  # old names are hidden aliases
+
+
+def visible_group(name: str) -> list[str]:
+    """The verbs under the group `name` (`annotate crowd`), by their last word."""
+    return [verb.split()[-1] for verb, _ in ALL if verb.startswith(name + " ")]
+
+
+def old_verbs() -> dict[str, str]:
+    """The old verb names of docs/cli.md's table of old spellings: old name -> the name it is now."""
+    _, section = vocabulary()
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()]
+    return {old[1:-1]: now[1:-1] for old, now, *_ in (r for r in rows if len(r) == 3)
+            if old.startswith("`") and not old.startswith("`-") and now.startswith("`")}
+
+
+def test_every_old_verb_name_is_documented_and_runs_the_new_one() -> None:
+    hidden = dict(verbs(hidden=True))
+    assert {"stages extraction", "stages relevance", "stages incorporation", "annotate study"} <= set(hidden)
+    documented = old_verbs()
+    assert set(hidden) == set(documented), "docs/cli.md's old spellings and the hidden verbs differ"
+    visible = dict(verbs())
+
+    def same(a: Any, b: Any) -> bool:  # typer wraps each command's function anew
+        return bool(inspect.unwrap(a.callback) is inspect.unwrap(b.callback))
+
+    for old, cmd in hidden.items():
+        new = documented[old]
+        if hasattr(cmd, "commands"):  # a group: each verb under it is the new group's verb
+            assert set(cmd.commands) == set(visible_group(new)), old
+            for sub, leaf in cmd.commands.items():
+                assert same(leaf, visible[f"{new} {sub}"]), (old, sub)
+        else:
+            assert same(cmd, visible[new]), old
+        parent = runner.invoke(app, [*old.split()[:-1], "--help"], terminal_width=200)
+        assert parent.exit_code == 0 and new.split()[-1] in parent.output
+        assert not re.search(rf"^\W*{re.escape(old.split()[-1])}\s", parent.output, re.MULTILINE), \
+            f"{old} is listed in --help"
 
 
 @pytest.mark.parametrize("verb,cmd", ALL, ids=[name for name, _ in ALL])
@@ -124,16 +167,16 @@ def test_train_rm_flags_are_the_config_fields() -> None:
 
 
 def test_file_lists_take_what_a_glob_expands_to() -> None:
-    cmd = dict(ALL)["stages relevance"]
+    cmd = dict(ALL)["stages report-relevance"]
     assert expand_file_lists(cmd, ["--human", "a", "b", "--votes", "c", "--n-boot", "5", "--human=d", "e"]) == [
         "--human", "a", "--human", "b", "--votes", "c", "--n-boot", "5", "--human=d", "--human", "e"]
     assert expand_file_lists(cmd, ["--json", "--", "x", "y"]) == ["--json", "--", "x", "y"]
 
 
 def test_stray_arguments_are_errors_and_old_spellings_work(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["stages", "relevance", "stray.jsonl"])
+    result = runner.invoke(app, ["stages", "report-relevance", "stray.jsonl"])
     assert result.exit_code == 2
-    bad = runner.invoke(app, ["stages", "relevance", "--resamples", "0"])
+    bad = runner.invoke(app, ["stages", "report-relevance", "--resamples", "0"])
     assert bad.exit_code == 2 and "--resamples" in bad.output
     bad = runner.invoke(app, ["agree", str(tmp_path / "r.jsonl"), "--n-boot", "0"])
     assert bad.exit_code == 2 and "--n-boot" in bad.output

@@ -43,8 +43,8 @@ def test_stage1_rates_agreement_and_mismatches(tmp_path: Path) -> None:
         {"index": 0, "user_id": "u1", "attribute": "a1", "category": "overgeneralization", "rater": "h"},
         {"index": 0, "user_id": "u1", "attribute": "a2", "category": None, "rater": "h"},
     ])
-    res = CliRunner().invoke(app, ["stages", "extraction", "--items", str(items), "--human", str(a), str(b), str(c),
-                                   "--taxonomy", str(tax), "--json", "--resamples", "20"])
+    res = CliRunner().invoke(app, ["stages", "report-extraction", "--items", str(items), "--human", str(a), str(b),
+                                   str(c), "--taxonomy", str(tax), "--json", "--resamples", "20"])
     assert res.exit_code == 0, res.output
     r = json.loads(res.stdout)
     # majorities: a0 accepted, a1 rejected, a2 rejected, b0 accepted, b1 uncertain
@@ -128,5 +128,5 @@ def test_parsers_never_guess() -> None:
 def test_relevance_human_rows_reused(tmp_path: Path) -> None:
     """A stage-1 line given to the stage-2 reader is refused with its file and line."""
     p = write_jsonl(tmp_path / "x.jsonl", [*human_rows("a", np.ones((1, 1), dtype=int), 1), {"task": "1"}])
-    res = CliRunner().invoke(app, ["stages", "relevance", "--human", str(p)])
+    res = CliRunner().invoke(app, ["stages", "report-relevance", "--human", str(p)])
     assert res.exit_code == 2 and f"{p}:2" in res.output

@@ -83,7 +83,7 @@ def _study(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, list[int]]]:
 
 def test_incorporation_report_against_direct_computation(tmp_path: Path) -> None:
     tasks, ratings, scores, human = _study(tmp_path)
-    res = CliRunner().invoke(app, ["stages", "incorporation", "--tasks", str(tasks), "--ratings", str(ratings),
+    res = CliRunner().invoke(app, ["stages", "report-incorporation", "--tasks", str(tasks), "--ratings", str(ratings),
                                    "--scores", str(scores), "--json", "--resamples", "100",
                                    "--report", str(tmp_path / "rep")])
     assert res.exit_code == 0, res.output
@@ -114,5 +114,5 @@ def test_incorporation_report_against_direct_computation(tmp_path: Path) -> None
 def test_out_of_range_label_names_the_line(tmp_path: Path) -> None:
     tasks, _, _, _ = _study(tmp_path)
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"item": "t0::1", "rater": "h", "label": 5}])
-    res = CliRunner().invoke(app, ["stages", "incorporation", "--tasks", str(tasks), "--ratings", str(bad)])
+    res = CliRunner().invoke(app, ["stages", "report-incorporation", "--tasks", str(tasks), "--ratings", str(bad)])
     assert res.exit_code == 2 and f"{bad}:1" in res.output and "-2..2" in res.output

@@ -4,7 +4,7 @@ nothing on disk changes; a folder a verb made (its marker), a report folder of s
 stay rewritable by a rerun.
 
 At the base commit 97f6c24 each refused case here ran with exit 0: `stages baseline --out` naming a --human file
-and `stages export-tasks --out` naming its --items replaced the input with their output, `stages relevance` and
+and `stages export-tasks --out` naming its --items replaced the input with their output, `stages report-relevance` and
 `stages example` wrote their files among a stranger's, and `stages train-verifier` into a folder holding its
 --items."""
 
@@ -123,7 +123,7 @@ def test_a_wrong_typed_figure_of_a_stage_report_is_named(study: Path, field: str
     summary is written."""
     inputs = study / "inputs"
     rep = study / "rep"
-    result = CliRunner().invoke(app, ["stages", "relevance", "--human", *humans(study), "--votes",
+    result = CliRunner().invoke(app, ["stages", "report-relevance", "--human", *humans(study), "--votes",
                                       str(inputs / VOTES.name), "--resamples", "20", "--out", str(rep)])
     assert result.exit_code == 0, result.output
     for name in ("summary.md", "summary.html"):

@@ -1,4 +1,4 @@
-"""Stage 2: the JSON contract of `tailor stages relevance`, checked against scikit-learn on generated studies in
+"""Stage 2: the JSON contract of `tailor stages report-relevance`, checked against scikit-learn on generated studies in
 the Re-Centering shapes, with inputs that do not line up counted."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _check(report: dict[str, object], raters: dict[str, dict[tuple[int, int], bo
 
 def test_matches_sklearn_through_shell_glob(tmp_path: Path) -> None:
     raters = _study(tmp_path)
-    cmd = f"{TAILOR} stages relevance --human h/*.jsonl --model m/*.jsonl --json --resamples 50"
+    cmd = f"{TAILOR} stages report-relevance --human h/*.jsonl --model m/*.jsonl --json --resamples 50"
     proc = subprocess.run(cmd, shell=True, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
@@ -106,8 +106,8 @@ def test_min_shared_filters_pairs(tmp_path: Path, min_shared: int) -> None:
     humans = sorted(str(p) for p in (tmp_path / "h").glob("*.jsonl"))
     models = sorted(str(p) for p in (tmp_path / "m").glob("*.jsonl"))
     out = CliRunner().invoke(
-        app, ["stages", "relevance", "--human", *humans, "--model", *models, "--json", "--min-shared", str(min_shared),
-              "--resamples", "20"]
+        app, ["stages", "report-relevance", "--human", *humans, "--model", *models, "--json", "--min-shared",
+              str(min_shared), "--resamples", "20"]
     )
     assert out.exit_code == 0, out.output
     report = json.loads(out.stdout)
@@ -160,7 +160,7 @@ def test_null_votes_counted_and_bad_fields_name_the_line(tmp_path: Path) -> None
     bad = human_rows("a", np.ones((3, 2), dtype=int), 2)
     bad[2]["relevance_judgments"][1]["relevant"] = "yes"
     path = write_jsonl(tmp_path / "bad.jsonl", bad)
-    out = CliRunner().invoke(app, ["stages", "relevance", "--human", str(path), "--json"])
+    out = CliRunner().invoke(app, ["stages", "report-relevance", "--human", str(path), "--json"])
     assert out.exit_code == 2
     assert f"{path}:3" in out.output and "relevance_judgments[1].relevant" in out.output
 
@@ -169,5 +169,5 @@ def test_duplicate_rating_across_files_is_an_error(tmp_path: Path) -> None:
     rows = human_rows("a", np.ones((3, 1), dtype=int), 1)
     p1 = write_jsonl(tmp_path / "x.jsonl", rows)
     p2 = write_jsonl(tmp_path / "y.jsonl", rows[:1])
-    out = CliRunner().invoke(app, ["stages", "relevance", "--human", str(p1), str(p2)])
+    out = CliRunner().invoke(app, ["stages", "report-relevance", "--human", str(p1), str(p2)])
     assert out.exit_code == 2 and "already rated" in out.output

@@ -47,7 +47,7 @@ def test_relevance_tasks_round_trip_through_the_service(tmp_path: Path) -> None:
 
     export = service_round_trip(tmp_path, "relevance", tasks, answer, ["ann_1", "ann_2", "ann_3"], 3)
     from_files = api.relevance(HUMANS, [VOTES], n_resamples=50)
-    res = CliRunner().invoke(app, ["stages", "relevance", "--export", str(export / "ratings.jsonl"), "--items",
+    res = CliRunner().invoke(app, ["stages", "report-relevance", "--export", str(export / "ratings.jsonl"), "--items",
                                    str(ITEMS), "--model", str(VOTES), "--json", "--resamples", "50"])
     assert res.exit_code == 0, res.output
     from_service = json.loads(res.stdout)

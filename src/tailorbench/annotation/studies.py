@@ -9,7 +9,7 @@ quota, drawn from the study's recorded seed and the participant, so no two parti
 at the same place and the schedule can be recomputed). When their quota is done, or nothing is left for them
 after some work, they are sent to the platform's completion URL with the completion code (with the screen-out
 code when the study's gold rule screens them out). No code is ever given for no work: when no regular item is
-left, the link admits nobody ("No items left", and the researcher's `study list` says "items exhausted"), and a
+left, the link admits nobody ("No items left", and the researcher's `crowd list` says "items exhausted"), and a
 participant who got in but found nothing left is told so (status `no_items`), without a code.
 
 Participants' pages and URLs never name an item: their assignments are reached by an opaque reference

@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tailorbench.aio import async_twin
+from tailorbench.api.renamed import renamed
 from tailorbench.api.results import (
     AnnotationExport,
     Annotator,
@@ -35,6 +36,20 @@ __all__ = [
     "add_annotator_async",
     "create_project",
     "create_project_async",
+    "crowd_close",
+    "crowd_close_async",
+    "crowd_create",
+    "crowd_create_async",
+    "crowd_link",
+    "crowd_link_async",
+    "crowd_list",
+    "crowd_list_async",
+    "crowd_participants",
+    "crowd_participants_async",
+    "crowd_reissue",
+    "crowd_reissue_async",
+    "crowd_release",
+    "crowd_release_async",
     "database",
     "deactivate",
     "deactivate_async",
@@ -60,20 +75,6 @@ __all__ = [
     "release_async",
     "serve",
     "serve_limits",
-    "study_close",
-    "study_close_async",
-    "study_create",
-    "study_create_async",
-    "study_link",
-    "study_link_async",
-    "study_list",
-    "study_list_async",
-    "study_participants",
-    "study_participants_async",
-    "study_reissue",
-    "study_reissue_async",
-    "study_release",
-    "study_release_async",
 ]
 
 DEFAULT_DIR = Path("annotation")
@@ -314,13 +315,13 @@ def import_labels(file: str | Path, out: str | Path, fmt: str = "auto", mapping:
     return LabelsImported.model_validate(summary)
 
 
-def study_create(project: str, quota: int, max_participants: int, completion_code: str,
+def crowd_create(project: str, quota: int, max_participants: int, completion_code: str,
                  screenout_code: str | None = None, screenout_gold_below: float | None = None,
                  screenout_after_gold: int = 2, time_limit_min: int = 60, completion_url: str | None = None,
                  param_id: str = "PROLIFIC_PID", param_study: str = "STUDY_ID", param_session: str = "SESSION_ID",
                  consent: str = "", base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
                  db: str | None = None) -> CrowdStudy:
-    """`tailor annotate study create PROJECT --quota N --max-participants M --completion-code CODE`: open the
+    """`tailor annotate crowd create PROJECT --quota N --max-participants M --completion-code CODE`: open the
     project to a crowd platform; the study URL to give the platform is in the result (shown once)."""
     from tailorbench.annotation import studies
     from tailorbench.options import as_int
@@ -338,49 +339,49 @@ def study_create(project: str, quota: int, max_participants: int, completion_cod
     return CrowdStudy.model_validate({**row, "link": studies.study_url(base_url, secret, params)})
 
 
-def study_list(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[CrowdStudy]:
-    """`tailor annotate study list`: every study, its settings and its participants by status."""
+def crowd_list(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> list[CrowdStudy]:
+    """`tailor annotate crowd list`: every study, its settings and its participants by status."""
     from tailorbench.annotation import studies
 
     return [CrowdStudy.model_validate(s) for s in studies.list_studies(database(directory, db))]
 
 
-def study_participants(study: int, directory: str | Path = DEFAULT_DIR,
+def crowd_participants(study: int, directory: str | Path = DEFAULT_DIR,
                        db: str | None = None) -> list[StudyParticipant]:
-    """`tailor annotate study participants STUDY`: each participant's state, items, gold score, time and code."""
+    """`tailor annotate crowd participants STUDY`: each participant's state, items, gold score, time and code."""
     from tailorbench.annotation import studies
 
     return [StudyParticipant.model_validate(p) for p in studies.participants(database(directory, db), study)]
 
 
-def study_link(study: int, base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
+def crowd_link(study: int, base_url: str = DEFAULT_BASE_URL, directory: str | Path = DEFAULT_DIR,
                db: str | None = None) -> StudyLink:
-    """`tailor annotate study link STUDY`: the study URL to give the platform (ConfigError for a study made
+    """`tailor annotate crowd link STUDY`: the study URL to give the platform (ConfigError for a study made
     before links were kept)."""
     from tailorbench.annotation import studies
 
     return StudyLink(id=study, link=studies.link(database(directory, db), study, base_url))
 
 
-def study_close(study: int, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> CrowdStudy:
-    """`tailor annotate study close STUDY`: the link lets nobody in any more (participants in keep working)."""
+def crowd_close(study: int, directory: str | Path = DEFAULT_DIR, db: str | None = None) -> CrowdStudy:
+    """`tailor annotate crowd close STUDY`: the link lets nobody in any more (participants in keep working)."""
     from tailorbench.annotation import studies
 
     return CrowdStudy.model_validate(studies.close_study(database(directory, db), study))
 
 
-def study_release(study: int, returned: Sequence[str] = (), directory: str | Path = DEFAULT_DIR,
+def crowd_release(study: int, returned: Sequence[str] = (), directory: str | Path = DEFAULT_DIR,
                   db: str | None = None) -> StudyReleased:
-    """`tailor annotate study release STUDY [--returned ID ...]`: participants past the time limit (and those
+    """`tailor annotate crowd release STUDY [--returned ID ...]`: participants past the time limit (and those
     reported as returned) give their unfinished items back to the queue and their places to others."""
     from tailorbench.annotation import studies
 
     return StudyReleased.model_validate(studies.release(database(directory, db), study, list(returned)))
 
 
-def study_reissue(participant: str, study: int | None = None, base_url: str = DEFAULT_BASE_URL,
+def crowd_reissue(participant: str, study: int | None = None, base_url: str = DEFAULT_BASE_URL,
                   directory: str | Path = DEFAULT_DIR, db: str | None = None) -> ParticipantLink:
-    """`tailor annotate study reissue PARTICIPANT_ID`: a personal login link for a participant (their platform
+    """`tailor annotate crowd reissue PARTICIPANT_ID`: a personal login link for a participant (their platform
     id) who lost their cookie; their old sessions end."""
     from tailorbench.annotation import studies
 
@@ -434,10 +435,17 @@ release_async = async_twin(release)
 export_async = async_twin(export)
 export_items_async = async_twin(export_items)
 import_labels_async = async_twin(import_labels)
-study_create_async = async_twin(study_create)
-study_list_async = async_twin(study_list)
-study_close_async = async_twin(study_close)
-study_participants_async = async_twin(study_participants)
-study_link_async = async_twin(study_link)
-study_release_async = async_twin(study_release)
-study_reissue_async = async_twin(study_reissue)
+crowd_create_async = async_twin(crowd_create)
+crowd_list_async = async_twin(crowd_list)
+crowd_close_async = async_twin(crowd_close)
+crowd_participants_async = async_twin(crowd_participants)
+crowd_link_async = async_twin(crowd_link)
+crowd_release_async = async_twin(crowd_release)
+crowd_reissue_async = async_twin(crowd_reissue)
+
+#: the old names of the crowd-study verbs (`tb.annotate.study_create`, ...), kept for one release
+_RENAMED = {f"study_{verb}{tail}": f"crowd_{verb}{tail}"
+            for verb in ("create", "list", "participants", "link", "close", "release", "reissue")
+            for tail in ("", "_async")}
+if not TYPE_CHECKING:
+    __getattr__ = renamed(__name__, _RENAMED)

@@ -562,9 +562,9 @@ class LabelsImported(Output):
 
 
 class CrowdStudy(Output):
-    """`tailor annotate study create|list|close`: a project opened to a crowd platform (Prolific by default).
+    """`tailor annotate crowd create|list|close`: a project opened to a crowd platform (Prolific by default).
     `link`: the study URL to give the platform, with its placeholders (when the study is made, and from
-    `study link`); `participants` counts them by status (active, finished, screened_out, timed_out, returned,
+    `crowd link`); `participants` counts them by status (active, finished, screened_out, timed_out, returned,
     no_items); `state`: what the link does now (open, closed, full, items exhausted); `items_left`: regular
     items that can still take an annotator."""
 
@@ -585,12 +585,12 @@ class CrowdStudy(Output):
     link: str | None = None
     state: str | None = None
     items_left: int | None = None
-    #: whether `study link` can show the link again (False for studies made before links were kept)
+    #: whether `crowd link` can show the link again (False for studies made before links were kept)
     link_kept: bool | None = None
 
 
 class StudyParticipant(Output):
-    """`tailor annotate study participants STUDY`: one participant, by platform id: `status` (active, finished,
+    """`tailor annotate crowd participants STUDY`: one participant, by platform id: `status` (active, finished,
     screened_out, timed_out, returned, no_items), `items` done (gold included), `gold_items` and `gold_score`,
     `minutes` in the study, `median_seconds` per item (the server's timing) and the `code` they were given."""
 
@@ -606,14 +606,14 @@ class StudyParticipant(Output):
 
 
 class StudyLink(Output):
-    """`tailor annotate study link STUDY`: the study URL to give the platform, again."""
+    """`tailor annotate crowd link STUDY`: the study URL to give the platform, again."""
 
     id: int
     link: str
 
 
 class StudyReleased(Output):
-    """`tailor annotate study release`: participants taken out (past the time limit, or reported as returned)
+    """`tailor annotate crowd release`: participants taken out (past the time limit, or reported as returned)
     and their unfinished assignments put back in the queue."""
 
     id: int
@@ -623,7 +623,7 @@ class StudyReleased(Output):
 
 
 class ParticipantLink(Output):
-    """`tailor annotate study reissue`: a participant's personal login link (shown once), for a lost cookie."""
+    """`tailor annotate crowd reissue`: a participant's personal login link (shown once), for a lost cookie."""
 
     external_id: str
     study: int

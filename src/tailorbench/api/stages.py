@@ -1,8 +1,10 @@
 """Python twins of `tailor stages ...` (`tb.stages.*`): the three-stage human-centered evaluation.
 
-The functions of `threestage.verbs` under the verbs' names (`stages example` is `example`), returning the pydantic
-models of `api.results` that mirror the JSON each verb writes (STAGE.json of a report directory, or what a verb
-that writes one file says about it), each with an `*_async` twin. Every verb checks its arguments before any work,
+The functions of `threestage.verbs` under the verbs' names (`stages report-extraction` is `report_extraction`,
+`stages example` is `example`; the analyses' old names `extraction`, `relevance`, `incorporation` still import,
+with a DeprecationWarning, for one release), returning the pydantic models of `api.results` that mirror the
+JSON each verb writes (STAGE.json of a report directory, or what a verb that writes one file says about it), each
+with an `*_async` twin. Every verb checks its arguments before any work,
 as `tailor stages` does (one ConfigError naming the option): the numbers by name wherever a verb has them and a
 model spec with its options by building the model (building opens nothing; the first call does); the verb itself
 then claims its output (`files.as_output`: the output rule with its inputs) before it reads anything.
@@ -15,11 +17,12 @@ import functools
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from tailorbench.aio import async_twin
+from tailorbench.api.renamed import renamed
 from tailorbench.api.results import (
     ExtractionReport,
     IncorporationReport,
@@ -85,9 +88,10 @@ def _typed(model: type[Output], fn: Callable[..., Any]) -> Callable[..., Any]:
     return verb
 
 
-relevance = _typed(RelevanceReport, _verbs.relevance)
-extraction = _typed(ExtractionReport, _verbs.extraction)
-incorporation = _typed(IncorporationReport, _verbs.incorporation)
+#: the stage analyses (`tailor stages report-relevance`, ...), named apart from the model steps (`extract`, ...)
+report_relevance = _typed(RelevanceReport, _verbs.relevance)
+report_extraction = _typed(ExtractionReport, _verbs.extraction)
+report_incorporation = _typed(IncorporationReport, _verbs.incorporation)
 baseline = _typed(StageOutput, _verbs.baseline)
 export_relevance = _typed(StageOutput, _verbs.export_relevance)
 generate = _typed(StageOutput, _verbs.generate)
@@ -161,13 +165,13 @@ def markdown(stage: str, report: Output | Mapping[str, Any]) -> str:
     return render_markdown(TITLES[stage], *stage_parts(stage, info))
 
 
-relevance_async = async_twin(relevance)
+report_relevance_async = async_twin(report_relevance)
 baseline_async = async_twin(baseline)
 export_relevance_async = async_twin(export_relevance)
 generate_async = async_twin(generate)
 judge_relevance_async = async_twin(judge_relevance)
-extraction_async = async_twin(extraction)
-incorporation_async = async_twin(incorporation)
+report_extraction_async = async_twin(report_extraction)
+report_incorporation_async = async_twin(report_incorporation)
 extract_async = async_twin(extract)
 export_tasks_async = async_twin(export_tasks)
 categorise_async = async_twin(categorise)
@@ -196,13 +200,9 @@ __all__ = [
     "export_tasks_async",
     "extract",
     "extract_async",
-    "extraction",
-    "extraction_async",
     "failures",
     "generate",
     "generate_async",
-    "incorporation",
-    "incorporation_async",
     "judge_ab",
     "judge_ab_async",
     "judge_relevance",
@@ -210,8 +210,12 @@ __all__ = [
     "load_encoder",
     "markdown",
     "read_items",
-    "relevance",
-    "relevance_async",
+    "report_extraction",
+    "report_extraction_async",
+    "report_incorporation",
+    "report_incorporation_async",
+    "report_relevance",
+    "report_relevance_async",
     "run_example",
     "stage1_ratings",
     "stage2_ratings",
@@ -224,3 +228,9 @@ __all__ = [
     "verify",
     "verify_async",
 ]
+
+#: the old names of the stage analyses (`tb.stages.extraction`, ...), kept for one release
+_RENAMED = {old + tail: f"report_{old}{tail}" for old in ("relevance", "extraction", "incorporation")
+            for tail in ("", "_async")}
+if not TYPE_CHECKING:
+    __getattr__ = renamed(__name__, _RENAMED)

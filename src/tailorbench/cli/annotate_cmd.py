@@ -244,7 +244,8 @@ def register(app: typer.Typer) -> None:
     the [web] extra it says so before any work, a verb added later included."""
     from tailorbench.cli.annotate_study_cmd import study_app
 
-    annotate_app.add_typer(study_app, name="study")
+    annotate_app.add_typer(study_app, name="crowd")
+    annotate_app.add_typer(study_app, name="study", hidden=True)  # the old name, one release (CHANGELOG.md)
     for group in (annotate_app, project_app, annotator_app, study_app):
         for info in group.registered_commands:
             if info.name not in FILE_VERBS and info.cls in (None, TyperCommand):

@@ -1,4 +1,5 @@
-"""`tailor annotate study ...`: crowd studies (Prolific or another redirect-based platform) on a project."""
+"""`tailor annotate crowd ...`: crowd studies (Prolific or another redirect-based platform) on a project. The group
+is registered as `crowd` and, hidden from `--help`, under its old name `study` (annotate_cmd.register)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def study_create(
     """Open a project to a crowd platform and print the study URL to give it (shown once)."""
     with user_errors():
         text = text_or_file(consent, "--consent")
-        emit(twins().study_create(project, quota, max_participants, completion_code, screenout_code,
+        emit(twins().crowd_create(project, quota, max_participants, completion_code, screenout_code,
                                     screenout_gold_below, screenout_after_gold, time_limit_min, completion_url,
                                     param_id, param_study, param_session, text, base_url, directory, db), json_out)
 
@@ -53,15 +54,15 @@ def study_create(
 def study_list(directory: Path = DIR, db: str | None = DB, json_out: bool = JSON) -> None:
     """List studies with their settings and participants by status."""
     with user_errors():
-        emit(twins().study_list(directory, db), json_out)
+        emit(twins().crowd_list(directory, db), json_out)
 
 
 @study_app.command("participants")
-def study_participants(study: int = typer.Argument(..., help="Study id (from `study list`)."),
+def study_participants(study: int = typer.Argument(..., help="Study id (from `crowd list`)."),
                        directory: Path = DIR, db: str | None = DB, json_out: bool = JSON) -> None:
     """Each participant's state, items, gold score, time and code, as a table (--json: the rows)."""
     with user_errors():
-        rows = twins().study_participants(study, directory, db)
+        rows = twins().crowd_participants(study, directory, db)
         if json_out:
             emit(rows, True)
         else:
@@ -69,24 +70,24 @@ def study_participants(study: int = typer.Argument(..., help="Study id (from `st
 
 
 @study_app.command("link")
-def study_link(study: int = typer.Argument(..., help="Study id (from `study list`)."), base_url: str = BASE_URL,
+def study_link(study: int = typer.Argument(..., help="Study id (from `crowd list`)."), base_url: str = BASE_URL,
                directory: Path = DIR, db: str | None = DB, json_out: bool = JSON) -> None:
     """Print the study URL to give the platform again."""
     with user_errors():
-        emit(twins().study_link(study, base_url, directory, db), json_out)
+        emit(twins().crowd_link(study, base_url, directory, db), json_out)
 
 
 @study_app.command("close")
-def study_close(study: int = typer.Argument(..., help="Study id (from `study list`)."), directory: Path = DIR,
+def study_close(study: int = typer.Argument(..., help="Study id (from `crowd list`)."), directory: Path = DIR,
                 db: str | None = DB, json_out: bool = JSON) -> None:
     """Close a study: its link lets nobody in any more (participants already in keep working)."""
     with user_errors():
-        emit(twins().study_close(study, directory, db), json_out)
+        emit(twins().crowd_close(study, directory, db), json_out)
 
 
 @study_app.command("release")
 def study_release(
-    study: int = typer.Argument(..., help="Study id (from `study list`)."),
+    study: int = typer.Argument(..., help="Study id (from `crowd list`)."),
     returned: list[str] = typer.Option([], "--returned", help="Participant id(s) the platform reports returned."),
     directory: Path = DIR,
     db: str | None = DB,
@@ -94,7 +95,7 @@ def study_release(
 ) -> None:
     """Release participants past the time limit (and returned ones): their unfinished items and places."""
     with user_errors():
-        emit(twins().study_release(study, returned, directory, db), json_out)
+        emit(twins().crowd_release(study, returned, directory, db), json_out)
 
 
 @study_app.command("reissue")
@@ -108,4 +109,4 @@ def study_reissue(
 ) -> None:
     """Print a personal login link for a participant who lost their cookie (old sessions end)."""
     with user_errors():
-        emit(twins().study_reissue(participant, study, base_url, directory, db), json_out)
+        emit(twins().crowd_reissue(participant, study, base_url, directory, db), json_out)

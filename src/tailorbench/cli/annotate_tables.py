@@ -1,4 +1,4 @@
-"""`tailor annotate progress` and `study participants` for a person: aligned text tables (the verbs' `--json`
+"""`tailor annotate progress` and `crowd participants` for a person: aligned text tables (the verbs' `--json`
 prints every figure instead)."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def progress_table(progress: Any) -> str:
 
 
 def participants_table(participants: Sequence[Any]) -> str:
-    """A study's participants (`tb.annotate.study_participants`' result), one row each."""
+    """A study's participants (`tb.annotate.crowd_participants`' result), one row each."""
     rows = []
     for part in participants:
         r = part.model_dump()

@@ -67,24 +67,25 @@ EXAMPLES: dict[str, str] = {
     "annotate annotator deactivate": "tailor annotate annotator deactivate alice --dir annotation",
     "annotate annotator activate": "tailor annotate annotator activate alice --dir annotation",
     "annotate annotator list": "tailor annotate annotator list --dir annotation",
-    "annotate study create": "tailor annotate study create study --quota 40 --max-participants 30 "
+    "annotate crowd create": "tailor annotate crowd create study --quota 40 --max-participants 30 "
                              "--completion-code C1A2B3 --screenout-code S9 --screenout-gold-below 0.5 "
                              "--time-limit-min 90 --param-id PROLIFIC_PID --dir annotation",
-    "annotate study list": "tailor annotate study list --dir annotation",
-    "annotate study participants": "tailor annotate study participants 1 --dir annotation",
-    "annotate study link": "tailor annotate study link 1 --base-url https://annotate.example.org --dir annotation",
-    "annotate study close": "tailor annotate study close 1 --dir annotation",
-    "annotate study release": "tailor annotate study release 1 --returned 5f0c0ffee0c0ffee0c0ffee0 --dir annotation",
-    "annotate study reissue": "tailor annotate study reissue 5f0c0ffee0c0ffee0c0ffee0 --study 1 --dir annotation",
-    "stages relevance": "tailor stages relevance --human h/*.jsonl --votes m/*.jsonl --out reports/",
+    "annotate crowd list": "tailor annotate crowd list --dir annotation",
+    "annotate crowd participants": "tailor annotate crowd participants 1 --dir annotation",
+    "annotate crowd link": "tailor annotate crowd link 1 --base-url https://annotate.example.org --dir annotation",
+    "annotate crowd close": "tailor annotate crowd close 1 --dir annotation",
+    "annotate crowd release": "tailor annotate crowd release 1 --returned 5f0c0ffee0c0ffee0c0ffee0 --dir annotation",
+    "annotate crowd reissue": "tailor annotate crowd reissue 5f0c0ffee0c0ffee0c0ffee0 --study 1 --dir annotation",
+    "stages report-relevance": "tailor stages report-relevance --human h/*.jsonl --votes m/*.jsonl --out reports/",
     "stages baseline": "tailor stages baseline --items items.jsonl --human h/*.jsonl --out votes.jsonl",
     "stages export-relevance": "tailor stages export-relevance --items items.jsonl --out tasks.jsonl",
     "stages generate": "tailor stages generate --items items.jsonl --human h/*.jsonl --model openai:MODEL@URL "
                        "--out gen/",
     "stages judge-relevance": "tailor stages judge-relevance --items items.jsonl --model openai:gpt-4o-mini "
                               "--out votes.jsonl",
-    "stages extraction": "tailor stages extraction --items items.jsonl --human h/*.jsonl --out reports/",
-    "stages incorporation": "tailor stages incorporation --tasks ab_tasks.jsonl --ratings r/*.jsonl --out reports/",
+    "stages report-extraction": "tailor stages report-extraction --items items.jsonl --human h/*.jsonl --out reports/",
+    "stages report-incorporation": "tailor stages report-incorporation --tasks ab_tasks.jsonl --ratings r/*.jsonl "
+                                   "--out reports/",
     "stages extract": "tailor stages extract --conversations chats.jsonl --model openai:gpt-4o-mini --out items.jsonl",
     "stages export-tasks": "tailor stages export-tasks --items items.jsonl --out tasks.jsonl",
     "stages categorise": "tailor stages categorise --items items.jsonl --human h/*.jsonl --model openai:gpt-4o-mini "

@@ -1,5 +1,7 @@
-"""`tailor stages ...`: the three-stage human-centered evaluation (extract, select, incorporate); the analyses and
-the trained interventions here, the model steps in `stages_model_cmd.py`.
+"""`tailor stages ...`: the three-stage human-centered evaluation (extract, select, incorporate); the analyses
+(`report-extraction`, `report-relevance`, `report-incorporation`, `summary`) and the trained interventions here,
+the model steps (`extract`, `judge-relevance`, ...) in `stages_model_cmd.py`. The analyses' old names
+(`extraction`, `relevance`, `incorporation`) still work, hidden from `--help`.
 
 The file-list options (`--human`, `--export`, `--votes`, `--predicted`, `--taxonomy`, `--ratings`, `--scores`;
 metavar FILE...) take one or more paths each, exactly as a shell glob expands them
@@ -44,7 +46,8 @@ def _api() -> Any:
     return stages
 
 
-@stages_app.command("relevance")
+@stages_app.command("relevance", hidden=True)  # the old name, one release (CHANGELOG.md)
+@stages_app.command("report-relevance")
 def relevance(
     human: list[Path] = files("Re-Centering task-3 JSONL, one per annotator."),
     export: list[Path] = files("The annotation service's ratings.jsonl/.csv of a relevance project (needs --items)."),
@@ -66,13 +69,14 @@ def relevance(
 ) -> None:
     """Stage 2: kappa (human-human, human-model, model-model), share relevant, F1 vs the human majority, and
     each model's human admissibility (alternative-annotator test)."""
-    show_report("relevance", _api().relevance, as_json, (out, report_dir), human=human,
+    show_report("relevance", _api().report_relevance, as_json, (out, report_dir), human=human,
                 model=[*votes, *model_votes], min_shared=min_shared, n_resamples=(n_boot, resamples),
                 seed=seed, export=export, items=items, epsilon=epsilon, min_items=min_items,
                 annotators=annotators)
 
 
-@stages_app.command("extraction")
+@stages_app.command("extraction", hidden=True)  # the old name, one release (CHANGELOG.md)
+@stages_app.command("report-extraction")
 def extraction(
     items: Path = typer.Option(..., "--items", help=ITEMS_1),
     human: list[Path] = files("Re-Centering task-1 JSONL."),
@@ -83,11 +87,12 @@ def extraction(
     report_dir: Path | None = REPORT_ALIAS,
 ) -> None:
     """Stage 1: acceptance / uncertain / rejection rates per extractor and source, agreement, error taxonomy."""
-    show_report("extraction", _api().extraction, as_json, (out, report_dir), items=items, human=human,
+    show_report("extraction", _api().report_extraction, as_json, (out, report_dir), items=items, human=human,
                 export=export, taxonomy=taxonomy, n_resamples=(n_boot, resamples), seed=seed)
 
 
-@stages_app.command("incorporation")
+@stages_app.command("incorporation", hidden=True)  # the old name, one release (CHANGELOG.md)
+@stages_app.command("report-incorporation")
 def incorporation(
     tasks: Path = typer.Option(..., "--tasks", help="A/B-rating task JSONL (annotation service import format)."),
     ratings: list[Path] = files("Long-format ratings: humans' export and judges' ratings, label -2..2."),
@@ -97,7 +102,7 @@ def incorporation(
     report_dir: Path | None = REPORT_ALIAS,
 ) -> None:
     """Stage 3: mean rating, share no better than generic, judge inflation, mention uplift, Spearman/Kendall."""
-    show_report("incorporation", _api().incorporation, as_json, (out, report_dir), tasks=tasks, ratings=ratings,
+    show_report("incorporation", _api().report_incorporation, as_json, (out, report_dir), tasks=tasks, ratings=ratings,
                 scores=scores, n_resamples=(n_boot, resamples), seed=seed)
 
 

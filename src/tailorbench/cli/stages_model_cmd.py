@@ -58,7 +58,7 @@ def export_relevance(
     as_json: bool = JSON,
 ) -> None:
     """Stage 2: relevance tasks for `tailor annotate` (task type `relevance`); read its export back with
-    `tailor stages relevance --export ratings.jsonl --items ITEMS`."""
+    `tailor stages report-relevance --export ratings.jsonl --items ITEMS`."""
     run_step("export-relevance", _stages().export_relevance, as_json, items=items, out=out_file)
 
 
@@ -86,7 +86,7 @@ def generate(
     """Stage 3: generic + personalized answers given gold, predicted or no attributes -> A/B-rating tasks.
 
     Gold attributes come from --human or --export, predicted ones from --predicted. Import the tasks into
-    `tailor annotate` as task type `ab_rating`; analyse with `tailor stages incorporation --tasks`.
+    `tailor annotate` as task type `ab_rating`; analyse with `tailor stages report-incorporation --tasks`.
     """
     run_step("generate", _stages().generate, as_json, max_failed, items=items, model=spec, out=out_dir,
              conditions=condition or None, human=human, export=export, predicted=predicted, predictor=predictor,
@@ -214,7 +214,7 @@ def classify_relevance(
     encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the classifier's)."),
     as_json: bool = JSON,
 ) -> None:
-    """Stage 2: votes of a trained relevance classifier (for `relevance --votes` or `generate --predicted`)."""
+    """Stage 2: votes of a trained relevance classifier (for `report-relevance --votes` or `generate --predicted`)."""
     run_step("classify-relevance", _stages().classify_relevance, as_json, items=items, classifier=classifier,
              out=out_file, name=name, encoder_path=encoder)
 

@@ -1,6 +1,6 @@
 """The admin's crowd-study pages: every study with its state (open, closed, full, items exhausted), its items
 left, its participants by status and its link; one study's participants with their state, items, gold score,
-time and code (the figures of `tailor annotate study list` / `study participants`)."""
+time and code (the figures of `tailor annotate crowd list` / `crowd participants`)."""
 
 from __future__ import annotations
 

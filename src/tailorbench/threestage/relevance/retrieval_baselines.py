@@ -3,7 +3,7 @@ threshold chosen on a validation split of users (never on the users it is scored
 
 Why thresholds on held-out users: a score is not a vote; picking the cut-off on the same items it is evaluated on
 would flatter the baseline. Votes are written in the Re-Centering model shape for the test users only, so
-`tailor stages relevance` compares them with the humans like any judge. BM25 is memory/'s bm25s index with the
+`tailor stages report-relevance` compares them with the humans like any judge. BM25 is memory/'s bm25s index with the
 CJK-aware tokenizer; embeddings are models/encoder_hf (default the shipped MiniLM).
 """
 
