@@ -39,6 +39,7 @@ from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.models.base import CallFailure, ChatResult, GenParams, Message
+from tailorbench.models.batch_counts import BatchCounters
 from tailorbench.models.batch_lines import BATCH_APIS, BatchProvider, LineError, Outcome, Poll
 from tailorbench.models.batch_state import ENDED, FAILED, SUBMITTED, SUBMITTING, BatchState, state_path
 from tailorbench.models.model import CallError
@@ -72,40 +73,6 @@ class _Open:
     waiters: dict[str, _Waiter] = field(default_factory=dict)
     live: bool = True
     poll_errors: int = 0
-
-
-@dataclass
-class BatchCounts:
-    """Batches of one model: sent, re-attached after a restart, found again without a recorded id, ended, failed."""
-
-    submitted: int = 0
-    attached: int = 0
-    recovered: int = 0
-    ended: int = 0
-    failed: int = 0
-
-
-@dataclass
-class RequestCounts:
-    """Requests of one model's batches: sent, re-attached, sent again (expired or retryable), answered, failed."""
-
-    submitted: int = 0
-    attached: int = 0
-    resubmitted: int = 0
-    answered: int = 0
-    failed: int = 0
-
-
-@dataclass
-class BatchCounters:
-    """What one model's batch mode did, as `describe` reports it."""
-
-    batches: BatchCounts = field(default_factory=BatchCounts)
-    requests: RequestCounts = field(default_factory=RequestCounts)
-    malformed_lines: int = 0
-    waited_s: float = 0.0
-    cost_usd: float | None = None
-    sync_cost_usd: float | None = None
 
 
 class Batcher:
@@ -423,10 +390,7 @@ class Batcher:
         log.info("%s", self._counts_line())
 
     def _counts_line(self) -> str:
-        c = self.counters
-        return (f"{self.model.spec}: batches {c.batches.submitted} submitted, {c.batches.attached} attached, "
-                f"{len(self._open)} in progress, {c.batches.ended} ended; {c.requests.answered} calls answered, "
-                f"{c.requests.failed} failed; waited {c.waited_s:.0f} s")
+        return self.counters.line(self.model.spec, len(self._open))
 
     def _waiting_line(self) -> str | None:
         """Every `waiting.EVERY_S` while calls wait on batches: which batches, and whether the provider answers
@@ -474,17 +438,9 @@ class Batcher:
         await self.provider.aclose()
 
     def describe(self) -> dict[str, Any]:
-        c = self.counters
         return {"provider": self.provider.name, "state_file": str(self.state_path) if self.state_path else None,
                 "max_requests": self.max_requests, "max_bytes": self.max_bytes, "poll_s": self.poll_s,
-                "batches": {"submitted": c.batches.submitted, "attached": c.batches.attached,
-                            "recovered": c.batches.recovered, "in_progress": len(self._open),
-                            "ended": c.batches.ended, "failed": c.batches.failed},
-                "requests": {"submitted": c.requests.submitted, "attached": c.requests.attached,
-                             "resubmitted": c.requests.resubmitted, "answered": c.requests.answered,
-                             "failed": c.requests.failed},
-                "malformed_lines": c.malformed_lines, "waited_s": round(c.waited_s, 3),
-                "cost_usd": c.cost_usd, "sync_cost_usd": c.sync_cost_usd, "discount": BATCH_DISCOUNT}
+                **self.counters.report(len(self._open))}
 
 
 def make_batcher(backend: str, api: Any, model: Any, options: dict[str, Any], stored: dict[str, Any]) -> Batcher:
