@@ -9,10 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
+
+from tailorbench.errors import DataError
+from tailorbench.runlog import RunFile, read_run_file
 
 #: one chat message, `{"role": ..., "content": ...}` (what prompts render and every model backend takes)
 Message = dict[str, str]
@@ -136,9 +141,10 @@ class Verdict(BaseModel):
     cached: bool = False
 
 
-class Prediction(BaseModel):
+class Prediction(RunFile):
     """One line of predictions.jsonl: one case x setting x order. Carries what metrics need, so a run
-    directory alone reproduces every reported number."""
+    directory alone reproduces every reported number. Part of the run log (`runlog`): read strictly, with the
+    run format's `format_version`."""
 
     case_id: str
     judge: str
@@ -163,8 +169,9 @@ class Prediction(BaseModel):
     cached: bool = False
 
 
-class RunManifest(BaseModel):
-    """manifest.json of a run directory: everything needed to reproduce and to audit the run."""
+class RunManifest(RunFile):
+    """manifest.json of a run directory: everything needed to reproduce and to audit the run. Part of the run log
+    (`runlog`): written from this model, read strictly, with the run format's `format_version`."""
 
     tailorbench_version: str
     created_at: str
@@ -187,6 +194,54 @@ class RunManifest(BaseModel):
     #: interrupted (Ctrl-C), stopped (an error ended it: `error` says which)
     status: Literal["running", "finished", "interrupted", "stopped"] = "running"
     error: str | None = None
+
+
+#: the keys every prediction line holds (a line without one is not a prediction: older runs and tools that
+#: write predictions may leave the other fields of `Prediction` out)
+PREDICTION_KEYS = ("case_id", "order", "choice")
+
+
+def check_fields(model: type[BaseModel], path: Path, number: int | None, row: Mapping[str, Any], what: str) -> None:
+    """Each field of `model` that `row` holds has that field's type, checked strictly (no bool as int, no number
+    as text); a DataError naming file, line and field otherwise, ending in `: not a {what}`. Fields may be
+    missing (older runs and other tools leave optional ones out). The one strict check of our own run files:
+    every reader of predictions lines and manifests calls it, whatever layer it sits in."""
+    for key, adapter in _field_adapters(model).items():
+        if key not in row:
+            continue
+        try:
+            adapter.validate_python(row[key], strict=True)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in (key, *first["loc"]))
+            raise DataError(path, number, where, f"{first['msg']}, got {row[key]!r}: not a {what}") from None
+
+
+def check_prediction_line(path: Path, number: int, row: Mapping[str, Any], settings: frozenset[str] | None,
+                          required: Sequence[str] = PREDICTION_KEYS) -> None:
+    """One predictions.jsonl line checked strictly against `Prediction`, the one check of every reader of runs
+    (reports, resume, agreement, exports): a line of the current run format (`format_version`) is validated whole
+    (every field present, none other, each of its type, `runlog.read_run_file`); a format-1 line (no version:
+    older runs and tools that write predictions) has the `required` keys (what its reader computes from) and each
+    field it holds of its type. When `settings` is given (the known setting names, lower case, e.g.
+    `registry.setting_names()`) its setting is one of them. A DataError naming file, line and field otherwise."""
+    if "format_version" in row:
+        read_run_file(Prediction, path, row, line=number, what="prediction line")
+    else:
+        for key in required:
+            if key not in row:
+                raise DataError(path, number, key, "missing: not a prediction line")
+        check_fields(Prediction, path, number, row, "prediction line")
+    setting = row.get("setting")
+    if settings is not None and isinstance(setting, str) and setting.lower() not in settings:
+        raise DataError(path, number, "setting", f"unknown setting {setting!r} (known: "
+                        f"{', '.join(sorted(settings))}): not a prediction line")
+
+
+@cache
+def _field_adapters(model: type[BaseModel]) -> dict[str, TypeAdapter[Any]]:
+    return {key: TypeAdapter(info.annotation) for key, info in model.model_fields.items()
+            if info.annotation is not None}
 
 
 def benchmark_names(stats: Mapping[str, Any]) -> dict[str, list[str]]:

@@ -7,20 +7,21 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
-
-from pydantic import TypeAdapter, ValidationError
 
 from tailorbench.datasets.rows import InvalidRows, last_per_key, parse_jsonl
 from tailorbench.errors import DataError
 from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.metrics import compute_metrics
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
-from tailorbench.files import load_json, load_or_compute
+from tailorbench.files import load_json
 from tailorbench.judges.verdict_rules import authors_pairwise_summary
-from tailorbench.schema import benchmark_names
+from tailorbench.logs import get_logger
+from tailorbench.runlog import EvalResults, read_run_file
+from tailorbench.schema import RunManifest, benchmark_names, check_prediction_line
+
+log = get_logger(__name__)
 
 RESULTS = "results.json"
 #: `tailor eval --repeat N`'s figures (evaluate/repeats.py)
@@ -49,46 +50,25 @@ def parse_predictions(path: Path, data: bytes, note: str = "") -> list[dict[str,
     return last_per_key(rows, prediction_key)
 
 
-#: the keys every prediction line holds (a line without one is not a prediction: older runs and tools that
-#: write predictions may leave the other fields of `schema.Prediction` out)
-PREDICTION_KEYS = ("case_id", "order", "choice")
+#: what a format-1 prediction line (no `format_version`) must hold for results to be computed from it: the
+#: metrics read each of these (`evaluate.columns`, `evaluate.metrics`)
+METRIC_KEYS = ("case_id", "order", "choice", "status", "correct", "split", "tier", "user_id", "len_chosen",
+               "len_rejected")
 
 
 def check_prediction(path: Path, number: int, row: Mapping[str, Any], settings: frozenset[str]) -> None:
-    """One predictions.jsonl line checked strictly, field by field, against `schema.Prediction`: its required
-    keys present, each field it holds of that field's type (an order AB/BA, a choice A/B/null, a known status)
-    and its setting one of `settings` (`known_setting_names`); a DataError naming file, line and field otherwise."""
-    for key in PREDICTION_KEYS:
-        if key not in row:
-            raise DataError(path, number, key, "missing: not a prediction line")
-    for key, adapter in _prediction_fields().items():
-        if key not in row:
-            continue
-        try:
-            adapter.validate_python(row[key], strict=True)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in (key, *first["loc"]))
-            raise DataError(path, number, where, f"{first['msg']}, got {row[key]!r}: not a prediction line") from None
-    setting = row.get("setting")
-    if isinstance(setting, str) and setting.lower() not in settings:
-        raise DataError(path, number, "setting", f"unknown setting {setting!r} (known: "
-                        f"{', '.join(sorted(settings))}): not a prediction line")
-
-
-@cache
-def _prediction_fields() -> dict[str, TypeAdapter[Any]]:
-    from tailorbench.schema import Prediction
-
-    return {key: TypeAdapter(info.annotation) for key, info in Prediction.model_fields.items()
-            if info.annotation is not None}
+    """One predictions.jsonl line checked strictly against `schema.Prediction` (`schema.check_prediction_line`),
+    its setting one of `settings` (`known_setting_names`); a format-1 line (no `format_version`) holds at least
+    the keys results are computed from (`METRIC_KEYS`). A DataError naming file, line and field otherwise."""
+    check_prediction_line(path, number, row, settings, METRIC_KEYS)
 
 
 def known_setting_names() -> frozenset[str]:
     """Every setting a run may have used (registered, built-in and installed plugins), lower case."""
-    from tailorbench.evaluate.settings import known_settings
+    from tailorbench.evaluate import settings  # noqa: F401  (parts registered at run time are known too)
+    from tailorbench.registry import setting_names
 
-    return frozenset(name.lower() for name in known_settings())
+    return setting_names()
 
 
 def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
@@ -108,7 +88,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     for key in ("judge", "setting"):
         if not isinstance(data.get(key), str):
             raise DataError(path, None, key, "missing or not text: not a run manifest")
-    check_manifest_fields(path, data)
+    data = check_manifest_fields(path, data)
     stats = data.get("data_stats") or {}
     for key in ("splits", "tiers"):
         names = stats.get(key)
@@ -117,22 +97,24 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def check_manifest_fields(path: Path, data: dict[str, Any]) -> None:
-    """Each field of `schema.RunManifest` the manifest holds has that field's type (fields may be missing: older
-    runs); a DataError naming the field otherwise (reports and the viewer read them as typed)."""
-    from pydantic import TypeAdapter, ValidationError
+def check_manifest_fields(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """A pairwise run's manifest read as `schema.RunManifest`, strictly (`runlog.read_run_file`: every field of
+    its type, no other key); a format-1 manifest (no `format_version`) is read as the current format when adding
+    the version is all it takes, and refused otherwise naming the field and the tailorbench that wrote it. Returns
+    the manifest as the current format writes it; a DataError otherwise (reports and the viewer read it typed)."""
+    written_by = data.get("tailorbench_version")
+    manifest = read_run_file(RunManifest, path, data, what="run manifest",
+                             written_by=written_by if isinstance(written_by, str) else None, rerun=_rerun(data))
+    return manifest.to_file()
 
-    from tailorbench.schema import RunManifest
 
-    for key, info in RunManifest.model_fields.items():
-        if key not in data or info.annotation is None:
-            continue
-        try:
-            TypeAdapter(info.annotation).validate_python(data[key], strict=True)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in (key, *first["loc"]))
-            raise DataError(path, None, where, f"{first['msg']}: not a run manifest") from None
+def _rerun(manifest: Mapping[str, Any]) -> str:
+    """What to do with a run this tailorbench cannot read: the command that runs it again."""
+    spec = {key: manifest.get(key) for key in ("data", "judge", "setting")}
+    if not all(isinstance(v, str) for v in spec.values()):
+        return "rerun it with `tailor eval`"
+    args = " ".join(f"--{k} {shlex.quote(str(v))}" for k, v in spec.items())
+    return f"rerun it: `tailor eval {args} --out NEW_DIR`"
 
 
 def predictions_digest(run_dir: Path) -> str | None:
@@ -152,7 +134,8 @@ def predictions_digest(run_dir: Path) -> str | None:
 
 def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Results of a run from its manifest and predictions (read from predictions.jsonl unless the runner
-    passes the very lines it just wrote; tests check both give the same numbers)."""
+    passes the very lines it just wrote; tests check both give the same numbers), as results.json holds them:
+    `runlog.EvalResults` made from them and written out (`to_file`), so what is written is what the reader takes."""
     manifest = read_manifest(run_dir)
     if predictions is None:
         predictions = read_predictions(run_dir)
@@ -185,7 +168,7 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     expected = manifest.get("n_cases", 0)
     seen = len({r["case_id"] for r in predictions})
     status = run_state(run_dir, manifest.get("status"))
-    warnings = list(config.get("warnings", []))
+    warnings = [str(w) for w in config.get("warnings") or []]
     if repeated is not None and repeated.get("note"):
         warnings.append(str(repeated["note"]))
     if status != "finished":
@@ -193,7 +176,7 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     training = training_rows(predictions, manifest)
     if training and training.get("line"):
         warnings.insert(0, training["line"])
-    return {
+    return EvalResults(**{
         "judge": manifest["judge"],
         "setting": manifest["setting"],
         "data": manifest.get("data"),
@@ -216,7 +199,7 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
                                      classes=(config.get("training_overlap") or {}).get("cases")),
         **({"authors_report": authors_report(predictions)} if manifest.get("orders") == "authors" else {}),
         **body,
-    }
+    }).to_file()
 
 
 def authors_report(predictions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -371,13 +354,23 @@ def read_determinism(run_dir: Path) -> dict[str, Any] | None:
 
 
 def load_results(run_dir: Path) -> dict[str, Any]:
-    """results.json of a run, recomputed from predictions when it is missing (e.g. an interrupted run); the
-    status is read live (a `running` run whose lock no process holds is `interrupted`)."""
-    try:
-        results = load_or_compute(run_dir / RESULTS, lambda: compute_results(run_dir))
-    except DataError:
-        results = {}  # an unreadable results.json is recomputed below, like a stale one
-    if not isinstance(results, dict) or results.get("predictions_sha256") != predictions_digest(run_dir):
-        results = compute_results(run_dir)  # stale (or from before the digest): never trusted over predictions
+    """results.json of a run, read strictly (`runlog.EvalResults`), or recomputed from its predictions: when it is
+    missing (an interrupted run), unreadable, of format 1 (written before the run format had a version: derived
+    data, so rebuilt rather than migrated), computed from other predictions (its `predictions_sha256`), or not as
+    tailorbench writes it (a field of another type or a key the model does not know: a hand edit, said in a
+    warning). The status is read live (a `running` run whose lock no process holds is `interrupted`)."""
+    path = run_dir / RESULTS
+    results: dict[str, Any] | None = None
+    if path.exists():
+        try:
+            data: dict[str, Any] = load_json(path, dict, "a run's results (a JSON object)")
+            if "format_version" in data:
+                stored = read_run_file(EvalResults, path, data, what="run's results.json").to_file()
+                if stored["predictions_sha256"] == predictions_digest(run_dir):
+                    results = stored  # else stale: never trusted over the predictions
+        except DataError as exc:
+            log.warning(f"{exc}; the results are recomputed from {run_dir / 'predictions.jsonl'}")
+    if results is None:
+        results = compute_results(run_dir)
     results["status"] = run_state(run_dir, results.get("status"))
     return results

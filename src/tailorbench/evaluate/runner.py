@@ -1,39 +1,43 @@
 """The runner: cases x setting x answer orders -> predictions.jsonl (streamed, resumable) -> results, reports.
 
-The pair source is `plan` (its `Task`s), the row mapper `to_prediction`; the judge loop itself is
-`judging.judge_pairs`, which gen-eval's judging shares.
-
-`plan` and `to_prediction` are pure functions of their inputs, so a shard of cases can be judged anywhere
-and the predictions concatenated. Only the runner decides which answer is A and which is B.
+The pair source is the planner's `plan` (its `Task`s), the row mapper `planner.to_prediction`; the judge loop itself
+is `judging.judge_pairs`, which gen-eval's judging shares. The run's configuration and its validation are
+`evaluate/config.py`; this module runs one configured run (or a matrix of them) and writes its manifest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
-import random
 import shlex
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from tailorbench.aio import run_sync
-from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
+from tailorbench.datasets import Benchmark, load_benchmark
 from tailorbench.datasets.rows import done_keys, read_appended_jsonl
-from tailorbench.errors import ConfigError, DataError, TailorError
+from tailorbench.errors import ConfigError, TailorError
+from tailorbench.evaluate.config import (
+    EvalConfig,
+    absolute_data,
+    check_sections,
+    load_config,
+    read_manifest_file,
+    validate_config,
+)
 from tailorbench.evaluate.counters import add_counts
 from tailorbench.evaluate.interrupt import stop_on_sigint, take_early_interrupt
 from tailorbench.evaluate.judging import Progress, judge_pairs
 from tailorbench.evaluate.lock import RunLock
+from tailorbench.evaluate.planner import Task, orders_for, plan, sample_cases, select_cases, slug, to_prediction
 from tailorbench.evaluate.report import write_run_reports
-from tailorbench.evaluate.results import check_manifest_fields, compute_results, parse_predictions, prediction_key
-from tailorbench.evaluate.settings import SettingOptions, get_setting, prepare_setting
-from tailorbench.failures import check_max_failed
-from tailorbench.files import check_output, ensure_dir, load_json, remove_if_unused, remove_path, write_json_atomic
+from tailorbench.evaluate.results import compute_results, parse_predictions, prediction_key
+from tailorbench.evaluate.settings import SettingOptions
+from tailorbench.files import check_output, ensure_dir, remove_if_unused, remove_path, write_json_atomic
 from tailorbench.judges.base import (
     JudgeOptions,
     PairJudge,
@@ -42,11 +46,18 @@ from tailorbench.judges.base import (
 )
 from tailorbench.logs import get_logger
 from tailorbench.options import check_writable
-from tailorbench.personas import cjk_share, persona_attributes
+from tailorbench.personas import persona_attributes
 from tailorbench.redact import public_options, redact, redact_obj
 from tailorbench.run_kinds import RUN_KINDS
-from tailorbench.schema import JudgeInput, Order, PairCase, RunManifest, Verdict
+from tailorbench.schema import PairCase, RunManifest
 from tailorbench.version import __version__
+
+#: what `from tailorbench.evaluate.runner import ...` has always found here (the config and the planner now live
+#: beside it)
+__all__ = ["EvalConfig", "RunInterrupted", "Task", "absolute_data", "check_sections", "finalize_run",
+           "library_versions", "load_config", "orders_for", "plan", "read_done", "read_lines", "run_eval",
+           "run_eval_async", "run_matrix", "sample_cases", "select_cases", "slug", "to_prediction",
+           "validate_config"]
 
 log = get_logger(__name__)
 
@@ -58,161 +69,6 @@ RESULTS = "results.json"
 class RunInterrupted(KeyboardInterrupt):
     """A run stopped by Ctrl-C after writing every finished verdict; the message holds the resume command.
     A KeyboardInterrupt, so callers that stop on Ctrl-C stop here too (the CLI exits 130)."""
-
-
-@dataclass
-class EvalConfig:
-    """Everything that decides a run's predictions; stored in manifest.json so `--resume` can continue it."""
-
-    data: str = "demo"
-    judge: str = "longer"
-    setting: str = "persona"
-    orders: Literal["both", "random", "authors"] = "both"
-    seed: int = 0
-    splits: list[str] | None = None
-    tiers: list[str] | None = None
-    #: a seeded sample of this many cases (source order kept), after the split/tier filters
-    limit: int | None = None
-    persona_sections: list[str] | None = None
-    skip_invalid: bool = False
-    ci_unit: Literal["case", "user"] = "case"
-    n_boot: int = 1000
-    judge_options: dict[str, Any] = field(default_factory=dict)
-    setting_options: dict[str, Any] = field(default_factory=dict)
-    #: the layout's options (`load_benchmark(options=...)`: PrefEval's turns, PRISM's strata, ...)
-    data_options: dict[str, Any] = field(default_factory=dict)
-    batch_size: int | None = None
-    #: the run fails (exit code 3) when more than this share of its verdicts failed (calls that never returned
-    #: a usable answer); not a property of the predictions, kept here so `--resume` applies the same rule
-    max_failed: float = 0.0
-    #: where the judge's batches run: `local` (this process) or `ray` (actors on a Ray cluster,
-    #: evaluate/executors.py); not a property of the predictions, kept so that `--resume` runs the same way
-    executor: Literal["local", "ray"] = "local"
-    #: the Ray cluster (`HOST:PORT`, `ray://HOST:PORT`, `auto`); None: $RAY_ADDRESS, else a local one for the run
-    ray_address: str | None = None
-    #: the executor's options (`--executor-option KEY=VALUE`: workers, num_cpus, num_gpus, depth, ...)
-    executor_options: dict[str, Any] = field(default_factory=dict)
-    #: the calibration figures are required (`--calibration`): a judge that yields no probability is refused
-    #: before any verdict (otherwise its `calibration` is null)
-    calibration: bool = False
-
-
-@dataclass(frozen=True)
-class Task:
-    case: PairCase
-    order: Order
-    input: JudgeInput
-    #: prediction fields shared by the case's orders (computed once per case)
-    fields: dict[str, Any]
-
-
-def slug(text: str) -> str:
-    """Directory-safe name of a judge spec without its credentials: `:`, `/`, `@`, `?`, `&`, `=`, `*`, `[`,
-    `]`, `,` and spaces become `_`."""
-    out = redact(text)
-    for char in ":/@ ?&=*[],":
-        out = out.replace(char, "_")
-    return out
-
-
-def orders_for(case: PairCase, orders: str, seed: int) -> tuple[Order, ...]:
-    """`both`: AB and BA. `random`: one order per case from a hash of (seed, case id), so it is stable
-    under sharding and resume. `authors`: the one order the benchmark's authors' scripts draw for the case
-    (`meta.authors_order`: Personalized RewardBench's seed-42 placement)."""
-    if orders == "both":
-        return ("AB", "BA")
-    if orders == "authors":
-        drawn = case.meta.get("authors_order")
-        if drawn not in ("AB", "BA"):
-            raise ConfigError(f"--orders authors: case {case.id!r} has no authors' order (meta.authors_order: "
-                              "the Personalized RewardBench layout draws one)")
-        return (drawn,)
-    bit = hashlib.blake2b(f"{seed}\x1f{case.id}".encode(), digest_size=1).digest()[0] & 1
-    return ("AB",) if bit else ("BA",)
-
-
-def plan(
-    cases: Sequence[PairCase], setting: str, orders: str, seed: int, options: SettingOptions
-) -> list[Task]:
-    """Every (case, order) to judge, with the JudgeInput the judge will see."""
-    build = prepare_setting(setting, cases, options)
-    # a user's profile is usually the same in every case: render it once (checked by equality)
-    rendered: dict[str, tuple[dict[str, Any], str | None]] = {}
-    tasks: list[Task] = []
-    for case in cases:
-        hit = rendered.get(case.user_id) if setting == "persona" else None
-        if hit is not None and (hit[0] is case.persona or hit[0] == case.persona):
-            context = hit[1]
-        else:
-            context = build(case, options)
-            rendered[case.user_id] = (case.persona, context)
-        language = "zh" if cjk_share(case.question[:200]) > 0.3 else "en"
-        fields = _case_fields(case)
-        for order in orders_for(case, orders, seed):
-            a, b = (case.chosen, case.rejected) if order == "AB" else (case.rejected, case.chosen)
-            tasks.append(
-                Task(
-                    case,
-                    order,
-                    JudgeInput(
-                        case_id=case.id,
-                        setting=setting,
-                        question=case.question,
-                        answer_a=a,
-                        answer_b=b,
-                        context=context,
-                        persona=case.persona if setting == "persona" else None,
-                        language=language,
-                    ),
-                    fields,
-                )
-            )
-    return tasks
-
-
-def _case_fields(case: PairCase) -> dict[str, Any]:
-    """The part of a prediction line that is the same in every order of a case."""
-    return {"case_id": case.id, "split": case.split, "tier": case.tier, "user_id": case.user_id,
-            "len_chosen": len(case.chosen), "len_rejected": len(case.rejected)}
-
-
-def to_prediction(task: Task, verdict: Verdict, judge: str) -> dict[str, Any]:
-    """Score one verdict: correct iff the judge picked the position that holds `chosen`. Returns a
-    `schema.Prediction` as a plain dict (the hot path; the tests validate every line against the model)."""
-    ok = verdict.status == "ok" and verdict.choice is not None
-    usage = verdict.usage
-    return {
-        **task.fields,
-        "judge": judge,
-        "setting": task.input.setting,
-        "order": task.order,
-        "choice": verdict.choice if ok else None,
-        "correct": ok and verdict.choice == ("A" if task.order == "AB" else "B"),
-        "status": verdict.status if verdict.status != "ok" or ok else "invalid",
-        "scores": verdict.scores,
-        "raw": verdict.raw,
-        "error": verdict.error,
-        "latency_s": verdict.latency_s,
-        "prompt_tokens": usage.prompt_tokens if usage else 0,
-        "completion_tokens": usage.completion_tokens if usage else 0,
-        "cost_usd": usage.cost_usd if usage else None,
-        "truncated": verdict.truncated,
-        "cached": verdict.cached,
-    }
-
-
-def sample_cases(cases: list[PairCase], limit: int | None, seed: int) -> list[PairCase]:
-    if limit is None or limit >= len(cases):
-        return cases
-    if limit < 1:
-        raise ConfigError("--limit must be at least 1")
-    keep = set(random.Random(seed).sample(range(len(cases)), limit))
-    return [c for k, c in enumerate(cases) if k in keep]
-
-
-def select_cases(config: EvalConfig, benchmark: Benchmark) -> list[PairCase]:
-    cases = filter_cases(benchmark.cases, config.splits, config.tiers, benchmark)
-    return sample_cases(cases, config.limit, config.seed)
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
@@ -232,7 +88,7 @@ def read_done(path: Path) -> set[tuple[str, str]]:
 
 def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Write results.json, report.md and report.html for one run."""
-    results = compute_results(run_dir, predictions)
+    results = compute_results(run_dir, predictions)  # an `EvalResults.to_file()`: written as the model wrote it
     write_json_atomic(run_dir / RESULTS, results)
     write_run_reports([results], run_dir)
     return results
@@ -435,13 +291,13 @@ async def _run_owned(
     manifest = _manifest(config, benchmark, cases, judge)
     manifest.config["resumed_with_done"] = len(done)
     _check_training_overlap(judge, cases, manifest)
-    write_json_atomic(out / MANIFEST, manifest.model_dump())
+    write_json_atomic(out / MANIFEST, manifest.to_file())
     if tasks:
         remove_path(out / RESULTS)  # an earlier process's results no longer match the predictions
     if await take_early_interrupt(stop) and tasks:  # a Ctrl-C before the first call: the run is resumable
         await judge.aclose()
         manifest.status = "interrupted"
-        write_json_atomic(out / MANIFEST, manifest.model_dump())
+        write_json_atomic(out / MANIFEST, manifest.to_file())
         raise RunInterrupted(_announce_interrupted(out, len(done), len(done) + len(tasks)))
     per_case = len(tasks) / max(1, len({t.case.id for t in tasks}))
     label = f"{redact(config.judge)} / {config.setting}"
@@ -476,16 +332,16 @@ async def _run_owned(
         await judge.aclose()
         if ended is not None:
             manifest.status, manifest.error = ended  # type: ignore[assignment]
-            write_json_atomic(out / MANIFEST, manifest.model_dump())
+            write_json_atomic(out / MANIFEST, manifest.to_file())
     for warning in judge.warnings[early:]:
         log.warning("%s", warning)
     manifest.config["warnings"] = list(judge.warnings)
     if len(written) < len(tasks):  # only a stop leaves tasks unjudged
         manifest.status = "interrupted"
-        write_json_atomic(out / MANIFEST, manifest.model_dump())
+        write_json_atomic(out / MANIFEST, manifest.to_file())
         raise RunInterrupted(_announce_interrupted(out, len(done) + len(written), len(done) + len(tasks)))
     manifest.status = "finished"
-    write_json_atomic(out / MANIFEST, manifest.model_dump())
+    write_json_atomic(out / MANIFEST, manifest.to_file())
     finalize_run(out, None if resume else written)
     await asyncio.sleep(0)  # (a Ctrl-C's `stop.set`, handed to the loop by the handler, has run)
     if stop.is_set():
@@ -523,15 +379,7 @@ def _previous_manifest(out: Path) -> dict[str, Any]:
     path = out / MANIFEST
     if not path.exists():
         return {}
-    return _read_manifest(path)
-
-
-def _read_manifest(path: Path) -> dict[str, Any]:
-    """A run's manifest, each `schema.RunManifest` field it holds of that field's type (the check report and
-    view make: `results.check_manifest_fields`), or a DataError naming the field."""
-    data: dict[str, Any] = load_json(path, dict, "a run manifest (a JSON object)")
-    check_manifest_fields(path, data)
-    return data
+    return read_manifest_file(path)
 
 
 def _say_resumed(out: Path, before: dict[str, Any], done: int, todo: int, failed: int) -> None:
@@ -564,104 +412,6 @@ def _announce_interrupted(out: Path, have: int, total: int) -> str:
     command = f"tailor eval --resume {shlex.quote(str(out))}"
     log.warning(f"interrupted: {have} of {total} verdicts are in {out / PREDICTIONS}; resume with:\n  {command}")
     return command
-
-
-def load_config(run_dir: Path) -> EvalConfig:
-    """The EvalConfig a run was started with (for --resume); a directory that is not one run (missing, a
-    parent of several runs, a manifest that is not a run's) is a clear error before anything is touched."""
-    if not run_dir.exists():
-        raise ConfigError(f"{run_dir}: no such run directory")
-    if not run_dir.is_dir():
-        raise ConfigError(f"{run_dir} is not a run directory (it is a file)")
-    path = run_dir / MANIFEST
-    if not path.is_file():
-        inner = sorted(p.parent.name for p in run_dir.glob(f"*/{MANIFEST}"))
-        if inner:
-            shown = ", ".join(inner[:5]) + (f" and {len(inner) - 5} more" if len(inner) > 5 else "")
-            raise ConfigError(
-                f"{run_dir} holds {len(inner)} runs ({shown}), not one: resume each, e.g. "
-                f"tailor eval --resume {shlex.quote(str(run_dir / inner[0]))}")
-        raise ConfigError(f"{run_dir} is not a run directory: {MANIFEST} is missing")
-    manifest = _read_manifest(path)
-    if not isinstance(manifest, dict):
-        raise DataError(path, None, None, "expected a JSON object (a run manifest)")
-    kind = manifest.get("kind", "pairwise")
-    if kind != "pairwise":
-        raise ConfigError(f"{run_dir} is a {kind} run: resume it with `tailor {kind} --resume`")
-    stored = manifest.get("config")
-    if not isinstance(stored, dict):
-        raise DataError(path, None, "config", "missing or not an object: not a run manifest")
-    known = EvalConfig.__dataclass_fields__
-    try:
-        return validate_config(EvalConfig(**{k: v for k, v in stored.items() if k in known}))
-    except ConfigError as exc:
-        raise DataError(path, None, "config", str(exc)) from None
-
-
-def absolute_data(data: str) -> str:
-    """The data spec a manifest records: a path made absolute (so `--resume` works from any directory); the
-    names `demo` and `personafeedback` kept as they are."""
-    from tailorbench.datasets.loader import DEMO, PERSONAFEEDBACK
-
-    if data in (DEMO, PERSONAFEEDBACK):
-        return data
-    path = Path(data).expanduser()
-    return str(path.resolve()) if path.exists() else data
-
-
-def validate_config(config: EvalConfig) -> EvalConfig:
-    """Every option of a run checked (typed, in range) before any work: a ConfigError naming the option. Returns
-    a copy with typed values and the data path made absolute."""
-    from dataclasses import replace
-
-    from tailorbench.options import as_bool, as_choice, as_float, as_int
-
-    if not isinstance(config.data, str) or not config.data.strip():
-        raise ConfigError(f"--data must be demo, personafeedback, hf:OWNER/NAME or a path, got {config.data!r}")
-    get_setting(str(config.setting))  # an unknown setting fails here, naming the known ones
-    for name, values in (("--split", config.splits), ("--tier", config.tiers),
-                         ("--persona-sections", config.persona_sections)):
-        if values is not None and (not isinstance(values, list) or not all(isinstance(v, str) for v in values)):
-            raise ConfigError(f"{name} must be a list of names, got {values!r}")
-    for name, value in (("--judge-option", config.judge_options), ("setting options", config.setting_options)):
-        if not isinstance(value, dict):
-            raise ConfigError(f"{name} must be KEY=VALUE pairs, got {value!r}")
-    top_k = config.setting_options.get("top_k")
-    typed = replace(
-        config,
-        data=absolute_data(config.data),
-        orders=as_choice("--orders", config.orders, ("both", "random", "authors")),  # type: ignore[arg-type]
-        ci_unit=as_choice("--ci-unit", config.ci_unit, ("case", "user")),  # type: ignore[arg-type]
-        seed=as_int("--seed", config.seed),
-        n_boot=as_int("--n-boot", config.n_boot, minimum=1),
-        limit=None if config.limit is None else as_int("--limit", config.limit, minimum=1),
-        batch_size=None if config.batch_size is None else as_int("--batch-size", config.batch_size, minimum=1),
-        skip_invalid=as_bool("--skip-invalid", config.skip_invalid),
-        max_failed=check_max_failed(as_float("--max-failed", config.max_failed, minimum=0.0, maximum=1.0)),
-    )
-    from tailorbench.evaluate.executors import check_executor
-
-    check_executor(config.executor, config.ray_address, config.executor_options)
-    if top_k is not None:
-        typed.setting_options = {**config.setting_options, "top_k": as_int("--top-k", top_k, minimum=1)}
-    return typed
-
-
-def check_sections(sections: Sequence[str] | None, cases: Sequence[PairCase]) -> None:
-    """`--persona-sections` must name sections the data has: a typo would hand every judge an empty persona."""
-    if not sections:
-        return
-    from tailorbench.personas import canonical_key
-
-    present: dict[str, None] = {}
-    for case in cases:
-        for key in case.persona:
-            present.setdefault(key, None)
-    missing = [s for s in sections if s.strip() and canonical_key(s.strip()) not in present]
-    if missing or not any(s.strip() for s in sections):
-        known = ", ".join(present) or "none (the cases carry no persona)"
-        raise ConfigError(f"--persona-sections: unknown section(s) {', '.join(missing) or repr(sections)}; "
-                          f"the personas of this data have: {known}")
 
 
 def run_matrix(
