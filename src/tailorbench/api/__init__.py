@@ -110,7 +110,7 @@ _AREAS: dict[str, tuple[str, ...]] = {
                 "EstimateResult", "EstimateSampleResult", "EvalResult", "GenEvalResult",
                 "PrefEvalGenerationResult", "SuiteResult", "TiersResult", "TrainResult"),
 }
-#: the verb groups: modules of verbs (`tb.stages.relevance`, `tb.annotate.create_project`)
+#: the verb groups: modules of verbs (`tb.stages.report_relevance`, `tb.annotate.create_project`)
 _GROUPS = ("annotate", "stages", "study")
 _WHERE = {name: area for area, names in _AREAS.items() for name in names}
 
