@@ -81,7 +81,10 @@ def as_bool(name: str, value: Any) -> bool:
 def as_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     text = str(value).strip()
     if text not in choices:
-        raise _fail(name, "one of " + ", ".join(choices), value)
+        from tailorbench.registry import did_you_mean
+
+        raise ConfigError(f"option {name} must be one of {', '.join(choices)}, got {value!r}"
+                          f"{did_you_mean(text, choices)}")
     return text
 
 

@@ -18,9 +18,10 @@ Names are case-insensitive. A name registered twice is an error unless the secon
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
 from typing import Generic, TypeVar
 
@@ -30,6 +31,15 @@ T = TypeVar("T")
 
 #: every registry by entry-point group (docs and the plugin test list them from here)
 GROUPS: dict[str, Registry[object]] = {}
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the known name closest to a mistyped one (difflib's ratio 0.75 or more, case
+    aside: a typo, not a near word such as `ranking` for `ab_rating`), else ""; every "unknown NAME" error adds
+    it (judges, backends, layouts, settings, task types, suites, option values: `options.as_choice`)."""
+    choices = {str(k).lower(): str(k) for k in known}
+    close = difflib.get_close_matches(str(name).strip().lower(), list(choices), n=1, cutoff=0.75)
+    return f" (did you mean {choices[close[0]]!r}?)" if close else ""
 
 
 class Registry(Generic[T]):
@@ -79,7 +89,8 @@ class Registry(Generic[T]):
         if part is None:
             part = self._load(key)
         if part is None:
-            raise ConfigError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names()) or 'none'}")
+            raise ConfigError(f"unknown {self.kind} {name!r}{did_you_mean(name, self.names())}; known: "
+                              f"{', '.join(self.names()) or 'none'}")
         return part
 
     def __contains__(self, name: object) -> bool:

@@ -60,8 +60,8 @@ def test_bad_input_exits_2_with_location(write_jsonl: Writer) -> None:
     assert res.exit_code == 2
     assert "bad.jsonl:2" in res.stderr and "rater" in res.stderr
     assert res.stdout == ""
-    res = runner.invoke(app, ["agree", str(write_jsonl("ok.jsonl", _ratings())), "--order", "chosen"])
-    assert res.exit_code == 2 and "not in --order" in res.stderr
+    res = runner.invoke(app, ["agree", str(write_jsonl("ok.jsonl", _ratings())), "--label-order", "chosen"])
+    assert res.exit_code == 2 and "not in --label-order" in res.stderr
 
 
 def test_tiers_end_to_end(write_jsonl: Writer, tmp_path: Path) -> None:

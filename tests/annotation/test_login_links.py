@@ -257,7 +257,8 @@ def test_cli_link_days_deactivate_activate(db_url: str) -> None:
     added = cli("annotator", "add", "ann", "--project", "pw", "--link-days", "3")
     assert added["login_link"] and added["link_used_at"] is None and added["projects"] == ["pw"]
     assert _about(added["link_expires_at"], timedelta(days=3))
-    assert "--link-days" in cli("annotator", "link", "ann", "--link-days", "0", ok=False)
+    assert "--link-valid-for" in cli("annotator", "link", "ann", "--link-valid-for", "0", ok=False)
+    assert "--link-valid-for" in cli("annotator", "link", "ann", "--link-days", "0", ok=False)  # the old spelling
     store = Database(db_url)
     try:
         uid = _user(store, "ann")["id"]

@@ -34,7 +34,7 @@ def one_error_line(err: str) -> None:
     (["annotate", "nosuch"], ("No such command 'nosuch'", "tailor annotate --help")),
     (["nosuchverb"], ("No such command 'nosuchverb'", "tailor --help")),
     (["--bogus"], ("No such option: --bogus",)),
-    (["agree", "--order"], ("'--order' requires an argument",)),
+    (["agree", "--label-order"], ("'--label-order' requires an argument",)),
     (["compare", "a", "b", "--n-boot", "1.5"], ("Invalid value for '--n-boot'",)),
 ])
 def test_usage_errors_are_one_error_line_and_exit_2(tmp_path: Path, args: list[str], says: tuple[str, ...],

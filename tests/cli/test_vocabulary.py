@@ -44,7 +44,7 @@ def vocabulary() -> tuple[dict[str, set[str]], str]:
     section = section[: section.index("\n## ", 1)]
     table: dict[str, set[str]] = {}
     for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]  # `\|`: a | in a cell
         if not line.startswith("|") or len(cells) != 3 or cells[0] in ("option", "old spelling") or "---" in cells[0]:
             continue
         names = re.findall(r"`(-[-\w]+)", cells[0])
@@ -155,13 +155,20 @@ def test_eval_help_lists_judges_and_backends() -> None:
 
 
 def test_train_rm_flags_are_the_config_fields() -> None:
+    from tailorbench.cli.train_cmd import FIELD_FLAGS
+    from tailorbench.cli.vocabulary import MEANINGS
+
     cmd = dict(ALL)["train-rm"]
     flags = {p.name: p for p in cmd.params if p.param_type_name == "option"}
     for f in fields(RMTrainConfig):
         assert f.name in flags, f"RMTrainConfig.{f.name} has no flag"
-        assert f"--{f.name.replace('_', '-')}" in flags[f.name].opts
-        assert f.metadata.get("help") and flags[f.name].help.startswith(f.metadata["help"])
+        flag = FIELD_FLAGS.get(f.name, f"--{f.name.replace('_', '-')}")
+        assert flag in flags[f.name].opts
+        # the field's help, after the flag's meaning where other verbs take the flag too
+        assert f.metadata.get("help")
+        assert flags[f.name].help.startswith((f.metadata["help"], f"{MEANINGS.get(flag)}: {f.metadata['help']}"))
     assert set(flags) - {f.name for f in fields(RMTrainConfig)} == {"config", "progress", "json_out"}
+    assert FIELD_FLAGS == {"model": "--base-model"}  # --model is a model spec on every other verb
     # the spellings of earlier versions keep working
     assert "--lr" in flags["learning_rate"].opts and "-d" in flags["data"].opts and "-o" in flags["out"].opts
 

@@ -199,7 +199,7 @@ def _batch_run(path: Path) -> None:
 def _annotation(path: Path) -> None:
     """An annotation folder (SQLite) with a pairwise project holding items, an annotator and a crowd study."""
     d = str(path)
-    _cli("annotate", "project", "create", "study", "--task", "pairwise", "--n", "2", "--dir", d)
+    _cli("annotate", "project", "create", "study", "--task-type", "pairwise", "--n", "2", "--dir", d)
     _cli("annotate", "import", "study", str(ANNOTATION / "paircase.jsonl"), "--dir", d)
     _cli("annotate", "annotator", "add", "alice", "--project", "study", "--dir", d)
     _cli("annotate", "crowd", "create", "study", "--quota", "6", "--max-participants", "2", "--completion-code",
@@ -386,7 +386,8 @@ RECIPES: dict[str, list[list[str]]] = {
     "data convert": [["data", "convert", "{bench}", "--out", "{out}/c.jsonl"]],
     "data push": [["data", "push", "{bench}", "me/bench", "--license", "cc-by-4.0", "--dry-run", "{out}/hub"]],
     "cache stats": [["cache", "stats", "--path", "{state:call_cache}"]],
-    "cache clear": [["cache", "clear", "--path", "{state:call_cache}", "--model", "illustrative:judge", "--yes"]],
+    "cache clear": [["cache", "clear", "--path", "{state:call_cache}", "--model-name", "illustrative:judge", "--yes"],
+                    ["cache", "clear", "--path", "{state:call_cache}", "--older-than", "1d", "--yes"]],
     "annotate serve": [["annotate", "serve", "--dir", "{state:annotation}", "--port", "18000"]],
     "annotate import": [["annotate", "import", "study", "{pairs}", "--dir", "{state:annotation}"]],
     "annotate progress": [["annotate", "progress", "study", "--agreement", "--dir", "{state:annotation}"]],
@@ -394,10 +395,10 @@ RECIPES: dict[str, list[list[str]]] = {
     "annotate export": [["annotate", "export", "study", "--out", "{out}/e", "--dir", "{state:annotation}"],
                         ["annotate", "export", "study", "--out", "{out}/e", "--predictions",
                          "{run}", "--dir", "{state:annotation}"]],
-    "annotate export-items": [["annotate", "export-items", "{bench}", "--task", "pairwise", "--format",
+    "annotate export-items": [["annotate", "export-items", "{bench}", "--task-type", "pairwise", "--output-format",
                                "label-studio", "--out", "{out}/ls"],
-                              ["annotate", "export-items", "{bench}", "--task", "pairwise", "--format", "argilla",
-                               "--predictions", "{run}", "--out", "{out}/p"]],
+                              ["annotate", "export-items", "{bench}", "--task-type", "pairwise", "--output-format",
+                               "argilla", "--predictions", "{run}", "--out", "{out}/p"]],
     "annotate import-labels": [["annotate", "import-labels", "{label_studio}", "--out", "{out}/r.jsonl"],
                                ["annotate", "import-labels", "{label_studio}", "--map", "{map}", "--out",
                                 "{out}/r.jsonl"],
@@ -405,7 +406,7 @@ RECIPES: dict[str, list[list[str]]] = {
                                ["annotate", "import-labels", "{argilla_nested}", "--out", "{out}/r.jsonl"],
                                ["annotate", "import-labels", "{potato}", "--out", "{out}/r.jsonl"],
                                ["annotate", "import-labels", "{potato_ab}", "--out", "{out}/r.jsonl"]],
-    "annotate project create": [["annotate", "project", "create", "second", "--task", "pairwise", "--dir",
+    "annotate project create": [["annotate", "project", "create", "second", "--task-type", "pairwise", "--dir",
                                  "{state:annotation}"]],
     "annotate project list": [["annotate", "project", "list", "--dir", "{state:annotation}"]],
     "annotate annotator add": [["annotate", "annotator", "add", "bob", "--project", "study", "--dir",
@@ -478,6 +479,7 @@ RECIPES: dict[str, list[list[str]]] = {
     "study status": [["study", "status", "{finished_study}"], ["study", "status", "{study}"]],
     "study report": [["study", "report", "{state:finished_study}"]],
     "study demo": [["study", "demo", "{out}/d"]],
+    "ls": [["ls"], ["ls", "judges", "--json"], ["ls", "suites"]],
 }
 
 #: exit codes a valid invocation may end in, where not 0 alone (a stage that makes nothing of an illustrative model)

@@ -55,13 +55,13 @@ def test_tiers_read_a_tool_export(tmp_path: Path) -> None:
 
 
 def test_bad_format_and_unknown_export_exit_2(tmp_path: Path) -> None:
-    bad = runner.invoke(app, ["annotate", "export-items", str(items_file("pairwise")), "--task", "pairwise",
-                              "--format", "doccano", "--out", str(tmp_path / "x")])
-    assert bad.exit_code == 2 and "--format" in bad.output
+    bad = runner.invoke(app, ["annotate", "export-items", str(items_file("pairwise")), "--task-type", "pairwise",
+                              "--output-format", "doccano", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "--output-format" in bad.output
     plain = tmp_path / "plain.json"
     plain.write_text("{}", encoding="utf-8")
     unknown = runner.invoke(app, ["annotate", "import-labels", str(plain), "--out", str(tmp_path / "r.jsonl")])
-    assert unknown.exit_code == 2 and "give --format" in unknown.output
+    assert unknown.exit_code == 2 and "give --input-format" in unknown.output
 
 
 def test_project_export_in_a_tool_format(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def test_an_export_100000_levels_deep(tmp_path: Path) -> None:
 
 def test_label_studio_read_as_argilla_says_which_format_it_is(tmp_path: Path) -> None:
     code, err = import_labels(tmp_path, LS, "--format", "argilla")
-    assert code == 2 and "looks like a label-studio export" in err and "--format label-studio" in err, err
+    assert code == 2 and "looks like a label-studio export" in err and "--input-format label-studio" in err, err
 
 
 def test_an_argilla_records_object_is_refused_with_the_reason(tmp_path: Path) -> None:

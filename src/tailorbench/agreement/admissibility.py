@@ -89,8 +89,11 @@ class AdmissibilityOptions:
         if self.min_items < 2:
             raise ConfigError(f"option --min-items must be at least 2 (a t-test needs two items), got {self.min_items}")
         if not is_known(self.alignment):
+            from tailorbench.registry import did_you_mean
+
             raise ConfigError(f"option --alignment must be one of {', '.join(known_names())} (or a function "
-                              f"registered in the group tailorbench.alignments), got {self.alignment!r}")
+                              f"registered in the group tailorbench.alignments), got {self.alignment!r}"
+                              f"{did_you_mean(self.alignment, known_names())}")
         if self.n_resamples < 1 or not 0.0 < self.level < 1.0:
             raise ConfigError("--resamples must be >= 1 and --level between 0 and 1")
 
@@ -434,7 +437,7 @@ def _alignment(m: RatingMatrix, opts: AdmissibilityOptions) -> tuple[np.ndarray 
             raise ConfigError(
                 f"--alignment auto: the labels are integers ({', '.join(str(c) for c in m.categories)}), which may "
                 "be nominal codes or points on a scale; declare which: --alignment accuracy (nominal), "
-                "--alignment neg-rmse (a numeric scale) or --order (an ordinal scale)")
+                "--alignment neg-rmse (a numeric scale) or --label-order (an ordinal scale)")
         ordered = opts.alignment == "neg-rmse" or (opts.alignment == "auto" and m.scale == "ordinal")
         return (m.values if ordered else None), None
     return None, ALIGNMENTS.get(opts.alignment)

@@ -74,11 +74,12 @@ def build_matrix(ratings: RatingSet, order: Sequence[str] | None = None) -> Rati
     if order:
         tokens = [t.strip() for t in order]
         if len(set(tokens)) != len(tokens) or any(not t for t in tokens):
-            raise DataError("--order", None, None, f"categories must be distinct and non-empty: {tokens}")
+            raise DataError("--label-order", None, None, f"categories must be distinct and non-empty: {tokens}")
         index = {t: i for i, t in enumerate(tokens)}
         for r in ratings.ratings:
             if str(r.label) not in index:
-                raise DataError(r.source, r.line, "label", f"label {r.label!r} is not in --order {','.join(tokens)}")
+                raise DataError(r.source, r.line, "label",
+                                f"label {r.label!r} is not in --label-order {','.join(tokens)}")
         categories: list[Label] = list(tokens)
         codes_flat = [index[str(lb)] for lb in labels]
         values, scale = np.arange(len(tokens), dtype=float), "ordinal"

@@ -110,7 +110,7 @@ def _core(m: RatingMatrix, opts: AgreeOptions) -> tuple[dict[str, Any], np.ndarr
         boot = st.alpha_from_totals(al_tot, k, level, m.values)
         alpha[level] = _stat(point, percentile_ci(boot, opts.level)[0], reason)
     if not m.ordered:
-        alpha["note"] = "ordinal and interval alpha need an order of the labels (--order or integer labels)"
+        alpha["note"] = "ordinal and interval alpha need an order of the labels (--label-order or integer labels)"
     p_i = st.per_item_agreement(counts)
     maj = st.majority(counts)
     out: dict[str, Any] = {

@@ -99,7 +99,7 @@ def create_study(db: Database, project: str | int, quota: int, max_participants:
     `params`: the URL parameter names of the participant id, the platform's study id and session id;
     `consent`: the researcher's consent and information text (the consent page shows it first)."""
     if quota < 1 or max_participants < 1 or time_limit_min < 1:
-        raise ConfigError("--quota, --max-participants and --time-limit-min must be at least 1")
+        raise ConfigError("--quota, --max-participants and --time-limit (in minutes) must be at least 1")
     completion_code = _check_code("--completion-code", completion_code)
     if (screenout_code is None) != (screenout_gold_below is None):
         raise ConfigError("--screenout-code and --screenout-gold-below go together (the code and its rule)")

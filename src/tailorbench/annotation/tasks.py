@@ -136,7 +136,7 @@ class TaskType(ABC):
     template, and register the class: `@TASK_TYPES.register("name")`. Instances hold no state (one is made per
     class and reused for every request)."""
 
-    #: the name projects store and users type (`--task NAME`)
+    #: the name projects store and users type (`--task-type NAME`)
     name: ClassVar[str]
     #: shown on pages ("Pairwise choice")
     title: ClassVar[str]

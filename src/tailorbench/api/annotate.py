@@ -101,12 +101,12 @@ def database(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Any:
 
 def create_project(name: str, task: str, n: int = 3, instructions: str = "", gold_every: int = 5,
                    directory: str | Path = DEFAULT_DIR, db: str | None = None) -> ProjectCreated:
-    """`tailor annotate project create NAME --task TASK`."""
+    """`tailor annotate project create NAME --task-type TASK`."""
     service = _service()
     from tailorbench.annotation.tasks import TASK_TYPES
     from tailorbench.options import as_choice, as_int
 
-    task = as_choice("--task", task.strip().lower(), tuple(TASK_TYPES.names()))
+    task = as_choice("--task-type", task.strip().lower(), tuple(TASK_TYPES.names()))
     as_int("--n", n, minimum=1)
     as_int("--gold-every", gold_every, minimum=1)
     pid = service.create_project(database(directory, db), name, task, n, instructions, gold_every)
@@ -128,7 +128,7 @@ def import_items(project: str, file: str | Path, fmt: str = "auto", directory: s
     from tailorbench.annotation.importer import FORMATS
     from tailorbench.options import as_choice
 
-    as_choice("--format", fmt, FORMATS)
+    as_choice("--input-format", fmt, FORMATS)
     return ItemsImported.model_validate(service.import_items(database(directory, db), project, file, fmt))
 
 
@@ -144,7 +144,7 @@ def _link_days(link_days: float) -> float:
     from tailorbench.annotation.service import MAX_LINK_DAYS
     from tailorbench.options import as_float
 
-    return as_float("--link-days", link_days, minimum=0, maximum=MAX_LINK_DAYS, exclusive_minimum=True)
+    return as_float("--link-valid-for (in days)", link_days, minimum=0, maximum=MAX_LINK_DAYS, exclusive_minimum=True)
 
 
 def _base_url(value: str) -> str:
@@ -235,7 +235,7 @@ def release(project: str, older_than_hours: float = 24.0, directory: str | Path 
     service = _service()
     from tailorbench.options import as_float
 
-    as_float("--older-than-hours", older_than_hours, minimum=0.0)
+    as_float("--older-than (in hours)", older_than_hours, minimum=0.0)
     return Released(project=project, released=service.release_stale(database(directory, db), project,
                                                                     older_than_hours * 3600))
 
@@ -253,7 +253,7 @@ def export(project: str, out: str | Path, include_gold: bool = False, min_rating
     if fmt != "native":
         from tailorbench.interop import FORMATS, check_format
 
-        check_format(fmt, ("native", *FORMATS))
+        check_format(fmt, ("native", *FORMATS), "--output-format")
         check_writable("--out", out, directory=True)
         return _export_tool(project, Path(out), fmt, seed, predictions, database(directory, db))
     as_float("--easy", easy, minimum=0.0, maximum=1.0)
@@ -282,8 +282,8 @@ def _export_tool(project: str, out: Path, fmt: str, seed: int, predictions: Sequ
 
 def export_items(items: str | Path, task: str, fmt: str, out: str | Path, seed: int = 0, min_submitted: int = 3,
                  predictions: Sequence[str | Path] = ()) -> AnnotationExport:
-    """`tailor annotate export-items ITEMS --task T --format F --out DIR`: an items file (no database) as a Label
-    Studio, Argilla or Potato project; answer sides drawn per item with `seed`; judge verdicts (long-format
+    """`tailor annotate export-items ITEMS --task-type T --output-format F --out DIR`: an items file (no database)
+    as a Label Studio, Argilla or Potato project; answer sides drawn per item with `seed`; judge verdicts (long-format
     files, `predictions`) as Label Studio predictions / Argilla suggestions."""
     from tailorbench.interop import export_items as write
     from tailorbench.options import as_int, check_writable
@@ -328,7 +328,7 @@ def crowd_create(project: str, quota: int, max_participants: int, completion_cod
 
     as_int("--quota", quota, minimum=1)
     as_int("--max-participants", max_participants, minimum=1)
-    as_int("--time-limit-min", time_limit_min, minimum=1)
+    as_int("--time-limit (in minutes)", time_limit_min, minimum=1)
     _base_url(base_url)
     params = (param_id, param_study, param_session)
     store = database(directory, db)

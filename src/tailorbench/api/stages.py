@@ -40,7 +40,8 @@ from tailorbench.threestage import verbs as _verbs
 from tailorbench.threestage.verbs import example_dir, load_encoder, read_items, stage1_ratings, stage2_ratings
 
 #: the option each checked argument is named by in errors (the CLI's flag)
-_FLAGS = {"n_resamples": "--n-boot", "conditions": "--condition", "options": "--model-option"}
+_FLAGS = {"n_resamples": "--n-boot", "conditions": "--condition", "options": "--model-option",
+          "test_fraction": "--eval-fraction"}
 
 
 def _flag(name: str) -> str:

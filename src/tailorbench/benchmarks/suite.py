@@ -68,13 +68,21 @@ def builtin_suite(name: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def builtin_suites() -> list[str]:
+    """The names of the built-in suites (`--suite NAME`, `tailor ls suites`)."""
+    return sorted(p.stem for p in (Path(__file__).parent / "suites").glob("*.yaml"))
+
+
 def load_suite(spec: str | Path, data_root: str | Path | None = None, judges: list[str] | None = None,
                settings: list[str] | None = None) -> Suite:
     """A suite from a YAML file or a built-in name; every key checked (an unknown or mistyped one is a
     ConfigError naming it and the file). `data_root`, `judges` and `settings` replace the file's."""
     path = builtin_suite(str(spec)) or Path(spec)
     if not path.is_file():
-        raise ConfigError(f"--suite {spec}: no such file and no built-in suite of that name")
+        from tailorbench.registry import did_you_mean
+
+        raise ConfigError(f"--suite {spec}: no such file and no built-in suite of that name"
+                          f"{did_you_mean(str(spec), builtin_suites())}; built-in: {', '.join(builtin_suites())}")
     raw = load_yaml(path, None, "a suite (a YAML mapping)")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a suite is a mapping of {', '.join(sorted(SUITE_KEYS))}")

@@ -26,20 +26,22 @@ def agree(
                                        "Studio, Argilla or Potato exports."),
     order: str | None = typer.Option(
         None,
-        "--order",
+        "--label-order",
         help="Category order, e.g. ok,unsure,bad (enables weighted kappas and ordinal/interval alpha).",
     ),
     positive: str | None = typer.Option(None, "--positive", help="Positive label for precision/recall/F1."),
     n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (over items)"),
     resamples: int | None = RESAMPLES_ALIAS,
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     level: float = typer.Option(0.95, "--level", help="Confidence level of the intervals."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
-    out: Path | None = typer.Option(None, "--out", help="Also write the result object to this JSON file."),
-    fmt: str = typer.Option("auto", "--format", help="auto (each file detected: a Label Studio, Argilla or Potato "
-                            "export, else the long format) | long | label-studio | argilla | potato."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="What the verb writes: the result object, also to this "
+                                                              "JSON file."),
+    fmt: str = typer.Option("auto", "--input-format", help="Format of the files read: auto (each file detected: a "
+                                                           "Label Studio, Argilla or Potato export, else the long "
+                                                           "format) | long | label-studio | argilla | potato."),
     mapping: str | None = MAP,
-    judges: list[str] = typer.Option([], "--judge", help="A rater to test as a judge against the humans (repeat "
+    judges: list[str] = typer.Option([], "--rater", help="A rater to test as a judge against the humans (repeat "
                                      "for several); raters outside the human group, e.g. a run directory's, are "
                                      "judges anyway."),
     annotators: str | None = typer.Option(None, "--annotators", help="Who the humans are, setting the alt-test "
@@ -53,7 +55,7 @@ def agree(
     min_humans: int = typer.Option(2, "--min-humans", help="Alt-test: an item counts only when at least this many "
                                    "humans rated it (the authors' min_humans_per_instance; at least 2)."),
     alignment: str = typer.Option("auto", "--alignment", help="Alt-test alignment score: accuracy | neg-rmse | "
-                                  "auto (neg-rmse with --order, accuracy for string labels; integer labels must "
+                                  "auto (neg-rmse with --label-order, accuracy for string labels; integer labels must "
                                   "declare their scale) | a function registered in the entry-point group "
                                   "tailorbench.alignments."),
     tiers_file: Path | None = typer.Option(None, "--tiers", help="JSONL with id and tier per line (e.g. the "
@@ -87,18 +89,20 @@ def tiers(
     ratings_file: Path = typer.Argument(..., help="Long-format pairwise labels (item = pair id, label A/B), or a "
                                         "Label Studio, Argilla or Potato export of a pairwise project."),
     items: Path = typer.Option(
-        ..., "--items", help="Items JSONL: id, split, user_id, persona, question, answer_a, answer_b."
+        ..., "--items", help="Item file: id, split, user_id, persona, question, answer_a, answer_b."
     ),
-    out: Path = typer.Option(..., "--out", help="Benchmark JSONL to write (PairCase per line)."),
-    easy: float = typer.Option(0.75, "--easy", help="Minimum P_i for the easy tier."),
-    medium: float = typer.Option(0.6, "--medium", help="Minimum P_i for the medium tier."),
-    min_ratings: int = typer.Option(3, "--min-ratings", help="Items with fewer ratings are skipped."),
+    out: Path = typer.Option(..., "--out", "-o", help="What the verb writes: the benchmark JSONL (PairCase per line)."),
+    easy: float = typer.Option(0.75, "--easy", help="Tiering: minimum P_i for the easy tier."),
+    medium: float = typer.Option(0.6, "--medium", help="Tiering: minimum P_i for the medium tier."),
+    min_ratings: int = typer.Option(3, "--min-ratings", help="Tiering: ratings an item needs (items with fewer are "
+                                                             "skipped)."),
     n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (over items, per tier)"),
     resamples: int | None = RESAMPLES_ALIAS,
-    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP + ": the summary"),
-    fmt: str = typer.Option("auto", "--format", help="auto (each file detected: a Label Studio, Argilla or Potato "
-                            "export, else the long format) | long | label-studio | argilla | potato."),
+    fmt: str = typer.Option("auto", "--input-format", help="Format of the files read: auto (each file detected: a "
+                                                           "Label Studio, Argilla or Potato export, else the long "
+                                                           "format) | long | label-studio | argilla | potato."),
     mapping: str | None = MAP,
 ) -> None:
     """Tier pairwise annotations by per-item agreement and write PairCase records."""

@@ -14,13 +14,14 @@ from tailorbench.cli.annotate_options import (
     DB,
     DIR,
     JSON,
-    LINK_DAYS,
+    LINK_VALID_FOR,
     PREDICTIONS,
     SERVER_VERB,
     twins,
 )
 from tailorbench.cli.annotate_tables import progress_table
 from tailorbench.cli.common import JSON_HELP, emit, print_json, text_or_file, user_errors
+from tailorbench.cli.vocabulary import duration
 
 annotate_app = typer.Typer(help="Annotation web service: serve, projects, imports, annotators, progress, export.",
                            no_args_is_help=True)
@@ -34,7 +35,7 @@ annotate_app.add_typer(annotator_app, name="annotator")
 def serve(
     directory: Path = DIR,
     db: str | None = DB,
-    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (an interface of this machine)."),
     port: int = typer.Option(8000, "--port", help="Port to listen on."),
     secure_cookies: bool = typer.Option(False, "--secure-cookies",
                                         help="Always mark cookies Secure (set when a TLS proxy is in front)."),
@@ -54,9 +55,9 @@ def serve(
 @project_app.command("create")
 def project_create(
     name: str = typer.Argument(..., help="Project name."),
-    task: str = typer.Option(..., "--task", help="A task type: pairwise | attributes | relevance | ab_rating, "
+    task: str = typer.Option(..., "--task-type", help="A task type: pairwise | attributes | relevance | ab_rating, "
                              "or one a plugin registers (group tailorbench.task_types)."),
-    n: int = typer.Option(3, "--n", help="Distinct annotators per item."),
+    n: int = typer.Option(3, "--n", help="Annotators per item (distinct)."),
     instructions: str = typer.Option("", "--instructions", help="Instructions text, or @FILE to read them."),
     gold_every: int = typer.Option(5, "--gold-every", help="One gold item after every K regular items."),
     directory: Path = DIR,
@@ -80,8 +81,9 @@ def project_list(directory: Path = DIR, db: str | None = DB, json_out: bool = JS
 def import_(
     project: str = typer.Argument(..., help="Project name."),
     file: Path = typer.Argument(..., help="JSONL file."),
-    fmt: str = typer.Option("auto", "--format",
-                            help="auto | paircase | pipeline | items | benchmark (any registered layout)"),
+    fmt: str = typer.Option("auto", "--input-format",
+                            help="Format of the files read: auto | paircase | pipeline | items | benchmark (any "
+                                 "registered layout)"),
     directory: Path = DIR,
     db: str | None = DB,
     json_out: bool = JSON,
@@ -94,22 +96,23 @@ def import_(
 @annotator_app.command("add")
 def annotator_add(
     name: str = typer.Argument(..., help="Annotator name."),
-    project: list[str] = typer.Option([], "--project", help="Project(s) this annotator works on."),
+    project: list[str] = typer.Option([], "--project", help="Annotation project(s) this annotator works on."),
     admin: bool = typer.Option(False, "--admin", help="Create an admin instead of an annotator."),
     base_url: str = BASE_URL,
-    link_days: float = LINK_DAYS,
+    link_valid_for: float = LINK_VALID_FOR,
     directory: Path = DIR,
     db: str | None = DB,
     json_out: bool = JSON,
 ) -> None:
     """Create an annotator (or admin) and print their personal login link (shown once; it logs in once)."""
     with user_errors():
-        emit(twins().add_annotator(name, project, admin, base_url, directory, db, link_days), json_out)
+        emit(twins().add_annotator(name, project, admin, base_url, directory, db,
+                                   link_valid_for / 86400), json_out)
 
 
 @annotator_app.command("join")
 def annotator_join(name: str = typer.Argument(..., help="Annotator name."),
-                   project: str = typer.Option(..., "--project", help="Project to add them to."),
+                   project: str = typer.Option(..., "--project", help="Annotation project to add them to."),
                    directory: Path = DIR, db: str | None = DB, json_out: bool = JSON) -> None:
     """Add an existing annotator to a project."""
     with user_errors():
@@ -118,11 +121,11 @@ def annotator_join(name: str = typer.Argument(..., help="Annotator name."),
 
 @annotator_app.command("link")
 def annotator_link(name: str = typer.Argument(..., help="Annotator name."), base_url: str = BASE_URL,
-                   link_days: float = LINK_DAYS, directory: Path = DIR, db: str | None = DB,
+                   link_valid_for: float = LINK_VALID_FOR, directory: Path = DIR, db: str | None = DB,
                    json_out: bool = JSON) -> None:
     """Issue a new login link, e.g. for a lost cookie (the old link and open sessions stop working)."""
     with user_errors():
-        emit(twins().link(name, base_url, directory, db, link_days), json_out)
+        emit(twins().link(name, base_url, directory, db, link_valid_for / 86400), json_out)
 
 
 @annotator_app.command("deactivate")
@@ -169,28 +172,30 @@ def progress(
 @annotate_app.command("release")
 def release(
     project: str = typer.Argument(..., help="Project name."),
-    older_than_hours: float = typer.Option(24.0, "--older-than-hours", help="Age of unfinished assignments."),
+    older_than: float = duration("24h", "--older-than", "Age of the unfinished assignments to release"),
     directory: Path = DIR,
     db: str | None = DB,
     json_out: bool = JSON,
 ) -> None:
     """Return unfinished assignments older than the given age to the queue (finished labels are kept)."""
     with user_errors():
-        emit(twins().release(project, older_than_hours, directory, db), json_out)
+        emit(twins().release(project, older_than / 3600, directory, db), json_out)
 
 
 @annotate_app.command("export")
 def export(
     project: str = typer.Argument(..., help="Project name."),
-    out: Path = typer.Option(..., "--out", help="Directory for ratings.jsonl/.csv, items.jsonl, labels.jsonl "
-                                                "(and benchmark.jsonl, tiers.json for pairwise projects)."),
+    out: Path = typer.Option(..., "--out", "-o", help="What the verb writes: a directory for ratings.jsonl/.csv, "
+                                                      "items.jsonl, labels.jsonl (and benchmark.jsonl, tiers.json for"
+                                                      " pairwise projects)."),
     include_gold: bool = typer.Option(False, "--include-gold", help="Also export labels of gold items."),
     min_ratings: int | None = typer.Option(None, "--min-ratings", help="Tiering: ratings an item needs."),
     easy: float = typer.Option(0.75, "--easy", help="Tiering: minimum P_i for the easy tier."),
     medium: float = typer.Option(0.6, "--medium", help="Tiering: minimum P_i for the medium tier."),
-    fmt: str = typer.Option("native", "--format", help="native (the long format and the files above) | "
-                            "label-studio | argilla | potato: the project's items as that tool's project."),
-    seed: int = typer.Option(0, "--seed", help="Tool formats: the seed of the answer sides drawn per item."),
+    fmt: str = typer.Option("native", "--output-format", help="Format written: native (the long format and the files "
+                                                              "above) | label-studio | argilla | potato: the "
+                                                              "project's items as that tool's project."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the answer sides drawn per item (tool formats)."),
     predictions: list[Path] = PREDICTIONS,
     directory: Path = DIR,
     db: str | None = DB,
@@ -206,9 +211,10 @@ def export(
 @annotate_app.command("export-items")
 def export_items(
     items: Path = typer.Argument(..., help="Items JSONL of the task type (what `annotate import` reads)."),
-    task: str = typer.Option(..., "--task", help="pairwise | attributes | relevance | ab_rating"),
-    fmt: str = typer.Option(..., "--format", help="label-studio | argilla | potato"),
-    out: Path = typer.Option(..., "--out", help="Directory for the tool's project files."),
+    task: str = typer.Option(..., "--task-type", help="A task type: pairwise | attributes | relevance | ab_rating"),
+    fmt: str = typer.Option(..., "--output-format", help="Format written: label-studio | argilla | potato"),
+    out: Path = typer.Option(..., "--out", "-o", help="What the verb writes: a directory for the tool's project "
+                                                      "files."),
     seed: int = typer.Option(0, "--seed", help="Seed of the answer sides drawn per item."),
     min_submitted: int = typer.Option(3, "--min-submitted",
                                       help="Argilla: annotators per record (TaskDistribution min_submitted)."),
@@ -224,9 +230,9 @@ def export_items(
 def import_labels(
     file: Path = typer.Argument(..., help="A Label Studio JSON export, Argilla records (or a to_disk folder), or "
                                           "a Potato project folder."),
-    out: Path = typer.Option(..., "--out", help="Long-format ratings JSONL to write."),
-    fmt: str = typer.Option("auto", "--format", help="auto (detected from the content) | label-studio | argilla "
-                                                     "| potato"),
+    out: Path = typer.Option(..., "--out", "-o", help="What the verb writes: long-format ratings JSONL."),
+    fmt: str = typer.Option("auto", "--input-format", help="Format of the files read: auto (detected from the "
+                                                           "content) | label-studio | argilla | potato"),
     mapping: str | None = MAP,
     json_out: bool = JSON,
 ) -> None:

@@ -9,13 +9,15 @@ from types import ModuleType
 import typer
 
 from tailorbench.cli.common import JSON_HELP, needs_extra
+from tailorbench.cli.vocabulary import duration
 from tailorbench.errors import DATABASE_MODULES, SERVER_MODULES
 
-DIR = typer.Option(Path("annotation"), "--dir", help="Project directory (holds annotate.sqlite when no --db).")
-DB = typer.Option(None, "--db", help="Database URL, e.g. postgresql+psycopg://USER@HOST:PORT/DB "
+DIR = typer.Option(Path("annotation"), "--dir", help="Annotation project directory (holds annotate.sqlite when no "
+                                                     "--db).")
+DB = typer.Option(None, "--db", help="Annotation database URL, e.g. postgresql+psycopg://USER@HOST:PORT/DB "
                                       "(default: SQLite under --dir; env TAILOR_ANNOTATE_DB).")
 BASE_URL = typer.Option("http://127.0.0.1:8000", "--base-url", help="Address annotators reach the server at.")
-LINK_DAYS = typer.Option(7.0, "--link-days", help="Days the login link stays valid (it logs in once).")
+LINK_VALID_FOR = duration("7d", "--link-valid-for", "How long a new login link stays valid (it logs in once)")
 PREDICTIONS = typer.Option([], "--predictions", help="Tool formats: judge verdicts (long format or run "
                             "directory) attached as Label Studio predictions / Argilla suggestions.")
 #: the command classes of the verbs that open the annotation database (SQLAlchemy, Alembic's migrations) and of

@@ -3,6 +3,7 @@ is registered as `crowd` and, hidden from `--help`, under its old name `study` (
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -10,6 +11,7 @@ import typer
 from tailorbench.cli.annotate_options import BASE_URL, DB, DIR, JSON, twins
 from tailorbench.cli.annotate_tables import participants_table
 from tailorbench.cli.common import emit, text_or_file, user_errors
+from tailorbench.cli.vocabulary import duration
 
 study_app = typer.Typer(help="Crowd studies (Prolific or another redirect-based platform): open, list, show "
                              "participants and the link, close, release, reissue links.", no_args_is_help=True)
@@ -27,8 +29,8 @@ def study_create(
                                                       help="Screen out when the mean gold score is below this."),
     screenout_after_gold: int = typer.Option(2, "--screenout-after-gold",
                                              help="Gold items answered before the screen-out rule applies."),
-    time_limit_min: int = typer.Option(60, "--time-limit-min",
-                                       help="Minutes after which an unfinished participant's items are released."),
+    time_limit: float = duration("60m", "--time-limit", "How long a participant may take: after it their "
+                                 "unfinished items are released (whole minutes, rounded up)"),
     completion_url: str | None = typer.Option(None, "--completion-url", help="Completion URL, {code} replaced "
                                               "(default: https://app.prolific.com/submissions/complete?cc={code})."),
     param_id: str = typer.Option("PROLIFIC_PID", "--param-id", help="URL parameter of the participant id."),
@@ -46,7 +48,8 @@ def study_create(
     with user_errors():
         text = text_or_file(consent, "--consent")
         emit(twins().crowd_create(project, quota, max_participants, completion_code, screenout_code,
-                                    screenout_gold_below, screenout_after_gold, time_limit_min, completion_url,
+                                    screenout_gold_below, screenout_after_gold, math.ceil(time_limit / 60),
+                                    completion_url,
                                     param_id, param_study, param_session, text, base_url, directory, db), json_out)
 
 

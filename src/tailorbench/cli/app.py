@@ -16,7 +16,7 @@ from tailorbench.failures import EXIT_INTERRUPTED
 #: verb modules under tailorbench.cli, registered in this order
 _VERBS: tuple[str, ...] = (
     "eval_cmd", "report_cmd", "data_cmd", "agree_cmd", "cache_cmd", "train_cmd", "annotate_cmd", "stages_cmd",
-    "build_cmd", "gen_eval_cmd", "view_cmd", "batch_cmd", "study_cmd", "estimate_cmd",
+    "build_cmd", "gen_eval_cmd", "view_cmd", "batch_cmd", "study_cmd", "estimate_cmd", "ls_cmd",
 )
 
 app = typer.Typer(
@@ -35,7 +35,7 @@ EXAMPLES: dict[str, str] = {
     "report": "tailor report runs/demo/* --out reports/demo",
     "compare": "tailor compare runs/a runs/b --n-boot 2000 --json",
     "view": "tailor view runs/demo/* --port 8765   (or: tailor view runs/demo/* --bundle site/)",
-    "agree": "tailor agree ratings.jsonl --order A,B --n-boot 1000 --out agreement.json",
+    "agree": "tailor agree ratings.jsonl --label-order A,B --n-boot 1000 -o agreement.json",
     "tiers": "tailor tiers ratings.jsonl --items items.jsonl --out benchmark.jsonl",
     "estimate runs": "tailor estimate runs demo/embedding__persona --proxy demo/longer__persona "
                      "--labels exports/study --out estimate.json",
@@ -48,28 +48,28 @@ EXAMPLES: dict[str, str] = {
     "data convert": "tailor data convert personafeedback --out pf.jsonl",
     "data push": "tailor data push tiers/benchmark.jsonl me/my-bench --license cc-by-4.0 --dry-run hub/",
     "cache stats": "tailor cache stats --json",
-    "cache clear": "tailor cache clear --model gpt-4o-mini --older-than-days 30 --yes",
+    "cache clear": "tailor cache clear --model-name gpt-4o-mini --older-than 30d --yes",
     "batch status": "tailor batch status runs/gpt4o-mini --json",
     "batch cancel": "tailor batch cancel runs/gpt4o-mini",
     "annotate serve": "tailor annotate serve --dir annotation --port 8000",
     "annotate import": "tailor annotate import study pairs.jsonl --dir annotation",
     "annotate progress": "tailor annotate progress study --agreement --dir annotation",
-    "annotate release": "tailor annotate release study --older-than-hours 12 --dir annotation",
+    "annotate release": "tailor annotate release study --older-than 12h --dir annotation",
     "annotate export": "tailor annotate export study --out exports/study --dir annotation",
-    "annotate export-items": "tailor annotate export-items items.jsonl --task pairwise --format label-studio "
-                             "--out ls-project",
+    "annotate export-items": "tailor annotate export-items items.jsonl --task-type pairwise "
+                             "--output-format label-studio -o ls-project",
     "annotate import-labels": "tailor annotate import-labels project-1-export.json --out ratings.jsonl",
-    "annotate project create": "tailor annotate project create study --task pairwise --n 3 --dir annotation",
+    "annotate project create": "tailor annotate project create study --task-type pairwise --n 3 --dir annotation",
     "annotate project list": "tailor annotate project list --dir annotation",
     "annotate annotator add": "tailor annotate annotator add alice --project study --dir annotation",
     "annotate annotator join": "tailor annotate annotator join alice --project study --dir annotation",
-    "annotate annotator link": "tailor annotate annotator link alice --link-days 3 --dir annotation",
+    "annotate annotator link": "tailor annotate annotator link alice --link-valid-for 3d --dir annotation",
     "annotate annotator deactivate": "tailor annotate annotator deactivate alice --dir annotation",
     "annotate annotator activate": "tailor annotate annotator activate alice --dir annotation",
     "annotate annotator list": "tailor annotate annotator list --dir annotation",
     "annotate crowd create": "tailor annotate crowd create study --quota 40 --max-participants 30 "
                              "--completion-code C1A2B3 --screenout-code S9 --screenout-gold-below 0.5 "
-                             "--time-limit-min 90 --param-id PROLIFIC_PID --dir annotation",
+                             "--time-limit 90m --param-id PROLIFIC_PID --dir annotation",
     "annotate crowd list": "tailor annotate crowd list --dir annotation",
     "annotate crowd participants": "tailor annotate crowd participants 1 --dir annotation",
     "annotate crowd link": "tailor annotate crowd link 1 --base-url https://annotate.example.org --dir annotation",
@@ -105,6 +105,7 @@ EXAMPLES: dict[str, str] = {
     "study status": "tailor study status studies/pilot",
     "study report": "tailor study report studies/pilot --json",
     "study demo": "tailor study demo /tmp/study-demo",
+    "ls": "tailor ls judges --json",
 }
 
 for _name in _VERBS:

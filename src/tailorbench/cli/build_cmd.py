@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from tailorbench.cli.common import EXECUTOR_OPTIONS, RAY_ADDRESS_OPTION, parse_pairs, print_json, user_errors
+from tailorbench.cli.common import (
+    EXECUTOR_OPTIONS,
+    JSON_HELP,
+    RAY_ADDRESS_OPTION,
+    parse_pairs,
+    print_json,
+    user_errors,
+)
 from tailorbench.failures import EXIT_FAILED
 
 if TYPE_CHECKING:
@@ -21,18 +28,20 @@ build_app = typer.Typer(help="Build a pairwise benchmark from user memory: profi
 def build_run(
     config: Path = typer.Argument(..., help="build config (YAML); see examples/construction/config.yaml"),
     until: str | None = typer.Option(None, help="stop after this stage: profile, questions, answers, pairs, export"),
-    out: Path | None = typer.Option(None, "--out", "-o", help="output directory (overrides `out` in the config)"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="what the verb writes: the output directory (overrides "
+                                                                "`out` in the config)"),
     model: str | None = typer.Option(None, "--model", "-m", help="model spec (overrides `model` in the config), "
                                                                  "e.g. openai:local@http://127.0.0.1:8080/v1"),
     max_failed: float | None = typer.Option(
         None, "--max-failed", help="exit with code 3 when a model stage gave up on more than this share of its "
                                    "items (0.05 = 5%); default 0: any; a stage that produced nothing always exits 3"),
     executor: str | None = typer.Option(
-        None, help="where the model runs: local (this process, the default) or ray (a vllm: model's engines as "
-                   "Ray Data LLM replicas on a Ray cluster, docs/scale.md); overrides `executor` in the config"),
+        None, help="where the work runs (the model's): local (this process, the default) or ray (a vllm: model's "
+                   "engines as Ray Data LLM replicas on a Ray cluster, docs/scale.md); overrides `executor` in the "
+                   "config"),
     ray_address: str | None = RAY_ADDRESS_OPTION,
     executor_option: list[str] | None = EXECUTOR_OPTIONS,
-    json_out: bool = typer.Option(False, "--json", help="print the build summary as JSON"),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": the build summary"),
 ) -> None:
     """Run the pipeline; finished stages are reused, model calls come from the call cache when seen before.
 

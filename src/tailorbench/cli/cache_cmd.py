@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from tailorbench.cli.common import JSON_HELP, print_json, user_errors
+from tailorbench.cli.vocabulary import duration
 
 cache_app = typer.Typer(help="The model call cache (SQLite): stats and clear.", no_args_is_help=True)
 
@@ -38,9 +39,9 @@ def stats_command(
 @cache_app.command("clear")
 def clear_command(
     path: Path | None = typer.Option(None, "--path", help=_PATH_HELP),
-    model: str | None = typer.Option(None, "--model", help="only this model's entries"),
-    older_than_days: float | None = typer.Option(None, "--older-than-days", help="only entries older than this "
-                                                                                "many days"),
+    model: str | None = typer.Option(None, "--model-name", help="only the entries of this model, by name as "
+                                     "`tailor cache stats` lists it"),
+    older_than: float | None = duration(None, "--older-than", "age: only entries older than this"),
     yes: bool = typer.Option(False, "--yes", "-y", help="do not ask for confirmation"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": {removed}"),
 ) -> None:
@@ -53,7 +54,8 @@ def clear_command(
             print_json({"removed": 0})
         return
     with user_errors():
-        removed = api.cache_clear(path, model=model, older_than_days=older_than_days).removed
+        days = None if older_than is None else older_than / 86400
+        removed = api.cache_clear(path, model=model, older_than_days=days).removed
     if json_out:
         print_json({"removed": removed})
     else:

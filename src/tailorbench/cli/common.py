@@ -271,15 +271,18 @@ def expand_file_lists(command: Any, args: list[str]) -> list[str]:
 
 
 class VerbCommand(TyperCommand):
-    """The command class of every verb (`cli/app.py` sets it): options that take several files read them as a
-    shell expands a glob (`expand_file_lists`), and `help_extra` (a class attribute: a function returning text)
+    """The command class of every verb (`cli/app.py` sets it): the old spellings of renamed flags still work
+    (`vocabulary.rewrite_old_spellings`), options that take several files read them as a shell expands a glob
+    (`expand_file_lists`), and `help_extra` (a class attribute: a function returning text)
     adds paragraphs computed only when the help is shown, so the registries they list are imported then, never
     by `tailor --help`."""
 
     help_extra: Callable[[], str] | None = None
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, expand_file_lists(self, args))
+        from tailorbench.cli.vocabulary import rewrite_old_spellings
+
+        return super().parse_args(ctx, expand_file_lists(self, rewrite_old_spellings(self, args)))
 
     def invoke(self, ctx: Any) -> Any:
         from tailorbench.logs import showing_notes

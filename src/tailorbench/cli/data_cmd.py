@@ -59,7 +59,7 @@ def check_command(
 @data_app.command("convert")
 def convert_command(
     path: str = typer.Argument(..., help=DATA_HELP),
-    out: Path = typer.Option(..., "--out", "-o", help="native PairCase JSONL to write"),
+    out: Path = typer.Option(..., "--out", "-o", help="what the verb writes: native PairCase JSONL"),
     skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),
     turns: str | None = TURNS_OPTION,
     data_option: list[str] | None = DATA_OPTIONS,
@@ -83,7 +83,7 @@ def push_command(
     repo: str = typer.Argument(..., help="the hub dataset repository, OWNER/NAME"),
     license: str | None = typer.Option(None, "--license", help="the licence the data is shared under (required; "
                                                                 "an SPDX id such as cc-by-4.0)"),
-    private: bool = typer.Option(False, "--private", help="create the repository private (when it is new)"),
+    private: bool = typer.Option(False, "--private", help="create the hub repository private (when it is new)"),
     dry_run: Path | None = typer.Option(None, "--dry-run", help="write the folder that would be uploaded here; "
                                                                   "upload nothing"),
     skip_invalid: bool = typer.Option(False, help="skip and count invalid rows instead of stopping"),

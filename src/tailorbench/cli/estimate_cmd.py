@@ -81,7 +81,8 @@ def runs(
     check_library: bool = typer.Option(False, "--check-library", help="Recompute the uniform cells with "
                                        "ppi-python (the [estimate] extra) and report the largest difference."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
-    out: Path | None = typer.Option(None, "--out", help="Also write the result object to this JSON file (a name "
+    out: Path | None = typer.Option(None, "--out", "-o", help="What the verb writes: the result object, also to this "
+                                    "JSON file (a name "
                                     "ending in .md: a Markdown page with the definitions)."),
 ) -> None:
     """Human-only, proxy-only and human-anchored (PPI++) estimates per split x tier, each with its interval, and
@@ -100,19 +101,20 @@ def runs(
 def sample(
     data: str = typer.Option(..., "--data", help="The benchmark whose cases people may label (demo, "
                              "personafeedback, a path in any layout)."),
-    out: Path = typer.Option(..., "--out", help="The plan to write: PairCase JSONL, an annotation import."),
+    out: Path = typer.Option(..., "--out", "-o", help="What the verb writes: the plan, PairCase JSONL (an "
+                                  "annotation import)."),
     sampling: str = typer.Option("stratified", "--sampling", help="uniform | stratified (by split x tier) | "
                                  "active (by the proxy's uncertainty; needs --proxy with scores)."),
     size: int | None = typer.Option(None, "--size", help="How many cases to draw (or --share)."),
     share: float | None = typer.Option(None, "--share", help="The share of the cases to draw (or --size)."),
-    proxy: Path | None = typer.Option(None, "--proxy", help="The proxy's pairwise run (active sampling)."),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed."),
-    project: str | None = typer.Option(None, "--project", help="Also create this pairwise annotation project "
-                                       "and import the plan into it ([web] extra)."),
+    proxy: Path | None = typer.Option(None, "--proxy", help="The proxy: its pairwise run (active sampling)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the sample."),
+    project: str | None = typer.Option(None, "--project", help="Annotation project to create (pairwise) with "
+                                       "the plan imported into it ([web] extra)."),
     n: int = typer.Option(3, "--n", help="Annotators per item of the --project."),
-    directory: Path | None = typer.Option(None, "--dir", help="The annotation project directory of --project "
+    directory: Path | None = typer.Option(None, "--dir", help="Annotation project directory of --project "
                                           "(default: annotation)."),
-    db: str | None = typer.Option(None, "--db", help="The annotation database URL (default: SQLite under --dir)."),
+    db: str | None = typer.Option(None, "--db", help="Annotation database URL (default: SQLite under --dir)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Draw the cases people should label and write them as an annotation import carrying each case's inclusion
@@ -135,8 +137,8 @@ def sample(
 def plan(
     run: Path = typer.Argument(..., help="The system under test's run (as for `tailor estimate`)."),
     proxy: Path | None = PROXY,
-    labels: str = typer.Option(..., "--labels", help="The pilot's labels: an annotation export folder or a "
-                               "long-format ratings file."),
+    labels: str = typer.Option(..., "--labels", help="People's labels of the pilot: an annotation export "
+                               "folder or a long-format ratings file."),
     half_width: float = typer.Option(0.03, "--half-width", help="The wanted half-width of the interval."),
     level: float = LEVEL,
     cases: int | None = typer.Option(None, "--cases", help="Cases the study will have (default: the run's)."),
@@ -145,7 +147,8 @@ def plan(
                               "(0: none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the simulated draws."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
-    out: Path | None = typer.Option(None, "--out", help="Also write the result object to this JSON file."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="What the verb writes: the result object, also to "
+                                    "this JSON file."),
 ) -> None:
     """From a pilot, the human labels a wanted half-width needs: human-only and human-anchored."""
     from tailorbench import api

@@ -37,12 +37,14 @@ class EvalCommand(VerbCommand):
 
 
 def eval_command(
-    data: str = typer.Option("demo", "--data", "-d", help="demo, personafeedback (hub), or a path in any layout"),
+    data: str = typer.Option("demo", "--data", "-d",
+                             help="The benchmark: demo, personafeedback (hub), or a path in any layout"),
     turns: str | None = TURNS_OPTION,
     data_option: list[str] | None = DATA_OPTIONS,
     task: str = typer.Option(
-        "auto", help="auto: the benchmark's own task (PrefEval, PersonaMem: multiple choice, answered by each llm: "
-                     "judge's model and scored by the benchmark's rule); pairwise: its pair view, any judge"),
+        "auto", help="The task the benchmark is asked as: auto, its own task (PrefEval, PersonaMem: multiple choice, "
+                     "answered by each llm: judge's model and scored by the benchmark's rule); pairwise: its pair "
+                     "view, any judge"),
     protocol: str = typer.Option(
         "default", help="default: tailorbench's; authors: as the benchmark's published scripts ask and score "
                         "(PrefEval, PersonaMem), recorded in the run and its report (docs/benchmarks.md)"),
@@ -56,8 +58,10 @@ def eval_command(
         False, "--skip-missing", help="--suite: leave out a benchmark whose data is not there (the leaderboard "
                                       "says so) instead of stopping before any work"),
     judge: list[str] | None = typer.Option(None, "--judge", "-j", help="judge spec; repeat for several"),
-    setting: list[str] | None = typer.Option(None, "--setting", "-s", help="persona | none | rag; repeatable"),
-    out: Path | None = typer.Option(None, "--out", "-o", help="run directory (or parent, for several)"),
+    setting: list[str] | None = typer.Option(None, "--setting", "-s",
+                                             help="The context the judge sees: persona | none | rag; repeatable"),
+    out: Path | None = typer.Option(None, "--out", "-o",
+                                    help="What the verb writes: the run directory (or parent, for several)"),
     orders: str = typer.Option("both", help="both: judge each case with chosen as A and as B; random: one order; "
                                               "authors: the one order the benchmark's authors draw (Personalized "
                                               "RewardBench's seed 42)"),
@@ -72,19 +76,21 @@ def eval_command(
         None, help="keep only these persona sections, e.g. Demographics,Preference (field ablation)"),
     ci_unit: str = typer.Option("case", help="bootstrap unit: case, or user (cases cluster by user)"),
     n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (at least 1000 recommended)"),
-    skip_invalid: bool = typer.Option(False, help="skip invalid rows (counted in the manifest) instead of stopping"),
+    skip_invalid: bool = typer.Option(False, help="skip and count invalid rows (in the manifest) instead of "
+                                                   "stopping"),
     resume: Path | None = typer.Option(None, help="continue an interrupted run directory"),
-    batch_size: int | None = typer.Option(None, help="inputs per judge call"),
+    batch_size: int | None = typer.Option(None, help="items per batch: judge inputs per call"),
     judge_option: list[str] | None = typer.Option(None, "--judge-option", help="KEY=VALUE passed to the judge"),
     batch: bool = typer.Option(False, "--batch", help=BATCH_HELP + " (= --judge-option batch=true)"),
-    retriever: str | None = typer.Option(None, help="rag setting: bm25 (default) | dense | hybrid"),
+    retriever: str | None = typer.Option(None, help="rag setting: the retriever, bm25 (default) | dense | hybrid"),
     top_k: int | None = typer.Option(None, help="rag setting: memory items shown to the judge (default 5)"),
     memory: Path | None = typer.Option(
         None, help="rag setting: memory JSONL (user_id, id, text, ...); without it, persona facts are retrieved"),
     max_failed: float | None = typer.Option(
         None, "--max-failed", help=MAX_FAILED_HELP + " (with --resume: the run's own value unless given)"),
     executor: str = typer.Option(
-        "local", help="where the judge runs: local (this process) or ray (workers on a Ray cluster, docs/scale.md)"),
+        "local", help="where the work runs (the judge's): local (this process) or ray (workers on a Ray cluster, "
+                      "docs/scale.md)"),
     ray_address: str | None = RAY_ADDRESS_OPTION,
     executor_option: list[str] | None = EXECUTOR_OPTIONS,
     progress: bool = typer.Option(True, help="progress bar on stderr"),

@@ -25,46 +25,49 @@ from tailorbench.cli.common import (
 
 def gen_eval_command(
     model: str | None = typer.Option(
-        None, "--model", "-m", help="model under test: openai:MODEL, openai:MODEL@URL or hf:PATH"),
-    data: str = typer.Option("demo", "--data", "-d", help="demo, personafeedback (hub), or a path in any layout; "
-                                                            "PrefEval: its generation task, checked by the llm: judge"),
+        None, "--model", "-m", help="model spec of the model under test: openai:MODEL, openai:MODEL@URL or "
+                                   "hf:PATH"),
+    data: str = typer.Option("demo", "--data", "-d", help="the benchmark: demo, personafeedback (hub), or a path in "
+                                                          "any layout; PrefEval: its generation task, checked by the "
+                                                          "llm: judge"),
     turns: str | None = TURNS_OPTION,
     data_option: list[str] | None = DATA_OPTIONS,
     reference: str = typer.Option("chosen", help="chosen (the human-preferred answer) or a model spec"),
     judge: str = typer.Option("longer", "--judge", "-j", help="judge spec: llm:..., rm:..., longer, ..."),
     setting: str = typer.Option(
-        "persona", "--setting", "-s", help="context of the generating models: persona, none, rag"),
+        "persona", "--setting", "-s", help="the context the generating models see: persona, none, rag"),
     judge_setting: str = typer.Option("persona", help="context the judge sees"),
-    out: Path | None = typer.Option(None, "--out", "-o", help="run directory"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="what the verb writes: the run directory"),
     per_tier: int = typer.Option(50, help="seeded sample of this many cases per split x tier"),
     all_cases: bool = typer.Option(False, "--all", help="every case instead of a sample"),
     split: list[str] | None = typer.Option(None, help="keep these splits (by name, e.g. specific, general)"),
     tier: list[str] | None = typer.Option(None, help="keep these tiers (by name, e.g. easy, medium, hard)"),
     seed: int = typer.Option(0, help="seed of the sample, generation and bootstraps"),
     persona_sections: str | None = typer.Option(None, help="keep only these persona sections"),
-    temperature: float = typer.Option(0.0, help="generation temperature"),
-    max_tokens: int = typer.Option(512, help="generation token budget"),
-    model_option: list[str] | None = typer.Option(None, "--model-option", help="KEY=VALUE for the model backends"),
+    temperature: float = typer.Option(0.0, help="sampling temperature of the generations"),
+    max_tokens: int = typer.Option(512, help="token budget per answer generated"),
+    model_option: list[str] | None = typer.Option(None, "--model-option", help="KEY=VALUE for the model backend (each "
+                                                                               "generating model's)"),
     judge_option: list[str] | None = typer.Option(None, "--judge-option", help="KEY=VALUE passed to the judge"),
     batch: bool = typer.Option(
         False, "--batch", help=BATCH_HELP + " for the judge and the generating models whose backend has one"),
     judge_run: Path | None = typer.Option(None, help="a `tailor eval` run of this judge, for its validation"),
     validate_cases: int = typer.Option(50, help="without --judge-run: validate the judge on this many cases (0: no)"),
     n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP),
-    batch_size: int | None = typer.Option(None, help="generations / verdicts per batch"),
-    skip_invalid: bool = typer.Option(False, help="skip invalid benchmark rows (counted) instead of stopping"),
-    retriever: str | None = typer.Option(None, help="rag setting: bm25 | dense | hybrid"),
+    batch_size: int | None = typer.Option(None, help="items per batch: generations and verdicts"),
+    skip_invalid: bool = typer.Option(False, help="skip and count invalid rows of the benchmark instead of stopping"),
+    retriever: str | None = typer.Option(None, help="rag setting: the retriever, bm25 | dense | hybrid"),
     top_k: int | None = typer.Option(None, help="rag setting: memory items shown"),
     memory: Path | None = typer.Option(None, help="rag setting: memory JSONL"),
     resume: Path | None = typer.Option(None, help="continue an interrupted gen-eval run directory"),
     max_failed: float | None = typer.Option(
         None, "--max-failed", help=MAX_FAILED_HELP + "; counts failed generations and verdicts"),
     executor: str = typer.Option(
-        "local", help="where the judge runs: local, or ray (workers on a Ray cluster; a vllm: model generates on "
-                 "Ray Data LLM replicas there, any other model here)"),
+        "local", help="where the work runs (the judge's): local, or ray (workers on a Ray cluster; a vllm: model "
+                      "generates on Ray Data LLM replicas there, any other model here)"),
     ray_address: str | None = RAY_ADDRESS_OPTION,
     executor_option: list[str] | None = EXECUTOR_OPTIONS,
-    progress: bool = typer.Option(True, help="progress bars on stderr"),
+    progress: bool = typer.Option(True, help="progress bar on stderr (one per phase)"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": results.json"),
 ) -> None:
     """Evaluate how well a model personalizes its own answers (win rates vs a reference, length-controlled)."""

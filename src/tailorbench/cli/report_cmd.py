@@ -12,11 +12,12 @@ from tailorbench.cli.common import JSON_HELP, N_BOOT_HELP, print_json, user_erro
 
 def report_command(
     runs: list[Path] = typer.Argument(..., help="run directories"),
-    out: Path = typer.Option(Path("."), "--out", "-o", help="where report.md and report.html go"),
+    out: Path = typer.Option(Path("."), "--out", "-o", help="what the verb writes: report.md and report.html, there"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": the merged results"),
     push: str | None = typer.Option(None, "--push", help="also publish the leaderboard to this hub dataset, "
                                                           "OWNER/NAME (results.jsonl and the report as its card)"),
-    private: bool = typer.Option(False, "--private", help="with --push: create the repository private (when new)"),
+    private: bool = typer.Option(False, "--private", help="create the hub repository private, with --push (when "
+                                                                    "new)"),
 ) -> None:
     """Merge run directories into one leaderboard (report.md, report.html). A run whose manifest says running
     while no process holds its lock is shown as interrupted."""
@@ -36,7 +37,7 @@ def report_command(
 def compare_command(
     runs: list[Path] = typer.Argument(..., help="run directories (two or more): each is compared with the first"),
     n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (paired, over shared cases)"),
-    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Paired comparison of runs on the cases they share, overall and per split x tier: the score difference

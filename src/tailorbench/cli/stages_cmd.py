@@ -20,6 +20,7 @@ from tailorbench.cli import stages_model_cmd
 from tailorbench.cli.common import JSON_HELP, RESAMPLES_ALIAS, print_json, user_errors
 from tailorbench.cli.stages_options import (
     ENCODER,
+    EVAL_FRACTION,
     ITEMS_1,
     ITEMS_2,
     JSON,
@@ -29,7 +30,6 @@ from tailorbench.cli.stages_options import (
     REPORT_ALIAS,
     SEED,
     SPLIT_SEED,
-    TEST_FRACTION,
     VOTES_ALIAS,
     files,
     out,
@@ -49,23 +49,24 @@ def _api() -> Any:
 @stages_app.command("relevance", hidden=True)  # the old name, one release (CHANGELOG.md)
 @stages_app.command("report-relevance")
 def relevance(
-    human: list[Path] = files("Re-Centering task-3 JSONL, one per annotator."),
-    export: list[Path] = files("The annotation service's ratings.jsonl/.csv of a relevance project (needs --items)."),
+    human: list[Path] = files("Human annotations: Re-Centering task-3 JSONL, one per annotator."),
+    export: list[Path] = files("Annotation-service exports: ratings.jsonl/.csv of a relevance project (needs "
+                              "--items)."),
     votes: list[Path] = files("Model vote JSONL (Re-Centering model shape), e.g. from judge-relevance."),
     model_votes: list[Path] = VOTES_ALIAS,
     min_shared: int = typer.Option(20, "--min-shared", help="Pairs need this many shared items."),
     n_boot: int = N_BOOT, resamples: int | None = RESAMPLES_ALIAS, seed: int = SEED, as_json: bool = JSON,
     out: Path | None = report_out("relevance"),
     report_dir: Path | None = REPORT_ALIAS,
-    items: Path | None = typer.Option(None, "--items", help="Stage-2 item file the --export tasks came from."),
+    items: Path | None = typer.Option(None, "--items", help="Item file of stage 2 the --export tasks came from."),
     annotators: str | None = typer.Option(None, "--annotators", help="Who the humans are, setting the alt-test "
                                           "margin the authors advise: expert (epsilon 0.2) | skilled (0.15) | "
                                           "crowd (0.1)."),
     epsilon: float | None = typer.Option(None, "--epsilon", help="Alt-test cost-benefit margin epsilon as a "
                                          "number (default 0.2, the authors' advice for experts; skilled "
                                          "annotators 0.15, crowd workers 0.1: see --annotators)."),
-    min_items: int = typer.Option(30, "--min-items", help="Alt-test: items a human shares with the model and "
-                                  "another human to be tested."),
+    min_items: int = typer.Option(30, "--min-items", help="Alt-test: a human is tested only with this many "
+                                  "items shared with the model and another human."),
 ) -> None:
     """Stage 2: kappa (human-human, human-model, model-model), share relevant, F1 vs the human majority, and
     each model's human admissibility (alternative-annotator test)."""
@@ -79,7 +80,7 @@ def relevance(
 @stages_app.command("report-extraction")
 def extraction(
     items: Path = typer.Option(..., "--items", help=ITEMS_1),
-    human: list[Path] = files("Re-Centering task-1 JSONL."),
+    human: list[Path] = files("Human annotations: Re-Centering task-1 JSONL."),
     export: list[Path] = files("Annotation-service exports of an attributes project."),
     taxonomy: list[Path] = files("Error categories from humans or `tailor stages categorise`."),
     n_boot: int = N_BOOT, resamples: int | None = RESAMPLES_ALIAS, seed: int = SEED, as_json: bool = JSON,
@@ -121,38 +122,40 @@ def summary(report_dir: Path = typer.Argument(..., help="Directory holding extra
 @stages_app.command("train-verifier")
 def train_verifier(
     items: Path = typer.Option(..., "--items", help=ITEMS_1),
-    human: list[Path] = files("Re-Centering task-1 JSONL: the human labels."),
+    human: list[Path] = files("Human annotations: Re-Centering task-1 JSONL, the labels."),
     export: list[Path] = files("Annotation-service exports of an attributes project."),
     out_dir: Path = out("Directory for verifier.npz, held-out predictions and the report."),
-    test_fraction: float = TEST_FRACTION, seed: int = SPLIT_SEED, l2: float = L2,
-    threshold: float = typer.Option(0.5, "--threshold", help="Keep an attribute when P(accepted) >= this."),
+    eval_fraction: float = EVAL_FRACTION, seed: int = SPLIT_SEED, l2: float = L2,
+    threshold: float = typer.Option(0.5, "--threshold", help="Decision threshold: keep an attribute when P(accepted) "
+                                                             ">= this."),
     n_boot: int = N_BOOT_HELD_OUT, resamples: int | None = RESAMPLES_ALIAS, encoder: str | None = ENCODER,
     as_json: bool = JSON,
 ) -> None:
     """Stage-1 intervention: train a verifier on human labels (--human / --export), report on held-out users
     how acceptance of the kept attributes compares with all attributes."""
     show_report("verifier", _api().train_verifier, as_json, items=items, out=out_dir, human=human, export=export,
-                test_fraction=test_fraction, seed=seed, l2=l2, threshold=threshold,
+                test_fraction=eval_fraction, seed=seed, l2=l2, threshold=threshold,
                 n_resamples=(n_boot, resamples), encoder_path=encoder)
 
 
 @stages_app.command("train-relevance")
 def train_relevance(
     items: Path = typer.Option(..., "--items", help=ITEMS_2),
-    human: list[Path] = files("Re-Centering task-3 JSONL: the human labels."),
+    human: list[Path] = files("Human annotations: Re-Centering task-3 JSONL, the labels."),
     export: list[Path] = files("Annotation-service exports of a relevance project."),
     votes: list[Path] = files("Model vote JSONL to compare on the held-out users."),
     model_votes: list[Path] = VOTES_ALIAS,
     out_dir: Path = out("Directory for the classifier, held-out votes and the report."),
-    test_fraction: float = TEST_FRACTION, seed: int = SPLIT_SEED, l2: float = L2,
-    threshold: float = typer.Option(0.5, "--threshold", help="Vote relevant when P(relevant) >= this."),
+    eval_fraction: float = EVAL_FRACTION, seed: int = SPLIT_SEED, l2: float = L2,
+    threshold: float = typer.Option(0.5, "--threshold", help="Decision threshold: vote relevant when P(relevant) >= "
+                                                             "this."),
     n_boot: int = N_BOOT_HELD_OUT, resamples: int | None = RESAMPLES_ALIAS, encoder: str | None = ENCODER,
     as_json: bool = JSON,
 ) -> None:
     """Stage-2 intervention: train a relevance classifier on human labels (--human / --export); on held-out
     users compare F1 and kappa vs the human majority with the cosine baseline and --votes."""
     show_report("relevance_classifier", _api().train_relevance, as_json, items=items, out=out_dir, human=human,
-                export=export, model=[*votes, *model_votes], test_fraction=test_fraction, seed=seed, l2=l2,
+                export=export, model=[*votes, *model_votes], test_fraction=eval_fraction, seed=seed, l2=l2,
                 threshold=threshold, n_resamples=(n_boot, resamples), encoder_path=encoder)
 
 

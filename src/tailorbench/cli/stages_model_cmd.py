@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from tailorbench.cli.common import RESAMPLES_ALIAS, n_boot_value, print_json
+from tailorbench.cli.common import RESAMPLES_ALIAS, n_boot_value, print_json, user_errors
 from tailorbench.cli.stages_options import (
     ENCODER,
     ITEMS_2,
@@ -39,15 +39,26 @@ def _stages() -> Any:
 
 def baseline(
     items: Path = typer.Option(..., "--items", help=ITEMS_2),
-    human: list[Path] = files("Re-Centering task-3 JSONL: the human labels that pick the threshold."),
+    human: list[Path] = files("Human annotations: Re-Centering task-3 JSONL, the labels that pick the "
+                              "threshold."),
     method: str = typer.Option("bm25", "--method", help="bm25 (over the user's attributes) or embedding."),
     out_file: Path = out(VOTES_OUT),
-    val_fraction: float = typer.Option(0.5, "--val-fraction", help="Share of users whose labels pick the threshold."),
+    eval_fraction: float = typer.Option(0.5, "--eval-fraction", help="Share of users held out for evaluation (split "
+                                        "by user): they get votes; the others' labels pick the threshold."),
+    val_fraction: float | None = typer.Option(None, "--val-fraction", hidden=True, help="old spelling of "
+                                              "--eval-fraction (the others' share: 1 - --eval-fraction)"),
     seed: int = typer.Option(0, "--seed", help="Seed of the user split."),
     encoder: str | None = ENCODER,
     as_json: bool = JSON,
 ) -> None:
-    """Stage 2 baseline votes: threshold chosen on validation users, votes for the others."""
+    """Stage 2 baseline votes: threshold chosen on the labels of some users, votes for the held-out others."""
+    if val_fraction is None:  # --eval-fraction: the share held out, the complement of the users that fit
+        from tailorbench.options import as_float
+
+        with user_errors():
+            as_float("--eval-fraction", eval_fraction, minimum=0.0, maximum=1.0, exclusive_minimum=True,
+                     exclusive_maximum=True)
+        val_fraction = 1 - eval_fraction
     run_step("baseline", _stages().baseline, as_json, items=items, human=human, method=method, out=out_file,
              val_fraction=val_fraction, seed=seed, encoder_path=encoder)
 
@@ -64,18 +75,19 @@ def export_relevance(
 
 def generate(
     items: Path = typer.Option(..., "--items", help=ITEMS_2),
-    human: list[Path] = files("Gold attributes: Re-Centering task-3 JSONL."),
-    export: list[Path] = files("Gold attributes: the annotation service's export (same --items)."),
+    human: list[Path] = files("Human annotations: gold attributes, Re-Centering task-3 JSONL."),
+    export: list[Path] = files("Annotation-service exports: gold attributes (same --items)."),
     predicted: list[Path] = files("Predicted attributes: stage-2 vote JSONL."),
-    spec: str = model("Generator model spec, e.g. openai:NAME@URL."),
+    spec: str = model("Model spec of the generator, e.g. openai:NAME@URL."),
     out_dir: Path = out("Directory for ab_tasks.jsonl, generations.jsonl, generation.json."),
     condition: list[str] | None = typer.Option(None, "--condition",
                                                help="gold | predicted | none (repeat; default: those with inputs)."),
     predictor: str | None = typer.Option(None, "--predictor", help="Rater to use when --predicted holds several."),
-    name: str | None = typer.Option(None, "--name", help="Generator name in the tasks (default: the spec)."),
+    name: str | None = typer.Option(None, "--name", help="Name written into the output: the generator's, in "
+                                          "the tasks (default: the spec)."),
     temperature: float = typer.Option(0.0, "--temperature", help="Sampling temperature."),
     max_tokens: int = typer.Option(512, "--max-tokens", help="Token budget per answer (cut answers are counted)."),
-    seed: int | None = typer.Option(None, "--seed", help="Sampling seed sent to the backend."),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the sampling, sent to the backend."),
     generic_template: Path | None = typer.Option(None, "--generic-template", help="Own Jinja template (generic)."),
     personalized_template: Path | None = typer.Option(None, "--personalized-template",
                                                       help="Own Jinja template (personalized)."),
@@ -111,9 +123,10 @@ def judge_relevance(
 
 def extract(
     conversations: Path = typer.Option(..., "--conversations", help="JSONL: user_id, conversations, source."),
-    spec: str = model("Extractor model spec."),
-    out_file: Path = out("Stage-1 item file to write."),
-    name: str | None = typer.Option(None, "--name", help="Extractor name (default: the spec)."),
+    spec: str = model("Model spec of the extractor."),
+    out_file: Path = out("Item file of stage 1."),
+    name: str | None = typer.Option(None, "--name", help="Name written into the output: the extractor's "
+                                          "(default: the spec)."),
     model_option: list[str] | None = MODEL_OPTION,
     max_failed: float | None = MAX_FAILED,
     as_json: bool = JSON,
@@ -124,7 +137,7 @@ def extract(
 
 
 def export_tasks(
-    items: Path = typer.Option(..., "--items", help="Stage-1 item file."),
+    items: Path = typer.Option(..., "--items", help="Item file of stage 1."),
     out_file: Path = out("Annotation-service `attributes` task JSONL to write."),
     as_json: bool = JSON,
 ) -> None:
@@ -133,11 +146,13 @@ def export_tasks(
 
 
 def categorise(
-    items: Path = typer.Option(..., "--items", help="Stage-1 item file."),
-    human: list[Path] = files("Re-Centering task-1 JSONL: the human judgments of the attributes."),
-    spec: str = model("Categoriser model spec."),
+    items: Path = typer.Option(..., "--items", help="Item file of stage 1."),
+    human: list[Path] = files("Human annotations: Re-Centering task-1 JSONL, the judgments of the "
+                              "attributes."),
+    spec: str = model("Model spec of the categoriser."),
     out_file: Path = out("Taxonomy JSONL to write."),
-    name: str | None = typer.Option(None, "--name", help="Categoriser name (default: the spec)."),
+    name: str | None = typer.Option(None, "--name", help="Name written into the output: the categoriser's "
+                                          "(default: the spec)."),
     max_failed: float | None = MAX_FAILED,
     as_json: bool = JSON,
 ) -> None:
@@ -148,9 +163,10 @@ def categorise(
 
 def judge_ab(
     tasks: Path = typer.Option(..., "--tasks", help="A/B-rating task JSONL."),
-    spec: str = model("Judge model spec."),
+    spec: str = model("Model spec of the judge."),
     out_file: Path = out("Long-format ratings to write (group model, label -2..2)."),
-    name: str | None = typer.Option(None, "--name", help="Judge name (default: the spec)."),
+    name: str | None = typer.Option(None, "--name", help="Name written into the output: the judge's (default: "
+                                          "the spec)."),
     model_option: list[str] | None = MODEL_OPTION,
     max_failed: float | None = MAX_FAILED,
     as_json: bool = JSON,
@@ -162,7 +178,8 @@ def judge_ab(
 
 def example(
     out_dir: Path = out("Directory for the stage reports and the summary."),
-    spec: str | None = typer.Option(None, "--model", help="Also run this model through every stage."),
+    spec: str | None = typer.Option(None, "--model", "-m", help="Model spec: also run this model through every "
+                                             "stage."),
     n_boot: int = N_BOOT,
     resamples: int | None = RESAMPLES_ALIAS,
     seed: int = typer.Option(0, "--seed", help="Seed of bootstraps and the baseline's user split."),
@@ -188,12 +205,14 @@ def example(
 
 def verify(
     items: Path = typer.Option(..., "--items",
-                               help="Stage-1 item file to verify (e.g. from `tailor stages extract`)."),
+                               help="Item file of stage 1 to verify (e.g. from `tailor stages extract`)."),
     verifier: Path = typer.Option(..., "--verifier", help="verifier.npz from `tailor stages train-verifier`."),
-    out_file: Path = out("Verified stage-1 item file to write."),
-    spec: str | None = typer.Option(None, "--model", help="Re-ask this extractor for rejected attributes."),
+    out_file: Path = out("The verified item file of stage 1."),
+    spec: str | None = typer.Option(None, "--model", "-m", help="Model spec of an extractor to re-ask for "
+                                             "rejected attributes."),
     rounds: int = typer.Option(1, "--rounds", help="Refine rounds (with --model)."),
-    name: str | None = typer.Option(None, "--name", help="Extractor name in the output (default: the item's)."),
+    name: str | None = typer.Option(None, "--name", help="Name written into the output: the extractor's "
+                                          "(default: the item's)."),
     template: Path | None = typer.Option(None, "--template", help="Own Jinja template for the refine prompt."),
     encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the verifier's)."),
     model_option: list[str] | None = MODEL_OPTION,
@@ -207,10 +226,11 @@ def verify(
 
 
 def classify_relevance(
-    items: Path = typer.Option(..., "--items", help="Stage-2 item file."),
+    items: Path = typer.Option(..., "--items", help="Item file of stage 2."),
     classifier: Path = typer.Option(..., "--classifier", help="relevance_classifier.npz from train-relevance."),
     out_file: Path = out(VOTES_OUT),
-    name: str | None = typer.Option(None, "--name", help="Rater name in the votes."),
+    name: str | None = typer.Option(None, "--name", help="Name written into the output: the rater's, in the "
+                                          "votes."),
     encoder: str | None = typer.Option(None, "--encoder", help="Encoder path (default: the classifier's)."),
     as_json: bool = JSON,
 ) -> None:

@@ -31,21 +31,22 @@ stages_app = typer.Typer(
     no_args_is_help=True,
 )
 
-ITEMS_1 = "Stage-1 item file: index, user_id, attributes, conversations."
-ITEMS_2 = "Stage-2 item file: index, user_id, prompt, attributes."
+ITEMS_1 = "Item file of stage 1: index, user_id, attributes, conversations."
+ITEMS_2 = "Item file of stage 2: index, user_id, prompt, attributes."
 VOTES_OUT = "Votes JSONL to write (Re-Centering model shape)."
 N_BOOT = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (over items)")
 N_BOOT_HELD_OUT = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (over held-out attributes)")
 REPORT_ALIAS = typer.Option(None, "--report", hidden=True, help="old spelling of --out DIR")
 VOTES_ALIAS = typer.Option([], "--model", metavar=FILES, hidden=True, help="old spelling of --votes")
-SEED = typer.Option(0, "--seed", help="Bootstrap seed.")
+SEED = typer.Option(0, "--seed", help="Seed of the bootstrap.")
 SPLIT_SEED = typer.Option(0, "--seed", help="Seed of the user split and the bootstrap.")
 JSON = typer.Option(False, "--json", help=JSON_HELP)
-NAME = typer.Option(None, "--name", help="Rater name in the votes (default: the spec).")
-MODEL_OPTION = typer.Option(None, "--model-option", help="Backend option KEY=VALUE.")
+NAME = typer.Option(None, "--name", help="Name written into the output: the rater's, in the votes (default: the "
+                    "spec).")
+MODEL_OPTION = typer.Option(None, "--model-option", help="KEY=VALUE for the model backend (repeat).")
 MAX_FAILED = typer.Option(None, "--max-failed", help=MAX_FAILED_HELP)
 ENCODER = typer.Option(None, "--encoder", help="Encoder path (default: the shipped MiniLM).")
-TEST_FRACTION = typer.Option(0.5, "--test-fraction", help="Share of users held out for evaluation.")
+EVAL_FRACTION = typer.Option(0.5, "--eval-fraction", help="Share of users held out for evaluation (split by user).")
 L2 = typer.Option(1.0, "--l2", help="L2 penalty of the logistic head (features standardised).")
 
 
@@ -55,17 +56,19 @@ def files(help: str) -> Any:
 
 
 def model(help: str) -> Any:
-    return typer.Option(..., "--model", help=help)
+    """`--model` / `-m`: a model spec (the help begins "Model spec")."""
+    return typer.Option(..., "--model", "-m", help=help)
 
 
 def out(help: str) -> Any:
-    return typer.Option(..., "--out", help=help)
+    """`--out` / `-o`: what the verb writes (`help` says what that is)."""
+    return typer.Option(..., "--out", "-o", help=f"What the verb writes: {help[:1].lower()}{help[1:]}")
 
 
 def report_out(stage: str) -> Any:
     """`--out` of an analysis verb: the report directory, or a path ending in .json for the object alone."""
-    return typer.Option(None, "--out", help=f"Directory for {stage}.md/.html/.json; a path ending in .json: the "
-                                            "JSON object alone, written there.")
+    return typer.Option(None, "--out", "-o", help=f"What the verb writes: a directory for {stage}.md/.html/.json; a "
+                                                  "path ending in .json: the JSON object alone, written there.")
 
 
 def model_options(values: list[str] | None) -> dict[str, Any]:

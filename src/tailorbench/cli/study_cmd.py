@@ -10,6 +10,7 @@ import typer
 
 from tailorbench.cli.annotate_options import DATABASE_VERB, SERVER_VERB
 from tailorbench.cli.common import JSON_OPTION, emit, print_json, user_errors
+from tailorbench.cli.vocabulary import duration
 
 study_app = typer.Typer(help="A whole human study from one config: init, plan, run (until people are needed), "
                              "status, report; demo runs the bundled example with simulated people.",
@@ -66,11 +67,11 @@ def plan(study_dir: Path = STUDY_DIR, as_json: bool = JSON_OPTION) -> None:
 
 @study_app.command("run", cls=DATABASE_VERB)
 def run(study_dir: Path = STUDY_DIR,
-        watch: bool = typer.Option(False, "--watch", help="Keep going: check again every --interval seconds "
+        watch: bool = typer.Option(False, "--watch", help="Keep going: check again every --interval "
                                    "while people are needed, until the study is finished."),
-        interval: float = typer.Option(30.0, "--interval", help="Seconds between checks with --watch."),
-        max_wait: float | None = typer.Option(None, "--max-wait", help="With --watch: give up waiting after "
-                                              "this many seconds (exit 0, still waiting)."),
+        interval: float = duration("30s", "--interval", "Time between checks with --watch"),
+        max_wait: float | None = duration(None, "--max-wait", "With --watch: give up waiting after this long "
+                                          "(exit 0, still waiting)"),
         as_json: bool = JSON_OPTION) -> None:
     """Advance the study as far as it can go; stop where people are needed, saying how many labels are
     missing (exit 0: run again, or --watch, to continue)."""

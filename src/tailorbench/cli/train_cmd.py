@@ -58,22 +58,32 @@ def _read(name: str, value: Any) -> Any:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+#: RMTrainConfig fields whose flag is not `--field-name`, because that flag means something else on other verbs
+#: (`--model` is a model spec; the field's old flag still works, cli/vocabulary.py OLD_SPELLINGS)
+FIELD_FLAGS = {"model": "--base-model"}
+
+
 def _config_flags() -> list[inspect.Parameter]:
-    """One option per RMTrainConfig field, named `--field-name` (plus the field's `aliases`), documented by the
-    field's `metadata["help"]` and its default; None means not given (the YAML or the field's default holds)."""
+    """One option per RMTrainConfig field, named `--field-name` (or as FIELD_FLAGS says; plus the field's
+    `aliases`), documented by the field's `metadata["help"]` and its default, after the flag's meaning where other
+    verbs take the flag too (cli/vocabulary.py); None means not given (the YAML or the field's default holds)."""
     from dataclasses import MISSING, fields
 
     from tailorbench.api.training import RMTrainConfig
+    from tailorbench.cli.vocabulary import MEANINGS
 
     scalars: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool}
     params = []
     for f in fields(RMTrainConfig):
-        kind, flag = _kind(f.type), "--" + f.name.replace("_", "-")
+        kind, flag = _kind(f.type), FIELD_FLAGS.get(f.name, "--" + f.name.replace("_", "-"))
         default: Any = f.default_factory() if f.default_factory is not MISSING else f.default
         shown = default
         if isinstance(default, list):
             shown = ("-" if kind == "list[int]" else ",").join(map(str, default))
         text = f.metadata.get("help", "") + ("" if shown in (None, "") else f" (default {shown})")
+        meaning = MEANINGS.get(flag, "")
+        if not text.lower().startswith(meaning.lower()):
+            text = f"{meaning}: {text}"
         decls = [f"{flag}/--no-{flag[2:]}" if kind == "bool" else flag, *f.metadata.get("aliases", ())]
         annotation = scalars.get(kind, str) | None
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,

@@ -21,7 +21,7 @@ def view_command(
     bundle: Path | None = typer.Option(None, "--bundle", help="write the viewer as a static site to this "
                                                              "directory (opens from disk) instead of serving it"),
     n_boot: int = typer.Option(1000, "--n-boot", help=N_BOOT_HELP + " (the two-run comparison)"),
-    seed: int = typer.Option(0, "--seed", help="bootstrap seed of the two-run comparison"),
+    seed: int = typer.Option(0, "--seed", help="seed of the two-run comparison's bootstrap"),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": where the viewer is and what it shows"),
 ) -> None:
     """Browse the cases of runs: leaderboard, case browser with filters and search, case pages, two-run

@@ -492,7 +492,9 @@ async def run_build_async(config: BuildConfig, until: str | None = None, log: Ca
                           model: ChatModel | None = None) -> BuildSummary:
     """Run the stages up to `until` (inclusive), reusing every finished stage whose fingerprint matches."""
     if until is not None and until not in STAGES:
-        raise ConfigError(f"unknown stage {until!r}; stages: {', '.join(STAGES)}")
+        from tailorbench.registry import did_you_mean
+
+        raise ConfigError(f"unknown stage {until!r}{did_you_mean(until, STAGES)}; stages: {', '.join(STAGES)}")
     say = log or notes_log.info
     ctx = BuildContext(config, model)
     out = config.out

@@ -50,7 +50,10 @@ def rag_setting(cases: Sequence[PairCase], options: SettingOptions) -> ContextBu
     extra = options.extra
     kind = str(extra.setdefault("retriever", "bm25"))
     if kind not in RETRIEVERS:
-        raise ConfigError(f"unknown retriever {kind!r}; choose one of {', '.join(RETRIEVERS)}")
+        from tailorbench.registry import did_you_mean
+
+        raise ConfigError(f"unknown retriever {kind!r}{did_you_mean(kind, RETRIEVERS)}; choose one of "
+                          f"{', '.join(RETRIEVERS)}")
     k = _int_option(extra, "top_k", DEFAULT_TOP_K)
     extra["top_k"] = k
     item_chars = _int_option(extra, "item_chars", DEFAULT_ITEM_CHARS)

@@ -28,9 +28,14 @@ FORMATS = ("label-studio", "argilla", "potato")
 _READERS = {"label-studio": label_studio, "argilla": argilla, "potato": potato}
 
 
-def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS) -> str:
+def check_format(fmt: str, allowed: tuple[str, ...] = FORMATS, flag: str = "--input-format") -> str:
+    """`fmt` if it is one of `allowed`; else a ConfigError naming the flag (`--input-format` for what is read,
+    `--output-format` for what is written)."""
     if fmt not in allowed:
-        raise ConfigError(f"option --format must be one of {', '.join(allowed)}, got {fmt!r}")
+        from tailorbench.registry import did_you_mean
+
+        raise ConfigError(f"option {flag} must be one of {', '.join(allowed)}, got {fmt!r}"
+                          f"{did_you_mean(fmt, allowed)}")
     return fmt
 
 
@@ -47,7 +52,7 @@ def export_items(items: str | Path, task: str, fmt: str, out: str | Path, seed: 
                  predictions: list[str | Path] | None = None) -> dict[str, Any]:
     """Write the units of an items file as a `fmt` project under `out` (answer sides drawn with `seed`); judge
     verdicts in the long format (`predictions`) ride along as Label Studio predictions / Argilla suggestions."""
-    check_format(fmt)
+    check_format(fmt, flag="--output-format")
     units = units_from_items(items, task, seed)
     verdicts, others = ratings_of(merge_ratings(read_ratings_file(p) for p in predictions).ratings, units) \
         if predictions else (None, 0)
@@ -73,7 +78,7 @@ def read_export(path: str | Path, fmt: str = "auto", fmap: FieldMap | str | None
     if fmt == "auto":
         found = detect_format(path)
         if found is None:
-            raise ConfigError(f"{path}: not a Label Studio, Argilla or Potato export; give --format")
+            raise ConfigError(f"{path}: not a Label Studio, Argilla or Potato export; give --input-format")
         fmt = found
     mapping = parse_map(fmap) if isinstance(fmap, str) else fmap
     ratings, report = _READERS[check_format(fmt)].read_export(path, mapping)
@@ -95,7 +100,7 @@ def require_ratings(report: ImportReport, path: str | Path) -> None:
     found = detect_format(path)
     if found is not None and found != report.tool:
         raise DataError(path, None, None, f"read as {report.tool}, but it looks like a {found} export (no ratings "
-                        f"read: {why}): give --format {found}, or --format auto")
+                        f"read: {why}): give --input-format {found}, or --input-format auto")
     raise DataError(path, None, None, f"no ratings read from {report.annotations} annotation(s): {why}"
                     + ("" if report.mapping else " (a project tailorbench did not make: give --map)"))
 

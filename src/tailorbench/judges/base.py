@@ -158,7 +158,10 @@ def make_judge(spec: str, options: JudgeOptions | None = None) -> PairJudge:
         options = replace(options or JudgeOptions(), extra={**(options.extra if options else {}), **own})
     name, arg = parse_spec(bare)
     if name not in JUDGES:
-        raise ConfigError(f"unknown judge {spec!r}{_model_spec_hint(name, bare)}; known: {', '.join(known_judges())}")
+        from tailorbench.registry import did_you_mean
+
+        hint = _model_spec_hint(name, bare) or did_you_mean(name, JUDGES.names())
+        raise ConfigError(f"unknown judge {spec!r}{hint}; known: {', '.join(known_judges())}")
     factory = JUDGES.get(name)
     options = options or JudgeOptions()
     if options.batch_size is not None:

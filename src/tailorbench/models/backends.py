@@ -22,7 +22,7 @@ from tailorbench.errors import ConfigError
 from tailorbench.models.base import ChatModel
 from tailorbench.models.model import BATCH_OPTIONS, LOCAL_OPTIONS, REMOTE_OPTIONS, Model
 from tailorbench.options import as_bool
-from tailorbench.registry import Registry
+from tailorbench.registry import Registry, did_you_mean
 
 BACKENDS: Registry[type[Any]] = Registry(
     "model backend", "tailorbench.backends",
@@ -49,7 +49,8 @@ def _split(spec: str) -> tuple[str, type[Any], str]:
         raise ConfigError(f"bad model spec {spec!r}: expected BACKEND:MODEL, e.g. openai:MODEL, openai:MODEL@URL "
                           f"or hf:PATH (backends: {', '.join(BACKENDS.names())})")
     if name not in BACKENDS:
-        raise ConfigError(f"unknown model backend {name!r} in {spec!r}; known: {', '.join(BACKENDS.names())}")
+        raise ConfigError(f"unknown model backend {name!r} in {spec!r}{did_you_mean(name, BACKENDS.names())}; known: "
+                          f"{', '.join(BACKENDS.names())}")
     return name, BACKENDS.get(name), rest
 
 

@@ -74,7 +74,10 @@ def default_policy() -> Policy:
 
 def check_policy(policy: str) -> Policy:
     if policy not in POLICIES:
-        raise ConfigError(f"unknown cache policy {policy!r}; use one of {', '.join(POLICIES)}")
+        from tailorbench.registry import did_you_mean
+
+        raise ConfigError(f"unknown cache policy {policy!r}{did_you_mean(policy, POLICIES)}; use one of "
+                          f"{', '.join(POLICIES)}")
     return policy  # type: ignore[return-value]
 
 

@@ -454,7 +454,10 @@ class HFRewardModel:
 
         for j, name in enumerate(names):
             if name not in FEATURES:
-                raise ConfigError(f"unknown feature {name!r}; known: {', '.join(FEATURES)}")
+                from tailorbench.registry import did_you_mean
+
+                raise ConfigError(f"unknown feature {name!r}{did_you_mean(name, FEATURES)}; known: "
+                                  f"{', '.join(FEATURES)}")
             if name == "length":
                 out[:, j] = [np.log1p(len(a)) for _, _, a in triples]
             elif name == "persona_overlap":

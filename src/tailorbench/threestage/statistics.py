@@ -309,7 +309,7 @@ def compare_to_majority(
 def split_users(users: Sequence[str], val_fraction: float, seed: int) -> set[str]:
     """The validation users: a seeded shuffle of the distinct users, the first `val_fraction` of them."""
     if not 0 < val_fraction < 1:
-        raise ConfigError("--val-fraction must be between 0 and 1")
+        raise ConfigError("--eval-fraction must be between 0 and 1")
     distinct = sorted(set(users))
     if len(distinct) < 2:
         raise ConfigError("a validation split by user needs at least two users")
@@ -320,10 +320,10 @@ def split_users(users: Sequence[str], val_fraction: float, seed: int) -> set[str
 
 def heldout_users(users: Sequence[str], test_fraction: float, seed: int) -> set[str]:
     """The users an intervention is judged on: those `split_users(users, 1 - test_fraction, seed)` does not pick
-    for fitting — so with the same seed and `--val-fraction` = 1 - `--test-fraction`, a baseline's votes cover
-    exactly these users and it can be compared on them."""
+    for fitting — so with the same seed and `--eval-fraction` (a baseline's `val_fraction` is 1 - it), a
+    baseline's votes cover exactly these users and it can be compared on them."""
     if not 0 < test_fraction < 1:
-        raise ConfigError("--test-fraction must be between 0 and 1")
+        raise ConfigError("--eval-fraction must be between 0 and 1")
     return set(users) - split_users(users, 1 - test_fraction, seed)
 
 

@@ -27,7 +27,8 @@ def export_relevance_tasks(items: Sequence[RelevanceItem], out: Output) -> dict[
                                       "meta": {"index": it.index, "prompt_index": it.prompt_index}}
                                      for it in items if it.attributes))
     return {"out": str(out.path()), "tasks": written, "skipped_items_without_attributes": len(items) - written,
-            "import_with": "tailor annotate project create NAME --task relevance; tailor annotate import NAME FILE"}
+            "import_with": "tailor annotate project create NAME --task-type relevance; "
+                           "tailor annotate import NAME FILE"}
 
 
 def _bool_label(label: Any) -> bool | None:

@@ -44,7 +44,9 @@ def attribute_scores(items: Sequence[RelevanceItem], method: str, encoder: Any =
             out.append((vectors[start : start + n] @ q).astype(float))
             start += n
         return out
-    raise ConfigError(f"unknown baseline {method!r}; choose one of {', '.join(METHODS)}")
+    from tailorbench.registry import did_you_mean
+
+    raise ConfigError(f"unknown baseline {method!r}{did_you_mean(method, METHODS)}; choose one of {', '.join(METHODS)}")
 
 
 def run_baseline(
