@@ -113,7 +113,7 @@ DETAILS: dict[str, str] = {
         'accuracy for string labels; refused, exit 2, on integer labels of more than two values, '
         'which must declare their scale), or a function registered in the entry-point group '
         '`tailorbench.alignments`'),
-    '--tiers': (
+    '--tier-file': (
         'a JSONL file with `id` and `tier` per line (the benchmark `tailor tiers` wrote): admissibility '
         'per tier too'),
     '--items': 'item file the verb reads (stage items; `tiers`: the rated pairs)',

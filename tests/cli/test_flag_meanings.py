@@ -5,6 +5,7 @@ with a unit."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -106,6 +107,7 @@ def test_out_takes_o_and_a_model_spec_takes_m() -> None:
 @pytest.mark.parametrize("name,args,expected", [
     ("agree", ["r.jsonl", "--order", "A,B", "--judge", "j", "--format", "long"],
      {"order": "A,B", "judges": ["j"], "fmt": "long"}),
+    ("agree", ["r.jsonl", "--tiers", "t.jsonl"], {"tiers_file": Path("t.jsonl")}),
     ("tiers", ["r.jsonl", "--items", "i.jsonl", "--out", "b.jsonl", "--format=argilla"], {"fmt": "argilla"}),
     ("cache clear", ["--older-than-days", "2", "--model", "gpt"], {"older_than": 172800.0, "model": "gpt"}),
     ("annotate release", ["p", "--older-than-hours=12"], {"older_than": 43200.0}),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import runpy
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ from tailorbench.cli.app import app
 from tailorbench.errors import ConfigError
 
 runner = CliRunner()
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_ls_lists_every_kind() -> None:
@@ -95,9 +93,3 @@ def test_unknown_names_on_the_command_line(tmp_path: Path) -> None:
         result = runner.invoke(app, args)
         assert result.exit_code == 2 and message in result.output, (args, result.output)
 
-
-def test_the_docs_flag_tables_are_the_apps() -> None:
-    script = runpy.run_path(str(REPO / "scripts" / "cli_table.py"))
-    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
-    committed = text[text.index(script["BEGIN"]):text.index(script["END"]) + len(script["END"])]
-    assert committed == script["tables"](), "docs/cli.md's flag tables are stale: run python scripts/cli_table.py"

@@ -491,7 +491,7 @@ NOT_FUZZED: dict[tuple[str, str], str] = {
     ("eval", "--out"): "the output",
     ("report", "--out"): "the output",
     ("agree", "--out"): "the output",
-    ("agree", "--tiers"): "the output (tiers.json written beside the ratings)",
+    ("agree", "--tier-file"): "the output (tiers.json written beside the ratings)",
     ("tiers", "--out"): "the output",
     ("tiers", "--map"): "the --map reader of `agree` (interop/mapping.py), fuzzed there",
     ("train-rm", "--out"): "the output",

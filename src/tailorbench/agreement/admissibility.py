@@ -462,7 +462,7 @@ def read_tiers(path: str | Path) -> dict[str, str]:
 
     path = Path(path)
     if not path.is_file():
-        raise DataError(path, None, None, "no such file (--tiers wants a JSONL file with id and tier per line)")
+        raise DataError(path, None, None, "no such file (--tier-file wants a JSONL file with id and tier per line)")
     out: dict[str, str] = {}
     for line, row in read_jsonl(path, InvalidRows()):
         item = row.get("id", row.get("item"))

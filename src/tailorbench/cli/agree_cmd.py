@@ -58,7 +58,7 @@ def agree(
                                   "auto (neg-rmse with --label-order, accuracy for string labels; integer labels must "
                                   "declare their scale) | a function registered in the entry-point group "
                                   "tailorbench.alignments."),
-    tiers_file: Path | None = typer.Option(None, "--tiers", help="JSONL with id and tier per line (e.g. the "
+    tiers_file: Path | None = typer.Option(None, "--tier-file", help="JSONL with id and tier per line (e.g. the "
                                            "benchmark `tailor tiers` wrote): admissibility per tier too."),
 ) -> None:
     """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs; each

@@ -104,7 +104,7 @@ MEANINGS: dict[str, str] = {
     "--rater": "a rater to test as a judge against the humans",
     "--alignment": "alt-test alignment score",
     "--min-humans": "alt-test: an item counts only when",
-    "--tiers": "JSONL with id and tier per line",
+    "--tier-file": "JSONL with id and tier per line",
     "--base-model": "starting checkpoint",
     "--config": "YAML file of RMTrainConfig fields",
     "--reference": "chosen",
@@ -183,6 +183,7 @@ SHARED_STARTS = {frozenset({"--generic-template", "--personalized-template"}), f
 #: any): a verb that has none of those flags, or that still takes the old spelling itself, is left alone
 OLD_SPELLINGS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "--order": (("--label-order",), "", ""),
+    "--tiers": (("--tier-file",), "", ""),
     "--judge": (("--rater",), "", ""),
     "--task": (("--task-type",), "", ""),
     "--format": (("--input-format", "--output-format"), "", ""),
