@@ -23,7 +23,7 @@ import importlib
 import importlib.metadata
 from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from tailorbench.errors import ConfigError
 
@@ -156,3 +156,17 @@ class Registry(Generic[T]):
     def refresh(self) -> None:
         """Forget the entry points read so far (after installing a plugin in the same process)."""
         self._plugins = None
+
+
+#: the judging settings (what context a judge sees: `persona`, `none`, `rag`, plugins). Declared here, at the
+#: ground, so that every reader of a run checks a prediction's setting against the same names
+#: (`schema.check_prediction_line`) without importing the evaluation layer; the parts register themselves in
+#: tailorbench.evaluate.settings (`register_setting`) when first used.
+SETTINGS: Registry[Any] = Registry("setting", "tailorbench.settings", lazy={
+    "persona": "tailorbench.evaluate.settings", "none": "tailorbench.evaluate.settings",
+    "rag": "tailorbench.evaluate.rag_setting"})
+
+
+def setting_names() -> frozenset[str]:
+    """Every setting a run may have used (registered, built-in and installed plugins), lower case."""
+    return frozenset(SETTINGS.names())

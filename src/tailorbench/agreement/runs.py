@@ -15,10 +15,13 @@ from typing import Any
 from tailorbench.agreement.records import Rating, RatingSet
 from tailorbench.datasets.rows import InvalidRows, last_per_key, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.files import load_json
+from tailorbench.registry import setting_names
+from tailorbench.schema import RunManifest, check_fields, check_prediction_line
 
 PREDICTIONS = "predictions.jsonl"
+MANIFEST = "manifest.json"
 _REQUIRED = ("case_id", "judge", "setting", "order", "choice", "status")
-_STATUSES = ("ok", "abstain", "invalid", "failed")
 
 
 def _label(choice: str, order: str) -> str:
@@ -28,21 +31,30 @@ def _label(choice: str, order: str) -> str:
 
 def _parse(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """The lines of predictions.jsonl with their numbers, the last per (judge, setting, case, order): the
-    predictions format rule (`rows.last_per_key`; a failed call retried by `--resume` appends its new line)."""
+    predictions format rule (`rows.last_per_key`; a failed call retried by `--resume` appends its new line).
+    Each line is checked strictly against `schema.Prediction` (`schema.check_prediction_line`, as every reader of
+    runs does), and the run's manifest.json, when there is one, against `schema.RunManifest`."""
+    _check_manifest(path.parent / MANIFEST)
+    settings = setting_names()
     rows: list[tuple[int, dict[str, Any]]] = []
     for line_no, row in read_jsonl(path, InvalidRows()):
+        check_prediction_line(path, line_no, row, settings)
         for key in _REQUIRED:
             if key not in row:
                 raise DataError(path, line_no, key, "missing")
-        if row["order"] not in ("AB", "BA"):
-            raise DataError(path, line_no, "order", f"must be 'AB' or 'BA', got {row['order']!r}")
-        if row["status"] not in _STATUSES:
-            raise DataError(path, line_no, "status", f"must be one of {_STATUSES}, got {row['status']!r}")
         if row["status"] == "ok" and row["choice"] not in ("A", "B"):
             raise DataError(path, line_no, "choice", f"an ok verdict needs 'A' or 'B', got {row['choice']!r}")
         rows.append((line_no, row))
     return last_per_key(rows, lambda item: (item[1]["judge"], item[1]["setting"], str(item[1]["case_id"]),
                                             item[1]["order"]))
+
+
+def _check_manifest(path: Path) -> None:
+    """A run's manifest.json read strictly: a JSON object whose fields have `schema.RunManifest`'s types."""
+    if not path.exists():
+        return
+    data: dict[str, Any] = load_json(path, dict, "a run manifest (a JSON object)")
+    check_fields(RunManifest, path, None, data, "run manifest")
 
 
 def read_run_dir(run_dir: str | Path, group: str = "model") -> RatingSet:

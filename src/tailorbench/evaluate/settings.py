@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tailorbench import registry
 from tailorbench.personas import render_persona
-from tailorbench.registry import Registry
 from tailorbench.schema import PairCase
 
 
@@ -39,7 +39,8 @@ class SettingPart:
     factory: SettingFactory | None = None
 
 
-SETTINGS: Registry[Any] = Registry("setting", "tailorbench.settings", lazy={"rag": "tailorbench.evaluate.rag_setting"})
+#: declared at the ground (registry.SETTINGS) so that run readers of every layer know the names
+SETTINGS = registry.SETTINGS
 
 
 def register_setting(name: str) -> Callable[[ContextBuilder], ContextBuilder]:
