@@ -57,6 +57,8 @@ def test_an_unknown_kind_suggests_the_closest() -> None:
 
 
 def test_unknown_names_suggest_the_closest() -> None:
+    from tailorbench.agreement.admissibility import margin
+    from tailorbench.benchmarks.protocols import choice_protocol
     from tailorbench.benchmarks.suite import load_suite
     from tailorbench.datasets.layouts import LAYOUTS
     from tailorbench.evaluate.settings import SETTINGS
@@ -70,6 +72,8 @@ def test_unknown_names_suggest_the_closest() -> None:
         (lambda: SETTINGS.get("persna"), "unknown setting 'persna' (did you mean 'persona'?)"),
         (lambda: load_suite("personalisation"), "(did you mean 'personalization'?)"),
         (lambda: as_choice("--task-type", "pairwse", ("pairwise", "relevance")), "(did you mean 'pairwise'?)"),
+        (lambda: margin(None, "expret"), "(did you mean 'expert'?)"),
+        (lambda: choice_protocol("prefeval", "author"), "(did you mean 'authors'?)"),
     ]
     for call, message in cases:
         with pytest.raises(ConfigError) as raised:

@@ -33,6 +33,7 @@ from tailorbench.agreement.alignments import ALIGNMENTS, AlignmentFunction, is_k
 from tailorbench.agreement.matrix import MISSING, RatingMatrix
 from tailorbench.bootstrap import Resampler, percentile_ci
 from tailorbench.errors import ConfigError, DataError
+from tailorbench.registry import did_you_mean
 
 #: the authors' advice for the margin epsilon by who the humans are (github.com/nitaytech/AltTest, README FAQ
 #: and alt_test_example.ipynb): the more expert the annotators, the larger the margin a judge is allowed
@@ -77,7 +78,7 @@ class AdmissibilityOptions:
         if self.annotators is not None:
             if self.annotators not in ANNOTATOR_EPSILON:
                 raise ConfigError(f"option --annotators must be one of {', '.join(ANNOTATOR_EPSILON)}, "
-                                  f"got {self.annotators!r}")
+                                  f"got {self.annotators!r}{did_you_mean(self.annotators, ANNOTATOR_EPSILON)}")
             if self.epsilon != ANNOTATOR_EPSILON[self.annotators]:
                 raise ConfigError(f"--epsilon {self.epsilon} contradicts --annotators {self.annotators} (epsilon "
                                   f"{ANNOTATOR_EPSILON[self.annotators]}): give one of the two")
@@ -89,8 +90,6 @@ class AdmissibilityOptions:
         if self.min_items < 2:
             raise ConfigError(f"option --min-items must be at least 2 (a t-test needs two items), got {self.min_items}")
         if not is_known(self.alignment):
-            from tailorbench.registry import did_you_mean
-
             raise ConfigError(f"option --alignment must be one of {', '.join(known_names())} (or a function "
                               f"registered in the group tailorbench.alignments), got {self.alignment!r}"
                               f"{did_you_mean(self.alignment, known_names())}")
@@ -105,7 +104,8 @@ def margin(epsilon: float | None, annotators: str | None) -> tuple[float, str | 
     if annotators is None:
         return (0.2 if epsilon is None else epsilon), None
     if annotators not in ANNOTATOR_EPSILON:
-        raise ConfigError(f"option --annotators must be one of {', '.join(ANNOTATOR_EPSILON)}, got {annotators!r}")
+        raise ConfigError(f"option --annotators must be one of {', '.join(ANNOTATOR_EPSILON)}, got {annotators!r}"
+                          f"{did_you_mean(annotators, ANNOTATOR_EPSILON)}")
     return (ANNOTATOR_EPSILON[annotators] if epsilon is None else epsilon), annotators
 
 

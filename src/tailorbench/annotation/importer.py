@@ -17,6 +17,7 @@ from tailorbench.annotation.tasks import TASK_TYPES, ItemError, TaskType, task_t
 from tailorbench.datasets.native import declared_names, read_native
 from tailorbench.datasets.rows import InvalidRows, read_jsonl
 from tailorbench.errors import DataError
+from tailorbench.registry import did_you_mean
 from tailorbench.schema import PairCase, id_problem
 
 ImportFormat = Literal["auto", "paircase", "pipeline", "items", "benchmark"]
@@ -186,7 +187,8 @@ def read_import(path: str | Path, task: TaskType | str, fmt: str = "auto",
     if isinstance(task, str):
         task = task_type(task)
     if fmt not in FORMATS:
-        raise DataError(path, None, None, f"unknown import format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        raise DataError(path, None, None, f"unknown import format {fmt!r}{did_you_mean(fmt, FORMATS)}; choose one of "
+                        f"{', '.join(FORMATS)}")
     if not path.exists():
         raise DataError(path, None, None, "no such file")
     if fmt == "auto":

@@ -19,6 +19,7 @@ from typing import Any
 
 from tailorbench.errors import ConfigError
 from tailorbench.models.base import GenParams
+from tailorbench.registry import did_you_mean
 from tailorbench.schema import Message
 
 NAMES = ("default", "authors")
@@ -113,7 +114,8 @@ _PROTOCOLS: dict[tuple[str, str], ChoiceProtocol] = {
 def choice_protocol(benchmark: str, name: str) -> ChoiceProtocol:
     """The protocol `name` of a multiple-choice benchmark (its layout name); a ConfigError lists the names."""
     if name not in NAMES:
-        raise ConfigError(f"option --protocol must be one of {', '.join(NAMES)}, got {name!r}")
+        raise ConfigError(f"option --protocol must be one of {', '.join(NAMES)}, got {name!r}"
+                          f"{did_you_mean(name, NAMES)}")
     found = _PROTOCOLS.get((benchmark, name))
     if found is None:
         if name == "default":
@@ -129,7 +131,8 @@ def scorer_for(benchmark: str, scorer: str, version: str | None) -> str:
     if benchmark != "personamem":
         raise ConfigError(f"--scorer-version applies to PersonaMem only, not to {benchmark}")
     if version not in PERSONAMEM_SCORERS:
-        raise ConfigError(f"option --scorer-version must be one of {', '.join(PERSONAMEM_SCORERS)}, got {version!r}")
+        raise ConfigError(f"option --scorer-version must be one of {', '.join(PERSONAMEM_SCORERS)}, got {version!r}"
+                          f"{did_you_mean(version, PERSONAMEM_SCORERS)}")
     return PERSONAMEM_SCORERS[version]
 
 

@@ -16,6 +16,7 @@ from tailorbench.errors import ConfigError
 from tailorbench.estimation.labels import PLAN_KEY, PlanEntry
 from tailorbench.estimation.records import SampleReport
 from tailorbench.estimation.sampling import DESIGNS, Draw, draw, uncertainty_from_margin
+from tailorbench.registry import did_you_mean
 
 __all__ = ["plan_entries", "write_sample"]
 
@@ -29,7 +30,8 @@ def write_sample(data: str, out: Path, sampling: str = "stratified", n: int | No
     from tailorbench.estimation.items import proxy_margins
 
     if sampling not in DESIGNS:
-        raise ConfigError(f"--sampling must be one of {', '.join(DESIGNS)}, got {sampling!r}")
+        raise ConfigError(f"--sampling must be one of {', '.join(DESIGNS)}, got {sampling!r}"
+                          f"{did_you_mean(sampling, DESIGNS)}")
     if (n is None) == (share is None):
         raise ConfigError("give the size of the sample with exactly one of --size and --share")
     if sampling == "active" and proxy is None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from tailorbench.errors import ConfigError, require_extra
 from tailorbench.memory.tokenize import tokenize
+from tailorbench.registry import did_you_mean
 
 RetrieverKind = Literal["bm25", "dense", "hybrid"]
 RETRIEVERS: tuple[str, ...] = ("bm25", "dense", "hybrid")
@@ -95,7 +96,8 @@ class MemoryIndex:
 
     def __post_init__(self) -> None:
         if self.kind not in RETRIEVERS:
-            raise ConfigError(f"unknown retriever {self.kind!r}; choose one of {', '.join(RETRIEVERS)}")
+            raise ConfigError(f"unknown retriever {self.kind!r}{did_you_mean(self.kind, RETRIEVERS)}; choose one of "
+                              f"{', '.join(RETRIEVERS)}")
         if self.kind != "bm25" and self.encoder is None:
             from tailorbench.models.encoder_hf import HFEncoder
 
