@@ -42,9 +42,9 @@ from datetime import datetime
 from typing import Any
 
 from tailorbench.annotation import counts, tasks
+from tailorbench.annotation.assignment import gold_due, label_fields, server_ms, task_view
 from tailorbench.annotation.db import Database
 from tailorbench.annotation.models import Label, utcnow
-from tailorbench.annotation.service import gold_due, label_fields, server_ms, task_view
 
 
 class Gone(Exception):
