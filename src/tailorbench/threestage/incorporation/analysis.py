@@ -117,18 +117,7 @@ def incorporation_report(
     level: float = 0.95,
 ) -> dict[str, Any]:
     """The stage-3 JSON object (see docs/stages.md)."""
-    per_rater: dict[str, dict[str, float]] = defaultdict(dict)
-    groups: dict[str, str] = {}
-    unknown: dict[str, int] = defaultdict(int)
-    for r in ratings.ratings:
-        tid, _, key = r.item.partition(ATTR_SEP)
-        if tid not in tasks or key not in tasks[tid].attributes:
-            unknown[r.rater] += 1
-            continue
-        if isinstance(r.label, bool) or not isinstance(r.label, int) or not -2 <= r.label <= 2:
-            raise DataError(r.source, r.line, "label", f"A/B ratings are integers -2..2, got {r.label!r}")
-        per_rater[r.rater][r.item] = float(r.label)
-        groups[r.rater] = r.group
+    per_rater, groups, unknown = _ratings_by_rater(tasks, ratings)
     humans = sorted(n for n, g in groups.items() if g == "human")
     judges = sorted(n for n, g in groups.items() if g != "human")
     by_item: dict[str, list[float]] = defaultdict(list)
@@ -137,46 +126,19 @@ def incorporation_report(
             by_item[item].append(v)
     items = sorted(by_item)
     human_mean = {it: float(np.mean(v)) for it, v in by_item.items()}
-    mention = {}
-    for tid, t in tasks.items():
-        for key, text in t.attributes.items():
-            mention[f"{tid}{ATTR_SEP}{key}"] = mentions(t.personalized, text)
+    mention = {f"{tid}{ATTR_SEP}{key}": mentions(t.personalized, text)
+               for tid, t in tasks.items() for key, text in t.attributes.items()}
+    stats = _Stats(mention, n_resamples, seed, level)
     notes: list[str] = []
-
-    def summary(values: dict[str, float]) -> dict[str, Any]:
-        v = np.array(list(values.values()))
-        if not len(v):
-            return {"n": 0, "mean_rating": None, "share_no_better": None}
-        return {
-            "n": len(v),
-            "mean_rating": float(v.mean()),
-            "mean_rating_1to5": float(v.mean() + 3),
-            "mean_rating_ci": _ci(v, lambda w: _wmean(v, w), n_resamples, seed, level),
-            "share_no_better": float((v <= 0).mean()),
-            "share_no_better_ci": _ci(v, lambda w: _wmean((v <= 0).astype(float), w), n_resamples, seed, level),
-        }
-
-    def uplift(values: dict[str, float]) -> dict[str, Any]:
-        keys = [k for k in values if k in mention]
-        v = np.array([values[k] for k in keys])
-        m = np.array([mention[k] for k in keys], dtype=bool)
-        out: dict[str, Any] = {"n_mention": int(m.sum()), "n_no_mention": int((~m).sum())}
-        if not m.any() or m.all():
-            out.update(uplift=None, note="needs items with and without an explicit mention")
-            return out
-        out["uplift"] = float(v[m].mean() - v[~m].mean())
-        out["uplift_ci"] = _ci(v, lambda w: _wmean(v, w * m) - _wmean(v, w * ~m), n_resamples, seed, level)
-        return out
-
     report: dict[str, Any] = {
         "n_tasks": len(tasks),
         "n_items": len(mention),
         "n_items_rated_by_humans": len(items),
         "humans": {
             "raters": humans,
-            "per_item_mean": summary(human_mean),
-            "per_rating": summary({f"{h}\x1f{k}": v for h in humans for k, v in per_rater[h].items()}),
-            "mention_uplift": uplift(human_mean),
+            "per_item_mean": stats.summary(human_mean),
+            "per_rating": stats.summary({f"{h}\x1f{k}": v for h in humans for k, v in per_rater[h].items()}),
+            "mention_uplift": stats.uplift(human_mean),
         },
         "mention_detector": {
             "rule": "an answer mentions an attribute when >= half of the attribute's content tokens occur in it",
@@ -192,34 +154,18 @@ def incorporation_report(
         "notes": notes,
     }
     for j in judges:
-        vals = per_rater[j]
-        shared = [k for k in vals if k in human_mean]
-        diff = np.array([vals[k] - human_mean[k] for k in shared])
-        entry = summary(vals)
-        entry["inflation"] = _num(diff.mean()) if len(diff) else None
-        entry["inflation_n"] = len(diff)
-        if len(diff):
-            entry["inflation_ci"] = _ci(diff, lambda w, d=diff: _wmean(d, w), n_resamples, seed, level)
-        entry["mention_uplift"] = uplift(vals)
-        report["judges"][j] = entry
-        not_h = len(vals) - len(shared)
+        report["judges"][j], not_h = _judge_entry(stats, per_rater[j], human_mean)
         if not_h:
             notes.append(f"{not_h} rating(s) of {j} are for items no human rated: in its mean, not in inflation")
     scorers: dict[str, dict[str, float]] = {j: per_rater[j] for j in judges}
     for name, sc in (scores or {}).items():
         scorers[name] = sc
     for name, vals in scorers.items():
-        shared = [k for k in sorted(vals) if k in human_mean]
-        x = np.array([vals[k] for k in shared])
-        y = np.array([human_mean[k] for k in shared])
-        entry = correlations(x, y, n_resamples, seed, level)
-        entry["kind"] = "judge" if name in per_rater else "score"
-        entry["n_without_human"] = len(vals) - len(shared)
-        report["correlation_with_humans"][name] = entry
+        report["correlation_with_humans"][name] = _correlation(stats, vals, human_mean, name in per_rater)
     conds: dict[str, dict[str, float]] = defaultdict(dict)
     for k, v in human_mean.items():
         conds[tasks[k.partition(ATTR_SEP)[0]].condition][k] = v
-    report["by_condition"] = {c: summary(v) for c, v in sorted(conds.items())}
+    report["by_condition"] = {c: stats.summary(v) for c, v in sorted(conds.items())}
     if humans and judges:
         report["admissibility"] = _admissibility(ratings, per_rater, n_resamples, seed, level)
     if unknown:
@@ -227,6 +173,92 @@ def incorporation_report(
     if not humans:
         notes.append("no human ratings: inflation and correlations with humans are undefined")
     return report
+
+
+def _ratings_by_rater(tasks: dict[str, ABTask], ratings: RatingSet) -> tuple[
+        dict[str, dict[str, float]], dict[str, str], dict[str, int]]:
+    """Each rater's ratings of known items ({rater: {item: -2..2}}), each rater's group, and per rater the
+    ratings of items the task file does not hold."""
+    per_rater: dict[str, dict[str, float]] = defaultdict(dict)
+    groups: dict[str, str] = {}
+    unknown: dict[str, int] = defaultdict(int)
+    for r in ratings.ratings:
+        tid, _, key = r.item.partition(ATTR_SEP)
+        if tid not in tasks or key not in tasks[tid].attributes:
+            unknown[r.rater] += 1
+            continue
+        if isinstance(r.label, bool) or not isinstance(r.label, int) or not -2 <= r.label <= 2:
+            raise DataError(r.source, r.line, "label", f"A/B ratings are integers -2..2, got {r.label!r}")
+        per_rater[r.rater][r.item] = float(r.label)
+        groups[r.rater] = r.group
+    return per_rater, groups, unknown
+
+
+@dataclass
+class _Stats:
+    """The report's statistics of a set of ratings ({item: -2..2}), with the bootstrap's settings and each item's
+    explicit mention of its attribute."""
+
+    mention: dict[str, bool]
+    n_resamples: int
+    seed: int
+    level: float
+
+    def ci(self, values: np.ndarray, fn: Any) -> list[float | None]:
+        return _ci(values, fn, self.n_resamples, self.seed, self.level)
+
+    def summary(self, values: dict[str, float]) -> dict[str, Any]:
+        """Mean rating (and on the 1-5 scale) and the share rated no better, with CIs."""
+        v = np.array(list(values.values()))
+        if not len(v):
+            return {"n": 0, "mean_rating": None, "share_no_better": None}
+        return {
+            "n": len(v),
+            "mean_rating": float(v.mean()),
+            "mean_rating_1to5": float(v.mean() + 3),
+            "mean_rating_ci": self.ci(v, lambda w: _wmean(v, w)),
+            "share_no_better": float((v <= 0).mean()),
+            "share_no_better_ci": self.ci(v, lambda w: _wmean((v <= 0).astype(float), w)),
+        }
+
+    def uplift(self, values: dict[str, float]) -> dict[str, Any]:
+        """Mean rating of items whose answer mentions the attribute minus that of the others, with its CI."""
+        mention = self.mention
+        keys = [k for k in values if k in mention]
+        v = np.array([values[k] for k in keys])
+        m = np.array([mention[k] for k in keys], dtype=bool)
+        out: dict[str, Any] = {"n_mention": int(m.sum()), "n_no_mention": int((~m).sum())}
+        if not m.any() or m.all():
+            out.update(uplift=None, note="needs items with and without an explicit mention")
+            return out
+        out["uplift"] = float(v[m].mean() - v[~m].mean())
+        out["uplift_ci"] = self.ci(v, lambda w: _wmean(v, w * m) - _wmean(v, w * ~m))
+        return out
+
+
+def _judge_entry(stats: _Stats, vals: dict[str, float], human_mean: dict[str, float]) -> tuple[dict[str, Any], int]:
+    """A judge's summary, its inflation over the human mean and its mention uplift; and how many of its ratings
+    are for items no human rated."""
+    shared = [k for k in vals if k in human_mean]
+    diff = np.array([vals[k] - human_mean[k] for k in shared])
+    entry = stats.summary(vals)
+    entry["inflation"] = _num(diff.mean()) if len(diff) else None
+    entry["inflation_n"] = len(diff)
+    if len(diff):
+        entry["inflation_ci"] = stats.ci(diff, lambda w, d=diff: _wmean(d, w))
+    entry["mention_uplift"] = stats.uplift(vals)
+    return entry, len(vals) - len(shared)
+
+
+def _correlation(stats: _Stats, vals: dict[str, float], human_mean: dict[str, float], judge: bool) -> dict[str, Any]:
+    """Correlations of a judge's ratings (or a score) with the human mean, on the items both have."""
+    shared = [k for k in sorted(vals) if k in human_mean]
+    x = np.array([vals[k] for k in shared])
+    y = np.array([human_mean[k] for k in shared])
+    entry = correlations(x, y, stats.n_resamples, stats.seed, stats.level)
+    entry["kind"] = "judge" if judge else "score"
+    entry["n_without_human"] = len(vals) - len(shared)
+    return entry
 
 
 def _admissibility(ratings: RatingSet, per_rater: dict[str, dict[str, float]], n_resamples: int, seed: int,
