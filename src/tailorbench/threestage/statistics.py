@@ -276,31 +276,43 @@ def compare_to_majority(
             entry["kappa_ci"] = cis[4].as_list()
             boots[name] = {"f1": b_vs[:, 3], "kappa": b_kappa}
         if humans:
-            ks = []
-            for h in humans.values():
-                hc = np.array([(1 if h[k] else 0) if k in h else -1 for k in items], dtype=int)
-                value = st.cohen_kappa(c, hc, 2) if items else float("nan")
-                if np.isfinite(value):
-                    ks.append(value)
+            ks = _kappas_with_humans(c, humans, items)
             entry["mean_kappa_with_humans"] = float(np.mean(ks)) if ks else None
             entry["n_humans_with_kappa"] = len(ks)
         out["raters"][name] = entry
     if reference is not None and reference in boots:
-        ref = out["raters"][reference]
-        deltas: dict[str, Any] = {}
-        for name in names:
-            if name == reference or name not in boots:
-                continue
-            e = out["raters"][name]
-            d: dict[str, Any] = {}
-            for stat in ("f1", "kappa"):
-                a, b = ref.get(stat), e.get(stat)
-                d[f"{stat}_gain"] = a - b if a is not None and b is not None else None
-                d[f"{stat}_gain_ci"] = percentile_ci(boots[reference][stat] - boots[name][stat], level)[0].as_list()
-            deltas[name] = d
         out["reference"] = reference
-        out["gain_of_reference_over"] = deltas
+        out["gain_of_reference_over"] = _gains(out["raters"], boots, reference, level)
     return out
+
+
+def _kappas_with_humans(c: np.ndarray, humans: Mapping[str, Mapping[str, bool]], items: list[str]) -> list[float]:
+    """A rater's Cohen's kappa with each human on the items (the defined ones)."""
+    ks = []
+    for h in humans.values():
+        hc = np.array([(1 if h[k] else 0) if k in h else -1 for k in items], dtype=int)
+        value = st.cohen_kappa(c, hc, 2) if items else float("nan")
+        if np.isfinite(value):
+            ks.append(value)
+    return ks
+
+
+def _gains(raters: dict[str, Any], boots: dict[str, dict[str, np.ndarray]], reference: str,
+           level: float) -> dict[str, Any]:
+    """Every other rater's F1 and kappa minus the reference's, with paired bootstrap CIs."""
+    ref = raters[reference]
+    deltas: dict[str, Any] = {}
+    for name in raters:
+        if name == reference or name not in boots:
+            continue
+        e = raters[name]
+        d: dict[str, Any] = {}
+        for stat in ("f1", "kappa"):
+            a, b = ref.get(stat), e.get(stat)
+            d[f"{stat}_gain"] = a - b if a is not None and b is not None else None
+            d[f"{stat}_gain_ci"] = percentile_ci(boots[reference][stat] - boots[name][stat], level)[0].as_list()
+        deltas[name] = d
+    return deltas
 
 
 # --- thresholds and the split by users ----------------------------------------------------------------
