@@ -78,6 +78,21 @@ def test_project_export_in_a_tool_format(tmp_path: Path) -> None:
     assert "ratings.jsonl" in native.files
 
 
+def test_native_export_refuses_predictions_instead_of_dropping_them(tmp_path: Path) -> None:
+    """Found by the CLI fuzz walk: `annotate export P --predictions RUN` (native format) exited 0 and wrote no
+    verdict: the native export has no place for them, so it is a usage error naming the formats that have."""
+    where = {"directory": tmp_path / "annotation"}
+    tb.annotate.create_project("rel", task="relevance", n=2, **where)
+    tb.annotate.import_items("rel", items_file("relevance"), **where)
+    run = tmp_path / "run"
+    run.mkdir()
+    done = runner.invoke(app, ["annotate", "export", "rel", "--out", str(tmp_path / "native"), "--predictions",
+                               str(run), "--dir", str(where["directory"])])
+    assert done.exit_code == 2, done.output
+    assert "--output-format label-studio or argilla" in done.output
+    assert not (tmp_path / "native").exists()
+
+
 def test_python_twin_of_import_labels(tmp_path: Path) -> None:
     export = _ls_export(tmp_path)
     got = tb.annotate.import_labels(export, tmp_path / "r.jsonl")

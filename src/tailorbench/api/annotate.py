@@ -256,6 +256,12 @@ def export(project: str, out: str | Path, include_gold: bool = False, min_rating
         check_format(fmt, ("native", *FORMATS), "--output-format")
         check_writable("--out", out, directory=True)
         return _export_tool(project, Path(out), fmt, seed, predictions, database(directory, db))
+    if predictions:  # never dropped in silence: the native export has no place for judge verdicts
+        from tailorbench.errors import ConfigError
+
+        raise ConfigError("--predictions attaches judge verdicts to a Label Studio or Argilla project: give "
+                          "--output-format label-studio or argilla (the native export writes the humans' ratings; "
+                          "compare them with a run through `tailor agree`)")
     as_float("--easy", easy, minimum=0.0, maximum=1.0)
     as_float("--medium", medium, minimum=0.0, maximum=1.0)
     TierRule(easy=easy, medium=medium,

@@ -19,7 +19,7 @@ from tailorbench.files import load_json
 from tailorbench.judges.verdict_rules import authors_pairwise_summary
 from tailorbench.logs import get_logger
 from tailorbench.runlog import EvalResults, read_run_file
-from tailorbench.schema import RunManifest, benchmark_names, check_prediction_line
+from tailorbench.schema import PREDICTION_KEYS, RunManifest, benchmark_names, check_prediction_line
 
 log = get_logger(__name__)
 
@@ -34,16 +34,19 @@ def prediction_key(row: Mapping[str, Any]) -> tuple[str, str]:
     return row["case_id"], row["order"]
 
 
-def parse_predictions(path: Path, data: bytes, note: str = "") -> list[dict[str, Any]]:
+def parse_predictions(path: Path, data: bytes, note: str = "", required: Sequence[str] = PREDICTION_KEYS
+                      ) -> list[dict[str, Any]]:
     """The predictions in bytes of predictions.jsonl (read through `datasets.rows`, the one JSONL reader), the
     last line per (case, order) (`rows.last_per_key`: a failed call retried by `--resume` appends its new line),
     or a DataError naming file, line and field (`note` is added to its message, e.g. that the run is left as it
-    is). Every reader of a pairwise run (results, report, compare, view, reliability, resume) reads it here."""
+    is). Every reader of a pairwise run (results, report, compare, view, reliability, resume) reads it here; a
+    format-1 line (no `format_version`) holds at least the `required` keys (`read_predictions`, which results
+    are computed from, asks for `METRIC_KEYS`)."""
     rows = []
     try:
         settings = known_setting_names()
         for number, row in parse_jsonl(path, data, InvalidRows()):
-            check_prediction(path, number, row, settings)
+            check_prediction(path, number, row, settings, required)
             rows.append(row)
     except DataError as exc:
         raise DataError(exc.path, exc.line, exc.field, f"{exc.message}{note}") from None
@@ -56,11 +59,12 @@ METRIC_KEYS = ("case_id", "order", "choice", "status", "correct", "split", "tier
                "len_rejected")
 
 
-def check_prediction(path: Path, number: int, row: Mapping[str, Any], settings: frozenset[str]) -> None:
+def check_prediction(path: Path, number: int, row: Mapping[str, Any], settings: frozenset[str],
+                     required: Sequence[str] = PREDICTION_KEYS) -> None:
     """One predictions.jsonl line checked strictly against `schema.Prediction` (`schema.check_prediction_line`),
     its setting one of `settings` (`known_setting_names`); a format-1 line (no `format_version`) holds at least
-    the keys results are computed from (`METRIC_KEYS`). A DataError naming file, line and field otherwise."""
-    check_prediction_line(path, number, row, settings, METRIC_KEYS)
+    the `required` keys. A DataError naming file, line and field otherwise."""
+    check_prediction_line(path, number, row, settings, required)
 
 
 def known_setting_names() -> frozenset[str]:
@@ -77,7 +81,7 @@ def read_predictions(run_dir: Path) -> list[dict[str, Any]]:
         raise DataError(path, None, None, "not a run directory: predictions.jsonl is missing")
     if not path.is_file():
         raise DataError(path, None, None, "not a run directory: predictions.jsonl is not a file")
-    return parse_predictions(path, path.read_bytes())
+    return parse_predictions(path, path.read_bytes(), required=METRIC_KEYS)
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
