@@ -91,8 +91,8 @@ MEANINGS: dict[str, str] = {
     "--protocol": "default",
     "--scorer-version": "PersonaMem",
     "--suite": "a YAML suite",
-    "--data-root": "--suite",
-    "--skip-missing": "--suite",
+    "--data-root": "--suite: where the suite's relative data paths start",
+    "--skip-missing": "--suite: leave out a benchmark whose data is not there",
     "--orders": "both",
     "--limit": "a seeded sample of this many cases",
     "--repeat": "judge N times",
@@ -151,8 +151,8 @@ MEANINGS: dict[str, str] = {
     "--method": "bm25",
     "--condition": "gold | predicted | none",
     "--predictor": "rater to use when --predicted holds several",
-    "--generic-template": "own Jinja template",
-    "--personalized-template": "own Jinja template",
+    "--generic-template": "own Jinja template (generic)",
+    "--personalized-template": "own Jinja template (personalized)",
     "--template": "own Jinja template for the refine prompt",
     "--interventions": "also train and judge the verifier",
     "--verifier": "verifier.npz",
@@ -172,12 +172,7 @@ MEANINGS: dict[str, str] = {
     "--half-width": "the wanted half-width of the interval",
     "--cases": "cases the study will have",
     "--draws": "simulated draws from the pilot",
-    "--kind": "what to list",
 }
-
-#: flags whose meanings may start alike (one option's two spellings of a pair, templates of one verb)
-SHARED_STARTS = {frozenset({"--generic-template", "--personalized-template"}), frozenset({"--data-root",
-                 "--skip-missing"})}
 
 #: old spelling -> (the flags it may now be, the unit its numbers were in, a flag the verb must also take: ""
 #: any): a verb that has none of those flags, or that still takes the old spelling itself, is left alone
@@ -326,8 +321,16 @@ def second_meanings(command: Any, extra: dict[str, str] | None = None) -> list[s
     for flag, text in MEANINGS.items():
         key = _normal(text)
         other = seen.get(key)
-        if other is not None and frozenset({flag, other}) not in SHARED_STARTS:
+        if other is not None:
             problems.append(f"{other} and {flag} are declared with one meaning, {text!r}: one flag per meaning")
         seen[key] = flag
     return problems
 
+
+
+def stale_meanings(command: Any) -> list[str]:
+    """The flags declared in MEANINGS (or OLD_SPELLINGS) that no verb under `command` takes: a meaning declared
+    for nothing, or an old spelling that no verb reads."""
+    taken = {flag for _, cmd in leaves(command) for flag, _ in options(cmd)}
+    read = {old for _, cmd in leaves(command) for old in renames(cmd)}
+    return sorted({*(set(MEANINGS) - taken), *(set(OLD_SPELLINGS) - read)})
