@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    with_config,
+)
+from typing_extensions import NotRequired, TypedDict
 
 from tailorbench.errors import DataError
 
@@ -26,25 +34,34 @@ FORMAT_VERSION = 2
 FIRST_VERSION = 1
 
 M = TypeVar("M", bound="RunFile")
+#: a typed dict of the run log: no key it does not declare (strict types come from the file's model)
+_strict = with_config(ConfigDict(extra="forbid"))
 
 
 class RunFile(BaseModel):
-    """Base of every file of the run log: strict types, no undeclared key, the format's version first."""
+    """Base of every file of the run log: strict types, no undeclared key, the format's version first; the
+    optional blocks the writer leaves out rather than writing null (`omitted_when_none`) are left out when dumped.
+    Nested blocks are typed dicts (`TypedDict`, no undeclared key either): read as the objects they are."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    format_version: int = FORMAT_VERSION
     #: optional fields a file leaves out (rather than writing null) when they are None
     omitted_when_none: ClassVar[tuple[str, ...]] = ()
+
+    format_version: int = FORMAT_VERSION
+
+    @model_serializer(mode="wrap")
+    def _leave_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in self.omitted_when_none:
+            if data.get(name, 0) is None:
+                del data[name]
+        return data
 
     def to_file(self) -> dict[str, Any]:
         """The object written to the file: `format_version` first, then every field in the model's order (an
         optional block the model says is left out when None is left out)."""
-        body = self.model_dump(exclude={"format_version"})
-        for name in self.omitted_when_none:
-            if body.get(name) is None:
-                body.pop(name, None)
-        return {"format_version": self.format_version, **body}
+        return {"format_version": self.format_version, **self.model_dump(exclude={"format_version"})}
 
 
 def read_run_file(model: type[M], path: Path, data: Mapping[str, Any], *, line: int | None = None,
@@ -80,6 +97,176 @@ def read_run_file(model: type[M], path: Path, data: Mapping[str, Any], *, line: 
                         f"{version}; this version reads format {FORMAT_VERSION}); {rerun}") from None
 
 
+# -- results.json's blocks (evaluate/metrics.py, reliability.py, results.py compute them): typed dicts, so a
+# caller reads them as the objects they are, validated as strictly as the file (no other key, each of its type) --
+
+
+@_strict
+class Count(TypedDict):
+    """Cases and their accuracy (None without cases)."""
+
+    n: int
+    accuracy: float | None
+
+
+@_strict
+class LengthView(TypedDict):
+    chosen_longer: Count
+    chosen_shorter: Count
+    equal_length: int
+    balanced_accuracy: float | None
+
+
+@_strict
+class OverlapCount(TypedDict):
+    n: int
+    accuracy: float | None
+    chosen_longer: float | None
+
+
+@_strict
+class Cell(TypedDict):
+    """Every figure of one cell of `metrics` (a split x tier, a split, or everything)."""
+
+    n: int
+    accuracy: float | None
+    correct: float
+    ci: list[float | None]
+    invalid: int
+    abstained: int
+    failed: int
+    strict_accuracy: float | None
+    consistency: float | None
+    n_consistency: int
+    length: LengthView
+    #: unique / repeated / contradicted by another tier (a split x tier cell of data with tier overlap)
+    by_overlap: NotRequired[dict[str, OverlapCount]]
+
+
+@_strict
+class HardUser(TypedDict):
+    user_id: str
+    n: int
+    accuracy: float
+
+
+@_strict
+class Users(TypedDict):
+    n_users: int
+    quantiles: dict[str, float]
+    min_cases_for_hardest: int
+    hardest: list[HardUser]
+
+
+@_strict
+class LengthBin(TypedDict):
+    bin: str
+    lo: float
+    hi: float | None
+    n: int
+    accuracy: float | None
+
+
+@_strict
+class VerdictCounts(TypedDict):
+    total: int
+    cached: int
+    truncated: int
+
+
+@_strict
+class UsageTotals(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    #: batch mode: the provider batches and what they cost (models/batch_state.py)
+    batch: NotRequired[dict[str, Any]]
+
+
+@_strict
+class Failures(TypedDict):
+    failed: int
+    verdicts: int
+    share: float | None
+    max_failed: float
+    exceeded: bool
+    by_kind: dict[str, int]
+    first_errors: list[str]
+    requests: int | None
+    retries: int
+    call_errors: dict[str, int]
+
+
+@_strict
+class Provenance(TypedDict):
+    name: str
+    layout: str | None
+    fingerprint: str | None
+    rows: int | None
+    labels: str
+    labels_note: str
+
+
+@_strict
+class Example(TypedDict):
+    case_id: str
+    split: str | None
+    tier: str | None
+    order: str
+    choice: str | None
+    status: str | None
+    scores: dict[str, float] | None
+    raw: str | None
+    error: str | None
+    len_chosen: int | None
+    len_rejected: int | None
+    #: in-training / persona-seen / unseen, for a judge that declared its training data
+    training: NotRequired[str]
+
+
+@_strict
+class Share(TypedDict):
+    value: float | None
+    ci: list[float | None]
+    n: int
+
+
+@_strict
+class Position(TypedDict):
+    flip_rate: float | None
+    pairs: int
+    p_first: Share
+
+
+@_strict
+class Calibration(TypedDict):
+    ece: float
+    ece_ci: list[float]
+    brier: float
+    n: int
+    bins: list[dict[str, float | int]]
+
+
+@_strict
+class ReliabilityCell(TypedDict):
+    """The reliability figures of one cell (docs/metrics.md, "Reliability")."""
+
+    cases: int
+    verdicts: int
+    position: Position
+    #: `p_longer` (a Share), `longer_is_right` and `shorter_is_right` (Counts)
+    length: dict[str, Share | Count]
+    shares: dict[str, float | None]
+    calibration: Calibration | None
+
+
+@_strict
+class Reliability(TypedDict):
+    probability: str | None
+    probability_rule: str | None
+    cells: dict[str, ReliabilityCell | dict[str, ReliabilityCell]]
+
+
 class EvalResults(RunFile):
     """results.json of a `tailor eval` run: what `evaluate.results.compute_results` computes from the manifest and
     the predictions (docs/metrics.md has the blocks). Nested blocks stay objects: their keys are the benchmark's
@@ -100,23 +287,25 @@ class EvalResults(RunFile):
     cases_judged: int = 0
     skipped_rows: int = 0
     warnings: list[str] = []
-    failures: dict[str, Any] = {}
+    failures: Failures
     predictions_sha256: str | None = None
-    dataset: dict[str, Any] = {}
+    dataset: Provenance
     #: the split and tier names the data declares, when they are not PersonaFeedback's
     benchmark_names: dict[str, list[str]] | None = None
     training_overlap: dict[str, Any] | None = None
-    examples: dict[str, list[dict[str, Any]]] = {}
+    examples: dict[str, list[Example]] = {}
     #: `--orders authors`: the fields the benchmark authors' summary prints
     authors_report: dict[str, Any] | None = None
-    metrics: dict[str, Any] = {}
-    users: dict[str, Any] = {}
-    attributes: dict[str, Any] = {}
-    by_length_ratio: list[dict[str, Any]] = []
-    verdicts: dict[str, Any] = {}
-    usage: dict[str, Any] = {}
+    #: split -> tier -> cell, each split's `all` and the overall `all` (keys: the benchmark's own names)
+    metrics: dict[str, Cell | dict[str, Cell]] = {}
+    users: Users
+    #: attribute -> value -> cases and accuracy
+    attributes: dict[str, dict[str, Count]] = {}
+    by_length_ratio: list[LengthBin] = []
+    verdicts: VerdictCounts
+    usage: UsageTotals
     #: position, length, calibration and non-verdict shares per split x tier (docs/metrics.md, "Reliability")
-    reliability: dict[str, Any] = {}
+    reliability: Reliability
     #: `tailor eval --repeat N`: verdict agreement and accuracy spread across repeats (docs/metrics.md)
     determinism: dict[str, Any] | None = None
 
