@@ -174,6 +174,44 @@ def _describe(encoder: Any) -> dict[str, Any]:
     return encoder.describe() if hasattr(encoder, "describe") else {"encoder": type(encoder).__name__}
 
 
+def _first_verdicts(it: Stage1Item, head: LogisticHead, feats: Featurizer, counts: Counter[str]) -> dict[str, Any]:
+    """Round 0: each extracted attribute of an item scored, kept at or over the threshold; the item's state."""
+    log: list[dict[str, Any]] = []
+    kept: list[str] = []
+    rejected: list[str] = []
+    if it.attributes:
+        p = head.proba(feats([(it.index, a) for a in it.attributes]))
+        for a, pi in zip(it.attributes, p):
+            ok = bool(pi >= head.threshold)
+            log.append({"attribute": a, "p_accepted": float(pi), "kept": ok, "round": 0, "origin": "extracted"})
+            (kept if ok else rejected).append(a)
+    counts["extracted"] += len(it.attributes)
+    counts["kept_extracted"] += len(kept)
+    return {"kept": kept, "rejected": rejected, "log": log, "seen": set(it.attributes)}
+
+
+def _verify_restated(it: Stage1Item, answer: list[Any], r: int, st: dict[str, Any], evidence: dict[str, Any],
+                     head: LogisticHead, feats: Featurizer, counts: Counter[str]) -> None:
+    """Round `r`: the extractor's restatements of an item's rejected attributes (those not seen before), each
+    scored and kept or rejected again."""
+    st["rejected"] = []
+    new = [(t, ev) for t, ev in answer if t not in st["seen"]]
+    st["seen"].update(t for t, _ in new)
+    counts["restated"] += len(new)
+    if not new:
+        return
+    p = head.proba(feats([(it.index, t) for t, _ in new]))
+    for (t, ev), pi in zip(new, p):
+        ok = bool(pi >= head.threshold)
+        st["log"].append({"attribute": t, "p_accepted": float(pi), "kept": ok, "round": r, "origin": "restated"})
+        evidence[t] = ev
+        if ok:
+            st["kept"].append(t)
+            counts["kept_restated"] += 1
+        else:
+            st["rejected"].append(t)
+
+
 def verify_and_refine(
     items: dict[int, Stage1Item],
     head: LogisticHead,
@@ -193,22 +231,9 @@ def verify_and_refine(
     if rounds < 0:
         raise ConfigError("--rounds must be >= 0")
     feats = Featurizer(encoder, list(items.values()))
-    state: dict[int, dict[str, Any]] = {}
     counts: Counter[str] = Counter()
     calls: Counter[str] = Counter()
-    for it in items.values():
-        log: list[dict[str, Any]] = []
-        kept: list[str] = []
-        rejected: list[str] = []
-        if it.attributes:
-            p = head.proba(feats([(it.index, a) for a in it.attributes]))
-            for a, pi in zip(it.attributes, p):
-                ok = bool(pi >= head.threshold)
-                log.append({"attribute": a, "p_accepted": float(pi), "kept": ok, "round": 0, "origin": "extracted"})
-                (kept if ok else rejected).append(a)
-        counts["extracted"] += len(it.attributes)
-        counts["kept_extracted"] += len(kept)
-        state[it.index] = {"kept": kept, "rejected": rejected, "log": log, "seen": set(it.attributes)}
+    state = {it.index: _first_verdicts(it, head, feats, counts) for it in items.values()}
     evidence = {it.index: dict(zip(it.attributes, it.evidence or [])) for it in items.values()}
     if model is not None and rounds:
         tmpl, _ = compile_template(Path(template) if template else REFINE_TEMPLATE, "refine template")
@@ -222,24 +247,7 @@ def verify_and_refine(
             batch = ask(model, prompts, parse_attributes, GenParams(temperature=0.0, max_tokens=512), options)
             calls.update(batch.counts)
             for it, ans in zip(asks, batch.answers):
-                st = state[it.index]
-                st["rejected"] = []
-                new = [(t, ev) for t, ev in ans.value or [] if t not in st["seen"]]
-                st["seen"].update(t for t, _ in new)
-                counts["restated"] += len(new)
-                if not new:
-                    continue
-                p = head.proba(feats([(it.index, t) for t, _ in new]))
-                for (t, ev), pi in zip(new, p):
-                    ok = bool(pi >= head.threshold)
-                    st["log"].append({"attribute": t, "p_accepted": float(pi), "kept": ok, "round": r,
-                                      "origin": "restated"})
-                    evidence[it.index][t] = ev
-                    if ok:
-                        st["kept"].append(t)
-                        counts["kept_restated"] += 1
-                    else:
-                        st["rejected"].append(t)
+                _verify_restated(it, ans.value or [], r, state[it.index], evidence[it.index], head, feats, counts)
     out.write_jsonl(None, ({"index": it.index, "user_id": it.user_id, "attributes": state[it.index]["kept"],
                             "evidence": [evidence[it.index].get(a, []) for a in state[it.index]["kept"]],
                             "conversations": it.conversations, "extractor": f"{name or it.extractor}+verified",
@@ -247,7 +255,12 @@ def verify_and_refine(
     counts["final"] = sum(len(s["kept"]) for s in state.values())
     counts["dropped"] = sum(1 for s in state.values() for e in s["log"] if not e["kept"])
     return {"out": str(out.path()), "threshold": head.threshold, "rounds": rounds if model else 0,
-            "counts": {k: counts.get(k, 0) for k in ("extracted", "kept_extracted", "reasked", "restated",
+            **_tallies(counts, calls)}
+
+
+def _tallies(counts: Counter[str], calls: Counter[str]) -> dict[str, Any]:
+    """The counts of attributes and refine calls `verify_and_refine` returns, and its note."""
+    return {"counts": {k: counts.get(k, 0) for k in ("extracted", "kept_extracted", "reasked", "restated",
                                                      "kept_restated", "dropped", "final")},
             "refine_calls": {k: calls.get(k, 0) for k in ("ok", "invalid", "failed")},
             "notes": ["restated attributes have no human label yet: export them with `tailor stages export-tasks`"]
