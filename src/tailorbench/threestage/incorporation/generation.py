@@ -90,29 +90,37 @@ def plan(
         if gold is not None and any(keys[a] not in gold for a in it.attributes):
             skipped["attributes without a human label"] += sum(1 for a in it.attributes if keys[a] not in gold)
         for cond in dict.fromkeys(conditions):
-            if cond == "gold":
-                if not gold_rel:
-                    skipped["gold: no attribute the human majority marks relevant"] += 1
-                    continue
-                given = gold_rel
-            elif cond == "predicted":
-                assert predicted is not None
-                votes = {a: predicted.get(keys[a]) for a in it.attributes}
-                if all(v is None for v in votes.values()):
-                    skipped["predicted: no vote for the item"] += 1
-                    continue
-                n_none = sum(v is None for v in votes.values())
-                if n_none:
-                    skipped["predicted: attributes without a vote (not given)"] += n_none
-                given = tuple(a for a in it.attributes if votes[a])
-            else:
-                given = ()
+            given = _given(cond, it, keys, gold_rel, predicted, skipped)
+            if given is None:
+                continue
             rated = tuple(a for a in it.attributes if a in gold_rel or a in given)
             if not rated:
                 skipped[f"{cond}: nothing to rate (no gold-relevant or given attribute)"] += 1
                 continue
             tasks.append(PlannedTask(it, cond, given, rated, gold_rel))
     return tasks, skipped
+
+
+def _given(cond: str, it: RelevanceItem, keys: dict[str, str], gold_rel: tuple[str, ...],
+           predicted: dict[str, bool] | None, skipped: Counter[str]) -> tuple[str, ...] | None:
+    """The attributes an item's answer is given in condition `cond`; None (counted in `skipped`) when the item
+    has no task in it."""
+    if cond == "gold":
+        if not gold_rel:
+            skipped["gold: no attribute the human majority marks relevant"] += 1
+            return None
+        return gold_rel
+    if cond == "predicted":
+        assert predicted is not None
+        votes = {a: predicted.get(keys[a]) for a in it.attributes}
+        if all(v is None for v in votes.values()):
+            skipped["predicted: no vote for the item"] += 1
+            return None
+        n_none = sum(v is None for v in votes.values())
+        if n_none:
+            skipped["predicted: attributes without a vote (not given)"] += n_none
+        return tuple(a for a in it.attributes if votes[a])
+    return ()
 
 
 def load_templates(generic: str | Path | None = None, personalized: str | Path | None = None) -> dict[str, Any]:
