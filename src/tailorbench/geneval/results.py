@@ -94,27 +94,9 @@ def cell_results(records: list[dict[str, Any]], label: str, n_boot: int, seed: i
               for k in ("win", "tie", "loss", "gen_failed", "ref_failed", "unjudged")}
     scores = np.array([r["score"] for r in scored], dtype=float)
     ci = bootstrap_ci(scores, n_boot=n_boot, seed=seed_for(seed, label)) if n else (None, None)
-    diffs, ys, groups = [], [], []
-    for r in scored:
-        for v in r["verdicts"]:
-            if v["status"] in _VALID:
-                diffs.append(v["len_generated"] - v["len_reference"])
-                ys.append(1.0 if v["winner"] == "generated" else 0.0 if v["winner"] == "reference" else 0.5)
-                groups.append(r["case_id"])
-    lc = length_controlled_win_rate(np.array(diffs), np.array(ys), np.array(groups, dtype=object), n_boot,
-                                    seed_for(seed, "lc/" + label))
-    with_m = [r["score"] for r in scored if r["mentions"] > 0]
-    without_m = [r["score"] for r in scored if r["mentions"] == 0]
+    lc = _length_controlled(scored, label, n_boot, seed)
     answered = [r for r in records if r["gen_status"] in ("ok", "empty")]
-    statuses: dict[str, int] = defaultdict(int)
-    both, consistent = 0, 0
-    for r in records:
-        for v in r["verdicts"]:
-            statuses[v["status"]] += 1
-        valid = [v for v in r["verdicts"] if v["status"] == "ok"]
-        if len(valid) == 2:
-            both += 1
-            consistent += valid[0]["winner"] == valid[1]["winner"]
+    statuses, both, consistent = _verdict_tally(records)
     return {
         "n_cases": len(records),
         "n": n,
@@ -125,13 +107,7 @@ def cell_results(records: list[dict[str, Any]], label: str, n_boot: int, seed: i
         "ci": list(ci),
         "lc_win_rate": lc["estimate"], "lc_ci": lc["ci"], "lc_slope_per_sd": lc["slope_per_sd"],
         "lc_length_sd": lc["length_sd"], "lc_notes": lc["notes"], "lc_verdicts": lc["n_verdicts"],
-        "mention_share": _rate(sum(1 for r in answered if r["mentions"] > 0), len(answered)),
-        "mentions_mean": float(np.mean([r["mentions"] for r in answered])) if answered else None,
-        "reference_mention_share": _rate(sum(1 for r in records if r["ref_mentions"] > 0),
-                                         sum(1 for r in records if r["ref_status"] == "ok")),
-        "win_rate_with_mentions": float(np.mean(with_m)) if with_m else None, "n_with_mentions": len(with_m),
-        "win_rate_without_mentions": float(np.mean(without_m)) if without_m else None,
-        "n_without_mentions": len(without_m),
+        **_mention_figures(records, scored, answered),
         "length_generated": _stats([r["len_generated"] for r in answered if r["len_generated"] is not None]),
         "length_reference": _stats([r["len_reference"] for r in records if r["len_reference"] is not None]),
         "judge_consistency": _rate(consistent, both), "n_consistency": both,
@@ -140,6 +116,49 @@ def cell_results(records: list[dict[str, Any]], label: str, n_boot: int, seed: i
         "empty_references": sum(1 for r in records if r["ref_status"] == "empty"),
         "truncated_answers": sum(1 for r in records if r["truncated"]),
         "verdict_status": dict(sorted(statuses.items())),
+    }
+
+
+def _length_controlled(scored: list[dict[str, Any]], label: str, n_boot: int, seed: int) -> dict[str, Any]:
+    """The length-controlled win rate of the scored cases, over their valid verdicts."""
+    diffs, ys, groups = [], [], []
+    for r in scored:
+        for v in r["verdicts"]:
+            if v["status"] in _VALID:
+                diffs.append(v["len_generated"] - v["len_reference"])
+                ys.append(1.0 if v["winner"] == "generated" else 0.0 if v["winner"] == "reference" else 0.5)
+                groups.append(r["case_id"])
+    return length_controlled_win_rate(np.array(diffs), np.array(ys), np.array(groups, dtype=object), n_boot,
+                                      seed_for(seed, "lc/" + label))
+
+
+def _verdict_tally(records: list[dict[str, Any]]) -> tuple[dict[str, int], int, int]:
+    """Verdicts by status; the cases with both orders judged, and those whose two verdicts agree."""
+    statuses: dict[str, int] = defaultdict(int)
+    both, consistent = 0, 0
+    for r in records:
+        for v in r["verdicts"]:
+            statuses[v["status"]] += 1
+        valid = [v for v in r["verdicts"] if v["status"] == "ok"]
+        if len(valid) == 2:
+            both += 1
+            consistent += valid[0]["winner"] == valid[1]["winner"]
+    return statuses, both, consistent
+
+
+def _mention_figures(records: list[dict[str, Any]], scored: list[dict[str, Any]],
+                     answered: list[dict[str, Any]]) -> dict[str, Any]:
+    """How often answers (and references) mention the persona, and the win rate with and without a mention."""
+    with_m = [r["score"] for r in scored if r["mentions"] > 0]
+    without_m = [r["score"] for r in scored if r["mentions"] == 0]
+    return {
+        "mention_share": _rate(sum(1 for r in answered if r["mentions"] > 0), len(answered)),
+        "mentions_mean": float(np.mean([r["mentions"] for r in answered])) if answered else None,
+        "reference_mention_share": _rate(sum(1 for r in records if r["ref_mentions"] > 0),
+                                         sum(1 for r in records if r["ref_status"] == "ok")),
+        "win_rate_with_mentions": float(np.mean(with_m)) if with_m else None, "n_with_mentions": len(with_m),
+        "win_rate_without_mentions": float(np.mean(without_m)) if without_m else None,
+        "n_without_mentions": len(without_m),
     }
 
 
