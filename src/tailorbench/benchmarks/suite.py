@@ -33,10 +33,12 @@ from typing import Any
 
 from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
 from tailorbench.errors import ConfigError
+from tailorbench.evaluate.results import load_results
 from tailorbench.evaluate.runner import EvalConfig, run_eval, slug
-from tailorbench.files import load_json, load_yaml, write_json_atomic, write_text_atomic
+from tailorbench.files import load_yaml, write_json_atomic, write_text_atomic
 from tailorbench.redact import redact
 from tailorbench.reporting import html_page, html_table, md_table, pct
+from tailorbench.runlog import Leaderboard
 
 TASKS = ("pairwise", "multiple-choice")
 SUITE_KEYS = {"name", "data_root", "benchmarks", "judges", "settings", "limit", "seed", "n_boot"}
@@ -178,8 +180,8 @@ def run_suite(suite: Suite, out: str | Path, progress: bool = False, skip_missin
                 row[bench.name] = _step(suite, bench, judge, setting, out / slug(bench.name), progress)
                 if row[bench.name] is None:
                     not_run.setdefault(name, {})[bench.name] = NO_LLM
-    leaderboard = {"suite": suite.name, "benchmarks": [b.name for b in suite.benchmarks], "rows": board,
-                   "missing": missing, "not_run": not_run, "unit": "accuracy in percent [95% CI]"}
+    leaderboard = Leaderboard(suite=suite.name, benchmarks=[b.name for b in suite.benchmarks], rows=board,
+                              missing=missing, not_run=not_run).to_file()  # the run log's model (`runlog`)
     write_json_atomic(out / "leaderboard.json", leaderboard)
     header, rows, notes = leaderboard_table(leaderboard)
     intro = ("Accuracy in percent with its 95% CI; one row per judge · setting (`mc`: a multiple-choice "
@@ -232,5 +234,5 @@ def _step(suite: Suite, bench: SuiteBenchmark, judge: str, setting: str, folder:
     config = EvalConfig(data=bench.data, judge=judge, setting=setting, limit=suite.limit, seed=suite.seed,
                         n_boot=suite.n_boot, data_options=bench.options)
     run_eval(config, run_dir, resume=(run_dir / "manifest.json").exists(), progress=progress)
-    total = load_json(run_dir / "results.json", dict, "a run's results (a JSON object)")["metrics"]["all"]
+    total = load_results(run_dir)["metrics"]["all"]  # read strictly (`runlog.EvalResults`), as `report` reads it
     return {"accuracy": total["accuracy"], "ci": total["ci"], "n": total["n"], "run": str(run_dir)}
