@@ -17,7 +17,7 @@ import functools
 import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
@@ -74,13 +74,17 @@ def _check(args: Mapping[str, Any]) -> None:
         make_chat_model(args["model"], dict(args.get("options") or {}))
 
 
-def _typed(model: type[Output], fn: Callable[..., Any]) -> Callable[..., Any]:
+_P = ParamSpec("_P")
+_M = TypeVar("_M", bound=Output)
+
+
+def _typed(model: type[_M], fn: Callable[_P, Any]) -> Callable[_P, _M]:
     """`fn` (a function of `threestage.verbs`) as a verb: its arguments checked, its JSON object returned as
-    `model`."""
+    `model`. Typed for mypy as `fn`'s own parameters returning `model`."""
     signature = inspect.signature(fn)
 
     @functools.wraps(fn)
-    def verb(*args: Any, **kwargs: Any) -> Any:
+    def verb(*args: _P.args, **kwargs: _P.kwargs) -> _M:
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         _check(bound.arguments)
