@@ -5,12 +5,12 @@ figures. Nested blocks stay objects: their keys are the benchmark's own split an
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import ConfigDict
 
 from tailorbench.api.output_base import Output, RunOutput
-from tailorbench.runlog import EvalResults, Leaderboard
+from tailorbench.runlog import Cell, EvalResults, Leaderboard
 
 
 class EvalResult(RunOutput, EvalResults):
@@ -27,15 +27,19 @@ class EvalResult(RunOutput, EvalResults):
         return cls.model_validate(load_results(Path(run_dir))).located(run_dir)
 
     @property
+    def overall(self) -> Cell | None:
+        """The cell of every judged case (`metrics.all`; None before any verdict)."""
+        return cast("Cell | None", self.metrics.get("all"))
+
+    @property
     def accuracy(self) -> float | None:
         """Accuracy on every judged case (`metrics.all.accuracy`)."""
-        value = self.metrics.get("all", {}).get("accuracy")
-        return None if value is None else float(value)
+        return None if self.overall is None else self.overall["accuracy"]
 
     @property
     def n(self) -> int:
         """Cases in the accuracy (`metrics.all.n`)."""
-        return int(self.metrics.get("all", {}).get("n", 0))
+        return 0 if self.overall is None else self.overall["n"]
 
 
 class CompareResult(Output):

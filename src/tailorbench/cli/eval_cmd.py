@@ -143,7 +143,9 @@ def eval_command(
                 if isinstance(res, api.ChoiceResult):
                     echo_benchmark_run(res)
                     continue
-                total = res.metrics["all"]
+                total = res.overall
+                if total is None:  # (a finished run has judged at least one case)
+                    continue
                 retries = (res.failures or {}).get("retries", 0)
                 typer.echo(
                     f"{res.judge} / {res.setting}: accuracy {100 * (total['accuracy'] or 0):.1f}% "
