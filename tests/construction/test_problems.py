@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tailorbench.construction.pipeline import BuildSummary, StageReport, build_problems
+from tailorbench.construction.context import StageReport
+from tailorbench.construction.pipeline import BuildSummary, build_problems
 
 
 def _stage(name: str, items: int, ok: int, gave_up: int, errors: list[str] | None = None) -> StageReport:

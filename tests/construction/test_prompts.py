@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tailorbench.construction.config import BuildConfig
-from tailorbench.construction.pipeline import (
-    BuildContext,
+from tailorbench.construction.calls import (
     mask_persona,
     render_answer_prompt,
     render_profile_prompt,
     render_questions_prompt,
 )
+from tailorbench.construction.config import BuildConfig
+from tailorbench.construction.context import BuildContext
 
 SNAPSHOTS = Path(__file__).with_name("snapshots")
 PERSONA = {"Demographics": {"Age": "34", "Occupation": "backend engineer"},

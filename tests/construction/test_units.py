@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from tailorbench.construction.calls import assemble_persona, mask_persona
 from tailorbench.construction.config import BuildConfig
 from tailorbench.construction.jsonschema_lite import validate
-from tailorbench.construction.pipeline import assemble_persona, mask_persona
 from tailorbench.construction.schemas import answer_schema, profile_schema, questions_schema
 from tailorbench.construction.structured import StageStats, parse_json, response_format
 
