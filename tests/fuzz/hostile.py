@@ -233,7 +233,7 @@ def plant(draw: st.DrawFn, doc: Any, kind: str, fields: Any) -> tuple[Any, tuple
     has no such place. Returns the document, for a duplicate key (key, its first value), and what was done."""
     paths = {"wrong-type": [*fields.ints, *fields.texts], "duplicate-key": [*fields.required, *fields.texts,
                                                                            *fields.enums, *fields.ints],
-             "dropped-key": list(fields.required), "bad-index": list(fields.indices),
+             "dropped-key": list(fields.required), "bad-index": [*fields.indices, *fields.positions],
              "unknown-enum": list(fields.enums), "non-http-url": list(fields.urls)}[kind]
     spots = [(path, spot) for path in paths for spot in places(doc, path)
              if kind != "duplicate-key" or isinstance(spot[0], dict)]
@@ -261,7 +261,10 @@ def _planted(kind: str, path: str, node: Any, key: Any, draw: st.DrawFn, fields:
     elif kind == "dropped-key":
         del node[key]
     elif kind == "bad-index":
-        node[key] = draw(st.sampled_from([-1, -5, "-2", "1_0", "0x1", 1.5, True]))
+        bad: list[Any] = [-1, -5, "-2", "1_0", "0x1", 1.5, True]
+        if path in fields.positions:  # a position past the end of its sequence (an id has no end)
+            bad.append(10**6)
+        node[key] = draw(st.sampled_from(bad))
     elif kind == "unknown-enum":
         node[key] = draw(st.sampled_from(["other", "Unknown", "EASY ", "tie-ish", "3"]))
     elif kind == "non-http-url":

@@ -42,7 +42,8 @@ class Fields:
     ints: tuple[str, ...] = ()  # integers (and counts): a bool there is a wrong type
     texts: tuple[str, ...] = ()  # text the verb reads as text (ids, answers, names): a number there
     required: tuple[str, ...] = ()  # keys every record must have: dropped
-    indices: tuple[str, ...] = ()  # integer indices and positions: negative, underscored, out of range
+    indices: tuple[str, ...] = ()  # integer indices and ids: negative, underscored, not an integer
+    positions: tuple[str, ...] = ()  # positions into a sequence: as indices, and also past its end
     enums: tuple[str, ...] = ()  # values from a closed set: an unknown one
     urls: tuple[str, ...] = ()  # http(s) URLs: another scheme
 
@@ -153,6 +154,12 @@ def _cli(*args: str) -> None:
     if result.exit_code != 0:
         raise RuntimeError(f"building a seed: tailor {' '.join(args)}: exit {result.exit_code}: {result.output}"
                            f"{result.exception!r}")
+
+
+def _personamem(path: Path) -> None:
+    from tests.helpers.benchmark_fixtures import make_personamem
+
+    make_personamem(path)
 
 
 def _run(path: Path) -> None:
@@ -326,6 +333,10 @@ SEEDS: dict[str, Seed] = {
     "call_cache": Seed("cache.sqlite", _call_cache),
     "consent": Seed("consent.txt", _text("You agree to label pairs of answers.\n")),
     "memory": Seed("memory.jsonl", _memory, {"": Fields(texts=("text",), required=("user_id", "id", "text"))}),
+    # PersonaMem's questions CSV and its shared contexts (the benchmark layout read by `eval --data`)
+    "personamem": Seed("pm", _personamem, {"questions_32k.csv": Fields(
+        positions=("end_index_in_shared_context",),  # CSV: every value is text, no wrong type
+        required=("question_id", "shared_context_id", "end_index_in_shared_context", "correct_answer"))}),
     "stage_items": Seed("items.jsonl", _copy_from(EXAMPLE / "stage1_items.jsonl"), {"": _ITEMS1}),
     "relevance_items": Seed("items.jsonl", _copy_from(EXAMPLE / "relevance_items.jsonl"), {"": _ITEMS2}),
     "task1": Seed("ann_1_task1.jsonl", _copy_from(EXAMPLE / "ann_1_task1.jsonl"), {"": _TASK1}),
@@ -355,6 +366,8 @@ RECIPES: dict[str, list[list[str]]] = {
     "eval": [["eval", "--data", "{bench}", "--judge", "longer", "--out", "{out}/run", "--n-boot", "10",
               "--no-progress"],
              ["eval", "--data", "{bench}", "--judge", "longer", "--setting", "rag", "--memory", "{memory}",
+              "--out", "{out}/run", "--n-boot", "10", "--no-progress"],
+             ["eval", "--data", "{personamem}/questions_32k.csv", "--judge", "first", "--task", "pairwise",
               "--out", "{out}/run", "--n-boot", "10", "--no-progress"],
              ["eval", "--resume", "{state:run}", "--n-boot", "10", "--no-progress"]],
     "report": [["report", "{run}", "--out", "{out}/report"], ["report", "{run}", "{run#2}", "--out", "{out}/r"]],
