@@ -18,7 +18,7 @@ from pydantic import Field
 from tailorbench.aio import run_sync
 from tailorbench.datasets import Benchmark, filter_cases, load_benchmark
 from tailorbench.datasets.rows import done_keys
-from tailorbench.errors import ConfigError
+from tailorbench.errors import ConfigError, DataError
 from tailorbench.evaluate.executors import build_judge, check_executor, generator_options
 from tailorbench.evaluate.interrupt import stop_on_sigint
 from tailorbench.evaluate.judging import Progress, judge_pairs
@@ -50,7 +50,7 @@ from tailorbench.models.backends import make_chat_model
 from tailorbench.models.base import GenParams
 from tailorbench.options import as_float, as_int, check_writable
 from tailorbench.redact import public_options, redact, redact_obj
-from tailorbench.schema import ORDERS, JudgeInput, Order, PairCase, RunManifest, Verdict
+from tailorbench.schema import ORDERS, JudgeInput, Order, PairCase, RunManifest, Verdict, check_fields
 from tailorbench.version import __version__
 
 log = get_logger(__name__)
@@ -80,6 +80,12 @@ def load_config(run_dir: Path) -> GenEvalConfig:
     manifest = load_json(path, dict, "a run manifest (a JSON object)")
     if manifest.get("kind") != KIND:
         raise ConfigError(f"{run_dir} is not a gen-eval run (kind {manifest.get('kind', 'pairwise')!r})")
+    # each field of the run log's model it holds of its type (older gen-eval manifests may lack the later
+    # fields), and what resume reads present: a manifest of another run relabelled is an error naming the file
+    check_fields(GenEvalManifest, path, None, manifest, "gen-eval run manifest")
+    for key in ("model", "reference", "config"):
+        if key not in manifest:
+            raise DataError(path, None, key, "missing: not a gen-eval run manifest")
     known = GenEvalConfig.__dataclass_fields__
     return GenEvalConfig(**{k: v for k, v in manifest["config"].items() if k in known})
 
