@@ -1,11 +1,14 @@
-"""The Python API (issue 21 point 2): `import tailorbench as tb` is light and gives every verb by its name; the
-walk-through of docs/python.md runs as written (its `python` blocks in order, in a fresh directory) and passes
-mypy; the verbs work inside a running event loop; warnings go through `logging` and still print as
-`warning: ...` on stderr."""
+"""The Python API (issue 21 point 2, issue 43 point 1): `import tailorbench as tb` is light and gives every verb
+by its name, one function per verb, the names declared once (`tailorbench._names`) and listed by docs/python.md;
+the walk-through of docs/python.md runs as written (its `python` blocks in order, in a fresh directory) and passes
+mypy; the verbs work inside a running event loop; removed names still import, with a DeprecationWarning;
+warnings go through `logging` and still print as `warning: ...` on stderr."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import inspect
 import json
 import logging
 import os
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import tailorbench as tb
+from tailorbench._names import DEPRECATED
 from tests.conftest import REPO_ROOT
 
 DOC = REPO_ROOT / "docs" / "python.md"
@@ -50,17 +54,97 @@ def test_every_name_resolves() -> None:
     assert set(tb.__all__) == {"__version__", *api.__all__}
     for name in api.__all__:
         assert getattr(tb, name) is getattr(api, name), name  # `tb.X is tailorbench.api.X`, one meaning each
-    for group in (tb.stages, tb.annotate):
+    for group in (tb.stages, tb.annotate, tb.study):
         for name in group.__all__:
             assert getattr(group, name) is not None, (group, name)
-    assert tb.stages is api.stages and tb.annotate is api.annotate
+    assert tb.stages is api.stages and tb.annotate is api.annotate and tb.study is api.study
     assert tb.stages.example is tb.stages.run_example
-    assert callable(tb.eval) and asyncio.iscoroutinefunction(tb.eval_async)
-    for verb in ("agree", "tiers", "report", "compare", "gen_eval", "gen_eval_resume", "train_rm", "eval_resume",
-                 "eval_many", "check_data", "convert_data", "push_data", "view", "build"):
-        assert asyncio.iscoroutinefunction(getattr(tb, f"{verb}_async")), verb
-    assert asyncio.iscoroutinefunction(tb.stages.report_relevance_async)
-    assert asyncio.iscoroutinefunction(tb.annotate.export_async)
+    assert callable(tb.eval) and callable(tb.resume)
+
+
+def test_the_names_are_declared_once() -> None:
+    """`_names.PUBLIC` is what the facade, the API package (at run time and for mypy), each area module and
+    docs/python.md name: the same set everywhere."""
+    import importlib
+
+    from tailorbench import _names, api
+
+    assert tb.__all__ == ["__version__", *_names.PUBLIC] and api.__all__ == list(_names.PUBLIC)
+    helpers = {"registered_parts", "render_tables", "resumed_by"}  # for the CLI, not verbs
+    for area, names in _names.AREAS.items():
+        module = importlib.import_module(f"tailorbench.api.{area}")
+        assert all(hasattr(module, name) for name in names), area
+        if area != "results":  # the result models' module has more models than the facade names
+            assert set(module.__all__) - helpers == set(names), area
+    # what mypy reads: the TYPE_CHECKING imports of tailorbench/api/__init__.py, one per public name
+    tree = ast.parse(Path(inspect.getfile(api)).read_text(encoding="utf-8"))
+    typed = {alias.asname for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for alias in node.names if alias.asname == alias.name}  # `from M import X as X`: re-exported
+    assert typed == set(_names.PUBLIC)
+    documented = set(re.findall(r"\btb\.([A-Za-z_]\w+)", DOC.read_text(encoding="utf-8")))  # not `tb.X`
+    assert documented == set(tb.__all__), (documented ^ set(tb.__all__))
+
+
+def test_async_only_where_the_work_runs_on_the_callers_loop() -> None:
+    """`eval_async` and `build_async` run their model calls on the caller's loop; no other verb has a twin (the
+    blocking verbs work inside a running loop: `aio.run_sync`)."""
+    from tailorbench import _names
+
+    twins = [n for group in (tb, tb.stages, tb.annotate, tb.study) for n in group.__all__ if n.endswith("_async")]
+    assert sorted(twins) == sorted(f"{verb}_async" for verb in _names.ON_THE_LOOP)
+    assert asyncio.iscoroutinefunction(tb.eval_async) and asyncio.iscoroutinefunction(tb.build_async)
+
+
+@pytest.mark.parametrize("old", sorted(DEPRECATED))
+def test_a_removed_name_still_imports_with_a_warning(old: str) -> None:
+    from tailorbench import _names, api
+
+    new = _names.DEPRECATED[old]
+    for module, prefix in ((tb, "tailorbench"), (api, "tailorbench.api")):
+        with pytest.warns(DeprecationWarning, match=rf"{prefix}\.{old} is deprecated .* use {prefix}\.{new}\b"):
+            value = getattr(module, old)
+        assert callable(value) and asyncio.iscoroutinefunction(value) == old.endswith("_async"), old
+        assert old not in module.__all__
+    with pytest.raises(AttributeError, match="no attribute 'eval_manyy'"):
+        tb.eval_manyy  # noqa: B018
+
+
+def test_removed_entry_points_still_work(tmp_path: Path) -> None:
+    """The old entry points keep their arguments and results for one release, through the one function."""
+    with pytest.warns(DeprecationWarning, match="use tailorbench.eval"):
+        from tailorbench import eval_many
+    runs = eval_many(["longer", "shorter"], ["persona"], "demo", out=tmp_path / "many", limit=4, n_boot=20)
+    assert [r.judge for r in runs] == ["longer", "shorter"] and (tmp_path / "many" / "report.md").is_file()
+    with pytest.warns(DeprecationWarning, match="use tailorbench.api.resume"):
+        from tailorbench.api import eval_resume
+    again = eval_resume(tmp_path / "many" / "longer__persona")
+    assert isinstance(again, tb.EvalResult) and again.accuracy == runs[0].accuracy
+    with pytest.warns(DeprecationWarning, match="use tailorbench.compare .*running event loop"):
+        twin = tb.compare_async
+    diff = asyncio.run(twin(*(r.run_dir for r in runs if r.run_dir is not None), n_boot=20))
+    assert diff.n == 4
+
+
+def test_eval_takes_one_or_several_judges_and_resume_any_run(tmp_path: Path) -> None:
+    """One judge (a `str`) in one setting: its results; several (a list): a list, a run per judge x setting under
+    `out`; `tb.resume` continues each; `tb.eval_async` refuses what it cannot run on the caller's loop."""
+    from tailorbench.errors import ConfigError
+
+    one = tb.eval("demo", "longer", out=tmp_path / "one", limit=4, n_boot=20)
+    assert isinstance(one, tb.EvalResult) and one.run_dir == tmp_path / "one"
+    several = tb.eval("demo", ["longer"], ("persona", "none"), out=tmp_path / "several", limit=4, n_boot=20)
+    assert isinstance(several, list) and [r.setting for r in several] == ["persona", "none"]
+    assert [r.run_dir for r in several] == [tmp_path / "several" / f"longer__{s}" for s in ("persona", "none")]
+    for run in (tmp_path / "one", *(r.run_dir for r in several)):
+        assert isinstance(tb.resume(run), tb.EvalResult)
+    with pytest.raises(ConfigError, match="--data-root and --skip-missing apply to a suite"):
+        tb.eval("demo", out=tmp_path / "x", skip_missing=True)
+    with pytest.raises(ConfigError, match="give --suite or --data, not both"):
+        tb.eval("demo", out=tmp_path / "x", suite="personalization")  # type: ignore[call-overload]
+    with pytest.raises(ConfigError, match=r"--resume .*: no such directory"):
+        tb.resume(tmp_path / "nowhere")
+    with pytest.raises(ConfigError, match=r"demo is multiple choice: call tb\.eval"):
+        asyncio.run(tb.eval_async("demo", out=tmp_path / "x", task="multiple-choice"))
 
 
 def test_no_name_means_two_things() -> None:
@@ -73,7 +157,7 @@ def test_no_name_means_two_things() -> None:
 
     assert tb.stages is api.stages and tb.annotate is api.annotate and tb.view is api.view
     assert callable(tb.view) and callable(tb.build)
-    for name in ("evaluate", "resume", "report_runs", "compare_runs", "gen_eval_run"):
+    for name in ("evaluate", "report_runs", "compare_runs", "gen_eval_run"):
         assert not hasattr(api, name), name  # the dict-returning duplicates are gone
 
 
@@ -99,8 +183,8 @@ def test_walk_through_passes_mypy(tmp_path: Path) -> None:
         cwd=REPO_ROOT, capture_output=True, text=True, env=_env(), timeout=600)
     report = out.stdout + out.stderr
     assert "walk_through.py" not in report, report
-    assert re.search(r'wrong\.py:3: error: Incompatible types in assignment \(expression has type "EvalResult"',
-                     report), report
+    assert re.search(r'wrong\.py:3: error: Incompatible types in assignment \(expression has type '
+                     r'"EvalResult \| ChoiceResult"', report), report
 
 
 def test_eval_inside_a_running_loop(tmp_path: Path) -> None:
@@ -140,10 +224,10 @@ def test_notes_are_info_records_that_tailor_shows(tmp_path: Path, capsys: pytest
     run = tmp_path / "run"
     tb.eval("demo", judge="longer", out=run, limit=4, n_boot=20)
     capsys.readouterr()
-    tb.eval_resume(run)
+    tb.resume(run)
     assert "resume:" not in capsys.readouterr().err
     with caplog.at_level(logging.INFO, logger="tailorbench"):
-        tb.eval_resume(run)
+        tb.resume(run)
     assert any(r.levelno == logging.INFO and r.getMessage().startswith(f"resume: {run} is finished")
                for r in caplog.records)
     level = logging.getLogger("tailorbench").level
@@ -171,9 +255,9 @@ def test_annotate_verbs(tmp_path: Path) -> None:
     progress = tb.annotate.progress("pairs", **where)
     assert progress.flagged == [] and progress.labels_needed == 8 and progress.labels_done == 0
     assert [p.project for p in tb.annotate.list_projects(**where)] == ["pairs"]
-    exported = asyncio.run(tb.annotate.export_async("pairs", tmp_path / "export", **where))
+    exported = tb.annotate.export("pairs", tmp_path / "export", **where)
     assert (tmp_path / "export" / "ratings.jsonl").is_file() and isinstance(exported, AnnotationExport)
-    # the CLI prints the twin's object: the same fields with --json
+    # the CLI prints the verb's object: the same fields with --json
     from typer.testing import CliRunner
 
     from tailorbench.cli.app import app

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import tailorbench as tb
 from tailorbench.cli.app import app
 from tests.helpers.benchmark_fixtures import make_personamem, make_prefeval
 from tests.helpers.pf_data import make_mirror
@@ -73,3 +74,18 @@ def test_builtin_suite_offline_with_one_benchmark_missing(tmp_path: Path, data_r
     # the PersonaFeedback step read the local folder, not the hub
     manifest = json.loads(next((out / "personafeedback").rglob("manifest.json")).read_text())
     assert "PersonaFeedback" in json.dumps(manifest["config"]["data"])
+
+    # a suite killed before its leaderboard: `tailor eval --resume DIR` (tb.resume) finishes it from suite.json,
+    # without the suite's file or its options, and redoes no step
+    files = sorted(out.rglob("predictions.jsonl"))
+    before = {p: p.read_bytes() for p in files}
+    for name in ("leaderboard.json", "leaderboard.md", "leaderboard.html"):
+        (out / name).unlink()
+    resumed = runner.invoke(app, ["eval", "--resume", str(out), "--json"])
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads(resumed.stdout) == board == json.loads((out / "leaderboard.json").read_text())
+    assert {p: p.read_bytes() for p in files} == before
+    again = tb.resume(out)
+    assert isinstance(again, tb.SuiteResult) and again.missing == board["missing"]
+    gen = runner.invoke(app, ["gen-eval", "--resume", str(out)])
+    assert gen.exit_code == 2 and "tailor eval --resume" in gen.output, gen.output

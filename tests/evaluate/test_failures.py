@@ -151,7 +151,7 @@ def test_a_locked_run_is_in_progress_and_a_free_running_one_interrupted(tmp_path
     full = _rows(run)
     with RunLock(run):
         with pytest.raises(RunInProgressError, match="run is in progress"):
-            api.eval_resume(run)
+            api.resume(run)
         code, _, stderr = _eval("--resume", str(run))
         assert code == 2 and "run is in progress" in stderr and f"process {os.getpid()}" in stderr
     # another live process holding the lock: the same
@@ -163,7 +163,7 @@ def test_a_locked_run_is_in_progress_and_a_free_running_one_interrupted(tmp_path
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         assert is_locked(run) and run_state(run, "running") == "running"
         with pytest.raises(RunInProgressError, match=f"process {holder.pid}"):
-            api.eval_resume(run)
+            api.resume(run)
     finally:
         assert holder.stdin is not None
         holder.stdin.close()
@@ -206,7 +206,7 @@ def test_first_ctrl_c_finishes_the_batches_in_flight_and_says_how_to_resume(
     assert code == 130 and f"32 of 40 verdicts are in {run}" in stderr and "resume with:" in stderr
     assert len(_rows(run)) == 32
     # the last 8 are two batches, both in flight when the signal comes: the work is done, the run finishes
-    api.eval_resume(run)
+    api.resume(run)
     rows = _rows(run)
     assert len(rows) == 40 and len({(r["case_id"], r["order"]) for r in rows}) == 40
     assert _manifest(run)["status"] == "finished"

@@ -72,7 +72,7 @@ def test_resume_continues_without_repeating(tmp_path: Path) -> None:
     (run / "results.json").unlink()
     from tailorbench import api
 
-    api.eval_resume(run)
+    api.resume(run)
     again = (run / "predictions.jsonl").read_text().splitlines()
     assert len(again) == len(full)
     key = lambda line: (json.loads(line)["case_id"], json.loads(line)["order"])  # noqa: E731

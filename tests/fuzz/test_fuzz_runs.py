@@ -79,7 +79,7 @@ def test_a_damaged_predictions_line_stops_resume_and_changes_nothing(data: st.Da
         (run / "results.json").unlink()
         before = snapshot(run)
         try:
-            api.eval_resume(run)
+            api.resume(run)
         except DataError as error:
             expect_error(error, run / "predictions.jsonl", k + 1, field)
         else:
@@ -148,7 +148,7 @@ def test_a_damaged_manifest_stops_resume_naming_it(defect: tuple[str, Any], data
             path.write_text(out, "utf-8")
         before = snapshot(run)
         try:
-            api.eval_resume(run)
+            api.resume(run)
         except TailorError as error:
             assert str(run) in str(error), str(error)
         except UnicodeDecodeError as error:

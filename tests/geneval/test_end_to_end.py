@@ -109,7 +109,7 @@ def test_reference_chosen_with_judge_run_and_side_by_side_report(
         else:  # the Python twin
             config = GenEvalConfig(model=spec, judge="longer", judge_run=str(judge_run), per_tier=2, setting=setting,
                                    max_tokens=24, n_boot=200)
-            result = api.gen_eval(config, tmp_path / name).to_dict()
+            result = api.gen_eval(out=tmp_path / name, config=config).to_dict()
         runs.append(tmp_path / name)
         # the chosen answers are far longer than "Hello from tiny llama.": `longer` always prefers them
         assert result["metrics"]["all"]["win_rate"] == 0.0 and result["metrics"]["all"]["n"] == 12

@@ -10,15 +10,20 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tailorbench.api import train_rm as train_rm_verb
 from tailorbench.datasets import write_native
 from tailorbench.errors import ConfigError
 from tailorbench.logs import showing_notes
 from tailorbench.schema import PairCase
 from tailorbench.train import features
-from tailorbench.train.api import train_rm
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.cross_fit import overlap_accuracy, split_power, tier_accuracy
 from tests.helpers.rm_models import tiny_bert, toy_cases
+
+
+def train_rm(**fields: Any) -> dict[str, Any]:
+    """`tb.train_rm`'s summary.json, as the dict these tests read."""
+    return train_rm_verb(**fields).to_dict()
 
 
 def _case(k: int, tier: str, user: str, chosen_len: int, rejected_len: int) -> PairCase:

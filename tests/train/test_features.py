@@ -6,20 +6,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from tailorbench.api import train_rm as train_rm_verb
 from tailorbench.datasets import write_native
 from tailorbench.errors import ConfigError
 from tailorbench.models import reward_hf
 from tailorbench.models.reward_hf import HFRewardModel, char_bigrams
 from tailorbench.train import config as train_config
-from tailorbench.train.api import train_rm
 from tailorbench.train.config import RMTrainConfig
 from tailorbench.train.data import context_of
 from tailorbench.train.features import fit_feature_weights
 from tests.helpers.rm_models import tiny_bert, toy_cases
+
+
+def train_rm(**fields: Any) -> dict[str, Any]:
+    """`tb.train_rm`'s summary.json, as the dict these tests read."""
+    return train_rm_verb(**fields).to_dict()
 
 
 @pytest.fixture(scope="module")

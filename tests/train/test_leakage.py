@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from tailorbench.api import train_rm as train_rm_verb
 from tailorbench.cli.app import app
 from tailorbench.datasets import load_benchmark, write_native
 from tailorbench.evaluate.results import compute_results
@@ -25,9 +26,13 @@ from tailorbench.judges.base import JudgeBase
 from tailorbench.leakage import CONTENT_FILE, TrainingContent, pair_hash, persona_hash
 from tailorbench.logs import showing_notes
 from tailorbench.schema import JudgeInput, PairCase, Verdict
-from tailorbench.train.api import train_rm
 from tests.helpers.pf_data import make_hub, make_mirror
 from tests.helpers.rm_models import tiny_bert, toy_cases
+
+
+def train_rm(**fields: Any) -> dict[str, Any]:
+    """`tb.train_rm`'s summary.json, as the dict these tests read."""
+    return train_rm_verb(**fields).to_dict()
 
 
 @pytest.fixture(scope="module")

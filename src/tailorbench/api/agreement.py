@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.aio import async_twin
 from tailorbench.api.results import AgreeResult, TiersResult
 
-__all__ = ["agree", "agree_async", "render_tables", "tiers", "tiers_async"]
+__all__ = ["agree", "render_tables", "tiers"]
 
 
 def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, positive: str | None = None,
@@ -88,7 +87,3 @@ def render_tables(report: dict[str, Any]) -> list[Any]:
     from tailorbench.agreement.report import render_table
 
     return list(render_table(report))
-
-
-agree_async = async_twin(agree)
-tiers_async = async_twin(tiers)

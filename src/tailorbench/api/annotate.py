@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tailorbench.aio import async_twin
 from tailorbench.api.renamed import renamed
 from tailorbench.api.results import (
     AnnotationExport,
@@ -31,48 +30,27 @@ from tailorbench.errors import require_web
 
 __all__ = [
     "activate",
-    "activate_async",
     "add_annotator",
-    "add_annotator_async",
     "create_project",
-    "create_project_async",
     "crowd_close",
-    "crowd_close_async",
     "crowd_create",
-    "crowd_create_async",
     "crowd_link",
-    "crowd_link_async",
     "crowd_list",
-    "crowd_list_async",
     "crowd_participants",
-    "crowd_participants_async",
     "crowd_reissue",
-    "crowd_reissue_async",
     "crowd_release",
-    "crowd_release_async",
     "database",
     "deactivate",
-    "deactivate_async",
     "export",
-    "export_async",
     "export_items",
-    "export_items_async",
     "import_items",
-    "import_items_async",
     "import_labels",
-    "import_labels_async",
     "join",
-    "join_async",
     "link",
-    "link_async",
     "list_annotators",
-    "list_annotators_async",
     "list_projects",
-    "list_projects_async",
     "progress",
-    "progress_async",
     "release",
-    "release_async",
     "serve",
     "serve_limits",
 ]
@@ -427,31 +405,13 @@ def serve_limits(port: int, max_form_kib: int, max_import_mib: int) -> dict[str,
             "max_import_bytes": as_int("--max-import-mib", max_import_mib, minimum=1, maximum=10 << 10) << 20}
 
 
-create_project_async = async_twin(create_project)
-list_projects_async = async_twin(list_projects)
-import_items_async = async_twin(import_items)
-add_annotator_async = async_twin(add_annotator)
-join_async = async_twin(join)
-link_async = async_twin(link)
-deactivate_async = async_twin(deactivate)
-activate_async = async_twin(activate)
-list_annotators_async = async_twin(list_annotators)
-progress_async = async_twin(progress)
-release_async = async_twin(release)
-export_async = async_twin(export)
-export_items_async = async_twin(export_items)
-import_labels_async = async_twin(import_labels)
-crowd_create_async = async_twin(crowd_create)
-crowd_list_async = async_twin(crowd_list)
-crowd_close_async = async_twin(crowd_close)
-crowd_participants_async = async_twin(crowd_participants)
-crowd_link_async = async_twin(crowd_link)
-crowd_release_async = async_twin(crowd_release)
-crowd_reissue_async = async_twin(crowd_reissue)
+#: the verbs (their `*_async` twins are gone: each only ran the verb in a worker thread)
+_VERBS = ("create_project", "list_projects", "import_items", "add_annotator", "join", "link", "deactivate", "activate",
+          "list_annotators", "progress", "release", "export", "export_items", "import_labels", "crowd_create",
+          "crowd_list", "crowd_close", "crowd_participants", "crowd_link", "crowd_release", "crowd_reissue")
 
 #: the old names of the crowd-study verbs (`tb.annotate.study_create`, ...), kept for one release
-_RENAMED = {f"study_{verb}{tail}": f"crowd_{verb}{tail}"
-            for verb in ("create", "list", "participants", "link", "close", "release", "reissue")
-            for tail in ("", "_async")}
+_RENAMED = {f"study_{verb}": f"crowd_{verb}"
+            for verb in ("create", "list", "participants", "link", "close", "release", "reissue")}
 if not TYPE_CHECKING:
-    __getattr__ = renamed(__name__, _RENAMED)
+    __getattr__ = renamed(__name__, _RENAMED, twins=_VERBS)

@@ -11,12 +11,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from tailorbench.aio import async_twin
 from tailorbench.api.results import BatchesCancelled, BatchStatus
 from tailorbench.errors import ConfigError
 from tailorbench.redact import redact_obj
 
-__all__ = ["batch_cancel", "batch_cancel_async", "batch_status", "batch_status_async"]
+__all__ = ["batch_cancel", "batch_status"]
 
 
 def batch_status(run_dir: str | Path, live: bool = True) -> BatchStatus:
@@ -76,7 +75,3 @@ def _resume_command(run: Path) -> str:
         kind = None
     verb = "gen-eval" if kind == "gen-eval" else "eval"
     return f"tailor {verb} --resume {shlex.quote(str(run))}"
-
-
-batch_status_async = async_twin(batch_status)
-batch_cancel_async = async_twin(batch_cancel)

@@ -1,11 +1,14 @@
-"""`tailor eval` and `tailor gen-eval` on every benchmark, and `tailor eval --suite`: which runner a benchmark goes
-to is decided here, from its layout's task, so the CLI only passes its options on.
+"""The runners `tb.eval` and `tb.gen_eval` hand a benchmark to, decided here from its layout's task, and suites.
 
-- a pairwise layout (PersonaFeedback, native, Personalized RewardBench, PRISM ...): `tailor eval`'s judge loop;
+- a pairwise layout (PersonaFeedback, native, Personalized RewardBench, PRISM ...): `tailor eval`'s judge loop
+  (`api.evaluation.pairwise_runs`);
 - a multiple-choice layout (PrefEval's classification task, PersonaMem): the model of each `llm:` judge answers
   in the benchmark's own messages and the benchmark's own rule scores it (`run_choice`); `task="pairwise"`
   judges the items' pair view with any judge instead;
-- PrefEval under `tailor gen-eval`: its generation task, the four checks asked of the `llm:` judge's model.
+- PrefEval under `tailor gen-eval`: its generation task, the four checks asked of the `llm:` judge's model;
+- a suite (`tailor eval --suite`): every benchmark x judge x setting of a YAML file, one leaderboard.
+
+Each kind's resume is here too (`tb.resume` dispatches on the run's kind).
 """
 
 from __future__ import annotations
@@ -15,23 +18,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from tailorbench.aio import async_twin
-from tailorbench.api.results import ChoiceResult, EvalResult, GenEvalResult, PrefEvalGenerationResult, SuiteResult
+from tailorbench.api.results import ChoiceResult, EvalResult, PrefEvalGenerationResult, SuiteResult
 from tailorbench.errors import ConfigError
 
-__all__ = [
-    "data_task",
-    "eval_benchmark",
-    "eval_benchmark_async",
-    "eval_benchmark_resume",
-    "eval_benchmark_resume_async",
-    "eval_suite",
-    "eval_suite_async",
-    "gen_eval_benchmark",
-    "gen_eval_benchmark_async",
-    "gen_eval_benchmark_resume",
-    "gen_eval_benchmark_resume_async",
-]
+__all__ = ["data_task"]
 
 #: what `tailor eval --task` takes: `auto` is the layout's own task
 TASKS = ("auto", "pairwise", "multiple-choice")
@@ -83,18 +73,18 @@ def _not_taken(given: Any, default: Any, taken: set[str], what: str) -> None:
         raise ConfigError(f"{what} does not take: {', '.join(wrong)} (it takes: {', '.join(sorted(taken))})")
 
 
-def eval_benchmark(judges: Sequence[str], settings: Sequence[str] = ("persona",), data: str = "demo", *,
-                   out: str | Path, task: str = "auto", progress: bool = False, protocol: str = "default",
-                   scorer_version: str | None = None, **fields_: Any) -> list[EvalResult | ChoiceResult]:
-    """`tailor eval` on any benchmark: a pairwise one (or `task="pairwise"`: a multiple-choice one's pair view)
-    through `eval_many`; a multiple-choice one (PrefEval, PersonaMem) answered by each `llm:` judge's model and
-    scored by the benchmark's rule (`fields`: `data_options`, `limit`, `seed`, `n_boot`, `batch_size`,
-    `skip_invalid`, `judge_options`: the model's backend options and `temperature`, `max_tokens`).
+def run_benchmark(data: str, judges: list[str], settings: list[str], *, out: str | Path, config: Any,
+                  task: str, protocol: str, scorer_version: str | None, repeat: int, progress: bool,
+                  fields: dict[str, Any]) -> list[EvalResult | ChoiceResult]:
+    """`tb.eval` on a benchmark of any kind: a pairwise one (or `task="pairwise"`: a multiple-choice one's pair
+    view) through `tailor eval`'s judge loop; a multiple-choice one (PrefEval, PersonaMem) answered by each `llm:`
+    judge's model and scored by the benchmark's rule (`fields`: `data_options`, `limit`, `seed`, `n_boot`,
+    `batch_size`, `skip_invalid`, `judge_options`: the model's backend options and `temperature`, `max_tokens`).
 
     `protocol` (benchmarks/protocols.py): `default`, or `authors` (asked as the benchmark's published scripts
     ask: PrefEval's 5-token caps, PersonaMem's messages and settings), recorded in the run; `scorer_version`:
     PersonaMem's upstream scorer (`041d82a`, the default, or `214bc36`)."""
-    from tailorbench.api.evaluation import EvalConfig, eval_many
+    from tailorbench.api.evaluation import _eval_config, pairwise_runs
     from tailorbench.benchmarks.protocols import NAMES
 
     if task not in TASKS:
@@ -106,16 +96,15 @@ def eval_benchmark(judges: Sequence[str], settings: Sequence[str] = ("persona",)
         if scorer_version is not None:
             raise ConfigError("--scorer-version applies to PersonaMem only")
         if protocol == "authors":
-            settings, fields_ = pairwise_authors_protocol(layout or data_task(data)[1], list(judges), list(settings),
-                                                          fields_)
-        return list(eval_many(judges, settings, data, out=out, progress=progress, **fields_))
-    judges = list(judges) or ["longer"]
-    if fields_.pop("repeat", 1) != 1:
+            settings, fields = pairwise_authors_protocol(layout or data_task(data)[1], judges, settings, fields)
+        return list(pairwise_runs(data, judges, settings, out=out, config=config, repeat=repeat,
+                                  progress=progress, fields=fields))
+    if repeat != 1:
         raise ConfigError("--repeat applies to pairwise runs; a multiple-choice run is judged once")
-    given = EvalConfig(**{**fields_, "data": data, "judge": judges[0], "setting": (list(settings) or ["persona"])[0]})
+    given = _eval_config(config, {**fields, "data": data, "judge": judges[0], "setting": settings[0]})
     what = f"a multiple-choice benchmark ({layout or data})"
-    _not_taken(given, EvalConfig(), CHOICE_FIELDS, what)
-    if list(settings) not in ([], ["persona"]):
+    _not_taken(given, type(given)(), CHOICE_FIELDS, what)
+    if settings != ["persona"]:
         raise ConfigError(f"{what} is asked in its own messages: --setting does not apply")
     models = [_model_of(j, what, "; --task pairwise judges its pair view with any judge") for j in judges]
     return [_choice(given, model, Path(out) if len(models) == 1 else Path(out) / _slug(model), protocol,
@@ -183,12 +172,6 @@ def _choice(given: Any, model: str, run_dir: Path, protocol: str = "default",
     return ChoiceResult.model_validate(run_choice(config, run_dir)).located(run_dir)
 
 
-def _kind(run_dir: Path) -> str:
-    from tailorbench.run_kinds import run_kind
-
-    return run_kind(run_dir) if run_dir.is_dir() else "pairwise"
-
-
 def _config_of(run_dir: Path, cls: Any) -> Any:
     from tailorbench.run_kinds import read_manifest
 
@@ -201,72 +184,48 @@ def _config_of(run_dir: Path, cls: Any) -> Any:
         raise ConfigError(f"{run_dir / 'manifest.json'}: its config is not a {cls.__name__} ({exc})") from None
 
 
-def eval_benchmark_resume(run_dir: str | Path, progress: bool = False,
-                          max_failed: float | None = None) -> EvalResult | ChoiceResult:
-    """`tailor eval --resume RUN_DIR` for a run of any kind `tailor eval` makes: a multiple-choice run continues
-    with the items not yet answered, a pairwise one through `eval_resume`."""
-    from tailorbench.api.evaluation import eval_resume
-
-    run_dir = Path(run_dir)
-    if _kind(run_dir) != "multiple-choice":
-        return eval_resume(run_dir, progress=progress, max_failed=max_failed)
+def resume_choice(run_dir: Path, progress: bool, max_failed: float | None) -> ChoiceResult:
+    """A multiple-choice run continues with the items not yet answered."""
     from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
 
     return ChoiceResult.model_validate(run_choice(_config_of(run_dir, ChoiceConfig), run_dir)).located(run_dir)
 
 
-def gen_eval_benchmark(config: Any, out: str | Path, progress: bool = False,
-                       data_options: Mapping[str, Any] | None = None) -> GenEvalResult | PrefEvalGenerationResult:
-    """`tailor gen-eval` on any benchmark: PrefEval runs its own generation task (the model answers after the
-    preference and the filler turns of `data_options`, the `llm:` judge's model asks the four checks); any other
-    goes through `gen_eval` (`config` a `GenEvalConfig`)."""
-    from tailorbench.api.generation import GenEvalConfig, gen_eval
-
-    _, layout = data_task(config.data)
-    if layout not in GENERATION_LAYOUTS:
-        if data_options:
-            raise ConfigError(f"--data-option / --turns: the {layout} layout takes none here")
-        return gen_eval(config, out, progress=progress)
+def prefeval_generation(config: Any, out: Path, data_options: Mapping[str, Any] | None,
+                        layout: str) -> PrefEvalGenerationResult:
+    """PrefEval's own generation task under `tb.gen_eval` (`config` a `GenEvalConfig`): the model answers after
+    the preference and the filler turns of `data_options`, the `llm:` judge's model asks the four checks."""
     from tailorbench.benchmarks.prefeval_generation import GenerationConfig, run_generation
 
     what = f"{layout}'s generation task"
-    defaults = GenEvalConfig(per_tier=config.per_tier if config.per_tier is None else GenEvalConfig.per_tier)
+    defaults = type(config)(per_tier=config.per_tier if config.per_tier is None else type(config).per_tier)
     _not_taken(config, defaults, GENERATION_FIELDS, what)
-    if not config.model:
-        raise ConfigError("--model is required: the model under test, e.g. openai:MODEL@http://host/v1")
     generation = GenerationConfig(
         data=config.data, model=config.model, judge=_model_of(config.judge, f"{what}'s checks"),
         data_options=dict(data_options or {}), model_options=dict(config.model_options),
         judge_options=dict(config.judge_options), max_tokens=config.max_tokens, temperature=config.temperature,
         skip_invalid=config.skip_invalid, seed=config.seed, n_boot=config.n_boot,
         **({"batch_size": config.batch_size} if config.batch_size else {}))
-    out = Path(out)
     return PrefEvalGenerationResult.model_validate(run_generation(generation, out)).located(out)
 
 
-def gen_eval_benchmark_resume(run_dir: str | Path, progress: bool = False, max_failed: float | None = None
-                              ) -> GenEvalResult | PrefEvalGenerationResult:
-    """`tailor gen-eval --resume RUN_DIR` for a gen-eval run or a PrefEval generation run."""
-    from tailorbench.api.generation import gen_eval_resume
-
-    run_dir = Path(run_dir)
-    if _kind(run_dir) != "prefeval-generation":
-        return gen_eval_resume(run_dir, progress=progress, max_failed=max_failed)
+def resume_generation(run_dir: Path, progress: bool, max_failed: float | None) -> PrefEvalGenerationResult:
+    """A PrefEval generation run continues with the items not yet answered and checked."""
     from tailorbench.benchmarks.prefeval_generation import GenerationConfig, run_generation
 
     results = run_generation(_config_of(run_dir, GenerationConfig), run_dir)
     return PrefEvalGenerationResult.model_validate(results).located(run_dir)
 
 
-def eval_suite(suite: str | Path, out: str | Path, *, data_root: str | Path | None = None,
-               judges: Sequence[str] | None = None, settings: Sequence[str] | None = None,
-               progress: bool = False, skip_missing: bool = False) -> SuiteResult:
-    """`tailor eval --suite NAME|PATH`: every benchmark x judge x setting of a YAML suite (or the built-in
+def run_suite_at(suite: str | Path, out: str | Path, *, data_root: str | Path | None = None,
+                 judges: Sequence[str] | None = None, settings: Sequence[str] | None = None,
+                 progress: bool = False, skip_missing: bool = False) -> SuiteResult:
+    """`tb.eval(suite=NAME|PATH)`: every benchmark x judge x setting of a YAML suite (or the built-in
     `personalization`, every benchmark from its folder under `data_root`), each step its own resumable run
     directory under `out`, and leaderboard.json / .md / .html at `out` with a column per benchmark (`judges`,
     `settings`, `data_root` replace the file's). A benchmark whose data is missing is a ConfigError before any
-    work, or with `skip_missing` left out and named with the reason in the leaderboard. Run it again with the
-    same arguments to finish a killed suite: finished steps are not redone."""
+    work, or with `skip_missing` left out and named with the reason in the leaderboard. `tb.resume(out)` (or the
+    same call again) finishes a killed suite: finished steps are not redone."""
     from tailorbench.benchmarks.suite import load_suite, run_suite
     from tailorbench.options import check_writable
 
@@ -276,8 +235,9 @@ def eval_suite(suite: str | Path, out: str | Path, *, data_root: str | Path | No
     return SuiteResult.model_validate(run_suite(loaded, out, progress=progress, skip_missing=skip_missing))
 
 
-eval_benchmark_async = async_twin(eval_benchmark)
-eval_benchmark_resume_async = async_twin(eval_benchmark_resume)
-gen_eval_benchmark_async = async_twin(gen_eval_benchmark)
-gen_eval_benchmark_resume_async = async_twin(gen_eval_benchmark_resume)
-eval_suite_async = async_twin(eval_suite)
+def resume_suite(run_dir: Path, progress: bool, max_failed: float | None) -> SuiteResult:
+    """A suite's directory: the suite it ran (suite.json) run again, its finished steps not redone."""
+    from tailorbench.benchmarks.suite import read_suite_record, run_suite
+
+    suite, skip_missing = read_suite_record(run_dir)
+    return SuiteResult.model_validate(run_suite(suite, run_dir, progress=progress, skip_missing=skip_missing))

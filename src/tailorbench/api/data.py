@@ -8,18 +8,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tailorbench.aio import async_twin
 from tailorbench.api.results import CacheCleared, CacheStats, DataCheck, DataConverted, DataPushed
 
 __all__ = [
     "cache_clear",
     "cache_stats",
     "check_data",
-    "check_data_async",
     "convert_data",
-    "convert_data_async",
     "push_data",
-    "push_data_async",
 ]
 
 
@@ -82,8 +78,3 @@ def cache_clear(path: str | Path | None = None, model: str | None = None,
 
     with _cache_errors(path):
         return CacheCleared(removed=clear_cache(path, model=model, older_than_days=older_than_days))
-
-
-check_data_async = async_twin(check_data)
-convert_data_async = async_twin(convert_data)
-push_data_async = async_twin(push_data)

@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tailorbench.aio import async_twin
 from tailorbench.api.results import EstimatePlanResult, EstimateResult, EstimateSampleResult
 
 #: simulated pilots per (items, epsilon) of the alt-test power table of `estimate plan`
 ALT_DRAWS = 200
 
-__all__ = ["estimate", "estimate_async", "estimate_plan", "estimate_plan_async", "estimate_sample",
-           "estimate_sample_async"]
+__all__ = ["estimate", "estimate_plan", "estimate_sample"]
 
 
 def _level(level: float) -> float:
@@ -162,8 +160,3 @@ def _service_projects(store: object) -> list[dict[str, object]]:
 
     projects: list[dict[str, object]] = service.list_projects(store)  # type: ignore[arg-type]
     return projects
-
-
-estimate_async = async_twin(estimate)
-estimate_sample_async = async_twin(estimate_sample)
-estimate_plan_async = async_twin(estimate_plan)

@@ -1,17 +1,19 @@
-"""`tailor eval`, `report`, `compare`: judges on pairwise benchmarks, leaderboards, paired comparisons.
+"""`tailor eval`, `report`, `compare`, and `resume` of a run of any kind.
 
-Each verb returns the pydantic model of the JSON it writes (`results.EvalResult` is results.json); the CLI
-prints those models. A run directory of any kind is read through its registered `run_kinds.RunKind`.
+`eval` is the one entry point of `tailor eval`: a pairwise benchmark goes to the judge loop, a multiple-choice one
+(PrefEval, PersonaMem) to its models' answers scored by the benchmark's rule, a suite to every benchmark x judge x
+setting it names (`api.benchmarks` holds those two runners). `resume` continues a run directory of any kind,
+dispatched on the kind its manifest names (`run_kinds`). Each verb returns the pydantic model of the JSON it
+writes (`results.EvalResult` is results.json); the CLI prints those models.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
-from tailorbench.aio import async_twin
 from tailorbench.api.results import (
     ChoiceResult,
     CompareResult,
@@ -19,6 +21,7 @@ from tailorbench.api.results import (
     GenEvalResult,
     PrefEvalGenerationResult,
     ReportedRun,
+    SuiteResult,
 )
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.runner import EvalConfig, load_config, run_eval, run_eval_async, run_matrix
@@ -28,18 +31,21 @@ from tailorbench.options import as_int, check_writable
 __all__ = [
     "EvalConfig",
     "compare",
-    "compare_async",
     "eval",
     "eval_async",
-    "eval_many",
-    "eval_many_async",
-    "eval_resume",
-    "eval_resume_async",
     "registered_parts",
     "report",
-    "report_async",
+    "resume",
+    "resumed_by",
     "run_failures",
 ]
+
+#: several judges or settings: a list or a tuple of specs (a single `str` is one)
+Several = list[str] | tuple[str, ...]
+#: what `eval` on one judge in one setting returns: results.json of a pairwise run or of a multiple-choice one
+BenchmarkRun = EvalResult | ChoiceResult
+#: what `resume` returns, by the run's kind
+ResumedRun = EvalResult | ChoiceResult | GenEvalResult | PrefEvalGenerationResult | SuiteResult
 
 
 def _eval_config(config: EvalConfig | None, fields: dict[str, Any]) -> EvalConfig:
@@ -54,32 +60,107 @@ def _eval_config(config: EvalConfig | None, fields: dict[str, Any]) -> EvalConfi
     return merged
 
 
-def eval(data: str = "demo", judge: str = "longer", setting: str = "persona", *, out: str | Path,
-         config: EvalConfig | None = None, progress: bool = False, **fields: Any) -> EvalResult:
-    """`tailor eval`: one judge in one setting over a benchmark into the run directory `out`; returns its
-    results.json. `fields` are the other `EvalConfig` fields (`limit`, `seed`, `tiers`, `judge_options`, ...),
-    `config` a base for them."""
-    single = _eval_config(config, {**fields, "data": data, "judge": judge, "setting": setting})
-    return EvalResult.from_run(run_eval(single, Path(out), progress=progress))
+def _specs(value: str | Sequence[str] | None, default: str | None) -> list[str]:
+    if value is None:
+        return [default] if default is not None else []
+    if isinstance(value, str):
+        return [value]
+    return list(value) or ([default] if default is not None else [])
 
 
-async def eval_async(data: str = "demo", judge: str = "longer", setting: str = "persona", *, out: str | Path,
-                     config: EvalConfig | None = None, progress: bool = False, **fields: Any) -> EvalResult:
-    """`eval` as a coroutine: the judge's calls run on the caller's event loop (`await tb.eval_async(...)`)."""
-    single = _eval_config(config, {**fields, "data": data, "judge": judge, "setting": setting})
-    return EvalResult.from_run(await run_eval_async(single, Path(out), progress=progress))
+@overload
+def eval(data: str | Path | None = ..., judge: str | None = ..., setting: str | None = ..., *, out: str | Path,
+         config: EvalConfig | None = ..., task: str = ..., protocol: str = ..., scorer_version: str | None = ...,
+         repeat: int = ..., suite: None = ..., progress: bool = ..., **fields: Any) -> EvalResult | ChoiceResult: ...
 
 
-def eval_many(judges: Sequence[str], settings: Sequence[str] = ("persona",), data: str = "demo", *,
-              out: str | Path, config: EvalConfig | None = None, progress: bool = False, repeat: int = 1,
-              **fields: Any) -> list[EvalResult]:
-    """`tailor eval -j A -j B -s S ...`: one run directory per judge x setting under `out`, plus the merged
-    report at `out` (one judge in one setting: `out` is the run directory); the results in that order.
-    `repeat` N > 1: each run judged N - 1 more times without the call cache (`RUN/repeats/K`), its determinism
-    in results.json and the report (`tailor eval --repeat N`)."""
+@overload
+def eval(data: str | Path | None = ..., judge: Several = ..., setting: str | Several | None = ..., *,
+         out: str | Path, config: EvalConfig | None = ..., task: str = ..., protocol: str = ...,
+         scorer_version: str | None = ..., repeat: int = ..., suite: None = ..., progress: bool = ...,
+         **fields: Any) -> list[EvalResult | ChoiceResult]: ...
+
+
+@overload
+def eval(data: str | Path | None = ..., judge: str | None = ..., setting: Several = ..., *, out: str | Path,
+         config: EvalConfig | None = ..., task: str = ..., protocol: str = ..., scorer_version: str | None = ...,
+         repeat: int = ..., suite: None = ..., progress: bool = ...,
+         **fields: Any) -> list[EvalResult | ChoiceResult]: ...
+
+
+@overload
+def eval(data: None = ..., judge: str | Several | None = ..., setting: str | Several | None = ..., *,
+         out: str | Path, suite: str | Path, data_root: str | Path | None = ..., skip_missing: bool = ...,
+         progress: bool = ...) -> SuiteResult: ...
+
+
+def eval(data: str | Path | None = None, judge: str | Sequence[str] | None = None,
+         setting: str | Sequence[str] | None = None, *, out: str | Path, config: EvalConfig | None = None,
+         task: str = "auto", protocol: str = "default", scorer_version: str | None = None, repeat: int = 1,
+         suite: str | Path | None = None, data_root: str | Path | None = None, skip_missing: bool = False,
+         progress: bool = False, **fields: Any
+         ) -> EvalResult | ChoiceResult | list[EvalResult | ChoiceResult] | SuiteResult:
+    """`tailor eval`: judges in settings over a benchmark of any kind, or over a suite of benchmarks.
+
+    - `data` a pairwise benchmark (`demo` by default; PersonaFeedback, native, Personalized RewardBench, PRISM,
+      ... any layout): each judge in each setting is a run of `tailor eval`'s judge loop;
+    - `data` a multiple-choice benchmark (PrefEval's classification task, PersonaMem): each `llm:` judge's model
+      answers in the benchmark's own messages and the benchmark's rule scores it (`task="pairwise"` judges its
+      pair view with any judge instead; `protocol="authors"` asks as the benchmark's published scripts do,
+      `scorer_version` picks PersonaMem's upstream scorer);
+    - `suite` (a YAML file or a built-in name, `personalization`) instead of `data`: every benchmark x judge x
+      setting it names, each step a run directory under `out`, and leaderboard.json there (`judge`, `setting`,
+      `data_root` replace the file's; `skip_missing` leaves out a benchmark whose data is missing). Returns a
+      `SuiteResult`.
+
+    One judge (a `str`) in one setting: `out` is the run directory and the result is its results.json (an
+    `EvalResult`, or a `ChoiceResult` for a multiple-choice benchmark). Several (a list or tuple of judges or of
+    settings): a run directory per judge x setting under `out` and the merged report at `out`; the results in
+    that order, as a list. `fields` are the other `EvalConfig` fields (`limit`, `seed`, `tiers`,
+    `judge_options`, `data_options`, ...), `config` a base for them; `repeat` N > 1 judges each pairwise run N - 1
+    more times without the call cache (`tailor eval --repeat N`)."""
+    if suite is not None:
+        return _eval_suite(suite, data, judge, setting, out=out, config=config, task=task, protocol=protocol,
+                           scorer_version=scorer_version, repeat=repeat, data_root=data_root,
+                           skip_missing=skip_missing, progress=progress, fields=fields)
+    if data_root is not None or skip_missing:
+        raise ConfigError("--data-root and --skip-missing apply to a suite (--suite)")
+    from tailorbench.api.benchmarks import run_benchmark
+
+    base = config if config is not None else EvalConfig()
+    runs = run_benchmark(str(data) if data is not None else base.data, _specs(judge, base.judge),
+                         _specs(setting, base.setting), out=out, config=config, task=task, protocol=protocol,
+                         scorer_version=scorer_version, repeat=repeat, progress=progress, fields=fields)
+    several = not (judge is None or isinstance(judge, str)) or not (setting is None or isinstance(setting, str))
+    return runs if several else runs[0]
+
+
+def _eval_suite(suite: str | Path, data: Any, judge: Any, setting: Any, *, out: str | Path,
+                config: EvalConfig | None, task: str, protocol: str, scorer_version: str | None, repeat: int,
+                data_root: str | Path | None, skip_missing: bool, progress: bool,
+                fields: dict[str, Any]) -> SuiteResult:
+    from tailorbench.api.benchmarks import run_suite_at
+
+    if data is not None:
+        raise ConfigError("a suite names its own benchmarks: give --suite or --data, not both")
+    if protocol != "default" or scorer_version is not None:
+        raise ConfigError("--protocol / --scorer-version: a suite's steps use the default protocol")
+    taken = [name for name, given in (("--task", task != "auto"), ("--repeat", repeat != 1),
+                                      ("config", config is not None)) if given]
+    if taken or fields:
+        raise ConfigError(f"a suite takes its options from its file; it does not take: "
+                          f"{', '.join([*taken, *sorted(fields)])}")
+    return run_suite_at(suite, out, data_root=data_root, judges=_specs(judge, None) or None,
+                        settings=_specs(setting, None) or None, progress=progress, skip_missing=skip_missing)
+
+
+def pairwise_runs(data: str, judges: list[str], settings: list[str], *, out: str | Path,
+                  config: EvalConfig | None, repeat: int, progress: bool, fields: dict[str, Any]) -> list[EvalResult]:
+    """`tailor eval`'s judge loop: one run directory per judge x setting under `out`, plus the merged report at
+    `out` (one judge in one setting: `out` is the run directory); `repeat` N > 1: each run judged N - 1 more times
+    without the call cache (`RUN/repeats/K`), its determinism in results.json and the report."""
     from tailorbench.evaluate.repeats import check_repeat, run_repeats
 
-    judges, settings = list(judges) or ["longer"], list(settings) or ["persona"]
     base = _eval_config(config, {**fields, "data": data, "judge": judges[0], "setting": settings[0]})
     check_repeat(repeat, base.executor)
     if len(judges) == 1 and len(settings) == 1:
@@ -96,14 +177,71 @@ def eval_many(judges: Sequence[str], settings: Sequence[str] = ("persona",), dat
     return [EvalResult.from_run(r) for r in runs]
 
 
-def eval_resume(run_dir: str | Path, progress: bool = False, max_failed: float | None = None) -> EvalResult:
-    """`tailor eval --resume RUN_DIR`: continue an interrupted run, keeping what was finished (`max_failed`:
-    replace the run's own threshold of failed verdicts); returns the finished run's results."""
-    run_dir = Path(run_dir)
+async def eval_async(data: str | Path | None = None, judge: str = "longer", setting: str = "persona", *,
+                     out: str | Path, config: EvalConfig | None = None, task: str = "auto", progress: bool = False,
+                     **fields: Any) -> EvalResult:
+    """`eval` of one judge in one setting on a pairwise benchmark as a coroutine: the judge's calls run on the
+    caller's event loop (`await tb.eval_async(...)`). Any other `eval` (several judges or settings, a
+    multiple-choice benchmark, a suite) is the blocking `tb.eval`, which works inside a running loop too."""
+    from tailorbench.api.benchmarks import TASKS, data_task
+
+    spec = str(data) if data is not None else (config.data if config is not None else "demo")
+    if task not in TASKS:
+        raise ConfigError(f"--task must be one of {', '.join(TASKS)}, got {task!r}")
+    if task == "multiple-choice" or (task == "auto" and data_task(spec)[0] == "multiple-choice"):
+        raise ConfigError(f"eval_async runs a pairwise benchmark on the caller's loop; {spec} is multiple choice: "
+                          "call tb.eval (it works inside a running loop)")
+    single = _eval_config(config, {**fields, "data": spec, "judge": judge, "setting": setting})
+    return EvalResult.from_run(await run_eval_async(single, Path(out), progress=progress))
+
+
+def _resume_pairwise(run_dir: Path, progress: bool, max_failed: float | None) -> EvalResult:
     config = load_config(run_dir)
     if max_failed is not None:
         config.max_failed = check_max_failed(max_failed)
     return EvalResult.from_run(run_eval(config, run_dir, resume=True, progress=progress))
+
+
+def _resumers() -> dict[str, tuple[str, Callable[[Path, bool, float | None], ResumedRun]]]:
+    """run kind -> (the verb that makes it, how it resumes)."""
+    from tailorbench.api import benchmarks, generation
+
+    return {"pairwise": ("eval", _resume_pairwise), "multiple-choice": ("eval", benchmarks.resume_choice),
+            "suite": ("eval", benchmarks.resume_suite), "gen-eval": ("gen-eval", generation.resume_gen_eval),
+            "prefeval-generation": ("gen-eval", benchmarks.resume_generation)}
+
+
+def _resumable_kind(run_dir: Path) -> str:
+    from tailorbench.benchmarks.suite import SUITE_FILE
+    from tailorbench.run_kinds import read_manifest, run_kind
+
+    if not run_dir.is_dir():
+        what = "no such directory" if not run_dir.exists() else "a file, not a run directory"
+        raise ConfigError(f"--resume {run_dir}: {what}")
+    if not (run_dir / "manifest.json").exists():
+        if (run_dir / SUITE_FILE).is_file():
+            return "suite"
+        read_manifest(run_dir)  # a DataError: not a run directory, manifest.json is missing
+    kind = run_kind(run_dir)
+    if kind not in _resumers():
+        raise ConfigError(f"--resume {run_dir}: a {kind} run cannot be resumed (resume continues "
+                          f"{', '.join(_resumers())} runs)")
+    return kind
+
+
+def resumed_by(run: str | Path) -> str:
+    """The verb whose `--resume` continues a run directory (`eval` or `gen-eval`), from its kind."""
+    return _resumers()[_resumable_kind(Path(run))][0]
+
+
+def resume(run: str | Path, *, progress: bool = False, max_failed: float | None = None) -> ResumedRun:
+    """`tailor eval --resume RUN` / `tailor gen-eval --resume RUN`: continue an interrupted run of any kind,
+    keeping what was finished, and return its finished results: an `EvalResult` (a pairwise run), a
+    `ChoiceResult` (multiple choice), a `GenEvalResult`, a `PrefEvalGenerationResult` or a `SuiteResult` (a suite's
+    directory: the steps not finished are run). `max_failed` replaces the run's own threshold of failed verdicts
+    (pairwise and gen-eval runs)."""
+    run_dir = Path(run)
+    return _resumers()[_resumable_kind(run_dir)][1](run_dir, progress, max_failed)
 
 
 def run_failures(run_dir: str | Path, max_failed: float | None = None, what: str | None = None) -> FailureCheck:
@@ -186,10 +324,3 @@ def registered_parts() -> str:
     return (f"Judges: {', '.join(JUDGES.names())} (a spec is NAME or NAME:ARG, e.g. llm:openai:MODEL@URL, "
             "rm:CHECKPOINT).\n\n"
             f"Model backends: {', '.join(BACKENDS.names())}.")
-
-
-# `*_async` twins of the blocking verbs (a worker thread each; `eval_async` runs on the caller's loop above)
-eval_many_async = async_twin(eval_many)
-eval_resume_async = async_twin(eval_resume)
-report_async = async_twin(report)
-compare_async = async_twin(compare)

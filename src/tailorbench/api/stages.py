@@ -3,13 +3,12 @@
 The functions of `threestage.verbs` under the verbs' names (`stages report-extraction` is `report_extraction`,
 `stages example` is `example`; the analyses' old names `extraction`, `relevance`, `incorporation` still import,
 with a DeprecationWarning, for one release), returning the pydantic models of `api.results` that mirror the
-JSON each verb writes (STAGE.json of a report directory, or what a verb that writes one file says about it), each
-with an `*_async` twin. Every verb checks its arguments before any work,
-as `tailor stages` does (one ConfigError naming the option): the numbers by name wherever a verb has them and a
-model spec with its options by building the model (building opens nothing; the first call does); the verb itself
-then claims its output (`files.as_output`: the output rule with its inputs) before it reads anything.
-`stage1_ratings`, `stage2_ratings`, `read_items`, `load_encoder` and `example_dir` are helpers, returned as they
-are."""
+JSON each verb writes (STAGE.json of a report directory, or what a verb that writes one file says about it); each
+works inside a running event loop too. Every verb checks its arguments before any work, as `tailor stages` does
+(one ConfigError naming the option): the numbers by name wherever a verb has them and a model spec with its
+options by building the model (building opens nothing; the first call does); the verb itself then claims its
+output (`files.as_output`: the output rule with its inputs) before it reads anything. `stage1_ratings`,
+`stage2_ratings`, `read_items`, `load_encoder` and `example_dir` are helpers, returned as they are."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from pydantic import ValidationError
 
-from tailorbench.aio import async_twin
 from tailorbench.api.renamed import renamed
 from tailorbench.api.results import (
     ExtractionReport,
@@ -170,72 +168,41 @@ def markdown(stage: str, report: Output | Mapping[str, Any]) -> str:
     return render_markdown(TITLES[stage], *stage_parts(stage, info))
 
 
-report_relevance_async = async_twin(report_relevance)
-baseline_async = async_twin(baseline)
-export_relevance_async = async_twin(export_relevance)
-generate_async = async_twin(generate)
-judge_relevance_async = async_twin(judge_relevance)
-report_extraction_async = async_twin(report_extraction)
-report_incorporation_async = async_twin(report_incorporation)
-extract_async = async_twin(extract)
-export_tasks_async = async_twin(export_tasks)
-categorise_async = async_twin(categorise)
-judge_ab_async = async_twin(judge_ab)
-summary_async = async_twin(summary)
-train_verifier_async = async_twin(train_verifier)
-verify_async = async_twin(verify)
-train_relevance_async = async_twin(train_relevance)
-classify_relevance_async = async_twin(classify_relevance)
-example_async = async_twin(example)
+#: the verbs (their `*_async` twins are gone: each only ran the verb in a worker thread)
+_VERBS = ("report_relevance", "baseline", "export_relevance", "generate", "judge_relevance", "report_extraction",
+          "report_incorporation", "extract", "export_tasks", "categorise", "judge_ab", "summary", "train_verifier",
+          "verify", "train_relevance", "classify_relevance", "example")
 
 __all__ = [
     "baseline",
-    "baseline_async",
     "call_counts",
     "categorise",
-    "categorise_async",
     "classify_relevance",
-    "classify_relevance_async",
     "example",
-    "example_async",
     "example_dir",
     "export_relevance",
-    "export_relevance_async",
     "export_tasks",
-    "export_tasks_async",
     "extract",
-    "extract_async",
     "failures",
     "generate",
-    "generate_async",
     "judge_ab",
-    "judge_ab_async",
     "judge_relevance",
-    "judge_relevance_async",
     "load_encoder",
     "markdown",
     "read_items",
     "report_extraction",
-    "report_extraction_async",
     "report_incorporation",
-    "report_incorporation_async",
     "report_relevance",
-    "report_relevance_async",
     "run_example",
     "stage1_ratings",
     "stage2_ratings",
     "summary",
-    "summary_async",
     "train_relevance",
-    "train_relevance_async",
     "train_verifier",
-    "train_verifier_async",
     "verify",
-    "verify_async",
 ]
 
 #: the old names of the stage analyses (`tb.stages.extraction`, ...), kept for one release
-_RENAMED = {old + tail: f"report_{old}{tail}" for old in ("relevance", "extraction", "incorporation")
-            for tail in ("", "_async")}
+_RENAMED = {old: f"report_{old}" for old in ("relevance", "extraction", "incorporation")}
 if not TYPE_CHECKING:
-    __getattr__ = renamed(__name__, _RENAMED)
+    __getattr__ = renamed(__name__, _RENAMED, twins=_VERBS)

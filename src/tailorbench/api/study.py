@@ -1,13 +1,15 @@
 """Python twins of `tailor study ...` (`tb.study.*`): a whole human study from one config (humanstudy/,
 docs/study.md). Each verb reads STUDY_DIR/study.yaml first (a ConfigError naming the key path before any work)
-and returns the pydantic model of api.results that mirrors what the CLI prints; each has an `*_async` twin."""
+and returns the pydantic model of api.results that mirrors what the CLI prints. Each works inside a running event
+loop too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tailorbench.aio import async_twin
+from tailorbench.api.renamed import renamed
 from tailorbench.api.results import HumanStudyInit, HumanStudyPlan, HumanStudyReport, HumanStudyRun, HumanStudyStatus
 from tailorbench.errors import require_web
 from tailorbench.options import as_float
@@ -86,12 +88,10 @@ def demo(study_dir: str | Path, seed: int = 0, say: Say = None) -> HumanStudyRun
     return HumanStudyRun.model_validate(run_demo(study_dir, seed, say))
 
 
-init_async = async_twin(init)
-plan_async = async_twin(plan)
-run_async = async_twin(run)
-status_async = async_twin(status)
-report_async = async_twin(report)
-demo_async = async_twin(demo)
+#: the verbs (their `*_async` twins are gone: each only ran the verb in a worker thread)
+_VERBS = ("init", "plan", "run", "status", "report", "demo")
 
-__all__ = ["demo", "demo_async", "init", "init_async", "plan", "plan_async", "report", "report_async", "run",
-           "run_async", "status", "status_async"]
+__all__ = ["demo", "init", "plan", "report", "run", "status"]
+
+if not TYPE_CHECKING:
+    __getattr__ = renamed(__name__, {}, twins=_VERBS)

@@ -6,9 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.aio import async_twin
-
-__all__ = ["view", "view_async"]
+__all__ = ["view"]
 
 
 def view(runs: Sequence[str | Path], bundle: str | Path | None = None, host: str = "127.0.0.1", port: int = 0,
@@ -22,6 +20,3 @@ def view(runs: Sequence[str | Path], bundle: str | Path | None = None, host: str
     as_int("--n-boot", n_boot, minimum=1)
     return open_viewer(runs, bundle=bundle, host=host, port=port, allow_remote=allow_remote, n_boot=n_boot,
                        seed=seed, serve=serve)
-
-
-view_async = async_twin(view)

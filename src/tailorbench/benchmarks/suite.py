@@ -27,7 +27,7 @@ percent with its 95% CI, as every other report shows them.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,14 @@ from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
 from tailorbench.errors import ConfigError
 from tailorbench.evaluate.results import load_results
 from tailorbench.evaluate.runner import EvalConfig, run_eval, slug
-from tailorbench.files import load_yaml, write_json_atomic, write_text_atomic
+from tailorbench.files import load_json, load_yaml, write_json_atomic, write_text_atomic
 from tailorbench.redact import redact
 from tailorbench.reporting import html_page, html_table, md_table, pct
 from tailorbench.runlog import Leaderboard
 
 TASKS = ("pairwise", "multiple-choice")
+#: what a suite's directory records of the suite it runs (the benchmarks resolved), so `tb.resume` can finish it
+SUITE_FILE = "suite.json"
 SUITE_KEYS = {"name", "data_root", "benchmarks", "judges", "settings", "limit", "seed", "n_boot"}
 BENCHMARK_KEYS = {"name", "data", "task", "options", "layout"}
 
@@ -167,6 +169,8 @@ def run_suite(suite: Suite, out: str | Path, progress: bool = False, skip_missin
     if missing and not skip_missing:
         raise ConfigError("the suite's data is not all there: " + "; ".join(f"{k}: {v}" for k, v in missing.items())
                           + " (give --data-root, or --skip-missing to run the others and say so)")
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / SUITE_FILE, {"kind": "suite", "suite": asdict(suite), "skip_missing": skip_missing})
     board: dict[str, dict[str, Any]] = {}
     not_run: dict[str, dict[str, str]] = {}
     for bench in suite.benchmarks:
@@ -194,6 +198,21 @@ def run_suite(suite: Suite, out: str | Path, progress: bool = False, skip_missin
         f"Suite {suite.name}", f"<h1>Suite {html.escape(suite.name)}</h1><p>{html.escape(intro)}</p>"
         + html_table(header, rows) + (f"<h2>Not run</h2><ul>{html_notes}</ul>" if notes else "")))
     return leaderboard
+
+
+def read_suite_record(out: str | Path) -> tuple[Suite, bool]:
+    """The suite a suite's directory ran and its `skip_missing`, from its suite.json (a DataError naming the file
+    when it is not one)."""
+    from tailorbench.errors import DataError
+
+    path = Path(out) / SUITE_FILE
+    record = load_json(path, dict, "a suite's record (a JSON object)")
+    try:
+        raw = dict(record["suite"])
+        benchmarks = [SuiteBenchmark(**b) for b in raw.pop("benchmarks")]
+        return Suite(benchmarks=benchmarks, **raw), bool(record.get("skip_missing", False))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(path, None, None, f"not a suite's record ({exc})") from None
 
 
 def leaderboard_table(board: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:

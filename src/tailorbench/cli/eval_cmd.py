@@ -103,28 +103,31 @@ def eval_command(
     the resume command (a second Ctrl-C quits at once). Exit code 3 when failed verdicts exceed --max-failed.
     """
     from tailorbench import api
+    from tailorbench.api.evaluation import resumed_by
     from tailorbench.errors import ConfigError
 
+    outcome: api.EvalResult | api.ChoiceResult | api.SuiteResult | list[api.EvalResult | api.ChoiceResult]
     with user_errors():
-        if suite is not None:
+        if resume is not None:
+            made_by = resumed_by(resume)
+            if made_by != "eval":
+                raise ConfigError(f"--resume {resume}: a run of `tailor {made_by}`; continue it with `tailor {made_by} "
+                                  f"--resume {resume}`")
+            resumed = api.resume(resume, progress=progress, max_failed=max_failed)
+            assert isinstance(resumed, (api.EvalResult, api.ChoiceResult, api.SuiteResult))  # an eval run's kinds
+            outcome = resumed
+        elif suite is not None:
             if out is None:
                 raise ConfigError("--suite needs --out (the suite's directory)")
             if protocol != "default" or scorer_version is not None:
                 raise ConfigError("--protocol / --scorer-version: a suite's steps use the default protocol")
-            board = api.eval_suite(suite, out, data_root=data_root, judges=judge, settings=setting, progress=progress,
-                                   skip_missing=skip_missing)
-            if json_out:
-                print_json(board)
-            else:
-                typer.echo((out / "leaderboard.md").read_text(encoding="utf-8"))
-            return
-        if resume is not None:
-            results = [api.eval_benchmark_resume(resume, progress=progress, max_failed=max_failed)]
+            outcome = api.eval(suite=suite, out=out, judge=judge, setting=setting, data_root=data_root,
+                               progress=progress, skip_missing=skip_missing)
         else:
             if out is None:
                 raise ConfigError("--out is required (or --resume RUN_DIR)")
-            results = api.eval_benchmark(
-                judge or ["longer"], setting or ["persona"], data, out=out, progress=progress, task=task,
+            outcome = api.eval(
+                data, judge or ["longer"], setting or ["persona"], out=out, progress=progress, task=task,
                 protocol=protocol, scorer_version=scorer_version,
                 data_options=data_options(turns, data_option), orders=orders,
                 seed=seed, repeat=repeat, calibration=calibration, splits=split_csv(split), tiers=split_csv(tier),
@@ -136,6 +139,13 @@ def eval_command(
                 setting_options=rag_options(retriever, top_k, memory), max_failed=max_failed or 0.0,
                 executor=executor, ray_address=ray_address,
                 executor_options=parse_pairs(executor_option, "--executor-option"))
+        if isinstance(outcome, api.SuiteResult):
+            if json_out:
+                print_json(outcome)
+            else:
+                typer.echo((Path(resume or out or ".") / "leaderboard.md").read_text(encoding="utf-8"))
+            return
+        results = outcome if isinstance(outcome, list) else [outcome]
         if json_out:
             print_json(results[0] if len(results) == 1 else results)
         else:

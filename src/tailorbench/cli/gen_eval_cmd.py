@@ -72,11 +72,16 @@ def gen_eval_command(
 ) -> None:
     """Evaluate how well a model personalizes its own answers (win rates vs a reference, length-controlled)."""
     from tailorbench import api
+    from tailorbench.api.evaluation import resumed_by
     from tailorbench.errors import ConfigError
 
     with user_errors():
         if resume is not None:
-            results = api.gen_eval_benchmark_resume(resume, progress=progress, max_failed=max_failed)
+            made_by = resumed_by(resume)
+            if made_by != "gen-eval":
+                raise ConfigError(f"--resume {resume}: a run of `tailor {made_by}`; continue it with `tailor {made_by} "
+                                  f"--resume {resume}`")
+            results = api.resume(resume, progress=progress, max_failed=max_failed)
         else:
             if out is None:
                 raise ConfigError("--out is required (or --resume RUN_DIR)")
@@ -93,8 +98,9 @@ def gen_eval_command(
                 max_failed=max_failed or 0.0, executor=executor, ray_address=ray_address, batch=batch,
                 executor_options=parse_pairs(executor_option, "--executor-option"),
             )
-            results = api.gen_eval_benchmark(config, out, progress=progress,
-                                             data_options=data_options(turns, data_option))
+            results = api.gen_eval(out=out, config=config, progress=progress,
+                                   data_options=data_options(turns, data_option))
+    assert isinstance(results, (api.GenEvalResult, api.PrefEvalGenerationResult))  # resumed_by checked the kind
     run = results.run_dir
     if json_out:
         print_json(results)

@@ -8,15 +8,15 @@ backend is built again here (the key read from its variable, as a resume would) 
     cancel(run_dir) -> the batches a cancel was sent for
     supports_batches(spec) -> whether a model spec's backend has a batch API (what `--batch` applies to)
 
-Async twins: `status_async`, `cancel_async`.
+Coroutines: `status_async`, `cancel_async` (`status` and `cancel` run them, inside a running loop too).
 """
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
+from tailorbench.aio import run_sync
 from tailorbench.models.backends import make_chat_model, parse_model_spec
 from tailorbench.models.batch_lines import BATCH_APIS
 from tailorbench.models.batch_state import ENDED, FAILED, read_state, state_files
@@ -31,14 +31,14 @@ def supports_batches(spec: str) -> bool:
 def status(run_dir: str | Path, live: bool = True) -> list[dict[str, Any]]:
     """Every recorded batch of the run: model, batch id, requests, recorded status and, with `live`, the
     provider's status and request counts now (batches not ended only)."""
-    return asyncio.run(status_async(run_dir, live))
+    return run_sync(status_async(run_dir, live))
 
 
 def cancel(run_dir: str | Path) -> list[dict[str, Any]]:
     """Ask the provider to cancel every recorded batch of the run that has not ended; returns those batches
     (`cancel_error` where the provider could not be asked). A refused key is a CredentialsError. A later
     `--resume` sends the requests they did not answer again."""
-    return asyncio.run(cancel_async(run_dir))
+    return run_sync(cancel_async(run_dir))
 
 
 async def status_async(run_dir: str | Path, live: bool = True) -> list[dict[str, Any]]:

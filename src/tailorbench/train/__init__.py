@@ -1,9 +1,9 @@
 """Bradley-Terry reward-model training (`tailor train-rm`): config, data preparation, training loop.
 
 This package's names below are the public API of the reward-model recipe, what a screen in `experiments/` (or
-any other script) builds on: the config and `train_rm`; data preparation (`clean_pairs`, `split_by_user`,
-`distinct_triples`, `context_of`); the feature-head fit (`fit_recipe`, `fit_features`, `fit_feature_weights`,
-`FeatureFit`); the scorer and its inputs (`HFRewardModel`, `RewardFormat`, `Triple`, `FEATURES`,
+any other script) builds on: the config (training itself is `tb.train_rm`); data preparation (`clean_pairs`,
+`split_by_user`, `distinct_triples`, `context_of`); the feature-head fit (`fit_recipe`, `fit_features`,
+`fit_feature_weights`, `FeatureFit`); the scorer and its inputs (`HFRewardModel`, `RewardFormat`, `Triple`, `FEATURES`,
 `NGRAM_FEATURE`, `resolve_model`); the answer n-gram head (`NgramHead`, `NgramVocabulary`,
 `pair_difference_matrix`, `char_bigrams`); the cross-fit tables and research figures (`tier_accuracy`,
 `overlap_accuracy`, `split_power`, `SPLIT_DRAWS`, `tier_overlap`); and `bootstrap_ci`, the user-resampling
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
         Triple,
         char_bigrams,
     )
-    from tailorbench.train.api import train_rm
     from tailorbench.train.config import RMTrainConfig, load_config
     from tailorbench.train.cross_fit import SPLIT_DRAWS, overlap_accuracy, split_power, tier_accuracy
     from tailorbench.train.data import clean_pairs, context_of, distinct_triples, split_by_user
@@ -42,7 +41,6 @@ _WHERE = {
     **dict.fromkeys(("NgramHead", "NgramVocabulary", "pair_difference_matrix"), "tailorbench.models.ngram_head"),
     **dict.fromkeys(("FEATURES", "NGRAM_FEATURE", "HFRewardModel", "RewardFormat", "Triple", "char_bigrams"),
                     "tailorbench.models.reward_hf"),
-    "train_rm": "tailorbench.train.api",
     **dict.fromkeys(("RMTrainConfig", "load_config"), "tailorbench.train.config"),
     **dict.fromkeys(("SPLIT_DRAWS", "overlap_accuracy", "split_power", "tier_accuracy"),
                     "tailorbench.train.cross_fit"),
@@ -56,7 +54,7 @@ __all__ = ["FEATURES", "NGRAM_FEATURE", "SPLIT_DRAWS", "FeatureFit", "HFRewardMo
            "RMTrainConfig", "RewardFormat", "Triple", "bootstrap_ci", "char_bigrams", "clean_pairs", "context_of",
            "distinct_triples", "fit_feature_weights", "fit_features", "fit_recipe", "load_config",
            "overlap_accuracy", "pair_difference_matrix", "resolve_model", "split_by_user", "split_power",
-           "tier_accuracy", "tier_overlap", "train_rm"]
+           "tier_accuracy", "tier_overlap"]
 
 
 def __getattr__(name: str) -> Any:
