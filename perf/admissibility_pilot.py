@@ -31,10 +31,9 @@ from typing import Any
 from tailorbench.agreement.admissibility import (
     AdmissibilityOptions,
     admissibility,
-    headers,
-    render_rows,
     split_raters,
 )
+from tailorbench.agreement.admissibility_table import headers, render_rows
 from tailorbench.agreement.matrix import build_matrix
 from tailorbench.agreement.records import Rating, RatingSet
 

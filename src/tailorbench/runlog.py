@@ -86,8 +86,8 @@ def read_run_file(model: type[M], path: Path, data: Mapping[str, Any], *, line: 
                 {"type": "missing", "loc": (absent[0],), "input": dict(data)}])
         return model.model_validate({**data, "format_version": FORMAT_VERSION}, strict=True)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or None
+        first = _meant(exc.errors())
+        where = ".".join(str(p) for p in first["loc"] if not _union_member(p)) or None
         got = f", got {first['input']!r}" if first["type"] not in ("missing", "extra_forbidden") else ""
         if version == FORMAT_VERSION:
             raise DataError(path, line, where, f"{first['msg']}{got}: not a {what} as tailorbench writes it"
@@ -265,6 +265,21 @@ class Reliability(TypedDict):
     probability: str | None
     probability_rule: str | None
     cells: dict[str, ReliabilityCell | dict[str, ReliabilityCell]]
+
+
+def _meant(errors: list[Any]) -> Any:
+    """The error to report: where every member of a union failed (a `metrics` entry is a cell or a split's
+    cells), the first error of the member that failed least, the one the file meant."""
+    branches: dict[tuple[str | int, ...], list[Any]] = {}
+    for error in errors:
+        branches.setdefault(tuple(p for p in error["loc"] if _union_member(p)), []).append(error)
+    return min(branches.values(), key=len)[0]
+
+
+def _union_member(part: str | int) -> bool:
+    """Whether a part of a validation error's location names the member of a union pydantic tried (`Cell`,
+    `dict[str,Cell]`), not a key of the file."""
+    return isinstance(part, str) and ("[" in part or isinstance(globals().get(part), type))
 
 
 class EvalResults(RunFile):

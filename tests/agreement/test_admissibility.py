@@ -23,12 +23,10 @@ from tailorbench.agreement.admissibility import (
     AdmissibilityOptions,
     admissibility,
     alt_test,
-    by_adjust,
-    t_cdf,
-    t_test_less,
 )
 from tailorbench.agreement.matrix import build_matrix
 from tailorbench.agreement.records import Rating, RatingSet
+from tailorbench.agreement.t_test import by_adjust, t_cdf, t_test_less
 from tailorbench.cli.app import app
 from tests.agreement.alt_test_reference import accuracy, neg_rmse, reference_alt_test
 

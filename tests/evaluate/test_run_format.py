@@ -203,3 +203,22 @@ def test_stage_verbs_are_typed_for_mypy(tmp_path: Path) -> None:
     assert "def (conversations: str | pathlib.Path, model: str" in out and "-> tailorbench.api." in out, out
     assert "StageOutput" in out and "StageSummary" in out, out
     assert "Callable[..., Any]" not in out and "incompatible types in assignment" in out.lower(), out
+
+
+@pytest.mark.parametrize(("path", "value", "field"), [
+    (("metrics", "specific", "easy", "note"), 1, "metrics.specific.easy.note"),  # a split's cells
+    (("metrics", "all", "n"), "x", "metrics.all.n"),  # the overall cell
+    (("reliability", "cells", "all", "position", "pairs"), True, "reliability.cells.all.position.pairs"),
+])
+def test_an_error_in_results_json_names_the_key_the_file_holds(made: Path, path: tuple[str, ...], value: Any,
+                                                                field: str) -> None:
+    """A `metrics` (or reliability) entry is a cell or a split's cells: the error names the place the file meant,
+    not the union member pydantic tried."""
+    data = _json(made / "results.json")
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    with pytest.raises(DataError) as err:
+        read_run_file(EvalResults, made / "results.json", data)
+    assert err.value.field == field, str(err.value)

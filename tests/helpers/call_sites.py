@@ -1,6 +1,6 @@
 """Call sites of the package, found on its syntax tree: the standing checks that every write goes through the one
-door (files.py) and every user file through the one reader are AST walks over `src/tailorbench`, like the layer
-contracts over its imports.
+door (the `files` package) and every user file through the one reader are AST walks over `src/tailorbench`, like
+the layer contracts over its imports.
 
 A site is (module path, enclosing function, call), e.g. `("humanstudy/run.py", "Runner.step", "shutil.rmtree")`:
 stable under edits that move lines, and gone when the call or its function is. An allow-list maps sites to the

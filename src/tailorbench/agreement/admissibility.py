@@ -31,6 +31,7 @@ import numpy as np
 from tailorbench.agreement import stats as st
 from tailorbench.agreement.alignments import ALIGNMENTS, AlignmentFunction, is_known, known_names
 from tailorbench.agreement.matrix import MISSING, RatingMatrix
+from tailorbench.agreement.t_test import by_adjust, t_test_less
 from tailorbench.bootstrap import Resampler, percentile_ci
 from tailorbench.errors import ConfigError, DataError
 from tailorbench.registry import did_you_mean
@@ -38,9 +39,15 @@ from tailorbench.registry import did_you_mean
 #: the authors' advice for the margin epsilon by who the humans are (github.com/nitaytech/AltTest, README FAQ
 #: and alt_test_example.ipynb): the more expert the annotators, the larger the margin a judge is allowed
 ANNOTATOR_EPSILON = {"expert": 0.2, "skilled": 0.15, "crowd": 0.1}
+
+
 #: the authors' `min_humans_per_instance` default: an item counts with the judge and at least two humans
 MIN_HUMANS = 2
+
+
 WITHIN = "within human range"
+
+
 BELOW = "below human range"
 
 
@@ -113,88 +120,6 @@ def _val(x: Any) -> float | None:
     """A finite float, or None for an undefined (NaN) or infinite one."""
     f = float(x)
     return f if math.isfinite(f) else None
-
-
-# --- Student's t and the Benjamini-Yekutieli correction -------------------------------------------------
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 10_000):
-        m2 = 2 * m
-        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-16:
-            break
-    return h
-
-
-def _betai(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t) for Student's t with df degrees of freedom."""
-    if math.isnan(t):
-        return math.nan
-    if math.isinf(t):
-        return 0.0 if t < 0 else 1.0
-    tail = 0.5 * _betai(df / 2.0, 0.5, df / (df + t * t))
-    return tail if t < 0 else 1.0 - tail
-
-
-def t_test_less(d: np.ndarray, mu: float) -> tuple[float, float]:
-    """One-sided one-sample t-test of H0: mean(d) >= mu against mean(d) < mu: (t, p).
-
-    With zero variance t is -inf (p = 0) when the mean is below mu, +inf (p = 1) above it, as scipy's
-    `ttest_1samp(d, mu, alternative="less")` gives; a mean exactly at mu (scipy: NaN) is p = 1, not rejected.
-    """
-    n = d.size
-    mean = float(d.mean())
-    sd = float(d.std(ddof=1)) if n > 1 else math.nan
-    if n < 2 or math.isnan(sd):
-        return math.nan, math.nan
-    if sd == 0.0:
-        if mean == mu:
-            return math.nan, 1.0
-        return (-math.inf, 0.0) if mean < mu else (math.inf, 1.0)
-    t = (mean - mu) / (sd / math.sqrt(n))
-    return t, t_cdf(t, n - 1)
-
-
-def by_adjust(p: Sequence[float]) -> np.ndarray:
-    """Benjamini-Yekutieli adjusted p-values (step-up, arbitrary dependence): a hypothesis is rejected at FDR q
-    when its adjusted p-value is <= q (what `scipy.stats.false_discovery_control(p, method="by")` returns)."""
-    ps = np.asarray(p, dtype=float)
-    m = ps.size
-    if m == 0:
-        return ps
-    order = np.argsort(ps, kind="stable")
-    harmonic = float((1.0 / np.arange(1, m + 1)).sum())
-    scaled = ps[order] * m * harmonic / np.arange(1, m + 1)
-    adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
-    out = np.empty(m)
-    out[order] = np.minimum(adjusted, 1.0)
-    return out
-
-
-# --- the alternative-annotator test ----------------------------------------------------------------------
 
 
 def _misfit(pred: np.ndarray, counts: np.ndarray, values: np.ndarray | None) -> np.ndarray:
@@ -284,9 +209,6 @@ def alt_test(humans: np.ndarray, judge: np.ndarray, k: int, names: Sequence[str]
         "passed": None if omega is None else bool(omega >= 0.5),
         "max_shared_items": max((r["n"] for r in rows), default=0),
     }
-
-
-# --- kappas beside it ---------------------------------------------------------------------------------------
 
 
 def _gold(counts: np.ndarray, strict_positive: int | None) -> np.ndarray:
@@ -491,59 +413,3 @@ def split_raters(m: RatingMatrix, judge_names: Sequence[str] = (), human_group: 
     judges = [i for i in range(len(m.raters)) if i in named or m.groups[i] != human_group]
     humans = [i for i in range(len(m.raters)) if i not in named and m.groups[i] == human_group]
     return judges, humans
-
-
-def render_rows(adm: dict[str, Any]) -> tuple[list[list[str]], list[list[str]], list[str]]:
-    """(per-judge rows, per-human alt-test rows, sentences) for the text and Markdown tables."""
-
-    def fmt(e: dict[str, Any] | None) -> str:
-        if not e or e.get("value") is None:
-            return "undefined"
-        lo, hi = e.get("ci") or [None, None]
-        return f"{e['value']:.3f}" if lo is None else f"{e['value']:.3f} [{lo:.3f}, {hi:.3f}]"
-
-    def f3(x: float | None) -> str:
-        return "-" if x is None else f"{x:.3f}"
-
-    judge_rows: list[list[str]] = []
-    human_rows: list[list[str]] = []
-    sentences: list[str] = []
-    scopes: list[tuple[str, str, dict[str, Any]]] = []
-    for name, e in adm["judges"].items():
-        scopes.append((name, "all", e))
-        scopes += [(name, t, te) for t, te in e.get("by_tier", {}).items()]
-    for name, tier, e in scopes:
-        a, kap = e["alt_test"], e["kappa"]
-        ref = adm["human_reference"] if tier == "all" else adm["human_reference_by_tier"][tier]
-        rng = "-" if ref["range"] is None else f"{ref['range'][0]:.3f}..{ref['range'][1]:.3f}"
-        judge_rows.append([name, tier, f"{a['n_tested']}/{len(a['humans'])}", f3(a["winning_rate"]),
-                           f3(a["advantage_probability"]), fmt(kap["vs_majority"]), fmt(kap["mean_vs_humans"]),
-                           rng, fmt(ref["mean"]), e["sentence"]])
-        where = "" if tier == "all" else f" on tier {tier}"
-        sentences.append(f"{name}{where}: {e['sentence']}.")
-        for h in a["humans"]:
-            if "excluded" in h:
-                human_rows.append([name, tier, h["human"], str(h["n"]), "-", "-", "-", "-", h["excluded"]])
-            else:
-                human_rows.append([name, tier, h["human"], str(h["n"]), f3(h["rho_f"]), f3(h["rho_h"]),
-                                   f"{h['p']:.3g}", f"{h['p_adjusted']:.3g}", "yes" if h["rejected"] else "no"])
-    if not _tiered(adm):  # the tier column only where there are tiers
-        judge_rows = [r[:1] + r[2:] for r in judge_rows]
-        human_rows = [r[:1] + r[2:] for r in human_rows]
-    return judge_rows, human_rows, sentences
-
-
-def _tiered(adm: dict[str, Any]) -> bool:
-    return any("by_tier" in e for e in adm["judges"].values())
-
-
-def headers(adm: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """The column names of `render_rows`' two tables for this block."""
-    if _tiered(adm):
-        return JUDGE_HEADER, HUMAN_HEADER
-    return JUDGE_HEADER[:1] + JUDGE_HEADER[2:], HUMAN_HEADER[:1] + HUMAN_HEADER[2:]
-
-
-JUDGE_HEADER = ["judge", "tier", "humans tested", "winning rate ω", "advantage prob. ρ", "κ vs majority",
-                "mean κ vs humans", "human κ LOO range", "human κ LOO mean", "verdict"]
-HUMAN_HEADER = ["judge", "tier", "left-out human", "shared items", "ρ_f", "ρ_h", "p", "p (BY)", "judge wins"]

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tailorbench.agreement import stats as st
-from tailorbench.agreement.admissibility import AdmissibilityOptions, admissibility, headers, render_rows, split_raters
+from tailorbench.agreement.admissibility import AdmissibilityOptions, admissibility, split_raters
+from tailorbench.agreement.admissibility_table import headers, render_rows
 from tailorbench.agreement.matrix import MISSING, RatingMatrix, build_matrix
 from tailorbench.agreement.ratings import RatingSet
 from tailorbench.bootstrap import Interval, Resampler, percentile_ci

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from tailorbench.errors import ConfigError
 from tailorbench.judges.base import JudgeBase, JudgeOptions, check_options, register_judge, truncation_warning
 from tailorbench.leakage import TrainingContent, read_dir, reconstruct
-from tailorbench.models.reward_hf import HFRewardModel, Triple, read_sidecar
+from tailorbench.models.reward_format import Triple, read_sidecar
+from tailorbench.models.reward_hf import HFRewardModel
 from tailorbench.options import as_choice, as_int
 from tailorbench.schema import JudgeInput, Verdict
 

@@ -2,9 +2,10 @@
 answer) triples. Shared by the RM judge (scoring) and `tailor train-rm` (training), so both see exactly the
 same input text, the same truncation and the same head.
 
-Input format: the tokenizer's chat template when it has one (context + question as the user turn, the answer as
-the assistant turn); otherwise a segment pair, (context + question, answer). Truncation policy (per segment,
-in tokens, see docs/reward_models.md): the question keeps up to `question_cap` tokens; the answer keeps up to
+Input format (`reward_format.py`; its encoding and truncation, `reward_encoding.py`): the tokenizer's chat
+template when it has one (context + question as the user turn, the answer as the assistant turn); otherwise a
+segment pair, (context + question, answer). Truncation policy (per segment, in tokens, see
+docs/reward_models.md): the question keeps up to `question_cap` tokens; the answer keeps up to
 `max(answer_share * rest, rest - len(context))` tokens of what remains; the context (persona) gets whatever is
 left. Every segment keeps its head. Every input that loses a token is counted.
 
@@ -16,101 +17,26 @@ Heavy imports (torch, transformers) happen when a model is loaded, never at modu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tailorbench.errors import ConfigError
-from tailorbench.files import Output, as_output
 from tailorbench.models.ngram_head import NgramHead
 from tailorbench.models.release_memory import trim_heap
+from tailorbench.models.reward_encoding import RewardEncoder, pad_batch
+from tailorbench.models.reward_format import FEATURES, NGRAM_FEATURE, RewardFormat, Triple, char_bigrams, read_format
 
-#: sidecar file a `tailor train-rm` checkpoint carries: input format, truncation and extra head parameters
-SIDECAR = "tailorbench_rm.json"
-#: (context or None, question, answer)
-Triple = tuple[str | None, str, str]
+# the checkpoint's sidecar, read and written where its format is defined (`reward_format.py`); named here too for
+# the scripts and tests that load a checkpoint through this module
+from tailorbench.models.reward_format import SIDECAR as SIDECAR
+from tailorbench.models.reward_format import read_sidecar as read_sidecar
+from tailorbench.models.reward_format import write_format as write_format
+
 #: names of the one-output head in common sequence classifiers
 _HEAD_NAMES = ("score", "classifier", "out_proj", "v_head")
-#: answer features a checkpoint may add to its score (reward += sum_k w_k * (f_k - mean_k) / std_k)
-FEATURES = {
-    "length": "log(1 + characters of the answer)",
-    "persona_overlap": "log(1 + distinct character bigrams of the answer that also occur in the context)",
-    "persona_overlap_share": "share of the answer's distinct character bigrams that also occur in the context",
-    "persona_cosine": "cosine of the encoder's mean-pooled embeddings of the context and of the answer",
-    "question_cosine": "cosine of the encoder's mean-pooled embeddings of the question and of the answer",
-    "answer_ngrams": "learned linear score of the answer's character 1-2 gram TF-IDF (models/ngram_head.py), "
-                     "fitted jointly with the other weights",
-}
-#: the one feature that is itself learned (one weight per n-gram, stored in ngram_head.NGRAMS_FILE)
-NGRAM_FEATURE = "answer_ngrams"
-
-
-def char_bigrams(text: str) -> set[str]:
-    """Distinct overlapping character pairs (works for Chinese, where words are not space-separated)."""
-    return {text[i : i + 2] for i in range(len(text) - 1)}
-
-
-@dataclass
-class RewardFormat:
-    """How a triple becomes model input; stored with a trained checkpoint so scoring repeats training."""
-
-    max_length: int = 512
-    #: share of the tokens left after the question that the answer may always keep
-    answer_share: float = 0.5
-    #: tokens the question may keep (it is usually short; it is cut only beyond this)
-    question_cap: int = 96
-    #: learned length feature: reward += weight * (log1p(chars(answer)) - mean) / std
-    length_weight: float | None = None
-    length_mean: float = 0.0
-    length_std: float = 1.0
-    #: extra answer features (names from FEATURES), their learned weights and standardisation
-    features: list[str] = field(default_factory=list)
-    feature_weights: list[float] = field(default_factory=list)
-    feature_mean: list[float] = field(default_factory=list)
-    feature_std: list[float] = field(default_factory=list)
-    #: whether the sequence classifier's output is part of the reward (false: the feature term alone)
-    encoder_score: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def length_feature(self, answers: Sequence[str]) -> np.ndarray:
-        """Standardised log character length of each answer (the same measure the `longer` baseline uses)."""
-        raw = np.log1p(np.fromiter((len(a) for a in answers), np.float64, len(answers)))
-        return ((raw - self.length_mean) / max(self.length_std, 1e-6)).astype(np.float32)
-
-
-def read_format(path: str | Path) -> RewardFormat | None:
-    """The sidecar of a trained checkpoint, or None for a plain Hugging Face checkpoint."""
-    sidecar = Path(path) / SIDECAR
-    if not sidecar.is_file():
-        return None
-    from tailorbench.files import load_json
-
-    data = load_json(sidecar, dict, "a trained checkpoint's sidecar (a JSON object)")
-    known = RewardFormat.__dataclass_fields__
-    return RewardFormat(**{k: v for k, v in data.get("format", {}).items() if k in known})
-
-
-def read_sidecar(path: str | Path) -> dict[str, Any]:
-    """The whole sidecar of a trained checkpoint (format, `trained_by`, setting ...), or {}."""
-    sidecar = Path(path) / SIDECAR
-    if not sidecar.is_file():
-        return {}
-    from tailorbench.errors import DataError
-    from tailorbench.files import load_json
-
-    try:
-        data = load_json(sidecar, None, "a trained checkpoint's sidecar (a JSON object)")
-    except DataError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def write_format(path: Output | str | Path, fmt: RewardFormat, extra: dict[str, Any] | None = None) -> None:
-    """The sidecar (SIDECAR) in a checkpoint folder: the claimed folder output of the verb that trained it, or a
-    path of a folder (only the sidecar is written there: the checkpoint beside it may be anyone's)."""
-    as_output(path, name=SIDECAR).write_json(None, {"format": asdict(fmt), **(extra or {})})
 
 
 def resolve_precision(precision: str, device: str = "cpu") -> str:
@@ -164,134 +90,6 @@ def fp32_head(model: Any) -> str | None:
             head.forward = forward
             return name
     return None
-
-
-class RewardEncoder:
-    """Triples -> token ids under the truncation policy, with per-input truncation flags. Segment token
-    counts are cached by text (a persona or an answer recurs in many pairs)."""
-
-    def __init__(self, tokenizer: Any, fmt: RewardFormat) -> None:
-        self.tokenizer = tokenizer
-        self.fmt = fmt
-        self.chat = bool(getattr(tokenizer, "chat_template", None))
-        self._offsets: dict[str, list[int]] = {}
-        self.overhead = self._measure_overhead()
-        self.truncated = {"context": 0, "question": 0, "answer": 0, "overflow": 0, "inputs": 0}
-        #: encodings made by `check`, handed to the next `encode` of the same triple (no second tokenization)
-        self._checked: dict[Triple, tuple[dict[str, Any], tuple[str, ...]]] = {}
-        if fmt.max_length <= self.overhead + 8:
-            raise ConfigError(f"max_length {fmt.max_length} leaves no room for text (format uses {self.overhead})")
-
-    def _measure_overhead(self) -> int:
-        """Tokens the format adds around the segments (special tokens, chat-template scaffolding)."""
-        ids = self._encode_texts("x", "x")
-        return max(0, len(ids["input_ids"]) - 2 * len(self._ends("x")))
-
-    def _ends(self, text: str) -> list[int]:
-        """Character end offset of each token of `text` (no special tokens), cached."""
-        hit = self._offsets.get(text)
-        if hit is None:
-            enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-            hit = [end for _, end in enc["offset_mapping"]]
-            self._offsets[text] = hit
-        return hit
-
-    def _warm(self, texts: Sequence[str]) -> None:
-        """Tokenize unseen segments in one batched call (much faster than one by one)."""
-        todo = [t for t in dict.fromkeys(texts) if t not in self._offsets]
-        for start in range(0, len(todo), 1024):
-            chunk = todo[start : start + 1024]
-            enc = self.tokenizer(chunk, add_special_tokens=False, return_offsets_mapping=True)
-            for text, offsets in zip(chunk, enc["offset_mapping"]):
-                self._offsets[text] = [end for _, end in offsets]
-
-    def _cut(self, text: str, keep: int) -> str:
-        ends = self._ends(text)
-        if keep >= len(ends):
-            return text
-        return text[: ends[keep - 1]] if keep > 0 else ""
-
-    def _encode_texts(self, first: str, answer: str) -> dict[str, Any]:
-        if self.chat:
-            messages = [{"role": "user", "content": first}, {"role": "assistant", "content": answer}]
-            text = self.tokenizer.apply_chat_template(messages, tokenize=False)
-            return dict(self.tokenizer(text, add_special_tokens=False))
-        return dict(self.tokenizer(first, answer))
-
-    def budget(self, n_context: int, n_question: int, n_answer: int) -> tuple[int, int, int]:
-        """(context, question, answer) tokens kept under the policy."""
-        fmt = self.fmt
-        total = fmt.max_length - self.overhead - 2  # 2: the blank line joining context and question
-        q_keep = min(n_question, fmt.question_cap, total // 2)
-        rest = total - q_keep
-        a_keep = min(n_answer, max(int(fmt.answer_share * rest), rest - n_context))
-        c_keep = min(n_context, rest - a_keep)
-        return c_keep, q_keep, a_keep
-
-    def _encode_one(self, triple: Triple) -> tuple[dict[str, Any], tuple[str, ...]]:
-        """Model input of one triple under the policy, and what was cut (`context`, `question`, `answer`,
-        `overflow`; empty when nothing was)."""
-        context, question, answer = triple
-        context = context or ""
-        nc, nq, na = len(self._ends(context)), len(self._ends(question)), len(self._ends(answer))
-        kc, kq, ka = self.budget(nc, nq, na)
-        parts = [name for name, n, keep in (("context", nc, kc), ("question", nq, kq), ("answer", na, ka))
-                 if keep < n]
-        c_text, q_text, a_text = self._cut(context, kc), self._cut(question, kq), self._cut(answer, ka)
-        first = f"{c_text}\n\n{q_text}" if c_text else q_text
-        enc = self._encode_texts(first, a_text)
-        if len(enc["input_ids"]) > self.fmt.max_length:  # re-tokenizing at a cut can add a token
-            parts.append("overflow")
-            enc = {key: value[: self.fmt.max_length] for key, value in enc.items()}
-        return enc, tuple(parts)
-
-    def check(self, triples: Sequence[Triple]) -> np.ndarray:
-        """Whether each triple will be truncated, known before any scoring and without counting it: the
-        encodings are kept for the next `encode` of the same triples, which counts them (so a pre-work check
-        costs no second tokenization and says exactly what scoring will count)."""
-        self._warm([t for c, q, a in triples for t in (c or "", q, a)])
-        flags = np.zeros(len(triples), dtype=bool)
-        for k, triple in enumerate(triples):
-            hit = self._checked.get(triple)
-            if hit is None:
-                hit = self._checked[triple] = self._encode_one(triple)
-            flags[k] = bool(hit[1])
-        return flags
-
-    def encode(self, triples: Sequence[Triple]) -> tuple[list[dict[str, Any]], np.ndarray]:
-        """Model inputs (input_ids, attention_mask, token_type_ids where used) and a truncated flag per triple."""
-        self._warm([t for triple in triples if triple not in self._checked for t in (triple[0] or "", *triple[1:])])
-        out: list[dict[str, Any]] = []
-        flags = np.zeros(len(triples), dtype=bool)
-        for k, triple in enumerate(triples):
-            hit = self._checked.pop(triple, None)
-            enc, parts = hit if hit is not None else self._encode_one(triple)
-            for name in parts:
-                self.truncated[name] += 1
-            self.truncated["inputs"] += bool(parts)
-            flags[k] = bool(parts)
-            out.append(enc)
-        return out, flags
-
-
-def pad_batch(encoded: Sequence[dict[str, Any]], pad_id: int) -> dict[str, Any]:
-    """Right-padded tensors for one batch (torch imported by the caller's process already)."""
-    import torch
-
-    width = max(len(e["input_ids"]) for e in encoded)
-    ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(encoded), width), dtype=torch.long)
-    types = torch.zeros((len(encoded), width), dtype=torch.long) if "token_type_ids" in encoded[0] else None
-    for row, e in enumerate(encoded):
-        n = len(e["input_ids"])
-        ids[row, :n] = torch.tensor(e["input_ids"])
-        mask[row, :n] = 1
-        if types is not None:
-            types[row, :n] = torch.tensor(e["token_type_ids"])
-    batch: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
-    if types is not None:
-        batch["token_type_ids"] = types
-    return batch
 
 
 def head_outputs(path: str) -> int:

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from tailorbench.errors import ConfigError
-from tailorbench.models.reward_hf import RewardEncoder, RewardFormat, Triple, ensure_pad_token, read_format
+from tailorbench.models.reward_encoding import RewardEncoder
+from tailorbench.models.reward_format import RewardFormat, Triple, read_format
+from tailorbench.models.reward_hf import ensure_pad_token
 from tailorbench.models.vllm_engine import SharedEngine, VLLMEngineConfig, acquire_engine, release_engine
 
 

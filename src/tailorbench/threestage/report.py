@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tailorbench.agreement.admissibility import headers, render_rows
+from tailorbench.agreement.admissibility_table import headers, render_rows
 from tailorbench.files import MARKER, Output, as_output
 from tailorbench.reporting import Bar, Table, f3, html_page, html_table, md_table, svg_bars, with_ci
 from tailorbench.threestage.extraction.analysis import CATEGORIES

@@ -100,7 +100,7 @@ def fit_recipe(cfg: RMTrainConfig, raw: np.ndarray, answers: Sequence[str], pair
     import torch
 
     from tailorbench.models.ngram_head import NgramHead, NgramVocabulary, pair_difference_matrix
-    from tailorbench.models.reward_hf import NGRAM_FEATURE
+    from tailorbench.models.reward_format import NGRAM_FEATURE
 
     dense = [f for f in cfg.features if f != NGRAM_FEATURE]
     mean, std = raw.mean(0), raw.std(0)
@@ -127,7 +127,7 @@ def fit_features(cfg: RMTrainConfig, scorer: Any, triples: Sequence[Any],
     `cfg.features` order and the fit's summary."""
     import torch
 
-    from tailorbench.models.reward_hf import NGRAM_FEATURE
+    from tailorbench.models.reward_format import NGRAM_FEATURE
 
     dense = [f for f in cfg.features if f != NGRAM_FEATURE]
     fitted = fit_recipe(cfg, scorer.raw_features(triples, dense), [t[2] for t in triples], pairs)

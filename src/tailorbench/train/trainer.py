@@ -203,7 +203,8 @@ class RewardModelTrainer:
 
     def make_scorer(self) -> None:
         """The input format (length statistics of the training answers) and the scorer `rm:OUT` will use."""
-        from tailorbench.models.reward_hf import HFRewardModel, RewardFormat
+        from tailorbench.models.reward_format import RewardFormat
+        from tailorbench.models.reward_hf import HFRewardModel
 
         cfg = self.cfg
         answers = [a for c in self.train_cases for a in (c.chosen, c.rejected)]
@@ -307,7 +308,7 @@ class RewardModelTrainer:
 
     def rewards(self, idx: list[int]) -> Any:
         """The rewards of the inputs `idx`: the encoder's score plus the length and feature terms."""
-        from tailorbench.models.reward_hf import pad_batch
+        from tailorbench.models.reward_encoding import pad_batch
 
         rewards = self.scorer.forward(pad_batch([self.encoded[i] for i in idx], self.tokenizer.pad_token_id))
         if self.length_w is not None:
@@ -403,7 +404,7 @@ class RewardModelTrainer:
     def save(self) -> None:
         """The checkpoint in the output folder itself (`rm:OUT` loads it): model, tokenizer, n-gram head,
         input format."""
-        from tailorbench.models.reward_hf import write_format
+        from tailorbench.models.reward_format import write_format
 
         dest = self.dest
         self.model.eval()

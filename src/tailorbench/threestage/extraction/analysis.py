@@ -68,6 +68,29 @@ def _rates(labels: list[str | None]) -> dict[str, Any]:
     return out
 
 
+def _taxonomy(taxonomy: Sequence[dict[str, Any]], majority: dict[str, str | None],
+              meta: dict[str, Stage1Item]) -> dict[str, Any]:
+    """Per rater of the taxonomy: category counts and shares, invalid answers, attributes the human majority did
+    not reject, and counts by source."""
+    tax: dict[str, Any] = {}
+    for t in taxonomy:
+        entry = tax.setdefault(t["rater"], {"counts": Counter(), "invalid": 0, "not_rejected": 0, "by_source": {}})
+        if majority.get(t["item"]) != "rejected":
+            entry["not_rejected"] += 1
+        if t["category"] is None:
+            entry["invalid"] += 1
+            continue
+        entry["counts"][t["category"]] += 1
+        src = meta[t["item"]].source if t["item"] in meta else "unknown"
+        entry["by_source"].setdefault(src, Counter())[t["category"]] += 1
+    for entry in tax.values():
+        total = sum(entry["counts"].values())
+        entry["shares"] = {c: entry["counts"].get(c, 0) / total if total else None for c in CATEGORIES}
+        entry["counts"] = {c: entry["counts"].get(c, 0) for c in CATEGORIES}
+        entry["by_source"] = {s: dict(v) for s, v in entry["by_source"].items()}
+    return tax
+
+
 def extraction_report(
     items: dict[int, Stage1Item],
     ratings: RatingSet,
@@ -91,22 +114,7 @@ def extraction_report(
             per_rating[meta[r.item].source][str(r.label)] += 1
     unrated = sum(1 for k in meta if k not in majority)
     agree = agreement_report(ratings, JUDGMENT_ORDER, AgreeOptions(n_resamples=n_resamples, seed=seed))
-    tax: dict[str, Any] = {}
-    for t in taxonomy:
-        entry = tax.setdefault(t["rater"], {"counts": Counter(), "invalid": 0, "not_rejected": 0, "by_source": {}})
-        if majority.get(t["item"]) != "rejected":
-            entry["not_rejected"] += 1
-        if t["category"] is None:
-            entry["invalid"] += 1
-            continue
-        entry["counts"][t["category"]] += 1
-        src = meta[t["item"]].source if t["item"] in meta else "unknown"
-        entry["by_source"].setdefault(src, Counter())[t["category"]] += 1
-    for entry in tax.values():
-        total = sum(entry["counts"].values())
-        entry["shares"] = {c: entry["counts"].get(c, 0) / total if total else None for c in CATEGORIES}
-        entry["counts"] = {c: entry["counts"].get(c, 0) for c in CATEGORIES}
-        entry["by_source"] = {s: dict(v) for s, v in entry["by_source"].items()}
+    tax = _taxonomy(taxonomy, majority, meta)
     by_source = {s: _rates(v) for s, v in sorted(by["source"].items())}
     notes = []
     if unrated:
