@@ -39,7 +39,7 @@ def cell_line(name: str, cell: dict[str, Any]) -> str:
 
 def run(data: str, label: str, judges: list[str], out: Path, limit: int | None) -> dict[str, Any]:
     start = time.perf_counter()
-    results = tb.eval_many(judges, ["persona"], data, out=out, limit=limit)
+    results = tb.eval(data, judges, ["persona"], out=out, limit=limit, task="pairwise")
     seconds = time.perf_counter() - start
     print(f"\n== {label}: {len(judges)} judges in {seconds:.1f} s -> {out}")
     figures: dict[str, Any] = {"data": label, "seconds": round(seconds, 1), "judges": {}}
