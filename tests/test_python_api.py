@@ -143,6 +143,11 @@ def test_eval_takes_one_or_several_judges_and_resume_any_run(tmp_path: Path) -> 
         tb.eval("demo", out=tmp_path / "x", suite="personalization")  # type: ignore[call-overload]
     with pytest.raises(ConfigError, match=r"--resume .*: no such directory"):
         tb.resume(tmp_path / "nowhere")
+    old_suite = tmp_path / "old-suite"
+    old_suite.mkdir()
+    (old_suite / "leaderboard.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"without suite\.json .* run the same `tailor eval --suite \.\.\.` again"):
+        tb.resume(old_suite)
     with pytest.raises(ConfigError, match=r"demo is multiple choice: call tb\.eval"):
         asyncio.run(tb.eval_async("demo", out=tmp_path / "x", task="multiple-choice"))
 

@@ -221,6 +221,9 @@ def _resumable_kind(run_dir: Path) -> str:
     if not (run_dir / "manifest.json").exists():
         if (run_dir / SUITE_FILE).is_file():
             return "suite"
+        if (run_dir / "leaderboard.json").is_file():
+            raise ConfigError(f"--resume {run_dir}: a suite's directory without {SUITE_FILE} (made before suites "
+                              "recorded what they run): run the same `tailor eval --suite ...` again to finish it")
         read_manifest(run_dir)  # a DataError: not a run directory, manifest.json is missing
     kind = run_kind(run_dir)
     if kind not in _resumers():
