@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -337,3 +337,35 @@ class Leaderboard(RunFile):
     #: row -> benchmark -> why that judge has no figure there
     not_run: dict[str, dict[str, str]] = {}
     unit: str = "accuracy in percent [95% CI]"
+
+
+@_strict
+class SuiteBenchmarkSpec(TypedDict):
+    name: str
+    data: str
+    task: str
+    options: dict[str, Any]
+    layout: str | None
+
+
+@_strict
+class SuiteSpec(TypedDict):
+    """A suite as run (`benchmarks.suite.Suite`: the benchmarks resolved)."""
+
+    name: str
+    benchmarks: list[SuiteBenchmarkSpec]
+    judges: list[str]
+    settings: list[str]
+    limit: int | None
+    seed: int
+    n_boot: int
+
+
+class SuiteRecord(RunFile):
+    """suite.json of a suite's directory: the suite it runs and `skip_missing`, so `tb.resume(DIR)` and `tailor
+    eval --resume DIR` finish it."""
+
+    kind: Literal["suite"] = "suite"
+    suite: SuiteSpec
+    skip_missing: bool = False
+

@@ -222,3 +222,22 @@ def test_an_error_in_results_json_names_the_key_the_file_holds(made: Path, path:
     with pytest.raises(DataError) as err:
         read_run_file(EvalResults, made / "results.json", data)
     assert err.value.field == field, str(err.value)
+
+
+def test_a_suite_record_is_written_from_its_model_and_read_strictly(tmp_path: Path) -> None:
+    """suite.json (what `tb.resume(DIR)` finishes a suite from) is a run-log file too."""
+    from tailorbench.benchmarks.suite import SUITE_FILE, Suite, SuiteBenchmark, read_suite_record
+    from tailorbench.runlog import SuiteRecord
+
+    suite = Suite(name="s", benchmarks=[SuiteBenchmark(name="demo", data="demo")], judges=["longer"])
+    from dataclasses import asdict
+
+    record = SuiteRecord.model_validate({"suite": asdict(suite), "skip_missing": True}).to_file()
+    assert next(iter(record)) == "format_version"
+    _write(tmp_path / SUITE_FILE, record)
+    assert read_suite_record(tmp_path) == (suite, True)
+    record["suite"]["seed"] = "0"
+    _write(tmp_path / SUITE_FILE, record)
+    with pytest.raises(DataError) as err:
+        read_suite_record(tmp_path)
+    assert err.value.field == "suite.seed" and SUITE_FILE in str(err.value)

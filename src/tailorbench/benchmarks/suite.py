@@ -29,7 +29,7 @@ from __future__ import annotations
 import html
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tailorbench.benchmarks.choice_run import ChoiceConfig, run_choice
 from tailorbench.errors import ConfigError
@@ -38,7 +38,7 @@ from tailorbench.evaluate.runner import EvalConfig, run_eval, slug
 from tailorbench.files import load_json, load_yaml, write_json_atomic, write_text_atomic
 from tailorbench.redact import redact
 from tailorbench.reporting import html_page, html_table, md_table, pct
-from tailorbench.runlog import Leaderboard
+from tailorbench.runlog import Leaderboard, SuiteRecord, SuiteSpec, read_run_file
 
 TASKS = ("pairwise", "multiple-choice")
 #: what a suite's directory records of the suite it runs (the benchmarks resolved), so `tb.resume` can finish it
@@ -170,7 +170,8 @@ def run_suite(suite: Suite, out: str | Path, progress: bool = False, skip_missin
         raise ConfigError("the suite's data is not all there: " + "; ".join(f"{k}: {v}" for k, v in missing.items())
                           + " (give --data-root, or --skip-missing to run the others and say so)")
     out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / SUITE_FILE, {"kind": "suite", "suite": asdict(suite), "skip_missing": skip_missing})
+    record = SuiteRecord(suite=cast(SuiteSpec, asdict(suite)), skip_missing=skip_missing)
+    write_json_atomic(out / SUITE_FILE, record.to_file())  # the run log's model (`runlog`), read back strictly
     board: dict[str, dict[str, Any]] = {}
     not_run: dict[str, dict[str, str]] = {}
     for bench in suite.benchmarks:
@@ -201,18 +202,16 @@ def run_suite(suite: Suite, out: str | Path, progress: bool = False, skip_missin
 
 
 def read_suite_record(out: str | Path) -> tuple[Suite, bool]:
-    """The suite a suite's directory ran and its `skip_missing`, from its suite.json (a DataError naming the file
-    when it is not one)."""
-    from tailorbench.errors import DataError
-
+    """The suite a suite's directory ran and its `skip_missing`, from its suite.json, read strictly
+    (`runlog.SuiteRecord`; a DataError naming the file and the field when it is not one)."""
     path = Path(out) / SUITE_FILE
-    record = load_json(path, dict, "a suite's record (a JSON object)")
-    try:
-        raw = dict(record["suite"])
-        benchmarks = [SuiteBenchmark(**b) for b in raw.pop("benchmarks")]
-        return Suite(benchmarks=benchmarks, **raw), bool(record.get("skip_missing", False))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise DataError(path, None, None, f"not a suite's record ({exc})") from None
+    data = load_json(path, dict, "a suite's record (a JSON object)")
+    record = read_run_file(SuiteRecord, path, data, what="suite record",
+                           rerun="run the suite again into a new folder (`tailor eval --suite ... --out NEW_DIR`)")
+    spec = record.suite
+    benchmarks = [SuiteBenchmark(**b) for b in spec["benchmarks"]]
+    return Suite(name=spec["name"], benchmarks=benchmarks, judges=spec["judges"], settings=spec["settings"],
+                 limit=spec["limit"], seed=spec["seed"], n_boot=spec["n_boot"]), record.skip_missing
 
 
 def leaderboard_table(board: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:
