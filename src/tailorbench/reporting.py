@@ -5,14 +5,20 @@ whiskers)."""
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+#: the page never scrolls sideways: a wide table or chart scrolls in its own box (`scroll_box`), long words in
+#: text wrap; a narrow window gets narrower margins (the viewer's view.css carries the same rules)
+FIT = (".scroll{overflow-x:auto;max-width:100%;margin:1em 0}.scroll>table{margin:0}.scroll>svg{display:block}"
+       "h1,h2,h3,h4,p,li,dd,summary{overflow-wrap:break-word}@media (max-width:600px){body{margin:1em .75em}}")
+
 STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
          "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f4f4f4}"
-         ".warn{color:#a40}tr.warn td{background:#fdf0e6}")
+         ".warn{color:#a40}tr.warn td{background:#fdf0e6}" + FIT)
 
 
 def pct(value: float | None) -> str:
@@ -33,18 +39,25 @@ def html_table(header: list[str], rows: list[list[str]], row_classes: list[str] 
     body = "".join((f"<tr class='{html.escape(k)}'>" if k else "<tr>")
                    + "".join(f"<td>{html.escape('' if c is None else str(c))}</td>" for c in row) + "</tr>"
                    for row, k in zip(rows, classes, strict=True))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return scroll_box(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def scroll_box(inner: str) -> str:
+    """A table or chart in a box that scrolls sideways when it is wider than the page ('' stays '')."""
+    return f"<div class='scroll'>{inner}</div>" if inner else ""
 
 
 def html_page(title: str, body: str, extra_style: str = "") -> str:
     """A self-contained page (inline style, no external assets)."""
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    return ("<!doctype html><html><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
             f"<style>{STYLE}{extra_style}</style></head><body>{body}</body></html>\n")
 
 
-#: one colour per run in every chart (cycled beyond 16 runs)
+#: one colour per run in every chart (cycled beyond 16 runs): Tableau 10, then six hues that differ from every
+#: colour before them by at least 25 in CIELAB (CIE76 delta E; tests/evaluate/test_report_charts.py measures it)
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-           "#9c755f", "#bab0ac", "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#7f7f7f", "#d62728")
+           "#9c755f", "#bab0ac", "#7b68ee", "#ff1493", "#32cd32", "#8b008b", "#8db600", "#800000")
 
 
 @dataclass
@@ -86,6 +99,37 @@ def svg_percent_grid(left: float, right: float, top: float, height: float) -> st
     return "".join(out)
 
 
+def text_width(text: str, size: float = 11) -> float:
+    """A generous estimate of the width in px of `text` at font size `size` in a sans-serif face (charts size
+    their margins and legends by it, so a label is never cut)."""
+    return 0.58 * size * len(text)
+
+
+#: the angle of column labels that do not fit their column
+LABEL_ANGLE = 40
+
+
+def svg_column_labels(labels: Sequence[tuple[float, str]], y: float, room: float, size: int = 11) -> tuple[str, float]:
+    """Whole labels under a chart's columns, given as (centre x, text): level when every one fits `room` px, else
+    turned by LABEL_ANGLE degrees and ending at the column's centre. Returns the SVG and the height the labels
+    take below `y` (their first baseline)."""
+    if not labels:
+        return "", 0.0
+    widest = max(text_width(t, size) for _, t in labels)
+    if widest <= room:
+        return "".join(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="middle">{html.escape(t)}</text>'
+                       for x, t in labels), float(size)
+    sin = math.sin(math.radians(LABEL_ANGLE))
+    out = "".join(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="end" '
+                  f'transform="rotate(-{LABEL_ANGLE} {x:.1f} {y:.1f})">{html.escape(t)}</text>' for x, t in labels)
+    return out, widest * sin + size
+
+
+def column_label_reach(label: str, size: int = 11) -> float:
+    """How far left of its column's centre a turned label reaches (a chart's left margin must hold it)."""
+    return text_width(label, size) * math.cos(math.radians(LABEL_ANGLE))
+
+
 def svg_whisker(xm: float, ylo: float, yhi: float, half: float = 4) -> str:
     """A vertical CI whisker from ylo to yhi with caps of width 2 * half."""
     return (f'<path d="M{xm},{ylo:.1f}V{yhi:.1f}M{xm - half},{ylo:.1f}H{xm + half}'
@@ -117,9 +161,11 @@ def with_ci(x: Any, ci: Sequence[Any] | None) -> str:
 
 def svg_bars(bars: Sequence[Bar], lo: float = 0.0, hi: float = 1.0, title: str = "") -> str:
     """Horizontal bars with CI whiskers on a fixed [lo, hi] axis; undefined values are labelled, not drawn."""
-    row, left, width = 22, 200, 360
+    row, width = 22, 360
+    left = max(120.0, max((text_width(b[0]) for b in bars), default=0.0) + 12)
     height = row * len(bars) + 40
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 80}" height="{height}" role="img">']
+    total = max(left + width + 80, text_width(title, 12) + 8)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total:.0f}" height="{height}" role="img">']
     if title:
         out.append(f'<text x="4" y="14" font-size="12" font-weight="bold">{html.escape(title)}</text>')
 
@@ -132,7 +178,7 @@ def svg_bars(bars: Sequence[Bar], lo: float = 0.0, hi: float = 1.0, title: str =
     for i, (label, value, c_lo, c_hi) in enumerate(bars):
         y = 24 + i * row
         out.append(f'<text x="{left - 6}" y="{y + 12}" font-size="11" text-anchor="end">'
-                   f"{html.escape(label[:32])}</text>")
+                   f"{html.escape(label)}</text>")
         if value is None:
             out.append(f'<text x="{left + 4}" y="{y + 12}" font-size="11" fill="#888">undefined</text>')
             continue

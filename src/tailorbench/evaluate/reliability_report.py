@@ -7,7 +7,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tailorbench.reporting import Section, colour, f3, pct
+from tailorbench.reporting import Section, colour, f3, pct, text_width
 
 _DOC = "docs/metrics.md"
 HEADER = ["judge", "setting", "cell", "cases", "flip rate", "P(first shown) [95% CI]", "P(longer) [95% CI]",
@@ -77,17 +77,20 @@ def diagram(runs: Sequence[Mapping[str, Any]]) -> str:
     def xy(conf: float, acc: float) -> tuple[float, float]:
         return left + size * (conf - 0.5) / 0.5, top + size * (1 - acc)
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + size + 220}" height="{top + size + 40}" '
+    labels = [f"{run.get('judge')} / {run.get('setting')}: ECE {f3(calibration['ece'])}" for run, calibration in drawn]
+    legend = max(220.0, max(text_width(label) for label in labels) + 20)  # whole labels, never cut by the frame
+    height = max(top + size + 40, top + 14 + 16 * len(drawn))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + size + legend:.0f}" height="{height}" '
            'role="img">', f'<rect x="{left}" y="{top}" width="{size}" height="{size}" fill="none" stroke="#ccc"/>',
            f'<line x1="{left}" y1="{top + size / 2}" x2="{left + size}" y2="{top}" stroke="#bbb" '
            'stroke-dasharray="4 3"/>',
            f'<text x="{left + size / 2}" y="{top + size + 30}" font-size="11" text-anchor="middle">confidence '
            '(0.5 to 1)</text>', f'<text x="4" y="{top + 10}" font-size="11">accuracy</text>']
-    for k, (run, calibration) in enumerate(drawn):
+    for k, (_, calibration) in enumerate(drawn):
         points = [xy(b["confidence"], b["accuracy"]) for b in calibration["bins"]]
         path = " ".join(f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(points))
         out.append(f'<path d="{path}" fill="none" stroke="{colour(k)}" stroke-width="2"/>')
-        label = html.escape(f"{run.get('judge')} / {run.get('setting')}: ECE {f3(calibration['ece'])}")
+        label = html.escape(labels[k])
         out.append(f'<text x="{left + size + 10}" y="{top + 14 + 16 * k}" font-size="11" '
                    f'fill="{colour(k)}">{label}</text>')
     out.append("</svg>")

@@ -32,6 +32,7 @@ from tailorbench.reporting import (
     html_table,
     md_table,
     pct,
+    scroll_box,
 )
 from tailorbench.run_kinds import RUN_KINDS, write_reports
 
@@ -328,7 +329,7 @@ def render_html_body(runs: Sequence[dict[str, Any]], title: str) -> str:
         body += [f"<p>{inline_html(p)}</p>" for p in section.before if not p.startswith("- ")]
         if bullets:
             body.append("<ul>" + "".join(f"<li>{inline_html(b)}</li>" for b in bullets) + "</ul>")
-        body.append(section.figure)
+        body.append(scroll_box(section.figure))
         if section.header is not None:
             body.append(html_table(section.header, section.rows, section.row_classes))
         body += [f"<p class='note'>{inline_html(note)}</p>" for note in section.after]

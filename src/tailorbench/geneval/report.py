@@ -11,7 +11,20 @@ from typing import Any
 
 from tailorbench import run_kinds
 from tailorbench.evaluate.metrics import report_names
-from tailorbench.reporting import colour, f3, html_page, html_table, md_table, pct, svg_percent_grid, svg_whisker
+from tailorbench.reporting import (
+    colour,
+    column_label_reach,
+    f3,
+    html_page,
+    html_table,
+    md_table,
+    pct,
+    scroll_box,
+    svg_column_labels,
+    svg_percent_grid,
+    svg_whisker,
+    text_width,
+)
 
 
 def _all_cells(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -195,10 +208,19 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
     """Per split x tier and run: a solid bar (raw win rate) and a hatched-looking light bar (LC), with whiskers."""
     splits, tiers = report_names(runs)
     cells = [(s, t) for s in splits for t in tiers if any(_cell(r, s, t) for r in runs)]
-    bar, height, top, left = 10, 220, 20, 40
+    bar, height, top = 10, 220, 20
     width_per = 20 + (2 * bar + 6) * len(runs)
+    names = [f"{s}/{t}" for s, t in cells]
+    # whole split/tier names, turned when they do not fit a column: the first one sets the left margin
+    left = max(40.0, column_label_reach(names[0]) - width_per / 2 + 8) if names else 40.0
     width = left + width_per * max(1, len(cells)) + 20
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 50 + 16 * len(runs)}" '
+    labels, label_height = svg_column_labels(
+        [(left + ci * width_per + 10 + (width_per - 26) / 2, name) for ci, name in enumerate(names)],
+        top + height + 16, width_per - 4)
+    legend_top = top + height + 16 + label_height + 4
+    keys = [f"{run_label(run)} (solid: win rate, light: length-controlled)" for run in runs]
+    total = max(width, 54 + max((text_width(k) for k in keys), default=0.0))
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total:.0f}" height="{legend_top + 16 * len(runs):.0f}" '
            'role="img">']
     out.append(svg_percent_grid(left, width - 10, top, height))
     for ci, (split, tier) in enumerate(cells):
@@ -221,21 +243,19 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
                 if lo is not None:
                     ylo, yhi, xm = top + height * (1 - lo), top + height * (1 - hi), x + bar / 2
                     out.append(svg_whisker(xm, ylo, yhi, half=3))
-        out.append(f'<text x="{x0 + width_per / 2 - 10}" y="{top + height + 16}" font-size="11" '
-                   f'text-anchor="middle">{split[:4]}/{tier}</text>')
     y50 = top + height / 2
     out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y50}" y2="{y50}" stroke="#999" stroke-dasharray="4 3"/>')
-    for ri, run in enumerate(runs):
-        y = top + height + 28 + 16 * ri
-        out.append(f'<rect x="{left}" y="{y}" width="10" height="10" fill="{colour(ri)}"/>'
-                   f'<text x="{left + 14}" y="{y + 9}" font-size="11">{html.escape(run_label(run))} '
-                   "(solid: win rate, light: length-controlled)</text>")
+    out.append(labels)
+    for ri, key in enumerate(keys):
+        y = legend_top + 16 * ri
+        out.append(f'<rect x="40" y="{y:.1f}" width="10" height="10" fill="{colour(ri)}"/>'
+                   f'<text x="54" y="{y + 9:.1f}" font-size="11">{html.escape(key)}</text>')
     out.append("</svg>")
     return "".join(out)
 
 
 def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
-    parts = [f"<h1>{html.escape(title)}</h1><p>{html.escape(_INTRO)}</p>", _svg_chart(runs)]
+    parts = [f"<h1>{html.escape(title)}</h1><p>{html.escape(_INTRO)}</p>", scroll_box(_svg_chart(runs))]
     if len(runs) > 1:
         header, rows = _side_by_side(runs)
         parts.append(f"<h2>Side by side</h2>{html_table(header, rows)}")

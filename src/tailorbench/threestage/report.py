@@ -15,7 +15,7 @@ from typing import Any
 
 from tailorbench.agreement.admissibility_table import headers, render_rows
 from tailorbench.files import MARKER, Output, as_output
-from tailorbench.reporting import Bar, Table, f3, html_page, html_table, md_table, svg_bars, with_ci
+from tailorbench.reporting import Bar, Table, f3, html_page, html_table, md_table, scroll_box, svg_bars, with_ci
 from tailorbench.threestage.extraction.analysis import CATEGORIES
 
 # --- shared by the stage reports ----------------------------------------------------------------------
@@ -250,7 +250,7 @@ def render_markdown(title: str, tables: Sequence[Table], charts: Sequence[str], 
 
 
 def render_html(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str]) -> str:
-    body = [f"<h1>{html.escape(title)}</h1>", *charts]
+    body = [f"<h1>{html.escape(title)}</h1>", *(scroll_box(chart) for chart in charts)]
     for heading, header, rows in tables:
         body.append(f"<h2>{html.escape(heading)}</h2>" + (html_table(header, rows) if rows else "<p>none</p>"))
     if notes:

@@ -34,6 +34,8 @@
   function fmt(x, digits) { return x === null || x === undefined ? "–" : Number(x).toFixed(digits); }
   function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1); }
   function link(href, text) { return el("a", {href: href, text: text}); }
+  // a table in a box that scrolls sideways when it is wider than the page (the page itself never does)
+  function scroll(table) { return el("div", {"class": "scroll"}, [table]); }
   function hashFor(page, params) {
     var q = new URLSearchParams();
     Object.keys(params).forEach(function (k) { if (params[k] !== "" && params[k] !== undefined) { q.set(k, params[k]); } });
@@ -406,7 +408,7 @@
     var head = ["judge", "order", "verdict", "picked", "output", "scores", "error", "latency s", "tokens in/out",
       "cost USD", "cache"].map(function (h) { return el("th", {text: h}); });
     return el("div", {"class": "verdicts"}, [el("h4", {text: run.label}),
-      el("table", null, [el("thead", null, [el("tr", null, head)]), el("tbody", null, rows)])]);
+      scroll(el("table", null, [el("thead", null, [el("tr", null, head)]), el("tbody", null, rows)]))]);
   }
 
   // --- comparison ----------------------------------------------------------------------------------------
@@ -441,7 +443,7 @@
     root.appendChild(el("h3", {text: "Paired difference A − B (accuracy points, 95% paired-bootstrap CI)"}));
     if (rows) {
       var head = ["split / tier", "shared cases", "A − B", "95% CI", "p (two-sided)", "A better", "B better"];
-      root.appendChild(el("table", {"class": "paired"}, [el("thead", null, [el("tr", null, head.map(function (h) { return el("th", {text: h}); }))]),
+      root.appendChild(scroll(el("table", {"class": "paired"}, [el("thead", null, [el("tr", null, head.map(function (h) { return el("th", {text: h}); }))]),
         el("tbody", null, rows.map(function (r) {
           var ci = r.ci[0] === null ? "–" : (sign > 0 ? [r.ci[0], r.ci[1]] : [-r.ci[1], -r.ci[0]]).map(function (x) { return (100 * x).toFixed(1); }).join(", ");
           return el("tr", null, [el("td", {text: r.cell}), el("td", {text: String(r.n)}),
@@ -449,7 +451,7 @@
             el("td", {text: ci === "–" ? ci : "[" + ci + "]"}), el("td", {text: fmt(r.p_two_sided, 3)}),
             el("td", {text: String(sign > 0 ? r.a_better : r.b_better)}),
             el("td", {text: String(sign > 0 ? r.b_better : r.a_better)})]);
-        }))]));
+        }))])));
     } else {
       root.appendChild(el("p", {text: "The paired bootstrap is computed for pairwise runs (tailor eval, train-rm's held-out evaluation)."}));
     }
@@ -469,8 +471,8 @@
         el("td", {text: a.names.user[a.cases.user[d[1]]]}),
         el("td", {text: pct(sa[d[1]])}), el("td", {text: pct(sb[d[2]])})]));
     });
-    root.appendChild(el("table", null, [el("thead", null, [el("tr", null, ["case", "split/tier", "user",
-      "A score %", "B score %"].map(function (h) { return el("th", {text: h}); }))]), body]));
+    root.appendChild(scroll(el("table", null, [el("thead", null, [el("tr", null, ["case", "split/tier", "user",
+      "A score %", "B score %"].map(function (h) { return el("th", {text: h}); }))]), body])));
   }
 
   // --- users ---------------------------------------------------------------------------------------------
@@ -490,7 +492,7 @@
         body.appendChild(el("tr", null, [el("td", null, [link(hashFor("user", {id: r[0]}), r[0])]),
           el("td", {text: String(r[1])}), el("td", {text: pct(r[2])})]));
       });
-      root.appendChild(el("table", null, [el("thead", null, [el("tr", null, ["user", "cases", "score %"].map(function (h) { return el("th", {text: h}); }))]), body]));
+      root.appendChild(scroll(el("table", null, [el("thead", null, [el("tr", null, ["user", "cases", "score %"].map(function (h) { return el("th", {text: h}); }))]), body])));
     });
   }
   function renderUser(params) {
@@ -506,7 +508,7 @@
         el("td", {text: pct(n ? s / n : null)}),
         el("td", null, [link(hashFor("cases", {run: run.number, user: id}), "browse the cases")])]));
     });
-    root.appendChild(el("table", null, [el("thead", null, [el("tr", null, ["run", "cases", "score %", ""].map(function (h) { return el("th", {text: h}); }))]), body]));
+    root.appendChild(scroll(el("table", null, [el("thead", null, [el("tr", null, ["run", "cases", "score %", ""].map(function (h) { return el("th", {text: h}); }))]), body])));
     var persona = el("div", {"class": "persona", text: "loading…"});
     root.appendChild(el("h3", {text: "Persona"}));
     root.appendChild(persona);
