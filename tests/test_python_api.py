@@ -141,7 +141,7 @@ def test_eval_takes_one_or_several_judges_and_resume_any_run(tmp_path: Path) -> 
         tb.eval("demo", out=tmp_path / "x", skip_missing=True)
     with pytest.raises(ConfigError, match="give --suite or --data, not both"):
         tb.eval("demo", out=tmp_path / "x", suite="personalization")  # type: ignore[call-overload]
-    with pytest.raises(ConfigError, match=r"--resume .*: no such directory"):
+    with pytest.raises(ConfigError, match=r"nowhere: no such run directory"):
         tb.resume(tmp_path / "nowhere")
     old_suite = tmp_path / "old-suite"
     old_suite.mkdir()

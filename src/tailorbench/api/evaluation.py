@@ -9,6 +9,7 @@ writes (`results.EvalResult` is results.json); the CLI prints those models.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -212,19 +213,27 @@ def _resumers() -> dict[str, tuple[str, Callable[[Path, bool, float | None], Res
 
 
 def _resumable_kind(run_dir: Path) -> str:
+    """The kind of run `resume` continues in `run_dir` (a suite's directory is `suite`); a ConfigError saying
+    what `run_dir` is when it is not a run to resume."""
     from tailorbench.benchmarks.suite import SUITE_FILE
-    from tailorbench.run_kinds import read_manifest, run_kind
+    from tailorbench.run_kinds import run_kind
 
     if not run_dir.is_dir():
-        what = "no such directory" if not run_dir.exists() else "a file, not a run directory"
+        what = "no such run directory" if not run_dir.exists() else "not a run directory (it is a file)"
         raise ConfigError(f"--resume {run_dir}: {what}")
-    if not (run_dir / "manifest.json").exists():
+    if not (run_dir / "manifest.json").is_file():
         if (run_dir / SUITE_FILE).is_file():
             return "suite"
         if (run_dir / "leaderboard.json").is_file():
             raise ConfigError(f"--resume {run_dir}: a suite's directory without {SUITE_FILE} (made before suites "
                               "recorded what they run): run the same `tailor eval --suite ...` again to finish it")
-        read_manifest(run_dir)  # a DataError: not a run directory, manifest.json is missing
+        inner = sorted(p.parent for p in run_dir.glob("*/manifest.json"))
+        held = ""
+        if inner:
+            names = ", ".join(p.name for p in inner[:5]) + (f" and {len(inner) - 5} more" if len(inner) > 5 else "")
+            held = (f"; it holds {len(inner)} runs ({names}): resume each, e.g. `tailor {resumed_by(inner[0])} "
+                    f"--resume {shlex.quote(str(inner[0]))}`")
+        raise ConfigError(f"--resume {run_dir}: not a run directory, manifest.json is missing{held}")
     kind = run_kind(run_dir)
     if kind not in _resumers():
         raise ConfigError(f"--resume {run_dir}: a {kind} run cannot be resumed (resume continues "
