@@ -155,6 +155,47 @@ def detect_kind(run_dir: Path) -> str:
                     + "".join(f" and no {e}" for e in expected if e))
 
 
+def is_run(path: Path) -> bool:
+    """Whether a directory is a run directory of some kind: it has a manifest.json, or a kind without manifests
+    recognises its files (stage reports)."""
+    if not path.is_dir():
+        return False
+    if (path / "manifest.json").is_file():
+        return True
+    return any(kind.detect is not None and kind.detect(path) for kind in map(RUN_KINDS.get, RUN_KINDS.names()))
+
+
+#: how deep `runs_in` looks below a folder (a suite's folder holds BENCHMARK/JUDGE__SETTING)
+RUNS_DEPTH = 3
+
+
+def runs_in(folder: Path) -> list[Path]:
+    """The run directories a folder that is not one holds, in path order: `tailor eval`'s `--out` with several
+    judges or settings, a suite's folder (each benchmark's runs), a study's folder (its stage reports, `report/`;
+    the copies its steps keep are not counted twice). A run directory is not looked into (its `repeats/`), nor are
+    hidden folders; an empty list when there is none."""
+    if (folder / "study.yaml").is_file() and is_run(folder / "report"):
+        return [folder / "report"]
+    found: list[Path] = []
+
+    def walk(path: Path, depth: int) -> None:
+        for child in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if is_run(child):
+                found.append(child)
+            elif depth < RUNS_DEPTH:
+                walk(child, depth + 1)
+
+    if folder.is_dir():
+        walk(folder, 1)
+    return found
+
+
+def describe_runs(runs: Sequence[Path], shown: int = 8) -> str:
+    """`N runs: A, B, ...` (the first `shown` by path) for a message naming what a folder holds."""
+    names = ", ".join(str(r) for r in runs[:shown]) + (f", and {len(runs) - shown} more" if len(runs) > shown else "")
+    return f"{len(runs)} run{'s' if len(runs) != 1 else ''}: {names}"
+
+
 def kind_of(run_dir: Path) -> RunKind:
     """The registered `RunKind` of a run directory."""
     return RUN_KINDS.get(run_kind(run_dir))

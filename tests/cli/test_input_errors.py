@@ -273,13 +273,16 @@ def test_compare_checks_n_boot_first(tmp_path: Path) -> None:
     _bad("compare", str(run), str(run), "--n-boot", "0", says=("--n-boot",))
 
 
-@pytest.mark.parametrize("what", ["file", "missing", "parent", "corrupt"])
+@pytest.mark.parametrize("what", ["file", "missing", "empty", "corrupt"])
 def test_report_refuses_what_is_not_a_run(tmp_path: Path, what: str) -> None:
+    """(A folder of runs is the runs in it: tests/cli/test_run_folders.py.)"""
     run = _run(tmp_path, "runs/x")
-    target = {"file": run / "report.md", "missing": tmp_path / "nope", "parent": tmp_path / "runs",
+    target = {"file": run / "report.md", "missing": tmp_path / "nope", "empty": tmp_path / "empty",
               "corrupt": run}[what]
     if what == "corrupt":
         (run / "manifest.json").write_text("{")
+    if what == "empty":
+        target.mkdir()
     _bad("report", str(target), "--out", str(tmp_path / "board"), says=(str(target),))
 
 

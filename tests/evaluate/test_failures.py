@@ -177,7 +177,9 @@ def test_a_locked_run_is_in_progress_and_a_free_running_one_interrupted(tmp_path
     assert run_state(run, "running") == "interrupted"
     board = CliRunner().invoke(app, ["report", str(run), "--out", str(tmp_path / "board")])
     assert board.exit_code == 0, board.output
-    assert "| interrupted |" in board.stdout and f"tailor eval --resume {run}" in board.stdout
+    written = (tmp_path / "board" / "report.md").read_text(encoding="utf-8")
+    assert f"wrote {tmp_path / 'board' / 'report.md'}" in board.stdout
+    assert "| interrupted |" in written and f"tailor eval --resume {run}" in written
     code, _, stderr = _eval("--resume", str(run))
     assert code == 0, stderr
     assert "was interrupted (its process ended without finishing" in stderr and "5 verdicts on disk" in stderr

@@ -228,7 +228,7 @@ def test_a_second_line_for_a_case_and_order_counts_as_its_last_line_everywhere(s
     report = CliRunner().invoke(app, ["report", str(dup), "--out", str(tmp_path / "board")])
     assert report.exit_code == 0, report.output
     accuracy = f"{100 * want['metrics']['all']['accuracy']:.1f}"
-    assert accuracy in report.stdout
+    assert accuracy in (tmp_path / "board" / "report.md").read_text(encoding="utf-8")
     view = RUN_KINDS.get("pairwise").view_rows
     assert view is not None
     assert [r.row for r in view(dup).rows] == [r.row for r in view(clean).rows]

@@ -265,22 +265,31 @@ def run_failures(run_dir: str | Path, max_failed: float | None = None, what: str
     return kind.check(kind.load_results(Path(run_dir)), max_failed, what or str(run_dir))
 
 
-def _run_dirs(runs: Sequence[str | Path]) -> list[Path]:
+def _run_dirs(runs: Sequence[str | Path], verb: str, folders: bool = False) -> list[Path]:
     """The run directories `report` and `compare` read, each checked (a corrupt manifest is a DataError; a
-    pairwise run's, one without judge and setting too)."""
+    pairwise run's, one without judge and setting too). With `folders`, a folder that is not a run directory
+    stands for the runs in it (`run_kinds.runs_in`); without, such a folder is refused naming the runs it holds."""
     from tailorbench.evaluate.results import read_manifest
-    from tailorbench.run_kinds import DEFAULT_KIND, run_kind
+    from tailorbench.run_kinds import DEFAULT_KIND, describe_runs, is_run, run_kind, runs_in
 
-    dirs = [Path(r) for r in runs]
-    for run in dirs:
+    dirs: list[Path] = []
+    for run in (Path(r) for r in runs):
         if not run.is_dir():
             what = "no such directory" if not run.exists() else "a file, not a run directory"
             raise ConfigError(f"{run}: {what} (pass run directories, e.g. runs/x, not the files in them)")
         if not (run / "manifest.json").is_file():
-            inner = sorted(p.parent.name for p in run.glob("*/manifest.json"))
-            hint = f"; it holds runs: {', '.join(inner[:5])}" if inner else ""
-            raise ConfigError(f"{run} is not a run directory: manifest.json is missing{hint}")
-        if run_kind(run) == DEFAULT_KIND:
+            inner = [] if is_run(run) else runs_in(run)
+            if folders and inner:
+                dirs += inner
+                continue
+            if inner:
+                raise ConfigError(f"{run} is not a run directory but a folder of {describe_runs(inner)}; "
+                                  f"{verb} takes run directories: name the ones to {verb}")
+            raise ConfigError(f"{run} is not a run directory: manifest.json is missing"
+                              + ("" if is_run(run) else " and it holds no run directory"))
+        dirs.append(run)
+    for run in dirs:
+        if (run / "manifest.json").is_file() and run_kind(run) == DEFAULT_KIND:
             read_manifest(run)
     return dirs
 
@@ -290,8 +299,10 @@ def report(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
     """`tailor report RUN...`: a merged leaderboard (report.md, report.html) at `out`, laid out by the runs'
     kind (gen-eval runs side by side by the gen-eval report, multiple-choice and PrefEval generation runs by
     theirs); with `push` (OWNER/NAME), also published as a hub leaderboard (results.jsonl and the report as its
-    card). Returns each run's results."""
-    from tailorbench.run_kinds import write_merged_report
+    card). A folder that is not a run directory stands for the runs in it (`tailor eval`'s folder of several
+    judges or settings, a suite's folder); when they are of several kinds, each kind's report is written to
+    `out/KIND/`. Returns each run's results."""
+    from tailorbench.run_kinds import RUN_KINDS, run_kind, write_merged_report
 
     if not runs:
         raise ConfigError("report needs at least one run directory")
@@ -299,19 +310,48 @@ def report(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
         from tailorbench.datasets.hub_repo import check_repo_id
 
         check_repo_id(push)
-    dirs = _run_dirs(runs)
+    dirs = _run_dirs(runs, "report", folders=True)
+    stages = [d for d in dirs if not (d / "manifest.json").is_file()]
+    if stages:
+        raise ConfigError(f"{', '.join(str(d) for d in stages[:8])}: stage reports, which are reports already (their "
+                          ".md and .html files; a study's report/summary.html); `tailor view` shows them")
     check_writable("--out", out, directory=True)
-    merged = write_merged_report(dirs, Path(out))
-    if push is not None:
-        from tailorbench.datasets.hub_push import push_report
+    by_kind: dict[str, list[Path]] = {}
+    for run in dirs:
+        by_kind.setdefault(run_kind(run), []).append(run)
+    for kind in by_kind:
+        RUN_KINDS.get(kind)  # an unknown kind is refused before any report is written
+    if len(by_kind) > 1 and push is not None:
+        raise ConfigError(f"--push: the runs are of several kinds ({', '.join(sorted(by_kind))}), which share no "
+                          "leaderboard; push the runs of one kind")
+    results: list[ReportedRun] = []
+    for kind, members in by_kind.items():
+        where = Path(out) if len(by_kind) == 1 else Path(out) / kind
+        merged = write_merged_report(members, where)
+        if push is not None:
+            from tailorbench.datasets.hub_push import push_report
 
-        push_report(dirs, Path(out), push, private=private)
+            push_report(members, where, push, private=private)
+        results += _reported(members, merged)
+    return results
+
+
+def _reported(dirs: list[Path], merged: list[dict[str, Any]]) -> list[ReportedRun]:
     models: dict[str, type[ReportedRun]] = {"gen-eval": GenEvalResult, "multiple-choice": ChoiceResult,
                                             "prefeval-generation": PrefEvalGenerationResult}
     results: list[ReportedRun] = []
     for run, r in zip(dirs if len(dirs) == len(merged) else [None] * len(merged), merged):
         results.append(models.get(str(r.get("kind")), EvalResult).model_validate(r).located(run))
     return results
+
+
+def check_compared(runs: Sequence[str | Path]) -> list[Path]:
+    """The run directories `tailor compare` was given, checked before any work: a folder of runs is refused
+    naming the runs it holds, fewer than two runs too."""
+    dirs = _run_dirs(runs, "compare")
+    if len(dirs) < 2:
+        raise ConfigError("compare needs at least two run directories")
+    return dirs
 
 
 def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, n_boot: int = 1000,
@@ -323,7 +363,7 @@ def compare(run_a: str | Path, run_b: str | Path, *more: str | Path, n_boot: int
     from tailorbench.evaluate.compare import compare_runs
 
     as_int("--n-boot", n_boot, minimum=1)
-    runs = _run_dirs([run_a, run_b, *more])
+    runs = _run_dirs([run_a, run_b, *more], "compare")
     return CompareResult.model_validate(compare_runs(runs, n_boot=n_boot, seed=seed))
 
 

@@ -30,8 +30,13 @@ def report_command(
     if json_out:
         print_json(results)
     else:
-        typer.echo((out / "report.md").read_text(encoding="utf-8"))
-        typer.echo("browse the cases: tailor view " + " ".join(shlex.quote(str(r)) for r in runs))
+        kinds = sorted({str(getattr(r, "kind", "") or ("gen-eval" if isinstance(r, api.GenEvalResult) else "pairwise"))
+                        for r in results})
+        folders = [out] if len(kinds) == 1 else [out / kind for kind in kinds]  # as api.report lays them out
+        for folder in folders:
+            typer.echo(f"wrote {folder / 'report.md'} and {folder / 'report.html'}")
+        typer.echo(f"{len(results)} run{'s' if len(results) != 1 else ''} in the report; browse the cases: "
+                   "tailor view " + " ".join(shlex.quote(str(r)) for r in runs))
 
 
 def compare_command(
@@ -43,11 +48,10 @@ def compare_command(
     """Paired comparison of runs on the cases they share, overall and per split x tier: the score difference
     with bootstrap CIs over cases and users, the exact McNemar test, Holm-adjusted for three runs or more."""
     from tailorbench import api
-    from tailorbench.errors import ConfigError
+    from tailorbench.api.evaluation import check_compared
 
     with user_errors():
-        if len(runs) < 2:
-            raise ConfigError("compare needs at least two run directories")
+        check_compared(runs)
         result = api.compare(*runs, n_boot=n_boot, seed=seed).to_dict()
     if json_out:
         print_json(result)

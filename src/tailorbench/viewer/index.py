@@ -55,7 +55,10 @@ def detect_kind(run_dir: Path) -> str:
 
 def expand_runs(paths: Sequence[Path]) -> list[Path]:
     """The run directories named, with a `train-rm` output directory standing for its held-out evaluations
-    (`OUT/eval/epoch-N`, in epoch order); a .json file is an estimate file (`tailor estimate --out`)."""
+    (`OUT/eval/epoch-N`, in epoch order) and any other folder that is not a run directory for the runs in it
+    (`run_kinds.runs_in`); a .json file is an estimate file (`tailor estimate --out`)."""
+    from tailorbench.run_kinds import is_run, runs_in
+
     out: list[Path] = []
     for path in paths:
         if path.is_file() and path.suffix.lower() == ".json":  # an estimate file (estimate/run_kind.py)
@@ -68,6 +71,8 @@ def expand_runs(paths: Sequence[Path]) -> list[Path]:
                         key=lambda p: int(p.name.split("-")[1]) if p.name.split("-")[1].isdigit() else 0)
         if not (path / "manifest.json").is_file() and epochs:
             out += epochs
+        elif not is_run(path) and runs_in(path):
+            out += runs_in(path)  # a folder of runs: eval's with several judges or settings, a suite's, a study's
         else:
             out.append(path)
     return out
