@@ -155,7 +155,7 @@ def test_eval_help_lists_judges_and_backends() -> None:
 
 
 def test_train_rm_flags_are_the_config_fields() -> None:
-    from tailorbench.cli.train_cmd import FIELD_FLAGS
+    from tailorbench.cli.vocabulary import FIELD_FLAGS
     from tailorbench.cli.vocabulary import MEANINGS
 
     cmd = dict(ALL)["train-rm"]

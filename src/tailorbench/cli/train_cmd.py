@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from tailorbench.cli.common import JSON_HELP, print_json, user_errors
+from tailorbench.cli.vocabulary import FIELD_FLAGS
 
 
 def train_rm_command(config: Path | None, progress: bool, json_out: bool, **fields: Any) -> None:
@@ -58,9 +59,6 @@ def _read(name: str, value: Any) -> Any:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-#: RMTrainConfig fields whose flag is not `--field-name`, because that flag means something else on other verbs
-#: (`--model` is a model spec; the field's old flag still works, cli/vocabulary.py OLD_SPELLINGS)
-FIELD_FLAGS = {"model": "--base-model"}
 
 
 def _config_flags() -> list[inspect.Parameter]:

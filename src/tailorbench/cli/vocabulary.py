@@ -256,6 +256,12 @@ def duration(default: str | None, flag: str, help: str) -> Any:
     return typer.Option(default, flag, parser=seconds, metavar="DURATION", help=f"{help} ({DURATION_HELP})")
 
 
+#: RMTrainConfig fields whose flag is not `--field-name`, because that flag means something else on other verbs
+#: (`--model` is a model spec; the field's old flag still works, OLD_SPELLINGS); cli/train_cmd.py builds its flags
+#: from it
+FIELD_FLAGS = {"model": "--base-model"}
+
+
 # -- the checks ------------------------------------------------------------------------------------------------
 
 def _normal(text: str) -> str:
@@ -267,7 +273,6 @@ def config_meanings() -> dict[str, str]:
     from dataclasses import fields
 
     from tailorbench.api.training import RMTrainConfig
-    from tailorbench.cli.train_cmd import FIELD_FLAGS
 
     out = {}
     for f in fields(RMTrainConfig):

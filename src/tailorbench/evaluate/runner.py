@@ -259,6 +259,19 @@ async def _run_locked(
         return await _run_owned(config, out, resume, show_progress, benchmark, cases, options, judge, lock, stop)
 
 
+async def _warn_and_prepare(judge: PairJudge, inputs: list[Any]) -> int:
+    """Say what can be known before any work (truncation at the model's limit, language), prepare the judge and
+    say what preparing learnt, all before the first verdict; returns how many warnings were said."""
+    judge.warnings.extend(w for w in pre_work_warnings(judge, inputs) if w not in judge.warnings)
+    for warning in judge.warnings:
+        log.warning("%s", warning)
+    early = len(judge.warnings)
+    await judge.prepare(inputs)
+    for warning in judge.warnings[early:]:
+        log.warning("%s", warning)
+    return len(judge.warnings)
+
+
 async def _run_owned(
     config: EvalConfig,
     out: Path,
@@ -307,16 +320,7 @@ async def _run_owned(
     early = 0
     try:
         if tasks:
-            inputs = [t.input for t in tasks]
-            # what can be known before any work (truncation at the model's limit, language): said first
-            judge.warnings.extend(w for w in pre_work_warnings(judge, inputs) if w not in judge.warnings)
-            for warning in judge.warnings:
-                log.warning("%s", warning)
-            early = len(judge.warnings)
-            await judge.prepare(inputs)
-            for warning in judge.warnings[early:]:  # what prepare learnt: still before the verdicts
-                log.warning("%s", warning)
-            early = len(judge.warnings)
+            early = await _warn_and_prepare(judge, [t.input for t in tasks])
             if not stop.is_set():
                 written = await judge_pairs(judge, tasks, to_prediction, predictions, bar, stop)
     except (KeyboardInterrupt, asyncio.CancelledError):
