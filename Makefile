@@ -63,8 +63,9 @@ typecheck: install-test
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 PYTEST := $(OFFLINE) TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q $(XDIST) --durations=30
-#: the edit loop: every test but the slow ones and those needing the llama.cpp server, chromium or Ray
-FAST := -m "not slow and not server and not browser and not ray"
+# the edit loop: every test but the slow ones, the generated-input suites (tests/fuzz) and those needing the
+# llama.cpp server, chromium or Ray
+FAST := -m "not slow and not fuzz and not server and not browser and not ray"
 
 pytest: assets
 	$(PYTEST)

@@ -88,7 +88,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         entry["outcome"] = "failed"
     elif report.skipped and entry["outcome"] == "passed":
         entry["outcome"] = "skipped"
-    markers = sorted(m for m in FIXTURE_MARKERS if m in report.keywords)
+    markers = sorted(m for m in (*FIXTURE_MARKERS, "fuzz") if m in report.keywords)
     if markers:
         entry["markers"] = markers
 
@@ -201,6 +201,35 @@ FIXTURE_MARKERS: dict[str, frozenset[str]] = {
     "ray": frozenset({"ray_runtime"}),
     "slow": frozenset({"ray_runtime", "vllm_report"}),
 }
+#: tests with no fixture that tells, measured at 30 s or more of wall time in a durations report of the fast set
+#: (runs/test-durations.json, two workers on a loaded 2-core machine): `slow`, so `make test-fast` leaves them to
+#: `make test`; file::function, every parametrization
+MEASURED_SLOW = frozenset({
+    "tests/evaluate/test_compare.py::test_per_tier_cells_and_three_runs",
+    "tests/evaluate/test_reliability.py::test_every_figure_recomputed_from_predictions",
+    "tests/judges/test_reward_model.py::test_batched_equals_one_at_a_time",
+    "tests/models/test_batch_eval.py::test_a_refused_key_on_resume_loses_nothing_written",
+    "tests/models/test_batch_eval.py::test_gen_eval_batch_kill_9_then_resume",
+    "tests/models/test_batch_eval.py::test_status_and_cancel_of_a_run_left_waiting_then_resume",
+    "tests/models/test_cache_key.py::test_key_equals_the_reference",
+    "tests/models/test_cache_key.py::test_other_message_shapes_use_the_reference_encoder",
+    "tests/models/test_keys_per_judge.py::test_two_providers_two_keys_one_run",
+    "tests/study/test_study.py::test_cli_demo_runs_the_bundled_example_from_init_to_report",
+    "tests/study/test_study.py::test_example_study_from_empty_dir_to_report_with_simulated_people",
+    "tests/study/test_study.py::test_interventions_when_asked_are_trained_on_the_study_labels",
+    "tests/study/test_study.py::test_kill_9_during_a_model_step_and_while_waiting_repeats_nothing",
+    "tests/study/test_study.py::test_kill_9_during_an_import_imports_once_and_opens_one_crowd_study",
+    "tests/study/test_study.py::test_run_watch_continues_as_people_label_and_gives_up_after_max_wait",
+    "tests/study/test_study_humans.py::test_people_rate_a_sample_and_the_report_shows_judge_only_beside_anchored",
+    "tests/study/test_study_humans.py::test_share_1_gives_an_anchored_figure_equal_to_peoples_own",
+    "tests/test_one_door.py::test_a_planted_rmtree_is_found",
+    "tests/test_one_door.py::test_every_write_goes_through_the_door",
+    "tests/test_one_reader.py::test_a_planted_yaml_safe_load_is_found",
+    "tests/test_one_reader.py::test_every_user_file_is_read_by_the_one_reader",
+    "tests/test_secrets.py::test_no_secret_reaches_any_file_or_stderr",
+})
+#: the generated-input suites (tests/fuzz/): marked `fuzz` by where they live
+FUZZ_DIR = "tests/fuzz/"
 #: the xdist group of the engines that take both cores while they run (vLLM, Ray): never two at once
 ENGINES = "engines"
 ENGINE_FIXTURES = frozenset({"ray_runtime", "vllm_report"})
@@ -213,6 +242,10 @@ def derive_markers(item: pytest.Item) -> None:
     for marker, fixtures in FIXTURE_MARKERS.items():
         if used & fixtures and item.get_closest_marker(marker) is None:
             item.add_marker(marker)
+    if item.nodeid.split("[")[0] in MEASURED_SLOW and item.get_closest_marker("slow") is None:
+        item.add_marker("slow")
+    if item.nodeid.startswith(FUZZ_DIR) and item.get_closest_marker("fuzz") is None:
+        item.add_marker("fuzz")
     # the namespace run of the Ray tests is their engine (tests/test_ray_isolated.py); it carries no `ray` marker,
     # which would send it to itself
     if used & ENGINE_FIXTURES or item.nodeid.startswith(RAY_WRAPPER):
