@@ -27,10 +27,18 @@ def init(study_dir: str | Path, force: bool = False) -> HumanStudyInit:
 def plan(study_dir: str | Path) -> HumanStudyPlan:
     """`tailor study plan DIR`: every step with its inputs, outputs, model calls and estimated cost (writes
     nothing)."""
-    from tailorbench.humanstudy.config import load_config
+    from tailorbench.humanstudy.config import load_config, missing_key, model_specs
     from tailorbench.humanstudy.plan import study_plan
+    from tailorbench.logs import get_logger
 
-    return HumanStudyPlan.model_validate(study_plan(load_config(study_dir), study_dir))
+    config = load_config(study_dir)
+    got = HumanStudyPlan.model_validate(study_plan(config, study_dir))
+    if any(s["kind"] == "model" and s["status"] != "done" for s in got.steps):
+        for where, spec in model_specs(config):  # what `study run` would stop on, said before it runs
+            missing = missing_key(config, where, spec, Path(study_dir) / "study.yaml")
+            if missing is not None:
+                get_logger(__name__).warning("%s", missing)
+    return got
 
 
 def run(study_dir: str | Path, watch: bool = False, interval_s: float = 30.0, max_wait_s: float | None = None,

@@ -281,11 +281,7 @@ def _check(config: StudyConfig, path: Path) -> None:
     from tailorbench.humanstudy.demo_model import register as register_illustrative
     from tailorbench.models.backends import make_chat_model
 
-    specs = [("models.extractor", config.models.extractor), ("models.generator", config.models.generator)]
-    specs += [(f"models.judges.{name}", spec) for name, spec in config.models.judges.items()]
-    for where, spec in specs:
-        if spec is None:
-            continue
+    for where, spec in model_specs(config):
         if spec.strip().lower().startswith(BACKEND + ":"):  # the demo's model: only in a study labelled so
             if not config.report.illustrative:
                 fail(where, f"the {BACKEND} model answers by a hash of the prompt, for demos: set "
@@ -296,6 +292,28 @@ def _check(config: StudyConfig, path: Path) -> None:
         except ConfigError as exc:
             fail(where, f"model spec {spec!r} does not build: {exc}")
     _check_report_place(config, path.parent, fail)
+
+
+def model_specs(config: StudyConfig) -> list[tuple[str, str]]:
+    """(study.yaml key, model spec) of every model the study names: `models.extractor`, `models.generator`,
+    `models.judges.NAME`."""
+    specs = [("models.extractor", config.models.extractor), ("models.generator", config.models.generator)]
+    specs += [(f"models.judges.{name}", spec) for name, spec in config.models.judges.items()]
+    return [(where, spec) for where, spec in specs if spec is not None]
+
+
+def missing_key(config: StudyConfig, where: str, spec: str, study_file: Path | str = "study.yaml") -> str | None:
+    """What to say when the model at study.yaml key `where` needs an API key that is not set: the key, its spec,
+    the variable, and the study.yaml keys that change it; None when nothing is missing."""
+    from tailorbench.models.backends import make_chat_model
+    from tailorbench.models.keyed import missing_key as missing
+
+    variable = missing(make_chat_model(spec, dict(config.models.options)))
+    if variable is None:
+        return None
+    return (f"{study_file}: {where} ({spec}) needs ${variable}, which is not set: export it, or point "
+            f"{where} at a server of your own (openai:MODEL@http://HOST:PORT/v1), or name another variable "
+            f"in models.options.api_key_env")
 
 
 def database_place(config: StudyConfig, study_dir: Path) -> Path | None:

@@ -121,6 +121,22 @@ class Runner:
     def model_step(self, step: Step, out: Output) -> dict[str, Any]:
         """One model step through its stage verb, its outputs in `out` (the step's fresh folder); the verb's
         accounting."""
+        models = self.config.models
+        where, spec = {"extraction.extract": ("models.extractor", models.extractor),
+                       "incorporation.generate": ("models.generator", models.generator)}.get(
+            step.id, (f"models.judges.{step.judge}", step.model))
+        try:
+            return self.call_models(step, out)
+        except ConfigError as exc:  # a key that is not set (on the first call the cache did not answer): said by
+            from tailorbench.humanstudy.config import missing_key  # the study.yaml key that names the model
+
+            missing = None if spec is None else missing_key(self.config, where, spec, self.dir / "study.yaml")
+            if missing is not None and "is not set" in str(exc):
+                raise ConfigError(missing) from None
+            raise
+
+    def call_models(self, step: Step, out: Output) -> dict[str, Any]:
+        """`model_step`'s calls: the stage verb of the step."""
         from tailorbench.threestage import verbs
 
         models = self.config.models

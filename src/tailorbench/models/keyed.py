@@ -116,6 +116,17 @@ class KeyedAPI:
         self._refused: CredentialsError | None = None
 
 
+def missing_key(model: Any) -> str | None:
+    """The environment variable a built model's calls need and that is not set (None: none missing, or not a keyed
+    backend): an OpenAI-compatible server at a base URL of its own needs no key, every other keyed backend does."""
+    api = getattr(model, "api", model)
+    if not isinstance(api, KeyedAPI) or api._api_key:
+        return None
+    if getattr(api, "backend", None) == "openai" and api.base_url is not None:
+        return None
+    return api.api_key_env
+
+
 def refuse_masked(base_url: str | None, headers: str | dict[str, Any] | None) -> None:
     """A spec read back from a run directory has its credentials masked: say how to give them again."""
     if base_url and MASK in base_url:
