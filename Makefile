@@ -48,6 +48,7 @@ demo: install-demo
 	  --judge longer --judge shorter --judge first --judge random --judge embedding \
 	  --setting persona --setting none --out $(DEMO_OUT)
 	@echo "report: $(DEMO_OUT)/report.md and $(DEMO_OUT)/report.html"
+	@echo "browse the cases: $(VENV)/bin/tailor view $(DEMO_OUT)   (serves them on http://127.0.0.1:8765 until Ctrl-C)"
 
 lint: install-test
 	$(VENV)/bin/ruff check src tests perf scripts experiments

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from typer.core import TyperCommand
@@ -46,10 +47,18 @@ def serve(
     max_import_mib: int = typer.Option(100, "--max-import-mib", help="Largest admin import upload, in MiB."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP + ": {url, database}, before serving"),
 ) -> None:
-    """Run the web service (migrations are applied on start)."""
+    """Run the web service (migrations are applied on start); prints its URL and how to log in as admin."""
+
+    def announce(where: dict[str, Any]) -> None:
+        url = where["url"]
+        typer.echo(f"tailor annotate serve: {url} (database {where['database']}; Ctrl-C stops it)")
+        store = f"--dir {directory}" if db is None else "--db DATABASE_URL"
+        typer.echo(f"admin login: `tailor annotate annotator add NAME --admin {store} --base-url {url}` prints a "
+                   "login link (it logs in once)")
+
     with user_errors():
         twins().serve(directory, db, host, port, secure_cookies, proxy_headers, max_form_kib, max_import_mib,
-                       announce=print_json if json_out else None)
+                       announce=print_json if json_out else announce)
 
 
 @project_app.command("create")

@@ -200,6 +200,9 @@ def example(
         print_json(result)
     else:
         typer.echo((out_dir / "summary.md").read_text(encoding="utf-8"))
+        written = [p for p in out_dir.rglob("*") if p.is_file() and not p.name.startswith(".")]
+        typer.echo(f"wrote {len(written)} files to {out_dir}: the summary {out_dir / 'summary.md'} and "
+                   f"{out_dir / 'summary.html'}, each stage's report beside them (tailor view {out_dir} shows them)")
     exit_if_failed([stages.failures("example", result, max_failed)])
 
 
