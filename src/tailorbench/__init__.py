@@ -31,7 +31,7 @@ def __getattr__(name: str) -> Any:
         from tailorbench.api._deprecated import resolve, warning
 
         warnings.warn(warning("tailorbench", name), DeprecationWarning, stacklevel=2)
-        return resolve(name)
+        return resolve(name, importlib.import_module("tailorbench.api"))
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module("tailorbench.api"), name)

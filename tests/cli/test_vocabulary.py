@@ -155,8 +155,7 @@ def test_eval_help_lists_judges_and_backends() -> None:
 
 
 def test_train_rm_flags_are_the_config_fields() -> None:
-    from tailorbench.cli.vocabulary import FIELD_FLAGS
-    from tailorbench.cli.vocabulary import MEANINGS
+    from tailorbench.cli.vocabulary import FIELD_FLAGS, MEANINGS
 
     cmd = dict(ALL)["train-rm"]
     flags = {p.name: p for p in cmd.params if p.param_type_name == "option"}

@@ -180,8 +180,9 @@ def _applicable(recipe: list[str]) -> list[str]:
 
 def _paths(fields: seeds.Fields, cls: str) -> tuple[str, ...]:
     return {"wrong-type": fields.ints + fields.texts, "duplicate-key": fields.required + fields.texts
-            + fields.enums + fields.ints, "dropped-key": fields.required, "bad-index": fields.indices + fields.positions,
-            "unknown-enum": fields.enums, "non-http-url": fields.urls}[cls]
+            + fields.enums + fields.ints, "dropped-key": fields.required,
+            "bad-index": fields.indices + fields.positions, "unknown-enum": fields.enums,
+            "non-http-url": fields.urls}[cls]
 
 
 def _read_doc(path: Path) -> tuple[str, Any]:

@@ -15,6 +15,7 @@ DeprecationWarning naming its replacement (`_names.DEPRECATED`).
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +81,7 @@ def __getattr__(name: str) -> Any:
         from tailorbench.api._deprecated import resolve, warning
 
         warnings.warn(warning("tailorbench.api", name), DeprecationWarning, stacklevel=2)
-        return resolve(name)
+        return resolve(name, sys.modules[__name__])
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from tailorbench._names import DEPRECATED
@@ -75,13 +76,12 @@ _SHIMS: dict[str, Callable[..., Any]] = {
 }
 
 
-def resolve(name: str) -> Any:
-    """The object a deprecated name of `tailorbench.api` stands for (no warning: the caller gives it)."""
+def resolve(name: str, api: ModuleType) -> Any:
+    """The object a deprecated name of `tailorbench.api` stands for (no warning: the caller gives it); `api` is
+    the API package, passed in by the caller so that this module does not import the package it serves."""
     if name in _SHIMS:
         return _SHIMS[name]
     verb = name.removesuffix("_async")
     if verb in _SHIMS:
         return in_a_thread(_SHIMS[verb], name)
-    import tailorbench.api as api
-
     return in_a_thread(getattr(api, verb), name)

@@ -1,7 +1,7 @@
 """The runners `tb.eval` and `tb.gen_eval` hand a benchmark to, decided here from its layout's task, and suites.
 
 - a pairwise layout (PersonaFeedback, native, Personalized RewardBench, PRISM ...): `tailor eval`'s judge loop
-  (`api.evaluation.pairwise_runs`);
+  (`api.pairwise.pairwise_runs`);
 - a multiple-choice layout (PrefEval's classification task, PersonaMem): the model of each `llm:` judge answers
   in the benchmark's own messages and the benchmark's own rule scores it (`run_choice`); `task="pairwise"`
   judges the items' pair view with any judge instead;
@@ -18,6 +18,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from tailorbench.api.pairwise import eval_config, pairwise_runs
 from tailorbench.api.results import ChoiceResult, EvalResult, PrefEvalGenerationResult, SuiteResult
 from tailorbench.errors import ConfigError
 
@@ -84,7 +85,6 @@ def run_benchmark(data: str, judges: list[str], settings: list[str], *, out: str
     `protocol` (benchmarks/protocols.py): `default`, or `authors` (asked as the benchmark's published scripts
     ask: PrefEval's 5-token caps, PersonaMem's messages and settings), recorded in the run; `scorer_version`:
     PersonaMem's upstream scorer (`041d82a`, the default, or `214bc36`)."""
-    from tailorbench.api.evaluation import _eval_config, pairwise_runs
     from tailorbench.benchmarks.protocols import NAMES
 
     if task not in TASKS:
@@ -101,7 +101,7 @@ def run_benchmark(data: str, judges: list[str], settings: list[str], *, out: str
                                   progress=progress, fields=fields))
     if repeat != 1:
         raise ConfigError("--repeat applies to pairwise runs; a multiple-choice run is judged once")
-    given = _eval_config(config, {**fields, "data": data, "judge": judges[0], "setting": settings[0]})
+    given = eval_config(config, {**fields, "data": data, "judge": judges[0], "setting": settings[0]})
     what = f"a multiple-choice benchmark ({layout or data})"
     _not_taken(given, type(given)(), CHOICE_FIELDS, what)
     if settings != ["persona"]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, overload
 
+from tailorbench.api.pairwise import eval_config
 from tailorbench.api.results import (
     ChoiceResult,
     CompareResult,
@@ -25,7 +25,7 @@ from tailorbench.api.results import (
     SuiteResult,
 )
 from tailorbench.errors import ConfigError
-from tailorbench.evaluate.runner import EvalConfig, load_config, run_eval, run_eval_async, run_matrix
+from tailorbench.evaluate.runner import EvalConfig, load_config, run_eval, run_eval_async
 from tailorbench.failures import FailureCheck, check_max_failed
 from tailorbench.options import as_int, check_writable
 
@@ -47,18 +47,6 @@ Several = list[str] | tuple[str, ...]
 BenchmarkRun = EvalResult | ChoiceResult
 #: what `resume` returns, by the run's kind
 ResumedRun = EvalResult | ChoiceResult | GenEvalResult | PrefEvalGenerationResult | SuiteResult
-
-
-def _eval_config(config: EvalConfig | None, fields: dict[str, Any]) -> EvalConfig:
-    """An `EvalConfig` from a base and fields, with the choices checked as `tailor eval` checks them."""
-    base = asdict(config) if config is not None else {}
-    merged = EvalConfig(**{**base, **fields})
-    if merged.orders not in ("both", "random", "authors"):
-        raise ConfigError("--orders must be both, random or authors")
-    if merged.ci_unit not in ("case", "user"):
-        raise ConfigError("--ci-unit must be case or user")
-    check_max_failed(merged.max_failed)
-    return merged
 
 
 def _specs(value: str | Sequence[str] | None, default: str | None) -> list[str]:
@@ -155,29 +143,6 @@ def _eval_suite(suite: str | Path, data: Any, judge: Any, setting: Any, *, out: 
                         settings=_specs(setting, None) or None, progress=progress, skip_missing=skip_missing)
 
 
-def pairwise_runs(data: str, judges: list[str], settings: list[str], *, out: str | Path,
-                  config: EvalConfig | None, repeat: int, progress: bool, fields: dict[str, Any]) -> list[EvalResult]:
-    """`tailor eval`'s judge loop: one run directory per judge x setting under `out`, plus the merged report at
-    `out` (one judge in one setting: `out` is the run directory); `repeat` N > 1: each run judged N - 1 more times
-    without the call cache (`RUN/repeats/K`), its determinism in results.json and the report."""
-    from tailorbench.evaluate.repeats import check_repeat, run_repeats
-
-    base = _eval_config(config, {**fields, "data": data, "judge": judges[0], "setting": settings[0]})
-    check_repeat(repeat, base.executor)
-    if len(judges) == 1 and len(settings) == 1:
-        runs = [run_eval(base, Path(out), progress=progress)]
-    else:
-        runs = run_matrix(base, judges, settings, Path(out), progress=progress)
-    if repeat > 1:
-        for run in runs:
-            run_repeats(load_config(run), run, repeat, progress=progress)
-        if len(runs) > 1:
-            from tailorbench.run_kinds import write_merged_report
-
-            write_merged_report(runs, Path(out))
-    return [EvalResult.from_run(r) for r in runs]
-
-
 async def eval_async(data: str | Path | None = None, judge: str = "longer", setting: str = "persona", *,
                      out: str | Path, config: EvalConfig | None = None, task: str = "auto", progress: bool = False,
                      **fields: Any) -> EvalResult:
@@ -192,7 +157,7 @@ async def eval_async(data: str | Path | None = None, judge: str = "longer", sett
     if task == "multiple-choice" or (task == "auto" and data_task(spec)[0] == "multiple-choice"):
         raise ConfigError(f"eval_async runs a pairwise benchmark on the caller's loop; {spec} is multiple choice: "
                           "call tb.eval (it works inside a running loop)")
-    single = _eval_config(config, {**fields, "data": spec, "judge": judge, "setting": setting})
+    single = eval_config(config, {**fields, "data": spec, "judge": judge, "setting": setting})
     return EvalResult.from_run(await run_eval_async(single, Path(out), progress=progress))
 
 
