@@ -91,8 +91,51 @@ atexit.register(_log)
 """
 
 
+def commands(block: str) -> list[str]:
+    """The block's commands: continuation lines joined, comments and blank lines dropped."""
+    joined = re.sub(r"\\\n\s*", " ", block)
+    return [c for c in (line.split(" #")[0].strip() for line in joined.splitlines()) if c and not c.startswith("#")]
+
+
+#: a `tailor` command's option or argument that names what it writes
+_WRITES = re.compile(r"^tailor (?:study demo (?P<study>\S+)|.*?(?:--out|-o|--bundle) (?P<out>\S+))")
+
+
+def written_places(block: str) -> list[str]:
+    """What each `tailor` command of a block writes (its --out, -o, --bundle, or a study's folder), as given."""
+    return [m.group("study") or m.group("out") for c in commands(block) if (m := _WRITES.match(c))]
+
+
+def served_urls(block: str) -> list[str]:
+    """The URL each server a block starts listens on (`tailor annotate serve` and `tailor view` on $PORT)."""
+    port = re.search(r"^PORT=(\d+)$", block, re.MULTILINE)
+    servers = [c for c in commands(block) if re.match(r"tailor (annotate serve|view)\b", c) and "--bundle" not in c]
+    assert not servers or port, f"a block starts a server without PORT=:\n{block}"
+    return [f"http://127.0.0.1:{port.group(1)}" for _ in servers] if port else []
+
+
+def check_says_where(block: str, result: subprocess.CompletedProcess[str]) -> None:
+    """Every command that writes named the place it wrote in its output, every server its URL."""
+    said = result.stdout + result.stderr
+    for place in written_places(block):
+        assert place in said, f"no command said where it wrote {place}:\n{block}\n--- output ---\n{said[-3000:]}"
+    for url in served_urls(block):
+        assert url in said, f"the server did not say its URL {url}:\n{block}\n--- output ---\n{said[-3000:]}"
+
+
+def test_the_places_each_command_writes_are_found() -> None:
+    """The check above reads every writing command of the tested blocks (so it cannot pass by finding none)."""
+    plain = "\n".join(b for b in readme_tested_blocks() if not _local(b))
+    assert {"runs/x", "runs/board", "runs/site", "runs/stages", "runs/study"} <= set(written_places(plain))
+    assert served_urls("PORT=8000\n" + plain) == ["http://127.0.0.1:8000"]
+
+
+def with_port(block: str) -> str:
+    """The block with its `PORT=...` line set to a free port."""
+    return re.sub(r"^PORT=.*$", f"PORT={free_port()}", block, flags=re.MULTILINE)
+
+
 def _run(block: str, tmp_path: Path, imports_log: Path | None = None) -> subprocess.CompletedProcess[str]:
-    block = re.sub(r"^PORT=.*$", f"PORT={free_port()}", block, flags=re.MULTILINE)
     for folder in ("examples", "configs"):
         shutil.copytree(REPO_ROOT / folder, tmp_path / folder)
     bin_dir = str(Path(sys.executable).parent)
@@ -178,8 +221,10 @@ def test_demo_blocks_run_as_written(tmp_path: Path, call_cache: Path) -> None:
     extras = demo_extras()
     for k, block in enumerate(plain):
         log = tmp_path / f"imports-{k}.txt"
+        block = with_port(block)
         result = _run(block, tmp_path / f"block{k}", log)
         assert result.returncode == 0, f"README block failed:\n{block}\n--- stderr ---\n{result.stderr[-3000:]}"
+        check_says_where(block, result)
         assert not foreign_imports(log, extras), (
             f"README block imports modules that `make demo` (extras {extras}) does not install: "
             f"{foreign_imports(log, extras)}\n{block}")
@@ -211,7 +256,32 @@ def test_local_model_block_runs_against_a_real_server(tmp_path: Path, llama_serv
     llama_server.reset()
     result = _run(block, tmp_path)
     assert result.returncode == 0, f"README block failed:\n{block}\n--- stderr ---\n{result.stderr[-3000:]}"
+    check_says_where(block, result)
     assert llama_server.count() > 0
     for run in ("judge", "gen"):
         assert (tmp_path / "runs" / run / "results.json").is_file()
     assert (tmp_path / "runs" / "build" / "export" / "pairs.jsonl").is_file()
+
+
+def _docs_named(text: str, bare: bool) -> set[str]:
+    """The docs/ files a text names: `docs/NAME.md` anywhere, and (`bare`: in a doc, whose links are relative)
+    a Markdown link to `NAME.md`."""
+    names = set(re.findall(r"\bdocs/([\w-]+\.md)\b", text))
+    if bare:
+        names |= set(re.findall(r"\]\((?:\./)?([\w-]+\.md)(?:#[^)]*)?\)", text))
+    return names
+
+
+def test_every_doc_is_linked_from_the_readme() -> None:
+    """Each file in docs/ is named by the README, or by a doc the README names (the README is the map)."""
+    docs = {p.name for p in (REPO_ROOT / "docs").glob("*.md")}
+    reached = _docs_named(README.read_text(encoding="utf-8"), bare=False) & docs
+    todo = list(reached)
+    while todo:
+        for name in _docs_named((REPO_ROOT / "docs" / todo.pop()).read_text(encoding="utf-8"), bare=True) & docs:
+            if name not in reached:
+                reached.add(name)
+                todo.append(name)
+    assert not docs - reached, f"docs the README does not lead to: {sorted(docs - reached)}"
+    direct = _docs_named(README.read_text(encoding="utf-8"), bare=False)
+    assert {"study.md", "benchmarks.md", "scale.md"} <= direct, direct
