@@ -76,7 +76,9 @@ def test_prefeval_both_tasks_per_turn_count_then_report_and_view(tmp_path: Path,
         assert view.exit_code == 0, view.output
         assert "turns-2" in "".join(p.read_text(errors="replace") for p in bundle.rglob("*.html"))
     both = runner.invoke(app, ["report", str(tmp_path / "mc"), str(tmp_path / "gen"), "--out", str(tmp_path / "x")])
-    assert both.exit_code == 2 and "cannot merge" in both.stderr
+    assert both.exit_code == 0, both.output  # two kinds share no table: one report per kind
+    for kind in ("multiple-choice", "prefeval-generation"):
+        assert f"wrote {tmp_path / 'x' / kind / 'report.md'}" in both.stdout
 
 
 def test_personamem_through_tailor_eval(tmp_path: Path, llama_server: Any) -> None:
@@ -222,6 +224,10 @@ def test_suite_from_the_command_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["eval", "--suite", str(suite), "--judge", "longer", "--out", str(tmp_path / "o")])
     assert result.exit_code == 0, result.output
     assert "| longer · persona |" in result.stdout and "prefeval-pairs" in result.stdout
+    assert f"wrote {tmp_path / 'o' / 'leaderboard.md'}, leaderboard.html" in result.stdout
+    report = CliRunner().invoke(app, ["report", str(tmp_path / "o"), "--out", str(tmp_path / "r")])  # the folder
+    assert report.exit_code == 0, report.output
+    assert f"wrote {tmp_path / 'r' / 'report.md'}" in report.stdout and "1 run in the report" in report.stdout
     board = json.loads((tmp_path / "o" / "leaderboard.json").read_text())
     assert board["rows"]["longer · persona"]["prefeval-pairs"]["n"] == 9 * 3 and board["rows"]["longer · mc"] == {
         "personamem": None}
