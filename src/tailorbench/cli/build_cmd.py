@@ -71,7 +71,8 @@ def _print_summary(summary: BuildResult) -> None:
     if summary.model is not None:
         st = summary.model.get("stats", {})
         typer.echo(f"model: {st.get('requests', 0)} requests, {st.get('cache_hits', 0)} cache hits, "
-                   f"{st.get('failures', 0)} failures -> {summary.out}", err=True)
+                   f"{st.get('failures', 0)} failures", err=True)
+    typer.echo(f"-> {summary.out}", err=True)
 
 
 def register(app: typer.Typer) -> None:

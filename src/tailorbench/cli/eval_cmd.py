@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import typer
@@ -143,7 +144,10 @@ def eval_command(
             if json_out:
                 print_json(outcome)
             else:
-                typer.echo((Path(resume or out or ".") / "leaderboard.md").read_text(encoding="utf-8"))
+                where = Path(resume or out or ".")
+                typer.echo((where / "leaderboard.md").read_text(encoding="utf-8"))
+                typer.echo(f"wrote {where / 'leaderboard.md'}, leaderboard.html and leaderboard.json, each run in its "
+                           f"benchmark's folder; browse the cases: tailor view {shlex.quote(str(where))}")
             return
         results = outcome if isinstance(outcome, list) else [outcome]
         if json_out:

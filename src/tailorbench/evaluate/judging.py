@@ -19,7 +19,9 @@ failed call is judged again and its new line appended; the last line per key cou
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol, TypeVar
 
@@ -43,13 +45,15 @@ RowMapper = Callable[[T, Verdict, str], dict[str, Any]]
 
 
 class Progress:
-    """A progress bar on stderr with a rate and an ETA (silent when disabled). The bar counts units (verdicts);
-    the rate is shown per `rate_unit`, `per_unit` units making one (2 verdicts per case with both orders)."""
+    """A progress bar on stderr that counts what it names (`unit`: verdicts, generations; `of`: what makes the
+    total, e.g. `72 cases x 2 orders`, shown until the first lands), with the time spent and the time left
+    (silent when disabled). `phase(text)` names what runs before the first unit lands (preparing the judge:
+    loading its model)."""
 
-    def __init__(self, total: int, label: str, enabled: bool, rate_unit: str = "items", per_unit: float = 1.0
-                 ) -> None:
+    def __init__(self, total: int, label: str, enabled: bool, unit: str = "items", of: str = "") -> None:
         self.enabled = enabled
-        self.per_unit = per_unit
+        self.label = label
+        self.of = of
         if not enabled:
             return
         from rich.console import Console
@@ -57,31 +61,56 @@ class Progress:
             BarColumn,
             MofNCompleteColumn,
             TextColumn,
+            TimeElapsedColumn,
             TimeRemainingColumn,
         )
         from rich.progress import Progress as RichProgress
 
         self._bar = RichProgress(
             TextColumn("{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=16),
             MofNCompleteColumn(),
-            TextColumn(f"{{task.fields[rate]}} {rate_unit}/s"),
+            TextColumn(unit),
+            TimeElapsedColumn(),
+            TextColumn("left"),
             TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=False,
         )
-        self._task = self._bar.add_task(label, total=total, rate="-")
+        self._task = self._bar.add_task(label if not of else f"{label} ({of})", total=total)
         self._bar.start()
+
+    def phase(self, text: str | None) -> None:
+        """Name what the bar waits on (`label (text)`), or nothing (None: the units are being counted)."""
+        if self.enabled:
+            said = "; ".join(x for x in (text, self.of) if x)
+            described = self.label if text is None or not said else f"{self.label} ({said})"
+            self._bar.update(self._task, description=described)
 
     def advance(self, n: int) -> None:
         if self.enabled:
-            task = self._bar.tasks[self._task]
-            speed = task.speed
-            self._bar.update(self._task, advance=n, rate=f"{speed / self.per_unit:,.1f}" if speed else "-")
+            self._bar.update(self._task, advance=n)
 
     def close(self) -> None:
         if self.enabled:
+            self.enabled = False
             self._bar.stop()
+
+
+@contextmanager
+def phase(text: str, enabled: bool) -> Iterator[None]:
+    """A spinner on stderr naming the work between the bars (loading a benchmark, computing statistics), with
+    the time it took said when it ends; silent when disabled."""
+    if not enabled:
+        yield
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    start = time.monotonic()
+    with console.status(text):
+        yield
+    console.print(f"{text}: {time.monotonic() - start:.1f} s", highlight=False, soft_wrap=True)
 
 
 async def judge_pairs(

@@ -31,7 +31,7 @@ from tailorbench.evaluate.config import (
 )
 from tailorbench.evaluate.counters import add_counts
 from tailorbench.evaluate.interrupt import stop_on_sigint, take_early_interrupt
-from tailorbench.evaluate.judging import Progress, judge_pairs
+from tailorbench.evaluate.judging import Progress, judge_pairs, phase
 from tailorbench.evaluate.lock import RunLock
 from tailorbench.evaluate.planner import Task, orders_for, plan, sample_cases, select_cases, slug, to_prediction
 from tailorbench.evaluate.report import write_run_reports
@@ -198,8 +198,9 @@ async def _run(
                           "pass the spec (config.judge), not a judge object")
     check_output("--out", out, directory=True, ours=is_run_dir)
     options = SettingOptions(config.persona_sections, config.setting_options)
-    benchmark = benchmark or load_benchmark(config.data, skip_invalid=config.skip_invalid,
-                                            options=config.data_options)
+    if benchmark is None:
+        with phase(f"loading the benchmark {config.data}", show_progress):
+            benchmark = load_benchmark(config.data, skip_invalid=config.skip_invalid, options=config.data_options)
     cases = select_cases(config, benchmark)
     if not cases:
         raise ConfigError("no cases left after the filters")
@@ -312,15 +313,19 @@ async def _run_owned(
         manifest.status = "interrupted"
         write_json_atomic(out / MANIFEST, manifest.to_file())
         raise RunInterrupted(_announce_interrupted(out, len(done), len(done) + len(tasks)))
-    per_case = len(tasks) / max(1, len({t.case.id for t in tasks}))
     label = f"{redact(config.judge)} / {config.setting}"
-    bar = Progress(len(tasks), label, show_progress and bool(tasks), "cases", per_case)
+    n_cases = len({t.case.id for t in tasks})
+    of = "" if not n_cases else (f"{n_cases} cases x {len(tasks) // n_cases} orders" if len(tasks) % n_cases == 0
+                                 else f"{n_cases} cases")  # (a resumed run may hold one order of some cases)
+    bar = Progress(len(tasks), label, show_progress and bool(tasks), "verdicts", of)
     written: list[dict[str, Any]] = []
     ended: tuple[str, str | None] | None = None
     early = 0
     try:
         if tasks:
+            bar.phase("preparing the judge")  # a local judge loads its model here
             early = await _warn_and_prepare(judge, [t.input for t in tasks])
+            bar.phase(None)
             if not stop.is_set():
                 written = await judge_pairs(judge, tasks, to_prediction, predictions, bar, stop)
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -346,7 +351,8 @@ async def _run_owned(
         raise RunInterrupted(_announce_interrupted(out, len(done) + len(written), len(done) + len(tasks)))
     manifest.status = "finished"
     write_json_atomic(out / MANIFEST, manifest.to_file())
-    finalize_run(out, None if resume else written)
+    with phase(f"{label}: statistics (results.json, report)", show_progress and bool(tasks)):
+        finalize_run(out, None if resume else written)
     await asyncio.sleep(0)  # (a Ctrl-C's `stop.set`, handed to the loop by the handler, has run)
     if stop.is_set():
         log.info(f"interrupt: every verdict was already in; the run is finished and its results are in {out}")
@@ -426,11 +432,13 @@ def run_matrix(
     check_writable("--out", out, directory=True)
     for judge in judges:
         split_spec_options(judge)  # a malformed SPEC[...] fails before the first run starts
-    benchmark = load_benchmark(base.data, skip_invalid=base.skip_invalid, options=base.data_options)
+    with phase(f"loading the benchmark {base.data}", progress):
+        benchmark = load_benchmark(base.data, skip_invalid=base.skip_invalid, options=base.data_options)
     runs: list[Path] = []
     for judge in judges:
         for setting in settings:
             config = EvalConfig(**{**asdict(base), "judge": judge, "setting": setting})
             runs.append(run_eval(config, out / f"{slug(judge)}__{setting}", progress=progress, benchmark=benchmark))
-    RUN_KINDS.get("pairwise").merge(runs, out)
+    with phase(f"writing the merged report {out / 'report.md'} and report.html", progress):
+        RUN_KINDS.get("pairwise").merge(runs, out)
     return runs

@@ -256,7 +256,7 @@ async def _generate_and_judge(config: GenEvalConfig, cases: list[PairCase], out:
         bind = getattr(model, "bind_run_dir", None)
         if bind is not None:
             bind(out)  # batch mode records its provider batches here (models/batch_state.py)
-        bar = Progress(len(todo), f"generate {role}: {spec}", progress)
+        bar = Progress(len(todo), f"generate {role}: {spec}", progress, "generations")
         # a model that batches more at once (vllm:) gets its own window: a Ray Data engine starts once per window;
         # in batch mode every call is handed over at once (the provider's batches are the window)
         own = getattr(model, "batch_size", None)
@@ -345,7 +345,7 @@ async def _judge(
              if (t.case.id, t.order) not in done]
     if not tasks:
         return []
-    bar = Progress(len(tasks), f"judge: {config.judge}", progress)
+    bar = Progress(len(tasks), f"judge: {config.judge}", progress, "verdicts")
     stop = asyncio.Event()
     bind = getattr(judge, "bind_run_dir", None)
     if bind is not None:
