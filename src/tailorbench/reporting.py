@@ -99,10 +99,24 @@ def svg_percent_grid(left: float, right: float, top: float, height: float) -> st
     return "".join(out)
 
 
+#: character widths in ems, each at least DejaVu Sans' (the widest common sans-serif face, and chromium's on Linux)
+_NARROW, _SLIM, _WIDE = frozenset("ijlI.,:;!|'`"), frozenset(" /ftr-()[]{}"), frozenset("mwMW@%~&#")
+
+
+def _char_width(c: str) -> float:
+    if c in _NARROW:
+        return 0.3
+    if c in _SLIM:
+        return 0.42
+    if c in _WIDE:
+        return 1.0
+    return 0.75 if c.isupper() else 0.64
+
+
 def text_width(text: str, size: float = 11) -> float:
     """A generous estimate of the width in px of `text` at font size `size` in a sans-serif face (charts size
     their margins and legends by it, so a label is never cut)."""
-    return 0.58 * size * len(text)
+    return size * sum(_char_width(c) for c in text)
 
 
 #: the angle of column labels that do not fit their column
