@@ -4,6 +4,7 @@ whiskers)."""
 
 from __future__ import annotations
 
+import colorsys
 import html
 import math
 import re
@@ -54,8 +55,8 @@ def html_page(title: str, body: str, extra_style: str = "") -> str:
             f"<style>{STYLE}{extra_style}</style></head><body>{body}</body></html>\n")
 
 
-#: one colour per run in every chart (cycled beyond 16 runs): Tableau 10, then six hues that differ from every
-#: colour before them by at least 25 in CIELAB (CIE76 delta E; tests/evaluate/test_report_charts.py measures it)
+#: one colour per run in every chart (`colour` goes on beyond 16 runs): Tableau 10, then six hues that differ from
+#: every colour before them by at least 25 in CIELAB (CIE76 delta E; tests/evaluate/test_report_charts.py measures it)
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
            "#9c755f", "#bab0ac", "#7b68ee", "#ff1493", "#32cd32", "#8b008b", "#8db600", "#800000")
 
@@ -86,7 +87,13 @@ def page_body(page: str) -> str:
 
 
 def colour(index: int) -> str:
-    return PALETTE[index % len(PALETTE)]
+    """The chart colour of row `index`: the palette, then (beyond 16 rows) hues a golden angle apart at three
+    lightnesses, so no two rows of a chart share a colour."""
+    if index < len(PALETTE):
+        return PALETTE[index]
+    hue = (index * 137.508) % 360 / 360
+    red, green, blue = colorsys.hls_to_rgb(hue, (0.32, 0.5, 0.68)[index % 3], 0.65)
+    return f"#{round(red * 255):02x}{round(green * 255):02x}{round(blue * 255):02x}"
 
 
 def svg_percent_grid(left: float, right: float, top: float, height: float) -> str:

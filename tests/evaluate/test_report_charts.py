@@ -19,7 +19,7 @@ from tailorbench.evaluate.metrics import report_names
 from tailorbench.evaluate.report import render_html
 from tailorbench.evaluate.report_charts import svg_chart, svg_ratio_chart
 from tailorbench.evaluate.report_rows import result_cell
-from tailorbench.reporting import PALETTE, html_page, html_table, svg_bars, text_width
+from tailorbench.reporting import PALETTE, colour, html_page, html_table, svg_bars, text_width
 from tailorbench.run_kinds import RUN_KINDS
 from tests.helpers.report_runs import DEMO_JUDGES, DEMO_SETTINGS, demo_runs, personamem_run
 
@@ -69,6 +69,9 @@ def test_the_palette_colours_are_distinct() -> None:
     gaps = [(sum((p - q) ** 2 for p, q in zip(_lab(a), _lab(b), strict=True)) ** 0.5, a, b)
             for a, b in itertools.combinations(PALETTE, 2)]
     assert min(gaps)[0] >= 25, min(gaps)
+    # beyond the palette no two rows share a colour either
+    assert len({colour(k) for k in range(64)}) == 64
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", colour(k)) for k in range(64))
 
 
 def test_personamem_split_names_are_whole_column_labels(personamem: dict[str, Any]) -> None:
