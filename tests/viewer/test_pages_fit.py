@@ -162,7 +162,7 @@ PAGES = [
     ("compare_demo", "#/compare?a=5&b=6", "table.paired"),
     ("users", "#/users", "#users table"),
     ("user", "#/user?id=u2", "#user .persona details"),
-    ("user_demo", "#/user?id={demo_user}", "#user table"),
+    ("user_demo", "#/user?id={demo_user}", "#user .persona details"),
     ("runs", "#/runs", "[data-manifest='0'] details"),
 ]
 
