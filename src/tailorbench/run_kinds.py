@@ -174,14 +174,16 @@ def runs_in(folder: Path) -> list[Path]:
     judges or settings, a suite's folder (each benchmark's runs), a study's folder (its stage reports, `report/`;
     the copies its steps keep are not counted twice). A run directory is not looked into (its `repeats/`), nor are
     hidden folders; an empty list when there is none."""
-    if (folder / "study.yaml").is_file() and is_run(folder / "report"):
-        return [folder / "report"]
+    if (folder / "study.yaml").is_file():
+        return [folder / "report"] if is_run(folder / "report") else []
     found: list[Path] = []
 
     def walk(path: Path, depth: int) -> None:
         for child in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
             if is_run(child):
                 found.append(child)
+            elif (child / "study.yaml").is_file():
+                found.extend(runs_in(child))
             elif depth < RUNS_DEPTH:
                 walk(child, depth + 1)
 

@@ -70,6 +70,7 @@ def test_a_study_folder_stands_for_its_stage_reports(tmp_path: Path) -> None:
         (study / where / "relevance.json").write_text("{}", encoding="utf-8")
     (study / "study.yaml").write_text("name: s\n", encoding="utf-8")
     assert runs_in(study) == [study / "report"]
+    assert runs_in(tmp_path) == [study / "report"]  # a study inside a folder of runs: its report/ too
     assert expand_runs([study]) == [study / "report"]
     result = runner.invoke(app, ["report", str(study), "--out", str(tmp_path / "board")])
     assert result.exit_code == 2

@@ -97,10 +97,15 @@ class Progress:
             self._bar.stop()
 
 
+#: a phase that took this long (seconds) or longer says so when it ends; a quicker one only shows its spinner, so
+#: that an error found at once stays the one line on stderr
+PHASE_SAID_FROM_S = 1.0
+
+
 @contextmanager
 def phase(text: str, enabled: bool) -> Iterator[None]:
     """A spinner on stderr naming the work between the bars (loading a benchmark, computing statistics), with
-    the time it took said when it ends; silent when disabled."""
+    the time it took said when it ends (from `PHASE_SAID_FROM_S`); silent when disabled."""
     if not enabled:
         yield
         return
@@ -110,7 +115,9 @@ def phase(text: str, enabled: bool) -> Iterator[None]:
     start = time.monotonic()
     with console.status(text):
         yield
-    console.print(f"{text}: {time.monotonic() - start:.1f} s", highlight=False, soft_wrap=True)
+    took = time.monotonic() - start
+    if took >= PHASE_SAID_FROM_S:
+        console.print(f"{text}: {took:.1f} s", highlight=False, soft_wrap=True)
 
 
 async def judge_pairs(
