@@ -179,7 +179,11 @@ def runs_in(folder: Path) -> list[Path]:
     found: list[Path] = []
 
     def walk(path: Path, depth: int) -> None:
-        for child in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        try:
+            children = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+        except OSError:  # a folder this user may not read holds no run it could report
+            return
+        for child in children:
             if is_run(child):
                 found.append(child)
             elif (child / "study.yaml").is_file():
