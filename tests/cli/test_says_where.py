@@ -45,3 +45,22 @@ def test_make_demo_says_where_it_wrote_and_how_to_browse() -> None:
     assert rule, "the Makefile has no demo rule"
     assert "report: $(DEMO_OUT)/report.md and $(DEMO_OUT)/report.html" in rule.group(0)
     assert "tailor view $(DEMO_OUT)" in rule.group(0)
+
+
+def test_a_stage_report_says_where_it_wrote(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+    from tests.threestage.helpers import write_jsonl
+    from tests.threestage.test_extraction_and_baselines import ITEMS, _task1
+
+    items = write_jsonl(tmp_path / "items.jsonl", ITEMS)
+    a = write_jsonl(tmp_path / "a.jsonl", _task1("a", {0: ["ok", "bad", "bad"], 1: ["ok", "ok"]}))
+    b = write_jsonl(tmp_path / "b.jsonl", _task1("b", {0: ["ok", "bad", "ok"], 1: ["ok", "bad"]}))
+    for out, said in ((tmp_path / "report", f"wrote {tmp_path / 'report' / 'extraction'}.md, .html and .json"),
+                      (tmp_path / "x.json", f"wrote {tmp_path / 'x.json'}")):
+        result = CliRunner().invoke(app, ["stages", "report-extraction", "--items", str(items), "--human", str(a),
+                                          str(b), "--resamples", "20", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert said in result.stderr and "# " in result.stdout  # the report on stdout, where it went on stderr
+    assert (tmp_path / "report" / "extraction.html").is_file() and (tmp_path / "x.json").is_file()

@@ -108,6 +108,12 @@ def show_report(stage: str, verb: Callable[..., Any], as_json: bool,
         print_json(report)
     else:
         typer.echo(stages.markdown(stage, report))
+    if report_dir is not None:  # where it wrote, on stderr: stdout stays the report
+        typer.echo(f"wrote {report_dir / stage}.md, .html and .json", err=True)
+    if json_file is not None:
+        typer.echo(f"wrote {json_file}", err=True)
+    if paths is None and isinstance(args.get("out"), Path):  # a training verb: its model and report there
+        typer.echo(f"wrote {args['out']}", err=True)
 
 
 def run_step(verb_name: str, verb: Callable[..., Any], as_json: bool, max_failed: float | None = None,
