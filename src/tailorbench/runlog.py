@@ -287,7 +287,8 @@ class EvalResults(RunFile):
     the predictions (docs/metrics.md has the blocks). Nested blocks stay objects: their keys are the benchmark's
     own split and tier names."""
 
-    omitted_when_none: ClassVar[tuple[str, ...]] = ("benchmark_names", "authors_report", "determinism")
+    omitted_when_none: ClassVar[tuple[str, ...]] = ("benchmark_names", "authors_report", "determinism",
+                                                    "vs_longer")
 
     judge: str
     setting: str
@@ -323,6 +324,8 @@ class EvalResults(RunFile):
     reliability: Reliability
     #: `tailor eval --repeat N`: verdict agreement and accuracy spread across repeats (docs/metrics.md)
     determinism: dict[str, Any] | None = None
+    #: accuracy minus the `longer` baseline's, paired on the run's cases, with its bootstrap CI (the headline)
+    vs_longer: dict[str, Any] | None = None
 
 
 class Leaderboard(RunFile):

@@ -6,6 +6,7 @@ in percent with their CI, as every other report shows them."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,9 @@ def test_builtin_suite_offline_with_one_benchmark_missing(tmp_path: Path, data_r
     assert board["rows"]["longer · mc"] == {"prefeval": None, "personamem": None}
     assert set(board["not_run"]["longer · mc"]) == {"prefeval", "personamem"}
     md = (out / "leaderboard.md").read_text()
+    headline, rest = md.split("## Leaderboard", 1)  # the headline opens it; its numbers are the table's
+    assert headline.startswith("# Suite personalization\n\n## Headline\n") and "prism: no figure (no data)" in headline
+    assert all(n in rest for n in re.findall(r"\d+(?:\.\d+)?", headline))
     assert "| – (no data) |" in md and "prism: skipped, no data at" in md and "llm: judge" in md
     acc = board["rows"]["longer · persona"]["personalized-rewardbench"]["accuracy"]
     assert f"{100 * acc:.1f} [" in md  # percent, one decimal, with the CI

@@ -162,7 +162,11 @@ def test_evaluating_on_overlapping_data_reports_the_classes_as_separate_rows(
     assert {k: sum(b["n"] for b in v) for k, v in ratio.items()} == {"unseen": 12, "persona-seen": 1, "in-training": 19}
 
     report = (run / "report.md").read_text()
-    board = [line for line in report.splitlines() if line.startswith(f"| rm:{out} | persona")][:3]
+    headline = report.split("## Data")[0]  # its figures are the unseen row's: never the memorised cases'
+    assert f"Best judge: `rm:{out} / persona | unseen`" in headline
+    assert f"| rm:{out} | persona \\| unseen | 12 |" in headline
+    board = [line for line in report[report.index("## Leaderboard"):].splitlines()
+             if line.startswith(f"| rm:{out} | persona")][:3]
     assert [re.split(r" \\\| | \| ", line)[2] for line in board] == ["unseen", "persona-seen", "in-training"]
     assert "## Training data of the judges" in report and "| 19 (1 with labels swapped) | 1 | 12 |" in report
     html = (run / "report.html").read_text()

@@ -56,6 +56,8 @@ class CompareResult(Output):
     mcnemar: dict[str, Any] = {}
     cells: list[dict[str, Any]] = []
     comparisons: list[dict[str, Any]] = []
+    #: the lines `tailor compare` prints first: which differences are significant after Holm's correction
+    headline: list[str] = []
 
 
 

@@ -192,11 +192,16 @@ def run_suite(suite: Suite, out: str | Path, progress: bool = False, skip_missin
     intro = ("Accuracy in percent with its 95% CI; one row per judge · setting (`mc`: a multiple-choice "
              "benchmark answered by the judge's model).")
     md_notes = "".join(f"- {n}\n" for n in notes)
-    write_text_atomic(out / "leaderboard.md", f"# Suite {suite.name}\n\n{intro}\n\n{md_table(header, rows)}\n"
+    headline = suite_headline(leaderboard)
+    md_headline = "".join(f"- {line}\n" for line in headline)
+    write_text_atomic(out / "leaderboard.md", f"# Suite {suite.name}\n\n## Headline\n\n{md_headline}\n"
+                      f"## Leaderboard\n\n{intro}\n\n{md_table(header, rows)}\n"
                       + (f"\n## Not run\n\n{md_notes}" if notes else ""))
     html_notes = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+    html_headline = "".join(f"<li>{html.escape(line)}</li>" for line in headline)
     write_text_atomic(out / "leaderboard.html", html_page(
-        f"Suite {suite.name}", f"<h1>Suite {html.escape(suite.name)}</h1><p>{html.escape(intro)}</p>"
+        f"Suite {suite.name}", f"<h1>Suite {html.escape(suite.name)}</h1><h2>Headline</h2><ul>{html_headline}</ul>"
+        f"<h2>Leaderboard</h2><p>{html.escape(intro)}</p>"
         + html_table(header, rows) + (f"<h2>Not run</h2><ul>{html_notes}</ul>" if notes else "")))
     return leaderboard
 
@@ -212,6 +217,26 @@ def read_suite_record(out: str | Path) -> tuple[Suite, bool]:
     benchmarks = [SuiteBenchmark(**b) for b in spec["benchmarks"]]
     return Suite(name=spec["name"], benchmarks=benchmarks, judges=spec["judges"], settings=spec["settings"],
                  limit=spec["limit"], seed=spec["seed"], n_boot=spec["n_boot"]), record.skip_missing
+
+
+def suite_headline(board: dict[str, Any]) -> list[str]:
+    """One line per benchmark: its best judge · setting with the accuracy and 95% CI the leaderboard's cell shows
+    (the tied ones named too), or why it has no figure (docs/benchmarks.md, "A suite")."""
+    missing: dict[str, str] = board.get("missing", {})
+    lines = []
+    for b in board["benchmarks"]:
+        cells = {name: cells[b] for name, cells in board["rows"].items()
+                 if cells.get(b) and cells[b].get("accuracy") is not None}
+        if not cells:
+            lines.append(f"{b}: no figure ({'no data' if b in missing else 'no judge of the suite answers it'}).")
+            continue
+        top = max(pct(c["accuracy"]) for c in cells.values())
+        best = [name for name, c in cells.items() if pct(c["accuracy"]) == top]
+        first = cells[best[0]]
+        ci = f" [{pct(first['ci'][0])}, {pct(first['ci'][1])}] (95% CI)" if first["ci"][0] is not None else ""
+        tied = f" (tied with {', '.join(best[1:])})" if len(best) > 1 else ""
+        lines.append(f"{b}: best {best[0]}{tied}, {top}{ci}.")
+    return lines
 
 
 def leaderboard_table(board: dict[str, Any]) -> tuple[list[str], list[list[str]], list[str]]:

@@ -56,6 +56,8 @@ def compare_command(
     if json_out:
         print_json(result)
         return
+    for line in [*result.get("headline", []), ""]:
+        typer.echo(line)
     for comparison in result["comparisons"]:
         typer.echo(f"{comparison['a']} - {comparison['b']}:")
         for c in comparison["cells"]:

@@ -131,4 +131,51 @@ def compare_runs(runs: Sequence[Path], n_boot: int = N_BOOT, seed: int = 0) -> d
     first = comparisons[0]
     overall = first["cells"][-1]
     return {"a": first["a"], "b": first["b"], **{k: v for k, v in overall.items() if k != "cell"},
-            "cells": first["cells"], "comparisons": comparisons, "kind": manifests[0].get("kind", "pairwise")}
+            "cells": first["cells"], "comparisons": comparisons, "kind": manifests[0].get("kind", "pairwise"),
+            "headline": compare_headline(comparisons)}
+
+
+#: the level at which a Holm-adjusted p-value makes a difference significant in the headline
+ALPHA = 0.05
+
+
+def adjusted_p(cell: Mapping[str, Any]) -> float | None:
+    """A cell's McNemar p-value Holm-adjusted over the comparisons (the raw one when there is one comparison:
+    Holm over one test leaves it as it is)."""
+    test = cell["mcnemar"]
+    return test["p_holm"] if test.get("p_holm") is not None else test["p"]
+
+
+def points(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:+.1f}"
+
+
+def cell_figures(cell: Mapping[str, Any]) -> str:
+    """A cell's difference, interval, cases and p-value as `tailor compare` prints them on the cell's own line."""
+    lo, hi = cell["ci"]
+    p = adjusted_p(cell)
+    name = "Holm p" if cell["mcnemar"].get("p_holm") is not None else "p"
+    return (f"{points(cell['difference'])} points [{points(lo)}, {points(hi)}] on {cell['n']} cases, "
+            f"{name}={'–' if p is None else f'{p:.3g}'}")
+
+
+def compare_headline(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What `tailor compare` says first: for every comparison, whether its overall difference is significant
+    after Holm's correction over the comparisons (exact McNemar test, 5% level), and which split x tier cells
+    are (each cell Holm-adjusted over the comparisons, as its line prints it)."""
+    holm_note = (f"Holm-adjusted over the {len(comparisons)} comparisons" if len(comparisons) > 1
+                 else "one comparison, so Holm leaves p as it is")
+    lines = [f"Headline (exact McNemar test on the discordant cases, {holm_note}; significant: adjusted p < "
+             f"{ALPHA:g}):"]
+    for comparison in comparisons:
+        overall = comparison["cells"][-1]
+        p = adjusted_p(overall)
+        significant = p is not None and p < ALPHA
+        better = ("" if not significant else
+                  f" ({comparison['a'] if (overall['difference'] or 0) > 0 else comparison['b']} is better)")
+        cells = [c for c in comparison["cells"][:-1] if (q := adjusted_p(c)) is not None and q < ALPHA]
+        where = ("; significant cells: " + ", ".join(f"{c['cell']} {cell_figures(c)}" for c in cells)
+                 if cells else "; no split x tier cell is significant")
+        lines.append(f"  {comparison['a']} - {comparison['b']}: overall {cell_figures(overall)}: "
+                     f"{'significant' if significant else 'not significant'}{better}{where}.")
+    return lines

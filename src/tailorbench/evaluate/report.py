@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tailorbench.evaluate.headline import headline_section
 from tailorbench.evaluate.metrics import report_names
 from tailorbench.evaluate.reliability_report import reliability_section
 from tailorbench.evaluate.report_charts import svg_chart, svg_ratio_chart
@@ -228,6 +229,7 @@ def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
         leaderboard_after.append(_TRAINING_ROW_NOTE)
     board = leaderboard_rows(runs)
     sections = [
+        headline_section(runs, different_data_warning(runs)),
         _data_section(runs),
         Section("Leaderboard", [
             f"Accuracy in % with 95% percentile-bootstrap CI ({first.get('n_boot', 1000)} resamples, unit: "

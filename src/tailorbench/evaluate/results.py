@@ -163,6 +163,17 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
     body["reliability"] = reliability(predictions, judge_probability(config.get("judge_description")),
                                       n_boot=int(config.get("n_boot", 1000)), seed=int(manifest.get("seed", 0)),
                                       cols=cols, **names)
+    from tailorbench.evaluate.headline import vs_longer
+    from tailorbench.evaluate.metrics import case_scores
+
+    trained = config.get("training_overlap")
+    classes = (trained.get("cases") or {}) if isinstance(trained, dict) else None
+    if classes is not None and all(kind == "unseen" for kind in classes.values()):
+        classes = None  # nothing shared with training: one row as usual
+    paired = vs_longer(case_scores(predictions, cols), int(config.get("n_boot", 1000)), int(manifest.get("seed", 0)),
+                       None if classes is None else lambda case: classes.get(case, "unseen") == "unseen")
+    if paired is not None:
+        body["vs_longer"] = paired
     repeated = read_determinism(run_dir)
     if repeated is not None:
         body["determinism"] = repeated
