@@ -250,9 +250,13 @@ def render_markdown(title: str, tables: Sequence[Table], charts: Sequence[str], 
 
 
 def render_html(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str]) -> str:
-    body = [f"<h1>{html.escape(title)}</h1>", *(scroll_box(chart) for chart in charts)]
-    for heading, header, rows in tables:
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    for k, (heading, header, rows) in enumerate(tables):
         body.append(f"<h2>{html.escape(heading)}</h2>" + (html_table(header, rows) if rows else "<p>none</p>"))
+        if k == 0:  # the charts follow the first table (a stage report's headline)
+            body += [scroll_box(chart) for chart in charts]
+    if not tables:
+        body += [scroll_box(chart) for chart in charts]
     if notes:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
     return html_page(title, "".join(body))
@@ -270,17 +274,22 @@ STAGES = tuple(TITLES)
 
 
 def stage_parts(stage: str, report: dict[str, Any]) -> tuple[list[Table], list[str], list[str]]:
+    """(tables, svg charts, notes) of a stage report, the headline first: the stage's rows of the summary (its
+    headline figures with their 95% CI, each also in a table below)."""
     if stage == "relevance":
-        return relevance_parts(report)
-    if stage == "extraction":
-        return extraction_parts(report)
-    if stage == "incorporation":
-        return incorporation_parts(report)
-    if stage == "verifier":
-        return verifier_parts(report)
-    if stage == "relevance_classifier":
-        return relevance_classifier_parts(report)
-    raise ValueError(f"unknown stage {stage!r}")
+        tables, charts, notes = relevance_parts(report)
+    elif stage == "extraction":
+        tables, charts, notes = extraction_parts(report)
+    elif stage == "incorporation":
+        tables, charts, notes = incorporation_parts(report)
+    elif stage == "verifier":
+        tables, charts, notes = verifier_parts(report)
+    elif stage == "relevance_classifier":
+        tables, charts, notes = relevance_classifier_parts(report)
+    else:
+        raise ValueError(f"unknown stage {stage!r}")
+    headline = [row[1:] for row in summary_rows({stage: report})]
+    return [("Headline", ["figure", "value [95% CI]", "detail"], headline), *tables], charts, notes
 
 
 #: what a report directory holds: the stage reports and the summary (`is_report_dir`)
