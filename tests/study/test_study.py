@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -272,6 +273,13 @@ def test_cli_demo_runs_the_bundled_example_from_init_to_report(tmp_path: Path,
     assert all(p["status"] == "finished" and p["code"] for ps in got["participants"].values() for p in ps)
     md = (d / "report" / "study.md").read_text()
     assert "Illustrative only" in md and json.loads((d / "report" / "study.json").read_text())["illustrative"]
+    # the study report opens with its headline figures; each number of a row is in its stage report's tables
+    assert md.split("\n")[2] == "## Headline figures"
+    for line in md.split("## Headline figures\n", 1)[1].split("\n## ", 1)[0].splitlines()[3:]:
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        stage = (d / "report" / f"{cells[0].split(' ', 1)[1]}.md").read_text()
+        tables = stage.split("## Headline\n", 1)[1].split("\n## ", 1)[1]
+        assert all(n in tables for n in re.findall(r"\d+(?:\.\d+)?", " | ".join(cells[1:]))), line
     status = json.loads(CliRunner().invoke(app, ["study", "status", str(d), "--json"]).stdout)
     ex = status["stages"]["extraction"]
     assert status["finished"] and ex["labels_done"] == ex["labels_wanted"] == 18
