@@ -10,6 +10,7 @@ no engine and run in this venv alone.
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import os
@@ -18,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from typer.testing import CliRunner
@@ -65,10 +66,23 @@ def vllm_paths() -> Any:
 
 @pytest.fixture(scope="session")
 def vllm_report(vllm_paths: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Run tests/models/vllm_checks.py once in the vLLM venv; its JSON report."""
+    """Run tests/models/vllm_checks.py once in the vLLM venv; its JSON report. Once per test run, not per xdist
+    worker: the first worker to ask runs it under a lock in the run's shared temporary folder, and a worker that
+    asks later reads that report (two engines at once would share two cores, and two local Ray clusters collide)."""
     if not _venv_module().venv_current(vllm_paths):
         pytest.fail(f"the vLLM venv is missing or stale at {vllm_paths.venv}: {HOW_TO_BUILD}", pytrace=False)
-    work = tmp_path_factory.mktemp("vllm")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    with (shared / "vllm-checks.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "vllm-checks" / "report.json"
+        if done.is_file():
+            return cast(dict[str, Any], json.loads(done.read_text()))
+        return _run_vllm_checks(vllm_paths, shared / "vllm-checks")
+
+
+def _run_vllm_checks(vllm_paths: Any, work: Path) -> dict[str, Any]:
+    work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "TAILORBENCH_CALL_CACHE": str(work / "calls.sqlite"),
            "PYTHONPATH": str(REPO_ROOT / "src"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "TOKENIZERS_PARALLELISM": "false", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
