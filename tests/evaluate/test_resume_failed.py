@@ -242,6 +242,8 @@ def test_a_second_line_for_a_case_and_order_counts_as_its_last_line_everywhere(s
 #: `tailor` with a Ctrl-C (a real SIGINT to the process) raised on entry to one of the runner's functions
 _INTERRUPTED = """
 import signal, sys
+# as in a terminal: an xdist worker ignores SIGINT and a child inherits that, so raise_signal would do nothing
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import tailorbench.evaluate.runner as runner
 name = sys.argv[1]
 original = getattr(runner, name)
