@@ -75,6 +75,20 @@ class Section:
     level: int = 2
     #: HTML only: a CSS class per row ('' for none), e.g. `warn` on in-training rows
     row_classes: list[str] | None = None
+    #: detail folded under the table (`<details>` in HTML and Markdown): its summary line, header and rows
+    fold: str = ""
+    fold_header: list[str] | None = None
+    fold_rows: list[list[str]] = field(default_factory=list)
+
+
+def md_fold(summary: str, header: list[str], rows: list[list[str]]) -> str:
+    """A table folded under a summary line: a `<details>` block, which Markdown viewers render closed."""
+    return f"<details><summary>{html.escape(summary, quote=False)}</summary>\n\n{md_table(header, rows)}\n\n</details>"
+
+
+def html_fold(summary: str, header: list[str], rows: list[list[str]]) -> str:
+    """The same table folded in HTML."""
+    return f"<details><summary>{html.escape(summary)}</summary>{html_table(header, rows)}</details>"
 
 
 _BODY = re.compile(r"<body>(.*)</body>", re.S)
@@ -178,6 +192,17 @@ def with_ci(x: Any, ci: Sequence[Any] | None) -> str:
     if not ci or ci[0] is None:
         return f3(x)
     return f"{f3(x)} [{f3(ci[0])}, {f3(ci[1])}]"
+
+
+def relative_change(change: float | None, more: str = "more", fewer: str = "fewer", same: str = "as many") -> str:
+    """A signed relative change (`real / synthetic - 1`) in words: `67% fewer`, `50% more`, `as many` (what rounds
+    to 0%), `undefined` without a value; a sign in front of a percentage reads as a typo to most readers."""
+    if change is None:
+        return "undefined"
+    shown = f"{abs(100 * change):.0f}"
+    if shown == "0":
+        return same
+    return f"{shown}% {more if change > 0 else fewer}"
 
 
 def svg_bars(bars: Sequence[Bar], lo: float = 0.0, hi: float = 1.0, title: str = "") -> str:

@@ -222,6 +222,8 @@ class Example(TypedDict):
     len_rejected: int | None
     #: in-training / persona-seen / unseen, for a judge that declared its training data
     training: NotRequired[str]
+    #: the case's persona, question, chosen and rejected answers, each cut to 300 characters (when readable)
+    texts: NotRequired[dict[str, str]]
 
 
 @_strict

@@ -75,6 +75,7 @@ def test_every_table_has_its_definitions_and_html_carries_the_same_notes(tmp_pat
     assert len(paragraphs) > 10
     for paragraph in paragraphs:
         for line in paragraph.splitlines():
+            line = re.sub(r"</?(details|summary)>", " ", line)  # a folded block's summary is the HTML's too
             assert _md_text(line.removeprefix("- ")) in seen, line
     for heading in re.findall(r"^#+ (.+)$", report, flags=re.M)[1:]:
         assert f">{html.escape(heading, quote=False)}</h" in page, heading

@@ -135,3 +135,23 @@ def filter_cases(
         if (want_split is None or c.split in want_split) and (want_tier is None or c.tier in want_tier)
     ]
 
+
+
+def load_run_cases(manifest: Mapping[str, Any], wanted: set[str]) -> tuple[dict[str, PairCase], str]:
+    """The cases of a run's benchmark (its manifest's `data`) with the ids in `wanted`, and a note on where their
+    text came from: what the viewer and a report's example verdicts show beside the verdicts. A benchmark that
+    cannot be read any more gives no case and says why, never an error (the verdicts stand without their text)."""
+    from tailorbench.errors import TailorError
+    from tailorbench.redact import redact
+
+    data = str(manifest.get("data") or "")
+    layout = (manifest.get("data_stats") or {}).get("layout")
+    try:
+        benchmark = load_benchmark(data, skip_invalid=True, layout=layout if layout in ("native", "scored") else None)
+    except (TailorError, OSError, ValueError) as exc:
+        return {}, f"the case text is not shown: the run's data ({redact(data)}) could not be read ({redact(str(exc))})"
+    found = {c.id: c for c in benchmark.cases if c.id in wanted}
+    note = f"case text from {redact(data)}"
+    if len(found) < len(wanted):
+        note += f" ({len(wanted) - len(found)} of {len(wanted)} judged cases are no longer in it)"
+    return found, note

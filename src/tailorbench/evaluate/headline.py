@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tailorbench.bootstrap import paired_difference, seed_for
-from tailorbench.evaluate.metrics import CaseScores, report_names
-from tailorbench.evaluate.report_rows import format_cell, result_cell, run_views
+from tailorbench.evaluate.metrics import CaseScores
+from tailorbench.evaluate.report_rows import column_name, format_cell, leaderboard_columns, result_cell, run_views
 from tailorbench.reporting import Section, pct
 
 #: the label the paired bootstrap's seed is derived from (`seed_for(seed, VS_LONGER_SEED)`)
@@ -95,20 +95,19 @@ def _rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
 
 
 def _below_chance(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    """Overall figures below 50%, and the split x tier figures whose whole CI lies below it."""
-    splits, tiers = report_names(runs)
+    """Overall figures below 50%, and the split x tier figures (the leaderboard's columns) whose whole CI lies
+    below it."""
+    columns = [(s, t) for s, t in leaderboard_columns(runs) if s != "all"]
     overall, cells = [], []
     for r in runs:
         total = r["metrics"]["all"]
         if total.get("accuracy") is not None and total["accuracy"] < CHANCE:
             overall.append(f"{_name(r)} {format_cell(total)}")
-        for split in splits:
-            for tier in (*tiers, "all"):
-                cell = result_cell(r, split, tier)
-                hi = (cell or {}).get("ci", [None, None])[1]
-                if cell and hi is not None and hi < CHANCE:
-                    where = f"{split.capitalize()} {'avg' if tier == 'all' else tier}"
-                    cells.append(f"{_name(r)} on {where} {format_cell(cell)}")
+        for split, tier in columns:
+            cell = result_cell(r, split, tier)
+            hi = (cell or {}).get("ci", [None, None])[1]
+            if cell and hi is not None and hi < CHANCE:
+                cells.append(f"{_name(r)} on {column_name(split, tier)} {format_cell(cell)}")
     return overall, cells
 
 

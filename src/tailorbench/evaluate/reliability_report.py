@@ -7,6 +7,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tailorbench.evaluate.report_rows import leaderboard_columns
 from tailorbench.reporting import Section, colour, f3, pct, text_width
 
 _DOC = "docs/metrics.md"
@@ -98,17 +99,27 @@ def diagram(runs: Sequence[Mapping[str, Any]]) -> str:
 
 
 def reliability_section(runs: Sequence[Mapping[str, Any]]) -> Section | None:
-    """The section, or None when no run carries a reliability block (results from before it existed)."""
-    rows = [cell_row(r, name, cell) for r in runs for name, cell in cells(r.get("reliability") or {})]
+    """The section, or None when no run carries a reliability block (results from before it existed): one row per
+    run (all its cases), the split x tier rows folded under it (ten runs make 90 rows)."""
+    rows = [cell_row(r, name, cell) for r in runs for name, cell in cells(r.get("reliability") or {})
+            if name == "all"]
     if not rows:
         return None
+    shown = {"all" if s == "all" else f"{s}/{t}" for s, t in leaderboard_columns(runs)}
+    detail = [cell_row(r, name, cell) for r in runs for name, cell in cells(r.get("reliability") or {})
+              if name != "all" and name in shown]
     rules = sorted({str(r["reliability"]["probability_rule"]) for r in runs
                     if (r.get("reliability") or {}).get("probability_rule")})
     before = ["Can this judge's verdicts be trusted beyond its accuracy: does the order or the length of the "
               "answers sway it, and does its confidence mean what it says?"]
     before += [f"Probability used for calibration: {rule}." for rule in rules]
     before += determinism_lines(runs)
-    return Section("Reliability", before, HEADER, rows, NOTES, figure=diagram(runs))
+    section = Section("Reliability", before, HEADER, rows, NOTES, figure=diagram(runs))
+    if detail:
+        section.fold = (f"By split × tier: {len(detail)} more rows for {len(runs)} run{'s' if len(runs) > 1 else ''} "
+                        "(the leaderboard's columns)")
+        section.fold_header, section.fold_rows = HEADER, detail
+    return section
 
 
 def determinism_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -15,10 +15,14 @@ from tailorbench.evaluate.reliability_report import reliability_section
 from tailorbench.evaluate.report_charts import svg_chart, svg_ratio_chart
 from tailorbench.evaluate.report_rows import (
     AUTHORS_HEADER,
+    EXAMPLE_TEXT_HEADER,
     accounting_rows,
     authors_row,
     example_rows,
+    example_text_rows,
     failure_rows,
+    judged_cell,
+    leaderboard_columns,
     leaderboard_header,
     leaderboard_rows,
     length_ratio_rows,
@@ -27,10 +31,13 @@ from tailorbench.evaluate.report_rows import (
     protocol_sentence,
     result_cell,
 )
+from tailorbench.evaluate.results import EXAMPLE_TEXT_CHARS
 from tailorbench.reporting import (
     Section,
+    html_fold,
     html_page,
     html_table,
+    md_fold,
     md_table,
     pct,
     scroll_box,
@@ -68,12 +75,34 @@ _FAILURE_NOTE = ("A failed verdict is a call that never returned a usable answer
 _METRICS_DOC = "docs/metrics.md"
 
 
-_LEADERBOARD_NOTES = [
-    "*{splits} {tiers}*: accuracy in % on that split × tier, with its 95% CI; a case scores "
-    "the mean over its judged orders of 1 if the verdict picks the human-preferred answer, else 0.",
-    "*avg*: the split's cases pooled (weighted by case count); *total*: every case. "
-    f"Definitions: [{_METRICS_DOC}]({_METRICS_DOC}#scoring-rule).",
-]
+def leaderboard_notes(runs: Sequence[dict[str, Any]], label: str) -> list[str]:
+    """The definitions under the leaderboard, naming the columns it shows and the declared ones it leaves out."""
+    columns = leaderboard_columns(runs)
+    cells = [(s, t) for s, t in columns if s != "all" and t != "all"]
+    splits, tiers = report_names(runs)
+    notes = []
+    if cells:
+        shown_splits = list(dict.fromkeys(s.capitalize() for s, _ in cells))
+        shown_tiers = list(dict.fromkeys(t for _, t in cells))
+        notes.append(f"*{' / '.join(shown_splits)} {', '.join(shown_tiers)}*: accuracy in % on that split × tier, "
+                     f"with its 95% CI; a case scores the mean over its judged orders of 1 if the verdict picks "
+                     f"{label}, else 0.")
+    pooled = "*avg*: the split's cases pooled (weighted by case count); " if any(t == "all" for _, t in columns) else ""
+    notes.append(f"{pooled}*total*: every case. Definitions: [{_METRICS_DOC}]({_METRICS_DOC}#scoring-rule).")
+    held = {(s, t) for s in splits for t in tiers if judged_cell(runs, s, t)}
+    no_split = [s for s in splits if not any(c[0] == s for c in held)]
+    no_tier = [t for t in tiers if not any(c[1] == t for c in held)]
+    left_out = [f"the data's declared {kind} without a judged case get no column ({', '.join(names)})"
+                for kind, names in (("splits", no_split), ("tiers", no_tier)) if names]
+    single = [s.capitalize() for s in splits if sum(c[0] == s for c in cells) == 1]
+    if single and len(cells) > 1:
+        left_out.append(f"a split judged in one tier only ({', '.join(single)}) shows that tier and no *avg*, "
+                        "which would be the same cases")
+    if len(held) == 1:
+        left_out.append("every case is in {} {}: the total is that cell".format(*next(iter(held))))
+    if left_out:
+        notes.append("Columns: " + "; ".join(left_out) + ".")
+    return notes
 
 
 _TRAINING_ROW_NOTE = (
@@ -115,7 +144,9 @@ _RATIO_NOTES = [
 _EXAMPLE_NOTES = [
     "*order*: AB shows the human-preferred answer as A, BA shows it as B; *picked*: the position the judge chose "
     "(– for an abstention, invalid or failed verdict); *output*: the judge's raw output, or its scores. Verdicts "
-    "picked by a seeded hash of case and order, the same on every recomputation.",
+    "picked by a seeded hash of case and order, the same on every recomputation. Folded below: each case's "
+    f"persona, question, chosen and rejected answer, each text cut to {EXAMPLE_TEXT_CHARS} characters (…), read "
+    "from the run's data when its results were computed.",
 ]
 
 
@@ -222,9 +253,7 @@ def _training_section(runs: Sequence[dict[str, Any]]) -> Section | None:
 def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
     """Every section of a pairwise report, in order; Markdown and HTML render the same list."""
     first = runs[0]
-    splits, tiers = report_names(runs)
-    leaderboard_after = [_LEADERBOARD_NOTES[0].format(splits=" / ".join(s.capitalize() for s in splits),
-                                                      tiers=", ".join(tiers)), *_LEADERBOARD_NOTES[1:]]
+    leaderboard_after = leaderboard_notes(runs, "the human-preferred answer")
     if any((r.get("training_overlap") or {}).get("rows") for r in runs):
         leaderboard_after.append(_TRAINING_ROW_NOTE)
     board = leaderboard_rows(runs)
@@ -266,7 +295,13 @@ def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
         sections.append(Section("Rows shared across tiers", [_OVERLAP_NOTE], _OVERLAP_HEADER, overlap))
     examples = example_rows(runs)
     if examples:
-        sections.append(Section("Example verdicts", [], _EXAMPLE_HEADER, examples, _EXAMPLE_NOTES))
+        section = Section("Example verdicts", [], _EXAMPLE_HEADER, examples, _EXAMPLE_NOTES)
+        texts = example_text_rows(runs)
+        if texts:
+            section.fold = (f"The cases' texts: persona, question and both answers of {len(texts)} example verdicts "
+                            f"(each text cut to {EXAMPLE_TEXT_CHARS} characters)")
+            section.fold_header, section.fold_rows = EXAMPLE_TEXT_HEADER, texts
+        sections.append(section)
     warnings = [f"`{r['judge']}`: {w}" for r in runs for w in r.get("warnings", [])]
     differ = different_data_warning(runs)
     if differ:
@@ -290,6 +325,8 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
             parts += ["", *bullets]
         if section.header is not None:
             parts += ["", md_table(section.header, section.rows)]
+        if section.fold_header is not None:
+            parts += ["", md_fold(section.fold, section.fold_header, section.fold_rows)]
         for note in section.after:
             parts += ["", note]
     return "\n".join(parts) + "\n"
@@ -334,6 +371,8 @@ def render_html_body(runs: Sequence[dict[str, Any]], title: str) -> str:
         body.append(scroll_box(section.figure))
         if section.header is not None:
             body.append(html_table(section.header, section.rows, section.row_classes))
+        if section.fold_header is not None:
+            body.append(html_fold(section.fold, section.fold_header, section.fold_rows))
         body += [f"<p class='note'>{inline_html(note)}</p>" for note in section.after]
     return "".join(body)
 

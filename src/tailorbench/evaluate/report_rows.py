@@ -14,18 +14,41 @@ from tailorbench.reporting import (
 )
 
 
-def _columns(runs: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
-    """The leaderboard's cells: every split x (tier..., all) the runs' data declares, then the total."""
+def judged_cell(runs: Sequence[Mapping[str, Any]], split: str, tier: str) -> bool:
+    """Whether some run judged a case in this split x tier (tier `all`: in the split)."""
+    return any((result_cell(r, split, tier) or {}).get("n") for r in runs)
+
+
+def leaderboard_columns(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """The cells the leaderboard shows, (split, tier) with tier `all` for the split's average and ("all", "") for
+    the total: only splits and tiers that hold a judged case in some run (a declared tier absent from the data
+    gets no column of dashes), and no cell twice: a split judged in one tier shows that tier alone (its average
+    is the same cases, with other bootstrap draws), and with one split the total stands for its average."""
     splits, tiers = report_names(runs)
-    return [*((s, t) for s in splits for t in (*tiers, "all")), ("all", "")]
+    present = [s for s in splits if judged_cell(runs, s, "all")]
+    out: list[tuple[str, str]] = []
+    for split in present:
+        held = [t for t in tiers if judged_cell(runs, split, t)]
+        out += [(split, t) for t in held]
+        if len(held) > 1 and len(present) > 1:
+            out.append((split, "all"))
+    if len(present) == 1 and len(out) == 1:
+        out = []  # one split x tier: the total is that cell
+    return [*out, ("all", "")]
+
+
+def column_name(split: str, tier: str) -> str:
+    """A leaderboard column's heading (and the headline's name for that cell): `Specific easy`, `Specific avg`."""
+    if split == "all":
+        return "total"
+    return f"{split.capitalize()} {'avg' if tier == 'all' else tier}"
 
 
 def leaderboard_header(runs: Sequence[dict[str, Any]]) -> list[str]:
-    return ["judge", "setting", *(f"{s.capitalize()} {'avg' if t == 'all' else t}" for s, t in _columns(runs)[:-1]),
-            "total"]
+    return ["judge", "setting", *(column_name(s, t) for s, t in leaderboard_columns(runs))]
 
 
-def result_cell(results: dict[str, Any], split: str, tier: str) -> dict[str, Any] | None:
+def result_cell(results: Mapping[str, Any], split: str, tier: str) -> dict[str, Any] | None:
     block = results["metrics"].get(split)
     if split == "all":
         return block if isinstance(block, dict) else None
@@ -100,7 +123,7 @@ def run_views(runs: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], str,
 def leaderboard_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
     ordered = sorted(run_views(runs), key=lambda v: (_CLASS_RANK.get(v[2], 0), -(v[0]["metrics"]["all"]["accuracy"]
                                                                             or 0.0)))
-    columns = _columns(runs)
+    columns = leaderboard_columns(runs)
     return [[r["judge"], setting, *(format_cell(result_cell(r, s, t)) for s, t in columns)]
             for r, setting, _ in ordered]
 
@@ -221,4 +244,26 @@ def example_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
                 rows.append([r["judge"], r["setting"], verdict, str(e["case_id"]), f"{e.get('split')}/{e.get('tier')}",
                              str(e.get("order")), str(e.get("choice") or "–"),
                              f"{e.get('len_chosen')}/{e.get('len_rejected')}", _output_text(e)])
+    return rows
+
+
+#: the folded table of the example verdicts' texts
+EXAMPLE_TEXT_HEADER = ["judge", "setting", "verdict", "case", "order", "persona", "question", "chosen", "rejected",
+                       "output"]
+
+
+def example_text_rows(runs: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The texts of each example verdict's case (persona, question, both answers, as results.json keeps them: cut
+    to `results.EXAMPLE_TEXT_CHARS`) beside the judge's output; examples whose data could not be read are left
+    out."""
+    rows = []
+    for r in runs:
+        for kind, examples in (r.get("examples") or {}).items():
+            for e in examples:
+                texts = e.get("texts")
+                if not texts:
+                    continue
+                rows.append([r["judge"], r["setting"], kind, str(e["case_id"]), str(e.get("order")),
+                             texts.get("persona") or "–", texts.get("question") or "–", texts.get("chosen") or "–",
+                             texts.get("rejected") or "–", _output_text(e)])
     return rows

@@ -19,7 +19,7 @@ from tailorbench.files import load_json
 from tailorbench.judges.verdict_rules import authors_pairwise_summary
 from tailorbench.logs import get_logger
 from tailorbench.runlog import EvalResults, read_run_file
-from tailorbench.schema import PREDICTION_KEYS, RunManifest, benchmark_names, check_prediction_line
+from tailorbench.schema import PREDICTION_KEYS, PairCase, RunManifest, benchmark_names, check_prediction_line
 
 log = get_logger(__name__)
 
@@ -136,9 +136,11 @@ def predictions_digest(run_dir: Path) -> str | None:
     return digest.hexdigest()
 
 
-def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = None,
+                    cases: Mapping[str, PairCase] | None = None) -> dict[str, Any]:
     """Results of a run from its manifest and predictions (read from predictions.jsonl unless the runner
-    passes the very lines it just wrote; tests check both give the same numbers), as results.json holds them:
+    passes the very lines it just wrote, and its cases, whose texts the example verdicts show; tests check both
+    give the same numbers), as results.json holds them:
     `runlog.EvalResults` made from them and written out (`to_file`), so what is written is what the reader takes."""
     manifest = read_manifest(run_dir)
     if predictions is None:
@@ -211,7 +213,9 @@ def compute_results(run_dir: Path, predictions: list[dict[str, Any]] | None = No
         **({"benchmark_names": names} if names else {}),
         "training_overlap": training,
         "examples": verdict_examples(predictions, int(manifest.get("seed", 0)),
-                                     classes=(config.get("training_overlap") or {}).get("cases")),
+                                     classes=(config.get("training_overlap") or {}).get("cases"),
+                                     cases=_example_cases(manifest, predictions, int(manifest.get("seed", 0)),
+                                                          cases)),
         **({"authors_report": authors_report(predictions)} if manifest.get("orders") == "authors" else {}),
         **body,
     }).to_file()
@@ -284,12 +288,32 @@ def training_rows(predictions: Sequence[Mapping[str, Any]], manifest: Mapping[st
     return out
 
 
+#: how many characters of each text (persona, question, answers) an example verdict keeps (docs/metrics.md)
+EXAMPLE_TEXT_CHARS = 300
+
+
+def clip(text: str, limit: int = EXAMPLE_TEXT_CHARS) -> str:
+    """`text` on one line, cut to `limit` characters with an ellipsis when longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def example_texts(case: PairCase) -> dict[str, str]:
+    """What a reader needs to judge an example verdict: the persona, the question and both answers, each cut to
+    EXAMPLE_TEXT_CHARS."""
+    from tailorbench.personas import render_persona
+
+    return {"persona": clip(render_persona(case.persona)), "question": clip(case.question),
+            "chosen": clip(case.chosen), "rejected": clip(case.rejected)}
+
+
 def verdict_examples(predictions: Sequence[Mapping[str, Any]], seed: int, k: int = 3,
-                     raw_chars: int = 400, classes: Mapping[str, str] | None = None
-                     ) -> dict[str, list[dict[str, Any]]]:
+                     raw_chars: int = 400, classes: Mapping[str, str] | None = None,
+                     cases: Mapping[str, PairCase] | None = None) -> dict[str, list[dict[str, Any]]]:
     """A few right and a few wrong verdicts with the judge's raw output (or scores), picked by a seeded hash of
-    (case id, order) so they are spread over the data and the same on every recomputation. With `classes`
-    (a judge's training overlap) each example says whether its case was in training."""
+    (case id, order) so they are spread over the data and the same on every recomputation, each with its case's
+    texts (`cases`: the run's cases by id; a case not among them has none). With `classes` (a judge's training
+    overlap) each example says whether its case was in training."""
     import hashlib
     import heapq
 
@@ -304,9 +328,22 @@ def verdict_examples(predictions: Sequence[Mapping[str, Any]], seed: int, k: int
                       "raw": None if r.get("raw") is None else str(r["raw"])[:raw_chars],
                       "error": r.get("error"), "len_chosen": r.get("len_chosen"),
                       "len_rejected": r.get("len_rejected"),
+                      **({"texts": example_texts(cases[r["case_id"]])} if cases and r["case_id"] in cases else {}),
                       **({"training": classes.get(r["case_id"], "unseen")} if classes is not None else {})}
                      for r in picked]
     return out
+
+
+def _example_cases(manifest: Mapping[str, Any], predictions: Sequence[Mapping[str, Any]], seed: int,
+                   cases: Mapping[str, PairCase] | None) -> Mapping[str, PairCase]:
+    """The cases the example verdicts show: from the run's own cases when the runner hands them over, else read
+    again from the run's data (nothing when it cannot be read: the examples stand without their texts)."""
+    if cases is not None:
+        return cases
+    from tailorbench.datasets.loader import load_run_cases
+
+    wanted = {e["case_id"] for rows in verdict_examples(predictions, seed).values() for e in rows}
+    return load_run_cases(manifest, wanted)[0] if wanted else {}
 
 
 def _unfinished_warning(run_dir: Path, status: str, error: str | None, seen: int, expected: int) -> str:

@@ -86,9 +86,12 @@ def read_done(path: Path) -> set[tuple[str, str]]:
     return done_keys(read_lines(path), prediction_key)
 
 
-def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Write results.json, report.md and report.html for one run."""
-    results = compute_results(run_dir, predictions)  # an `EvalResults.to_file()`: written as the model wrote it
+def finalize_run(run_dir: Path, predictions: list[dict[str, Any]] | None = None,
+                 cases: Sequence[PairCase] | None = None) -> dict[str, Any]:
+    """Write results.json, report.md and report.html for one run (`cases`: the run's cases, for the texts of its
+    example verdicts; read again from its data when not given)."""
+    # an `EvalResults.to_file()`: written as the model wrote it
+    results = compute_results(run_dir, predictions, None if cases is None else {c.id: c for c in cases})
     write_json_atomic(run_dir / RESULTS, results)
     write_run_reports([results], run_dir)
     return results
@@ -352,7 +355,7 @@ async def _run_owned(
     manifest.status = "finished"
     write_json_atomic(out / MANIFEST, manifest.to_file())
     with phase(f"{label}: statistics (results.json, report)", show_progress and bool(tasks)):
-        finalize_run(out, None if resume else written)
+        finalize_run(out, None if resume else written, cases)
     await asyncio.sleep(0)  # (a Ctrl-C's `stop.set`, handed to the loop by the handler, has run)
     if stop.is_set():
         log.info(f"interrupt: every verdict was already in; the run is finished and its results are in {out}")

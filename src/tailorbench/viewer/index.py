@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from tailorbench.errors import DataError, TailorError
+from tailorbench.errors import DataError
 from tailorbench.files import load_json, write_text_atomic
 from tailorbench.logs import get_logger
 from tailorbench.redact import MASK, SECRET_QUERY_KEYS, redact, redact_obj
@@ -170,24 +170,6 @@ def _mask_keys(value: Any) -> Any:
     return value
 
 
-def _load_cases(manifest: Mapping[str, Any], wanted: set[str]) -> tuple[dict[str, Any], str]:
-    """The benchmark's cases the run judged (by id) and a note on where their text came from; a benchmark that
-    cannot be read any more leaves the viewer without case text, not broken."""
-    from tailorbench.datasets import load_benchmark
-
-    data = str(manifest.get("data") or "")
-    layout = (manifest.get("data_stats") or {}).get("layout")
-    try:
-        benchmark = load_benchmark(data, skip_invalid=True, layout=layout if layout in ("native", "scored") else None)
-    except (TailorError, OSError, ValueError) as exc:
-        return {}, f"the case text is not shown: the run's data ({redact(data)}) could not be read ({redact(str(exc))})"
-    found = {c.id: c for c in benchmark.cases if c.id in wanted}
-    note = f"case text from {redact(data)}"
-    if len(found) < len(wanted):
-        note += f" ({len(wanted) - len(found)} of {len(wanted)} judged cases are no longer in it)"
-    return found, note
-
-
 def _human(meta: Mapping[str, Any]) -> Any:
     for key in HUMAN_KEYS:
         value = meta.get(key)
@@ -302,7 +284,9 @@ def _rows_index(kind: str, run_dir: Path, view: ViewRows) -> dict[str, Any]:
     builder = _Builder(view.outcomes)
     for r in view.rows:
         builder.verdict(r.row, builder.case(r.row, r.overlap, r.training, r.len_a, r.len_b), r.outcome)
-    found, note = _load_cases(view.manifest, set(builder.case_at))
+    from tailorbench.datasets.loader import load_run_cases
+
+    found, note = load_run_cases(view.manifest, set(builder.case_at))
     texts, personas = _case_text(builder, found, view.answer_text)
     return {
         "format": FORMAT, "kind": kind, "label": view.label, "answers": list(view.answers), "orders": view.orders,
