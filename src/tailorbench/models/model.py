@@ -6,6 +6,8 @@ wrong. A backend (`ModelAPI`) implements one attempt of a call and raises `CallE
 retryable, Retry-After) or `CredentialsError` (refused key: the run stops); `Model` does the rest and is what
 every caller gets from `models.backends.make_chat_model` (it satisfies `base.ChatModel`).
 
+`Model.stream` is the same call with the answer's pieces yielded as they arrive (`model_stream.py`).
+
 Cache keys are `cache.call_key(backend, model, public base URL, kind, messages, params [+ choices])`, with
 `kind` `chat`, or `choice` for a backend's native label scoring (`ModelAPI.choose`).
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -24,6 +26,7 @@ from tailorbench.models.base import CallFailure, CallStats, ChatRequest, ChatRes
 from tailorbench.models.cache import CallCache, call_key, shared_cache
 from tailorbench.models.limiter import Limiter
 from tailorbench.models.pricing import PriceTable
+from tailorbench.models.streaming import StreamEvent, TextDelta
 from tailorbench.models.waiting import Heartbeat
 from tailorbench.options import as_bool, as_float, as_int
 from tailorbench.redact import redact
@@ -64,6 +67,18 @@ class ModelAPI(Protocol):
     async def aclose(self) -> None: ...
 
     def describe(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class StreamingAPI(Protocol):
+    """What a backend that streams adds to `ModelAPI` (optional: `Model.stream` gives a backend without it its
+    whole `generate` answer as one piece). One attempt: the answer's pieces as `TextDelta`s, then the whole
+    `ChatResult` (usage from the stream's last chunk); any failure, before or after the first piece, raises
+    `CallError` (or `CredentialsError`), and the wrapper decides what it means."""
+
+    def stream(
+        self, messages: Sequence[Message], params: GenParams
+    ) -> AsyncGenerator[TextDelta | ChatResult, None]: ...
 
 
 #: batch mode (models/batch_engine.py): remote backends with a batch API (`BATCH_APIS`)
@@ -148,6 +163,13 @@ class Model:
     async def chat(self, messages: Sequence[Message], params: GenParams) -> ChatResult | CallFailure:
         return await self._call(list(messages), params)
 
+    def stream(self, messages: Sequence[Message], params: GenParams) -> AsyncGenerator[StreamEvent, None]:
+        """The answer as it is generated: `TextDelta`s, then one `StreamDone` (`models/model_stream.py`). Same
+        cache, concurrency, retries (only until the first piece reached the caller) and accounting as `chat`."""
+        from tailorbench.models.model_stream import stream_events
+
+        return stream_events(self, list(messages), params)
+
     async def chat_many(self, requests: Sequence[ChatRequest]) -> list[ChatResult | CallFailure]:
         return list(await asyncio.gather(*(self._call(list(r.messages), r.params) for r in requests)))
 
@@ -229,11 +251,8 @@ class Model:
                     choices: tuple[str, ...] = ()) -> ChatResult | CallFailure:
         self.stats.calls += 1
         key = self._key(messages, params, choices)
-        stored = self.cache.get(key)
-        if stored is not None:
-            self.stats.cache_hits += 1
-            result = ChatResult.from_cache(stored)
-            self.stats.add_usage(result)
+        result = self._cached(key)
+        if result is not None:
             return result
         running = self._inflight.get(key)
         if running is not None:  # the same request is in flight: its answer is this one's
@@ -256,15 +275,30 @@ class Model:
         finally:
             self._inflight.pop(key, None)
         if isinstance(outcome, ChatResult):
-            kind = "choice" if choices else "chat"
             if self.batcher is None:  # (batch mode stored it before marking its batch ended)
-                # committed within cache.FLUSH_AFTER_S; the verdict's prediction line is what a resume reads
-                self.cache.put(key, self.backend, self.model, self.api.public_base_url, kind, outcome.to_cache())
-            self.stats.add_usage(outcome)
+                # the verdict's prediction line is what a resume reads
+                self._store(key, outcome, "choice" if choices else "chat")
+            else:
+                self.stats.add_usage(outcome)
         else:
             self.stats.failures += 1
         future.set_result(outcome)
         return outcome
+
+    def _cached(self, key: str) -> ChatResult | None:
+        """The stored answer of `key` (counted as a cache hit, its usage added), or None."""
+        stored = self.cache.get(key)
+        if stored is None:
+            return None
+        self.stats.cache_hits += 1
+        result = ChatResult.from_cache(stored)
+        self.stats.add_usage(result)
+        return result
+
+    def _store(self, key: str, result: ChatResult, kind: str = "chat") -> None:
+        """A fresh answer into the call cache (committed within cache.FLUSH_AFTER_S) and the accounting."""
+        self.cache.put(key, self.backend, self.model, self.api.public_base_url, kind, result.to_cache())
+        self.stats.add_usage(result)
 
     async def _attempts(self, messages: list[Message], params: GenParams,
                         choices: tuple[str, ...]) -> ChatResult | CallFailure:
@@ -285,51 +319,76 @@ class Model:
                 except CallError as exc:
                     error = exc
                 except CredentialsError:
-                    if limiter is not None:
-                        limiter.release()
+                    self._release()
                     self.stats.count_error("auth")
                     raise
                 except BaseException:
-                    if limiter is not None:
-                        limiter.release()
+                    self._release()
                     raise
                 else:
-                    if limiter is not None:
-                        limiter.release()
-                        limiter.on_success()
-                    if result.cost_usd is None:
-                        result.cost_usd = self.prices.cost(self.model, result.prompt_tokens, result.completion_tokens)
-                    if not result.latency_s:
-                        result.latency_s = time.perf_counter() - started
-                    result.attempts = attempt + 1
-                    self._failing_since = None  # the provider answers again
-                    return result
-                if limiter is not None:
-                    if error.kind == "rate_limit":
-                        limiter.on_rate_limit(error.retry_after)
-                    limiter.release()
-                self.stats.count_error(error.kind)
-                message = redact(error.message)
-                if not error.retryable:
-                    return CallFailure(message, error.kind, attempt + 1, time.perf_counter() - started)
-                if attempt >= self.max_retries:
-                    return CallFailure(f"{message} (gave up after {attempt + 1} attempts)", error.kind, attempt + 1,
-                                       time.perf_counter() - started)
-                self.stats.retries += 1
-                delay = self._backoff(attempt)
-                if error.retry_after is not None:
-                    delay = max(delay, error.retry_after)
+                    self._release(ok=True)
+                    return self._succeeded(result, attempt, started)
+                self._release(error)
+                decision = self._after_error(error, attempt, started)
+                if isinstance(decision, CallFailure):
+                    return decision
                 attempt += 1
-                self._last_error = f"{error.kind}: {message}"
-                if not waiting:
-                    waiting = True
-                    self._retrying += 1
-                    self._failing_since = self._failing_since or time.perf_counter()
-                    self._heartbeat.ensure()
-                await asyncio.sleep(delay)
+                waiting = await self._wait_to_retry(decision, waiting)
         finally:
             if waiting:
                 self._retrying -= 1
+
+    # -- what one attempt's outcome does (shared by `_attempts` and the streamed call, `model_stream.py`) -------
+
+    def _release(self, error: CallError | None = None, *, ok: bool = False) -> None:
+        """Give the attempt's concurrency slot back; a success (`ok`) grows the limit, a 429 shrinks it and
+        pauses new calls."""
+        limiter = self.limiter
+        if limiter is None:
+            return
+        if error is not None and error.kind == "rate_limit":
+            limiter.on_rate_limit(error.retry_after)
+        limiter.release()
+        if ok:
+            limiter.on_success()
+
+    def _succeeded(self, result: ChatResult, attempt: int, started: float) -> ChatResult:
+        """A successful attempt's result with its cost (from the price table when the backend gave none),
+        latency and attempt count."""
+        if result.cost_usd is None:
+            result.cost_usd = self.prices.cost(self.model, result.prompt_tokens, result.completion_tokens)
+        if not result.latency_s:
+            result.latency_s = time.perf_counter() - started
+        result.attempts = attempt + 1
+        self._failing_since = None  # the provider answers again
+        return result
+
+    def _after_error(self, error: CallError, attempt: int, started: float) -> CallFailure | float:
+        """After failed attempt number `attempt` (from 0): counted; the call's failure when it may not be
+        retried (or has been, `max_retries` times), else the seconds to wait before the next attempt."""
+        self.stats.count_error(error.kind)
+        message = redact(error.message)
+        if not error.retryable:
+            return CallFailure(message, error.kind, attempt + 1, time.perf_counter() - started)
+        if attempt >= self.max_retries:
+            return CallFailure(f"{message} (gave up after {attempt + 1} attempts)", error.kind, attempt + 1,
+                               time.perf_counter() - started)
+        self.stats.retries += 1
+        delay = self._backoff(attempt)
+        if error.retry_after is not None:
+            delay = max(delay, error.retry_after)
+        self._last_error = f"{error.kind}: {message}"
+        return delay
+
+    async def _wait_to_retry(self, delay: float, waiting: bool) -> bool:
+        """Sleep `delay` before the next attempt; the first wait of a call counts it among the calls retrying
+        (the progress line) until the caller's `finally` takes it off. Returns True (the call is waiting)."""
+        if not waiting:
+            self._retrying += 1
+            self._failing_since = self._failing_since or time.perf_counter()
+            self._heartbeat.ensure()
+        await asyncio.sleep(delay)
+        return True
 
     def _waiting_line(self) -> str | None:
         """What the calls retrying wait for (`waiting.Heartbeat`, every 30 s), or None once none is retrying."""

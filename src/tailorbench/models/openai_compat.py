@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import orjson
@@ -32,6 +32,7 @@ from tailorbench.models.base import (
 )
 from tailorbench.models.keyed import KeyedAPI, parse_retry_after, short_error
 from tailorbench.models.model import CallError
+from tailorbench.models.streaming import TextDelta
 from tailorbench.options import as_choice
 from tailorbench.redact import redact
 
@@ -162,24 +163,13 @@ class OpenAICompatAPI(KeyedAPI):
         usage = data.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         completion_tokens = int(usage.get("completion_tokens") or 0)
-        logprobs = None
-        lp = choice.get("logprobs")
-        if lp and lp.get("content") is not None:
-            logprobs = [
-                TokenLogprob(
-                    t.get("token", ""),
-                    float(t.get("logprob", 0.0)),
-                    {alt.get("token", ""): float(alt.get("logprob", 0.0)) for alt in t.get("top_logprobs") or []},
-                )
-                for t in lp["content"]
-            ]
         return ChatResult(
             text=text,
             raw=content,
             finish_reason=choice.get("finish_reason"),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            logprobs=logprobs,
+            logprobs=parse_logprobs(choice.get("logprobs")),
             reasoning=reasoning,
         )
 
@@ -201,29 +191,43 @@ class OpenAICompatAPI(KeyedAPI):
                 if status in _REDIRECTS:
                     content = None  # the SDK follows redirects; the raw path does not
                 elif status != 200:
-                    raise _status_error(status, content, headers)
+                    raise status_error(status, content, headers)
             if content is None:
                 response = await client.post("/chat/completions", cast_to=self._httpx.Response, body=body,
                                              options={"timeout": self.timeout, "max_retries": 0})
                 content = response.content
                 self._learn_route(response)
             return self.parse_response(orjson.loads(content))
-        except openai.RateLimitError as exc:
-            raise CallError("rate_limit", f"429 rate limited: {short_error(exc)}",
-                            retry_after=parse_retry_after(exc.response.headers)) from None
-        except openai.APITimeoutError as exc:
-            raise CallError("timeout", f"timed out after {self.timeout:g}s: {short_error(exc)}") from None
-        except openai.APIConnectionError as exc:
-            raise CallError("connection", f"connection error: {short_error(exc.__cause__ or exc)}") from None
-        except openai.APIStatusError as exc:
+        except (openai.APIConnectionError, openai.APIStatusError, ValueError, KeyError, IndexError,
+                TypeError) as exc:
+            raise self.call_error(exc) from None
+
+    def call_error(self, exc: Exception) -> CallError | CredentialsError:
+        """What a failed attempt raises: the SDK's error (both transports raise the SDK's types) or a malformed
+        answer as a classified `CallError`; a 401/403 as the `CredentialsError` that stops the run."""
+        import openai
+
+        if isinstance(exc, openai.RateLimitError):
+            return CallError("rate_limit", f"429 rate limited: {short_error(exc)}",
+                             retry_after=parse_retry_after(exc.response.headers))
+        if isinstance(exc, openai.APITimeoutError):
+            return CallError("timeout", f"timed out after {self.timeout:g}s: {short_error(exc)}")
+        if isinstance(exc, openai.APIConnectionError):
+            return CallError("connection", f"connection error: {short_error(exc.__cause__ or exc)}")
+        if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             if status in (401, 403):
-                raise self.refuse(status, exc) from None
+                return self.refuse(status, exc)
             kind = "server" if status >= 500 else ("timeout" if status == 408 else "client")
-            raise CallError(kind, redact(f"HTTP {status}: {short_error(exc)}"),
-                            retryable=status >= 500 or status in (408, 409)) from None
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise CallError("bad_response", f"malformed response: {type(exc).__name__}: {short_error(exc)}") from None
+            return CallError(kind, redact(f"HTTP {status}: {short_error(exc)}"),
+                             retryable=status >= 500 or status in (408, 409))
+        return CallError("bad_response", f"malformed response: {type(exc).__name__}: {short_error(exc)}")
+
+    def stream(self, messages: Sequence[Message], params: GenParams) -> AsyncGenerator[TextDelta | ChatResult, None]:
+        """One streamed attempt (`model.StreamingAPI`, `openai_stream.py`)."""
+        from tailorbench.models.openai_stream import stream_chat
+
+        return stream_chat(self, messages, params)
 
     def _learn_route(self, response: Any) -> None:
         """After a call the SDK sent over the lean transport, reuse its request head for the next calls."""
@@ -234,8 +238,6 @@ class OpenAICompatAPI(KeyedAPI):
     async def _post_raw(self, body: dict[str, Any]) -> tuple[int, bytes, Any]:
         """POST with the SDK's own request head on the lean transport; transport errors come back as the SDK's
         exception types."""
-        import openai
-
         from tailorbench.models.http_transport import decode_body
 
         assert self._chat_route is not None
@@ -244,11 +246,9 @@ class OpenAICompatAPI(KeyedAPI):
         try:
             status, _, headers, content = await self._lean.exchange(origin, head, payload, self.timeout, self.timeout)
             content = decode_body(headers, content)
-        except self._httpx.TimeoutException as exc:
-            raise openai.APITimeoutError(request=_dummy_request(self._httpx)) from exc
         except self._httpx.TransportError as exc:
-            raise openai.APIConnectionError(message=str(exc), request=_dummy_request(self._httpx)) from exc
-        return status, content, _Headers(headers)
+            raise sdk_error(self._httpx, exc) from exc
+        return status, content, Headers(headers)
 
     def refuse(self, status: int, exc: BaseException) -> CredentialsError:
         where = self.public_base_url or "api.openai.com"
@@ -306,7 +306,30 @@ class OpenAICompatAPI(KeyedAPI):
         }
 
 
-class _Headers(dict[str, str]):
+def parse_logprobs(lp: Any) -> list[TokenLogprob] | None:
+    """A choice's `logprobs` object (a whole answer's, or a streamed chunk's part of it) as token log-probabilities."""
+    if not lp or lp.get("content") is None:
+        return None
+    return [
+        TokenLogprob(
+            t.get("token", ""),
+            float(t.get("logprob", 0.0)),
+            {alt.get("token", ""): float(alt.get("logprob", 0.0)) for alt in t.get("top_logprobs") or []},
+        )
+        for t in lp["content"]
+    ]
+
+
+def sdk_error(httpx: Any, exc: Exception) -> Exception:
+    """A lean-transport failure as the SDK's exception (so both transports share one error path)."""
+    import openai
+
+    if isinstance(exc, httpx.TimeoutException):
+        return openai.APITimeoutError(request=_dummy_request(httpx))
+    return openai.APIConnectionError(message=str(exc), request=_dummy_request(httpx))
+
+
+class Headers(dict[str, str]):
     """Response headers, lower-cased, for the few the backend reads (Retry-After)."""
 
     def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
@@ -317,7 +340,7 @@ def _dummy_request(httpx: Any) -> Any:
     return httpx.Request("POST", "http://localhost/chat/completions")
 
 
-def _status_error(status: int, content: bytes, headers: _Headers) -> Exception:
+def status_error(status: int, content: bytes, headers: Headers) -> Exception:
     """The SDK's exception for an HTTP error status, so both transports share one error path."""
     import openai
 
