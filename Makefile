@@ -54,9 +54,12 @@ lint: install-test
 	$(VENV)/bin/ruff check src tests perf scripts experiments
 	PYTHONPATH=src $(VENV)/bin/lint-imports --no-cache
 
+# mypy's cache lives with the heavy assets: a fresh clone checks 309 files in about 15 s of CPU instead of 150 s
+# (mypy trusts a cached module whose content hash matches, whatever the clone's path or file times)
+MYPY_CACHE := $(CACHE)/mypy
 typecheck: install-test
-	$(VENV)/bin/mypy
-	cd experiments && $(abspath $(VENV))/bin/mypy --config-file ../pyproject.toml --cache-dir ../.mypy_cache *.py
+	$(VENV)/bin/mypy --cache-dir $(MYPY_CACHE)/src
+	cd experiments && $(abspath $(VENV))/bin/mypy --config-file ../pyproject.toml --cache-dir $(MYPY_CACHE)/experiments *.py
 
 # pytest-xdist: PYTEST_WORKERS processes; `--dist loadgroup` keeps each xdist_group on one worker (the vLLM and
 # Ray engines, which take both cores, never run at once: tests/conftest.py). Every run writes
