@@ -69,6 +69,18 @@ def compare_command(
             holm = f", Holm {test['p_holm']:.3g}" if test.get("p_holm") is not None else ""
             typer.echo(f"  {c['cell']:18} {100 * c['difference']:+6.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}]"
                        f"{users} on {c['n']} cases; McNemar {test['a_only']}:{test['b_only']} p={p}{holm}")
+    typer.echo("")
+    for line in COMPARE_LEGEND:
+        typer.echo(line)
+
+
+#: what `tailor compare`'s cell lines mean, printed under them (docs/metrics.md, "Comparing runs")
+COMPARE_LEGEND = (
+    "Legend: points = mean over the shared cases of A's case score minus B's, x 100;",
+    "  [lo, hi] = its 95% paired percentile bootstrap CI resampling cases; users [lo, hi] = the same resampling",
+    "  whole users; McNemar a:b = cases where A's score is higher : cases where B's is; p = the exact two-sided",
+    "  McNemar test on them (Holm = adjusted over the comparisons). tailor view shows the same figures.",
+)
 
 
 def register(app: typer.Typer) -> None:

@@ -17,8 +17,9 @@ from tailorbench.evaluate.metrics import CaseScores
 from tailorbench.evaluate.report_rows import column_name, format_cell, leaderboard_columns, result_cell, run_views
 from tailorbench.reporting import Section, pct
 
-#: the label the paired bootstrap's seed is derived from (`seed_for(seed, VS_LONGER_SEED)`)
-VS_LONGER_SEED = "vs-longer"
+#: the label the paired bootstrap's seed is derived from (`seed_for(seed, VS_LONGER_SEED)`): `tailor compare`'s
+#: label of its overall cell, so `tailor compare RUN LONGER_RUN` (same `--n-boot`, `--seed`) prints this very interval
+VS_LONGER_SEED = "all"
 
 #: chance level of a two-answer pick
 CHANCE = 0.5

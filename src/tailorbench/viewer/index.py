@@ -23,7 +23,7 @@ from tailorbench.run_kinds import ViewRows
 log = get_logger(__name__)
 
 #: bump when the index's shape or the report HTML it stores changes (old indexes are then rebuilt)
-FORMAT = 4
+FORMAT = 5
 INDEX = ".view-index.json"
 #: meta keys under which a benchmark carries per-annotator labels of a case
 HUMAN_KEYS = ("annotator_labels", "annotations", "human_labels", "labels", "votes")

@@ -55,45 +55,46 @@ def _shards(number: int, index: dict[str, Any]) -> tuple[dict[str, bytes], int]:
 
 
 def _comparisons(dirs: Sequence[Path], kinds: Sequence[str], n_boot: int, seed: int) -> dict[str, Any]:
-    """Paired bootstrap of the accuracy difference of every two pairwise runs, by split x tier and in all (the
-    `tailor compare` statistic, `bootstrap.paired_difference`, on each cell's shared cases)."""
-    from tailorbench.bootstrap import paired_difference
+    """The comparison of every two pairwise runs by split x tier and in all: `tailor compare`'s own cells
+    (`evaluate.compare.compare_pair`: the paired bootstrap with the same per-cell seeds, the exact McNemar test),
+    so the viewer and the CLI print the same numbers for the same pair, `n_boot` and `seed`. Runs over different
+    data (their dataset fingerprints differ) or sharing no case get the reason instead of figures."""
+    from tailorbench.evaluate.compare import compare_pair
     from tailorbench.run_kinds import RUN_KINDS, read_manifest
-    from tailorbench.schema import DEFAULT_SPLITS, DEFAULT_TIERS, benchmark_names, in_declared_order
+    from tailorbench.schema import benchmark_names
 
     pairwise = [k for k, kind in enumerate(kinds) if kind == "pairwise"]
     if len(pairwise) < 2:
         return {}
-    scores, cells = {}, {}
-    for k in pairwise:
-        read = RUN_KINDS.get("pairwise").case_scores
-        assert read is not None
-        scored = read(dirs[k])
-        scores[k] = {cid: v for cid, (v, _, _, _) in scored.items()}
-        cells[k] = {cid: (s, t) for cid, (_, s, t, _) in scored.items()}
+    read = RUN_KINDS.get("pairwise").case_scores
+    assert read is not None
+    scores = {k: read(dirs[k]) for k in pairwise}
+    manifests = {k: read_manifest(dirs[k]) for k in pairwise}
     out: dict[str, Any] = {}
     for i in pairwise:
         for j in pairwise:
             if i >= j:
                 continue
-            shared = sorted(set(scores[i]) & set(scores[j]))
-            names = benchmark_names(read_manifest(dirs[i]).get("data_stats") or {})
-            splits = in_declared_order(names.get("splits", DEFAULT_SPLITS), (cells[i][c][0] for c in shared))
-            tiers = in_declared_order(names.get("tiers", DEFAULT_TIERS), (cells[i][c][1] for c in shared))
-            groups: dict[str, list[str]] = {}
-            for split in splits:
-                for tier in (*tiers, "all"):
-                    ids = [c for c in shared if cells[i][c][0] == split and tier in ("all", cells[i][c][1])]
-                    if ids:
-                        groups[f"{split}/{tier}"] = ids
-            groups["all"] = shared
-            rows = []
-            for name, ids in groups.items():
-                result = paired_difference({c: scores[i][c] for c in ids}, {c: scores[j][c] for c in ids},
-                                           n_boot=n_boot, seed=seed)
-                rows.append({"cell": name, **result})
-            out[f"{i}-{j}"] = rows
+            prints = [str(manifests[k].get("dataset_fingerprint")) for k in (i, j)]
+            if prints[0] != prints[1]:
+                out[f"{i}-{j}"] = {"reason": f"these runs are over different data ({manifests[i].get('data')}, "
+                                             f"fingerprint {prints[0][:12]}; {manifests[j].get('data')}, fingerprint "
+                                             f"{prints[1][:12]}): a paired comparison needs the same cases"}
+            elif not set(scores[i]) & set(scores[j]):
+                out[f"{i}-{j}"] = {"reason": "these runs share no judged case"}
+            else:
+                names = benchmark_names(manifests[i].get("data_stats") or {})
+                out[f"{i}-{j}"] = compare_pair(scores[i], scores[j], names, n_boot, seed)
     return out
+
+
+def data_name(data: Any) -> str:
+    """A run's dataset as its menus show it beside `judge / setting`: the `--data` spec, a path by its last two
+    parts (two datasets' runs must not look alike, and a menu must stay short)."""
+    if not data:
+        return ""
+    parts = str(data).replace("\\", "/").rstrip("/").split("/")
+    return "/".join(parts[-2:])
 
 
 def _template() -> Any:
@@ -114,7 +115,8 @@ def build_site(paths: Sequence[Path], n_boot: int = 1000, seed: int = 0) -> Site
     runs_meta = []
     for k, (run_dir, index) in enumerate(zip(dirs, indexes, strict=True)):
         meta: dict[str, Any] = {"number": k, "kind": index["kind"], "label": index["label"], "dir": run_dir.name,
-                                "shards": 0, "shard_size": SHARD}
+                                "data": data_name((index.get("manifest") or {}).get("data")), "shards": 0,
+                                "shard_size": SHARD}
         if index["kind"] != "stage":
             shard_files, meta["shards"] = _shards(k, index)
             site.files.update(shard_files)

@@ -34,6 +34,8 @@
   function fmt(x, digits) { return x === null || x === undefined ? "–" : Number(x).toFixed(digits); }
   function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1); }
   function link(href, text) { return el("a", {href: href, text: text}); }
+  // a run in a menu: `judge / setting` and its dataset, so two datasets' runs never look alike
+  function menuLabel(r) { return r.data ? r.label + " · " + r.data : r.label; }
   // a table in a box that scrolls sideways when it is wider than the page (the page itself never does)
   function scroll(table) { return el("div", {"class": "scroll"}, [table]); }
   function hashFor(page, params) {
@@ -145,7 +147,7 @@
     options.forEach(function (o) { select.appendChild(el("option", {value: o[0], text: o[1]})); });
   }
   function setupFilters() {
-    fillSelect($("[data-filter=run]"), RUNS.map(function (r) { return [String(r.number), r.label]; }));
+    fillSelect($("[data-filter=run]"), RUNS.map(function (r) { return [String(r.number), menuLabel(r)]; }));
     ["split", "tier", "user", "overlap", "outcome"].forEach(function (key) {
       fillSelect($("[data-filter=" + key + "]"), union(key).map(function (n) { return [n, n]; }));
     });
@@ -416,7 +418,7 @@
     var pairwise = RUNS.filter(function (r) { return r.preds; });
     ["#compare-a", "#compare-b"].forEach(function (sel, k) {
       var s = $(sel);
-      pairwise.forEach(function (r) { s.appendChild(el("option", {value: String(r.number), text: r.label})); });
+      pairwise.forEach(function (r) { s.appendChild(el("option", {value: String(r.number), text: menuLabel(r)})); });
       if (pairwise[k]) { s.value = String(pairwise[k].number); }
     });
     $("#compare-form").addEventListener("change", function () {
@@ -440,18 +442,33 @@
     }
     var lo = Math.min(a.number, b.number), hi = Math.max(a.number, b.number), sign = a.number === lo ? 1 : -1;
     var rows = COMPARE[lo + "-" + hi];
-    root.appendChild(el("h3", {text: "Paired difference A − B (accuracy points, 95% paired-bootstrap CI)"}));
+    root.appendChild(el("h3", {text: "Paired difference A − B (tailor compare's figures)"}));
+    if (rows && rows.reason) {
+      root.appendChild(el("p", {"class": "warn", id: "compare-reason", text: "No paired comparison: " + rows.reason + "."}));
+      return;
+    }
     if (rows) {
-      var head = ["split / tier", "shared cases", "A − B", "95% CI", "p (two-sided)", "A better", "B better"];
+      var head = ["split / tier", "shared cases", "A − B (points)", "95% CI, cases", "95% CI, users",
+        "A higher : B higher", "McNemar p (exact)"];
+      var interval = function (ci) {
+        if (!ci || ci[0] === null) { return "–"; }
+        var lohi = sign > 0 ? [ci[0], ci[1]] : [-ci[1], -ci[0]];
+        return "[" + lohi.map(function (x) { return (100 * x).toFixed(1); }).join(", ") + "]";
+      };
       root.appendChild(scroll(el("table", {"class": "paired"}, [el("thead", null, [el("tr", null, head.map(function (h) { return el("th", {text: h}); }))]),
         el("tbody", null, rows.map(function (r) {
-          var ci = r.ci[0] === null ? "–" : (sign > 0 ? [r.ci[0], r.ci[1]] : [-r.ci[1], -r.ci[0]]).map(function (x) { return (100 * x).toFixed(1); }).join(", ");
+          var m = r.mcnemar, counts = sign > 0 ? [m.a_only, m.b_only] : [m.b_only, m.a_only];
           return el("tr", null, [el("td", {text: r.cell}), el("td", {text: String(r.n)}),
             el("td", {text: r.difference === null ? "–" : (100 * sign * r.difference).toFixed(1)}),
-            el("td", {text: ci === "–" ? ci : "[" + ci + "]"}), el("td", {text: fmt(r.p_two_sided, 3)}),
-            el("td", {text: String(sign > 0 ? r.a_better : r.b_better)}),
-            el("td", {text: String(sign > 0 ? r.b_better : r.a_better)})]);
+            el("td", {text: interval(r.ci)}), el("td", {text: interval(r.ci_users)}),
+            el("td", {text: counts[0] + " : " + counts[1]}),
+            el("td", {text: m.p === null ? "–" : String(Number(Number(m.p).toPrecision(3)))})]);
         }))])));
+      root.appendChild(el("p", {"class": "note", text: "A − B: the mean over shared cases of A's case score minus " +
+        "B's, in points; 95% CI, cases / users: paired percentile bootstrap resampling cases / whole users (the " +
+        "viewer's --n-boot and --seed, each cell seeded as tailor compare seeds it); A higher : B higher: the " +
+        "discordant cases, where one run's case score is higher; McNemar p: the exact two-sided McNemar test on " +
+        "them. tailor compare A B prints the same figures (docs/metrics.md, Comparing runs)."}));
     } else {
       root.appendChild(el("p", {text: "The paired bootstrap is computed for pairwise runs (tailor eval, train-rm's held-out evaluation)."}));
     }
