@@ -162,7 +162,7 @@ DETAILS: dict[str, str] = {
     '--min-shared': 'agreement pairs need this many shared items',
     '--encoder': "the encoder path (default: the shipped MiniLM, or the trained model's)",
     '--interventions': 'also train and judge the verifier and the relevance classifier',
-    '--force': 'write over an existing study.yaml',
+    '--force': 'write over an existing config file (study.yaml, arena.yaml)',
     '--watch': (
         'keep going: check again every `--interval` seconds while people are needed, until the study is '
         'finished'),
@@ -198,7 +198,8 @@ DETAILS: dict[str, str] = {
     '--time-limit': 'how long a participant may take (a duration): then their unfinished items are released',
     '--n': 'annotators per item',
     '--dir': 'annotation project directory',
-    '--db': 'annotation database URL (default: SQLite under `--dir`)',
+    '--db': ('annotation database URL (default: SQLite under `--dir`; arena verbs: the arena\'s tables beside the '
+              'annotation service\'s, default arena.yaml\'s `database`, else SQLite `ARENA_DIR/arena.sqlite`)'),
     '--executor': (
         'where the work runs: `local` (this process) or `ray` (a Ray cluster at `--ray-address`; '
         "docs/scale.md): a judge's batches on workers, a `vllm:` model's engines as Ray Data LLM "

@@ -29,7 +29,7 @@ AREAS: dict[str, tuple[str, ...]] = {
 }
 
 #: the verb groups: modules of verbs (`tb.stages.relevance`, `tb.annotate.create_project`, `tb.study.run`)
-GROUPS: tuple[str, ...] = ("annotate", "stages", "study")
+GROUPS: tuple[str, ...] = ("annotate", "arena", "stages", "study")
 
 #: every public name of `tailorbench.api`, sorted (the facade adds `__version__`)
 PUBLIC: tuple[str, ...] = tuple(sorted([*(n for names in AREAS.values() for n in names), *GROUPS]))

@@ -5,9 +5,9 @@ Verbs by area, one module each: `evaluation` (eval, resume, report, compare), `d
 cache), `agreement` (agree, tiers), `estimation` (estimate, estimate sample, estimate plan), `training`
 (train-rm), `generation` (gen-eval), `benchmarks` (the runners eval and gen-eval hand a benchmark or a suite to),
 `construction` (build), `batches` (batch status/cancel), `viewing` (view); the verb groups `stages` (`tailor
-stages ...`), `annotate` (`tailor annotate ...`) and `study` (`tailor study ...`) are modules of verbs. The
-names are declared once, in `tailorbench._names`; they resolve on first use (PEP 562), so importing this
-package imports no capability until a verb is asked for. The CLI (`tailorbench.cli`) is a thin layer over these
+stages ...`), `annotate` (`tailor annotate ...`), `study` (`tailor study ...`) and `arena` (`tailor arena ...`) are
+modules of verbs. The names are declared once, in `tailorbench._names`; they resolve on first use (PEP 562), so
+importing this package imports no capability until a verb is asked for. The CLI (`tailorbench.cli`) is a thin layer over these
 functions and nothing else. A name removed from the API still resolves for one release, with a
 DeprecationWarning naming its replacement (`_names.DEPRECATED`).
 """
@@ -23,6 +23,7 @@ from tailorbench._names import AREAS, DEPRECATED, GROUPS, PUBLIC
 
 if TYPE_CHECKING:  # what mypy reads; tests/test_python_api.py checks it names exactly `_names.PUBLIC`
     from tailorbench.api import annotate as annotate
+    from tailorbench.api import arena as arena
     from tailorbench.api import stages as stages
     from tailorbench.api import study as study
     from tailorbench.api.agreement import agree as agree

@@ -17,6 +17,7 @@ from tailorbench.failures import EXIT_INTERRUPTED
 _VERBS: tuple[str, ...] = (
     "eval_cmd", "report_cmd", "data_cmd", "agree_cmd", "cache_cmd", "train_cmd", "annotate_cmd", "stages_cmd",
     "build_cmd", "gen_eval_cmd", "view_cmd", "batch_cmd", "study_cmd", "estimate_cmd", "ls_cmd",
+    "arena_cmd",
 )
 
 app = typer.Typer(
@@ -106,6 +107,13 @@ EXAMPLES: dict[str, str] = {
     "study report": "tailor study report studies/pilot --json",
     "study demo": "tailor study demo /tmp/study-demo",
     "ls": "tailor ls judges --json",
+    "arena init": "tailor arena init arenas/pilot",
+    "arena plan": "tailor arena plan arenas/pilot",
+    "arena run": "tailor arena run arenas/pilot --port 8000",
+    "arena status": "tailor arena status arenas/pilot",
+    "arena leaderboard": "tailor arena leaderboard arenas/pilot",
+    "arena delete": "tailor arena delete arenas/pilot --participant p-0123456789abcdef",
+    "arena demo": "tailor arena demo /tmp/arena-demo",
 }
 
 for _name in _VERBS:

@@ -159,7 +159,7 @@ MEANINGS: dict[str, str] = {
     "--rounds": "refine rounds",
     "--classifier": "relevance_classifier.npz",
     "--until": "stop after this stage",
-    "--force": "write over an existing study.yaml",
+    "--force": "write over an existing",
     "--watch": "keep going",
     "--interval": "time between checks with --watch",
     "--max-wait": "with --watch",
@@ -172,6 +172,10 @@ MEANINGS: dict[str, str] = {
     "--half-width": "the wanted half-width of the interval",
     "--cases": "cases the study will have",
     "--draws": "simulated draws from the pilot",
+    "--example": "the illustrative example arena",
+    "--reveal-ids": "participant ids as they are",
+    "--participant": "the participant whose data is deleted",
+    "--participants": "how many simulated participants",
 }
 
 #: old spelling -> (the flags it may now be, the unit its numbers were in, a flag the verb must also take: ""

@@ -330,3 +330,24 @@ def clear_cache(path: str | Path | None = None, model: str | None = None, older_
     for key in [k for k in _OPEN if k[0] == str(db_path.resolve())]:
         _OPEN.pop(key).close()
     return int(removed)
+
+
+def forget_keys(keys: list[str], path: str | Path | None = None) -> int:
+    """Delete the entries of these keys (a participant's deletion request in the arena: the requests that carried
+    their profile and questions); returns how many were removed. Pending puts of this process are written first,
+    so none of them comes back after the delete."""
+    _flush_all()
+    db_path = Path(path).expanduser() if path else default_cache_path()
+    if not keys or not db_path.exists():
+        return 0
+    db = sqlite3.connect(db_path, timeout=60, isolation_level=None)
+    try:
+        db.execute("PRAGMA busy_timeout=60000")
+        db.execute(_SCHEMA)
+        removed = 0
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            removed += db.execute(f"DELETE FROM calls WHERE key IN ({','.join('?' * len(chunk))})", chunk).rowcount
+    finally:
+        db.close()
+    return int(removed)
