@@ -36,7 +36,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: the repository root is not on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perf.latency_server import raise_fd_limit  # noqa: E402
+from perf.latency_server import raise_fd_limit
 
 WORDS = (
     "the", "answer", "depends", "on", "what", "you", "prefer", "and", "how", "much", "time", "there", "is", "for",

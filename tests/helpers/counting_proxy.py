@@ -6,13 +6,15 @@ llama.cpp server and records every request (method, path) before forwarding it. 
 as they arrive (chunked / SSE streaming included), with keep-alive, so the client sees the real server.
 
 An optional ``intercept`` hook lets fault-injection tests answer a request themselves (e.g. 429 with
-Retry-After, 500) or drop the connection, instead of forwarding it.
+Retry-After, 500) or drop the connection, instead of forwarding it, or forward it and ``Cut`` the answer's
+streamed body after some events (a connection lost mid-stream, or a server error event that ends it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.client
+import re
 import socket
 import threading
 from collections import Counter
@@ -45,8 +47,22 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Cut:
+    """Forward the request, relay the first ``events`` server-sent events of the answer's body, then either
+    write ``then`` (e.g. an error event) and end the body as a server would, or, without ``then``, relay
+    ``tear`` more bytes (a line cut in half) and drop the connection."""
+
+    events: int
+    then: bytes = b""
+    tear: int = 0
+
+
+#: where one server-sent event ends (sse-starlette, llama.cpp's Python server, ends lines with CRLF)
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
 DROP = "drop"  # an ``intercept`` hook returns this to close the connection without answering
-Intercept = Callable[[str, str, bytes], "Reply | str | None"]
+Intercept = Callable[[str, str, bytes], "Reply | Cut | str | None"]
 
 
 @dataclass(frozen=True)
@@ -141,7 +157,7 @@ class CountingProxy:
                 body = self.rfile.read(length) if length else b""
                 path = urlsplit(self.path).path
                 action = proxy.intercept(self.command, path, body) if proxy.intercept else None
-                proxy._record(self.command, path, forwarded=action is None)
+                proxy._record(self.command, path, forwarded=action is None or isinstance(action, Cut))
                 if action == DROP:
                     self.close_connection = True
                     with contextlib.suppress(OSError):
@@ -155,9 +171,40 @@ class CountingProxy:
                     self.end_headers()
                     self.wfile.write(action.body)
                     return
-                self._forward(body)
+                self._forward(body, action if isinstance(action, Cut) else None)
 
-            def _forward(self, body: bytes) -> None:
+            def _drop(self) -> None:
+                self.wfile.flush()
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.connection.shutdown(socket.SHUT_RDWR)
+
+            def _chunk(self, piece: bytes) -> None:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+
+            def _relay_cut(self, resp: http.client.HTTPResponse, cut: Cut) -> None:
+                """The first ``cut.events`` events of a streamed body, then ``cut.then`` or a dropped line."""
+                held = b""
+                while True:
+                    piece = resp.read1(65536)
+                    if not piece:
+                        break
+                    held += piece
+                    ends = list(_EVENT_END.finditer(held))
+                    if len(ends) >= cut.events:
+                        boundary = ends[cut.events - 1].end() if cut.events else 0
+                        if cut.then:
+                            self._chunk(held[:boundary] + cut.then)
+                            self.wfile.write(b"0\r\n\r\n")
+                            self.wfile.flush()
+                            return
+                        self._chunk(held[:boundary + cut.tear])
+                        self._drop()
+                        return
+                self._drop()  # the body ended before the cut: drop anyway (nothing more was relayed)
+
+            def _forward(self, body: bytes, cut: Cut | None = None) -> None:
                 conn = http.client.HTTPConnection(proxy.upstream_host, proxy.upstream_port, timeout=proxy.timeout)
                 started = False
                 try:
@@ -181,6 +228,9 @@ class CountingProxy:
                     else:  # streamed (SSE): relay each piece as an HTTP/1.1 chunk
                         self.send_header("Transfer-Encoding", "chunked")
                         self.end_headers()
+                        if cut is not None:
+                            self._relay_cut(resp, cut)
+                            return
                         while True:
                             piece = resp.read1(65536)
                             if not piece:

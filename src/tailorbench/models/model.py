@@ -352,10 +352,10 @@ class Model:
         if ok:
             limiter.on_success()
 
-    def _succeeded(self, result: ChatResult, attempt: int, started: float) -> ChatResult:
-        """A successful attempt's result with its cost (from the price table when the backend gave none),
-        latency and attempt count."""
-        if result.cost_usd is None:
+    def _succeeded(self, result: ChatResult, attempt: int, started: float, priced: bool = True) -> ChatResult:
+        """A successful attempt's result with its cost (from the price table when the backend gave none; not
+        when `priced` is False: its usage is unknown), latency and attempt count."""
+        if result.cost_usd is None and priced:
             result.cost_usd = self.prices.cost(self.model, result.prompt_tokens, result.completion_tokens)
         if not result.latency_s:
             result.latency_s = time.perf_counter() - started

@@ -141,7 +141,9 @@ async def _attempts(model: Model, messages: list[Message],
                 raise
             else:
                 model._release(ok=True)
-                yield model._succeeded(result, attempt, started)
+                # a server that sent no usage chunk: tokens unknown (0), and so is the cost (None, never 0)
+                usage = bool(result.prompt_tokens or result.completion_tokens)
+                yield model._succeeded(result, attempt, started, priced=usage)
                 return
             model._release(error)
             if shown:  # part of the answer was shown: another attempt would show a different one
