@@ -102,3 +102,20 @@ def test_clip_states_its_cut() -> None:
     assert clip("a  b\nc") == "a b c"
     cut = clip("x" * 500)
     assert len(cut) == EXAMPLE_TEXT_CHARS and cut.endswith("…")
+
+
+def test_the_report_says_whose_labels_the_data_holds(pm: Path) -> None:
+    """PersonaMem's labels are its construction's correct options: the report says so and never calls them the
+    human-preferred answer; every registered layout declares whose labels it holds."""
+    from tailorbench.datasets.layouts import LAYOUTS, all_layouts
+
+    report = (pm / "report.md").read_text(encoding="utf-8")
+    results = json.loads((pm / "results.json").read_text(encoding="utf-8"))
+    assert results["dataset"]["labels"] == "constructed"
+    assert LAYOUTS.get("personamem").chosen_is in results["dataset"]["labels_note"]
+    assert "| personamem | 72 |" in report and "| constructed | 1 |" in report
+    assert "human-preferred" not in report and "human-preferred" not in (pm / "report.html").read_text()
+    for layout in all_layouts():
+        assert layout.labels in ("human-labelled", "constructed", "not stated"), layout.name
+        assert layout.chosen_is, layout.name
+    assert LAYOUTS.get("hub").labels == "human-labelled" and LAYOUTS.get("prefeval").labels == "constructed"

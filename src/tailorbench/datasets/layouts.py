@@ -48,6 +48,11 @@ class Layout:
     aliases: ClassVar[Mapping[str, str]] = DEFAULT_ALIASES
     #: detection order: lower asks first (a layout that recognises any JSONL file goes last)
     priority: ClassVar[int] = 50
+    #: whose labels the data holds, as reports name it: `human-labelled`, `constructed` (set by the benchmark's
+    #: construction, not by people judging the pair) or `not stated`
+    labels: ClassVar[str] = "not stated"
+    #: what `chosen` is in this layout's data, one sentence (reports define *chosen* by it)
+    chosen_is: ClassVar[str] = "the answer the data marks as chosen; the layout does not say who set the labels"
 
     def detect(self, path: Path) -> bool:
         """Cheap: does `path` look like this layout?"""

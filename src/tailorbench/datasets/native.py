@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
@@ -153,6 +153,11 @@ def _names(value: Any, file: Path, key: str) -> tuple[str, ...]:
 @register_layout
 class NativeLayout(Layout):
     """Native PairCase JSONL (any file whose first row carries `split` or `tier`)."""
+
+    labels: ClassVar[str] = "not stated"
+    chosen_is: ClassVar[str] = (
+        "the answer the file marks as chosen; native JSONL does not say who set the labels"
+    )
 
     name = "native"
     expects = ("a PairCase JSONL file (rows with id, split, tier, user_id, persona, question, chosen, rejected; "

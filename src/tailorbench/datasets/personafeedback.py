@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.layouts import Layout, register_layout
@@ -202,6 +202,12 @@ def _row_to_case(
 class _PersonaFeedbackLayout(Layout):
     """Tier files named by split and tier, plus a persona store; `user_id` resolves against the store. A
     variant names its persona loader, its case-file finder and its recogniser."""
+
+    labels: ClassVar[str] = "human-labelled"
+    chosen_is: ClassVar[str] = (
+        "the answer the human annotators preferred (PersonaFeedback: the majority vote of its annotators on "
+        "the pair)"
+    )
 
     load_personas: Callable[[Path, InvalidRows], PersonaIndex]
     find_case_files: Callable[[Path], Iterator[tuple[Path, str, str]]]

@@ -172,6 +172,12 @@ def read_items(path: Path, invalid: InvalidRows, options: Mapping[str, Any]) -> 
 class PersonaMemLayout(ChoiceLayout):
     """PersonaMem's questions over long, evolving user histories (4 options, chance 0.25)."""
 
+    labels: ClassVar[str] = "constructed"
+    chosen_is: ClassVar[str] = (
+        "the question's correct option, set by PersonaMem's generation pipeline from the user's simulated "
+        "history, not a human choice between the options"
+    )
+
     name = "personamem"
     expects = "PersonaMem's questions_<32k|128k|1M>.csv with shared_contexts_<size>.jsonl beside it (or their folder)"
     splits = QUESTION_TYPES

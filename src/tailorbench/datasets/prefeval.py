@@ -325,6 +325,12 @@ def load_generation_items(data: str | Path, options: Mapping[str, Any] | None = 
 class PrefEvalLayout(ChoiceLayout):
     """PrefEval's multiple-choice task; the pair view is the right option against each wrong one."""
 
+    labels: ClassVar[str] = "constructed"
+    chosen_is: ClassVar[str] = (
+        "the option that respects the user's stated preference, set by PrefEval's construction (options "
+        "generated and classified by the authors' pipeline), not a human choice between the options"
+    )
+
     name = "prefeval"
     expects = "PrefEval's benchmark_dataset/ folder (mcq_options/, explicit_preference/, implicit_preference/)"
     splits = tuple(FORMS)

@@ -270,6 +270,12 @@ def read_prism(folder: Path, invalid: InvalidRows, opts: PrismOptions | str | No
 class PrismLayout(Layout):
     """PRISM's rated utterances as pairs per participant, their survey profile as the persona."""
 
+    labels: ClassVar[str] = "human-labelled"
+    chosen_is: ClassVar[str] = (
+        "the answer the participant chose among the answers to their own prompt (PRISM: each participant "
+        "rated and chose answers in their own conversations)"
+    )
+
     name = "prism"
     expects = "PRISM's folder with utterances.jsonl and survey.jsonl"
     splits = CONVERSATION_TYPES

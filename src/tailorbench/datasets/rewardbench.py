@@ -119,6 +119,12 @@ def read_file(path: Path, subset: str, split: str, invalid: InvalidRows, seen: d
 class PersonalizedRewardBenchLayout(Layout):
     """Personalized RewardBench's subset files as pairs."""
 
+    labels: ClassVar[str] = "constructed"
+    chosen_is: ClassVar[str] = (
+        "the response the release marks as chosen under the user's rubric (Personalized RewardBench's "
+        "construction), not the user's own choice"
+    )
+
     name = "personalized-rewardbench"
     expects = ("Personalized RewardBench files: the hub release <Subset>/test-00000-of-00001.parquet, or JSONL "
                "<Subset>_<split>.jsonl or <Subset>/<split>.jsonl (Subset: Lifestyle_and_Personal_Development, "

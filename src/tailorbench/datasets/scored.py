@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tailorbench.datasets.benchmark import Benchmark
 from tailorbench.datasets.layouts import Layout, register_layout
@@ -97,6 +97,11 @@ def _options(options: Mapping[str, Any]) -> tuple[str, float]:
 @register_layout
 class ScoredLayout(Layout):
     """Scored preference data (prompt, response, score) turned into pairs."""
+
+    labels: ClassVar[str] = "not stated"
+    chosen_is: ClassVar[str] = (
+        "the response with the higher score in the data's score column (who scored it is not stated)"
+    )
 
     name = "scored"
     expects = "a JSONL (or .jsonl.gz) file of prompt, response and a score column (helpfulness by default)"

@@ -3,7 +3,7 @@ judge whether it beats the `longer` baseline (a paired difference on the same ca
 every figure below chance, each number also in the report's tables.
 
 `vs_longer` is computed with the run's results (results.json `vs_longer`): the run's per-case scores minus the
-`longer` baseline's on the same cases (1 where the human-preferred answer is the longer one, else 0: the
+`longer` baseline's on the same cases (1 where the chosen answer is the longer one, else 0: the
 "picking the longer answer" figure of the Length-controlled view), its mean with a percentile bootstrap
 interval over cases (seeded, the run's `n_boot`)."""
 
@@ -148,7 +148,7 @@ def headline_section(runs: Sequence[dict[str, Any]], warning: str | None = None)
               "split × tier figures whose whole 95% CI lies below chance: " + "; ".join(cells) if cells else
               "no split × tier figure whose whole 95% CI lies below chance"]
     sentences.append(f"**Chance**: {chance[0]}; {chance[1]}.")
-    notes = ["*`longer` on the same cases*: the accuracy of picking the longer answer (1 where the human-preferred "
+    notes = ["*`longer` on the same cases*: the accuracy of picking the longer answer (1 where the chosen "
              "answer is the longer one, else 0) on the judge's judged cases, the Length-controlled view's baseline; "
              "*difference*: the judge's accuracy minus it, in points, with a percentile bootstrap CI resampling "
              "cases (paired); *beats* / *below*: the whole CI above / below 0. Definitions: "

@@ -18,9 +18,9 @@ NOTES = [
     "order; *P(first shown)*: the share of valid verdicts picking the answer shown first (0.5 is fair); "
     "*P(longer)*: the share picking the longer answer, on cases of unequal length; each share gives every case "
     "weight 1, and its interval resamples cases.",
-    "*acc. longer right / shorter right*: accuracy on the cases where the human-preferred answer is the longer / "
+    "*acc. longer right / shorter right*: accuracy on the cases where the chosen answer is the longer / "
     "the shorter; *ECE*: expected calibration error of the judge's probability (10 equal-mass bins of "
-    "confidence, its interval resamples cases), *Brier*: mean squared error of P(human-preferred answer), both "
+    "confidence, its interval resamples cases), *Brier*: mean squared error of P(chosen answer), both "
     "only for judges that yield a probability; *invalid / abstained / failed*: shares of all verdicts, in %. "
     f"Definitions: [{_DOC}]({_DOC}#reliability).",
 ]

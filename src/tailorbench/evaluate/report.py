@@ -112,7 +112,7 @@ _TRAINING_ROW_NOTE = (
 
 
 _LENGTH_NOTES = [
-    "*acc. chosen longer / shorter*: accuracy on the cases where the human-preferred answer is the longer / the "
+    "*acc. chosen longer / shorter*: accuracy on the cases where the chosen answer is the longer / the "
     "shorter one (characters), with their count; *equal length*: cases in neither group.",
     "*length-balanced*: the mean of those two accuracies (the `longer` baseline scores 50 by construction). "
     f"Definitions: [{_METRICS_DOC}]({_METRICS_DOC}#length-controlled-view).",
@@ -134,7 +134,7 @@ _ACCOUNT_NOTES = [
 
 
 _RATIO_NOTES = [
-    "*ratio*: len(chosen) / len(rejected), the length of the human-preferred answer over the other's, in "
+    "*ratio*: len(chosen) / len(rejected), the length of the chosen answer over the other's, in "
     "characters; each cell is the accuracy of the cases in that bin (their count in brackets). A judge that "
     "reads only length sits near 0 on the left and near 100 on the right. "
     f"Definitions: [{_METRICS_DOC}]({_METRICS_DOC}#length-controlled-view).",
@@ -142,7 +142,7 @@ _RATIO_NOTES = [
 
 
 _EXAMPLE_NOTES = [
-    "*order*: AB shows the human-preferred answer as A, BA shows it as B; *picked*: the position the judge chose "
+    "*order*: AB shows the chosen answer as A, BA shows it as B; *picked*: the position the judge chose "
     "(– for an abstention, invalid or failed verdict); *output*: the judge's raw output, or its scores. Verdicts "
     "picked by a seeded hash of case and order, the same on every recomputation. Folded below: each case's "
     f"persona, question, chosen and rejected answer, each text cut to {EXAMPLE_TEXT_CHARS} characters (…), read "
@@ -152,8 +152,11 @@ _EXAMPLE_NOTES = [
 
 _DATA_NOTE = (
     "*fingerprint*: sha256 of the source files (of the cases for data built in memory): equal fingerprints, same "
-    "data; *labels*: human-labelled (annotators' majority), illustrative (set by construction: for trying the "
-    "toolkit, not for conclusions) or not stated.")
+    "data; *labels*: whose labels the data holds, as its layout declares: human-labelled (people chose between "
+    "the answers), constructed (set by the benchmark's construction, not by people judging the pair), "
+    "illustrative (set by construction: for trying the toolkit, not for conclusions) or not stated; *chosen*: "
+    "the answer the data labels as the better one, which every figure of this report scores against (what it "
+    "is for each dataset is said beside its name above).")
 
 
 _TRAINING_NOTE = (
@@ -202,7 +205,7 @@ def _data_section(runs: Sequence[dict[str, Any]]) -> Section:
                      str(info.get("fingerprint") or "–"), str(info.get("labels")),
                      str(len(members)) if len(runs) > 1 else "1"])
         if info.get("labels_note"):
-            notes.append(f"{info.get('name')}: {info.get('labels_note')}.")
+            notes.append(f"{info.get('name')} ({info.get('labels')}): {info.get('labels_note')}.")
     warning = different_data_warning(runs)
     before = [f"**Warning**: {warning}."] if warning else []
     return Section("Data", before, _DATA_HEADER, rows, [*notes, _DATA_NOTE])
@@ -253,7 +256,7 @@ def _training_section(runs: Sequence[dict[str, Any]]) -> Section | None:
 def report_sections(runs: Sequence[dict[str, Any]]) -> list[Section]:
     """Every section of a pairwise report, in order; Markdown and HTML render the same list."""
     first = runs[0]
-    leaderboard_after = leaderboard_notes(runs, "the human-preferred answer")
+    leaderboard_after = leaderboard_notes(runs, "the chosen answer (the data's label: see Data)")
     if any((r.get("training_overlap") or {}).get("rows") for r in runs):
         leaderboard_after.append(_TRAINING_ROW_NOTE)
     board = leaderboard_rows(runs)

@@ -70,7 +70,7 @@ def format_cell(cell: dict[str, Any] | None, with_ci: bool = True) -> str:
 
 #: what each `--orders` value makes of a run, for the report's protocol sentence
 PROTOCOLS = {
-    "both": "tailorbench's protocol: every case judged with the human-preferred answer as A and as B, with the "
+    "both": "tailorbench's protocol: every case judged with the chosen answer as A and as B, with the "
             "judge's own prompt and verdict parser",
     "random": "tailorbench's protocol with one order per case, drawn from the seed",
     "authors": "one order per case as the benchmark's authors draw it (--orders authors); with their prompt files "

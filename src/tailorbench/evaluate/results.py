@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tailorbench.datasets.rows import InvalidRows, last_per_key, parse_jsonl
-from tailorbench.errors import DataError
+from tailorbench.errors import ConfigError, DataError
 from tailorbench.evaluate.lock import run_state
 from tailorbench.evaluate.metrics import compute_metrics
 from tailorbench.failures import FailureCheck, check_max_failed, first_causes
@@ -243,20 +243,21 @@ def batch_costs(run_dir: Path) -> dict[str, Any] | None:
 
 
 def dataset_provenance(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """What data a run is about: name, layout, fingerprint, and whether its labels are human judgments (the
-    PersonaFeedback layouts), illustrative (the bundled demo: labels set by construction) or not stated."""
+    """What data a run is about: name, layout, fingerprint, and whose labels it holds, as its layout declares them
+    (`Layout.labels`, `Layout.chosen_is`: human-labelled for PersonaFeedback and PRISM, constructed for PrefEval,
+    PersonaMem and Personalized RewardBench, not stated for native JSONL), illustrative for the bundled demo."""
+    from tailorbench.datasets.layouts import LAYOUTS
+
     stats = manifest.get("data_stats") or {}
     data, layout = str(manifest.get("data")), str(stats.get("layout") or "")
     if data == "demo":
         labels, note = "illustrative", "the bundled demo: invented personas, labels set by construction, not by people"
-    elif layout in ("hub", "mirror"):
-        labels, note = "human-labelled", "PersonaFeedback layout: labels are the majority vote of human annotators"
-    elif layout == "scored":
-        labels, note = "not stated", "scored preference data: chosen is the response with the higher score"
-    elif layout in ("native", ""):
-        labels, note = "not stated", "native JSONL: the file does not say who set the labels"
     else:
-        labels, note = "not stated", f"the {layout} layout does not say who set the labels"
+        try:
+            declared = LAYOUTS.get(layout or "native")
+            labels, note = str(declared.labels), f"chosen is {declared.chosen_is}"
+        except ConfigError:  # a plugin's layout that is not installed here any more
+            labels, note = "not stated", f"the {layout} layout does not say who set the labels"
     return {"name": data, "layout": layout or None, "fingerprint": manifest.get("dataset_fingerprint"),
             "rows": stats.get("rows"), "labels": labels, "labels_note": note}
 

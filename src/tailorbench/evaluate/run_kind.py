@@ -9,7 +9,14 @@ from typing import Any
 
 from tailorbench.errors import DataError
 from tailorbench.evaluate.report import render_html, render_html_body, render_markdown, run_title
-from tailorbench.evaluate.results import check_run, load_results, parse_predictions, read_manifest, read_predictions
+from tailorbench.evaluate.results import (
+    check_run,
+    dataset_provenance,
+    load_results,
+    parse_predictions,
+    read_manifest,
+    read_predictions,
+)
 from tailorbench.files import whole_lines
 from tailorbench.redact import redact
 from tailorbench.run_kinds import RUN_KINDS, RunKind, ViewRow, ViewRows
@@ -45,8 +52,10 @@ def _view_rows(run_dir: Path) -> ViewRows:
         training = None if classes is None else classes.get(case_id, "unseen")
         rows.append(ViewRow(row, outcome, row.get("len_chosen"), row.get("len_rejected"),
                             overlap.get(case_id, "unique"), training))
+    labels = dataset_provenance(manifest)["labels"]
+    chosen = "chosen (human-preferred)" if labels == "human-labelled" else f"chosen (labels: {labels})"
     return ViewRows(label=redact(f"{manifest['judge']} / {manifest['setting']}"),
-                    answers=("chosen (human-preferred)", "rejected"),
+                    answers=(chosen, "rejected"),
                     orders={"AB": "chosen shown as A", "BA": "chosen shown as B"}, outcomes=OUTCOMES,
                     manifest=manifest, rows=rows)
 
