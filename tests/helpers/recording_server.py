@@ -6,8 +6,10 @@ names and values in order, body bytes. It answers `GET .../models` and `POST ...
 fixed, valid chat completion (verdict `A`; or, with `reply`, the text `reply(request body)` returns: a model
 whose answers a test scripts), over HTTP/1.1 keep-alive, optionally over TLS, optionally requiring
 `Authorization: Bearer KEY` (401 otherwise, as hosted providers answer), optionally gzip-compressing answers
-(as api.openai.com does). A request whose target is an absolute URL (a client using it as an HTTP proxy) is
-answered the same way and recorded with that target.
+(as api.openai.com does). A chat request with `"stream": true` is answered as server-sent events (the text in
+two pieces, the finish reason, the usage chunk when `stream_options.include_usage` asks for it, `[DONE]`), with a
+Content-Length, gzip-compressed like the others when asked. A request whose target is an absolute URL (a client
+using it as an HTTP proxy) is answered the same way and recorded with that target.
 """
 
 from __future__ import annotations
@@ -101,9 +103,9 @@ class RecordingServer(LoopbackServer):
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-            def _answer(self, status: int, payload: Any) -> None:
-                body = json.dumps(payload).encode()
-                headers = {"Content-Type": "application/json"}
+            def _answer(self, status: int, payload: Any, events: bytes | None = None) -> None:
+                body = json.dumps(payload).encode() if events is None else events
+                headers = {"Content-Type": "application/json" if events is None else "text/event-stream"}
                 accepts = self.headers.get("Accept-Encoding", "")
                 if owner.gzip_answers and "gzip" in accepts:
                     body = gzip.compress(body)
@@ -134,11 +136,15 @@ class RecordingServer(LoopbackServer):
                     self._answer(200, {"object": "list", "data": [{"id": owner.model, "object": "model"}]})
                 elif self.command == "POST" and path.endswith("/chat/completions"):
                     completion: dict[str, Any] = {**COMPLETION, "model": owner.model}
+                    text = "A" if owner.reply is None else owner.reply(request.json())
                     if owner.reply is not None:
-                        text = owner.reply(request.json())
                         completion["choices"] = [{"index": 0, "finish_reason": "stop",
                                                   "message": {"role": "assistant", "content": text}}]
-                    self._answer(200, completion)
+                    asked = request.json() or {}
+                    if asked.get("stream"):
+                        self._answer(200, None, _events(completion, text, asked))
+                    else:
+                        self._answer(200, completion)
                 else:
                     self._answer(404, {"error": {"message": f"no route {path}"}})
 
@@ -150,3 +156,16 @@ class RecordingServer(LoopbackServer):
             server.socket = self.ssl_context.wrap_socket(server.socket, server_side=True)
         self._serve(server)
         return self
+
+
+def _events(completion: dict[str, Any], text: str, request: dict[str, Any]) -> bytes:
+    """A completion as OpenAI streams it: chunks of the text, the finish reason, the usage chunk if asked."""
+    base = {"id": completion["id"], "object": "chat.completion.chunk", "created": 0, "model": completion["model"]}
+    half = len(text) // 2
+    chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece},
+                                    "finish_reason": None}]} for piece in (text[:half], text[half:])]
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    if (request.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**base, "choices": [], "usage": completion["usage"]})
+    lines = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
+    return "".join(lines).encode()

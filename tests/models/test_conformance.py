@@ -234,3 +234,49 @@ def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None
 
         with pytest.raises(CredentialsError, match=r"\$OPENAI_API_KEY \(not set;"):
             asyncio.run(run())
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("gzip_answers", [False, True], ids=["plain", "gzip"])
+def test_streamed_requests_equal_the_sdk(transport: str, gzip_answers: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Model.stream` sends what `chat.completions.create(stream=True, stream_options=...)` sends: the first
+    stream through the SDK, the next ones on the lean transport's raw path; gzip answers are decoded as they
+    stream."""
+    monkeypatch.setenv("TB_CONFORMANCE_KEY", KEY)
+    options = {"cache_policy": "off", "transport": transport, "concurrency": 1, "max_retries": 0,
+               "api_key_env": "TB_CONFORMANCE_KEY"}
+
+    async def ours(url: str) -> tuple[OpenAICompatAPI, list[list[Any]]]:
+        model = make_chat_model(f"openai:rec-model@{url}/v1", options)
+        assert isinstance(model, Model) and isinstance(model.api, OpenAICompatAPI)
+        try:
+            streams = []
+            for i in range(3):
+                streams.append([event async for event in model.stream(_messages(i), PARAMS)])
+            return model.api, streams
+        finally:
+            await model.aclose()
+
+    async def reference(url: str, api: OpenAICompatAPI) -> None:
+        sdk = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=KEY, max_retries=0)
+        try:
+            for i in range(3):
+                stream = await sdk.chat.completions.create(**api.request_body(_messages(i), PARAMS), stream=True,
+                                                           stream_options={"include_usage": True})
+                assert [chunk async for chunk in stream]
+        finally:
+            await sdk.close()
+
+    with RecordingServer(gzip_answers=gzip_answers) as rec:
+        api, streams = asyncio.run(ours(rec.url))
+        asyncio.run(reference(rec.url, api))
+        mine, theirs = _split(rec)
+    _assert_same(mine, theirs)
+    assert all(r.json()["stream"] is True for r in mine)
+    if transport == "lean":
+        assert api._chat_route is not None  # the streams after the first went out on the raw path
+    for events in streams:
+        *pieces, done = events
+        assert [p.text for p in pieces] == ["A"]
+        assert isinstance(done.result, ChatResult) and done.result.text == "A"
+        assert (done.result.prompt_tokens, done.result.completion_tokens) == (7, 1)
