@@ -220,3 +220,35 @@ def test_the_stub_as_a_script_prints_its_port(call_cache: Path) -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_the_same_request_in_flight_is_sent_once_and_a_closed_stream_frees_its_slot(call_cache: Path) -> None:
+    config = StubConfig(tokens=40, rate=400.0, first_token_s=0.05, model="stub")
+    with running_stub(config) as stub:
+        model = _model(f"http://127.0.0.1:{stub.port}/v1", "stub", concurrency="1", adaptive="false")
+        other: list[Message] = [{"role": "user", "content": "another question"}]
+
+        async def together() -> tuple[Any, ...]:
+            return tuple(await asyncio.gather(_stream(model), model.chat(CHAT, GREEDY), _stream(model)))
+
+        async def closed_early() -> tuple[list[str], bool]:
+            pieces: list[str] = []
+            stream = model.stream(other, GREEDY)
+            async for event in stream:
+                assert isinstance(event, TextDelta)
+                pieces.append(event.text)
+                if len(pieces) == 3:
+                    break
+            await stream.aclose()
+            return pieces, model.is_cached(other, GREEDY)
+
+        shared, early, again = _run(model, together, closed_early, lambda: _stream(model, other))
+        assert stub.stats.streams == 3  # the three calls of one request were one stream; then two of `other`
+    (pieces, done), chatted, (waited, waited_done) = shared
+    assert isinstance(done.result, ChatResult) and "".join(pieces) == done.result.text
+    assert isinstance(chatted, ChatResult) and chatted.text == done.result.text
+    assert waited == [done.result.text] and not waited_done.cached  # waited for the stream in flight: one piece
+    assert model.deduplicated == 2
+    assert len(early[0]) == 3 and early[1] is False  # closed before its end: nothing cached ...
+    assert model.stats.failures == 0 and model.limiter is not None and model.limiter.inflight == 0  # ... or lost
+    assert isinstance(again[1].result, ChatResult) and len(again[0]) == 24  # the slot was free for the next
