@@ -168,8 +168,9 @@ def test_data_check_shows_the_dataset_card(tmp_path: Path) -> None:
     make_personamem(tmp_path)
     result = CliRunner().invoke(app, ["data", "check", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
-    stats = json.loads(result.stdout)["layout_stats"]
-    assert stats["card"]["licence"] == "MIT" and stats["items"] == 8 and stats["task"] == "multiple-choice"
+    report = json.loads(result.stdout)
+    stats = report["layout_stats"]
+    assert stats["card"]["licence"] == "MIT" and report["items"] == 8 and report["task"] == "multiple-choice"
 
 
 def test_personamem_folder_with_every_size_needs_the_size_option(tmp_path: Path) -> None:

@@ -22,10 +22,17 @@ __all__ = [
 def check_data(data: str | Path, skip_invalid: bool = False,
                options: Mapping[str, Any] | None = None) -> DataCheck:
     """`tailor data check`: integrity report of a benchmark in any layout (`options`: the layout's, e.g.
-    PrefEval's turns); a layout's own counts and its dataset card (licence, size, citation) are `layout_stats`."""
+    PrefEval's turns); a layout's own counts and its dataset card (licence, size, citation) are `layout_stats`. A
+    multiple-choice benchmark (PrefEval, PersonaMem) gets its items' report (`datasets.check.choice_report`)."""
     from tailorbench.datasets import load_benchmark
-    from tailorbench.datasets.check import integrity_report
+    from tailorbench.datasets.check import choice_report, integrity_report
+    from tailorbench.datasets.choice import ChoiceLayout, load_choice_items
+    from tailorbench.datasets.loader import find_layout, source_path
 
+    path = source_path(str(data))
+    if path.exists() and isinstance(find_layout(path), ChoiceLayout):  # items, not pairs: their own report
+        return DataCheck.model_validate(choice_report(load_choice_items(data, skip_invalid=skip_invalid,
+                                                                        options=options)))
     benchmark = load_benchmark(data, skip_invalid=skip_invalid, options=options)
     return DataCheck.model_validate(integrity_report(benchmark))
 

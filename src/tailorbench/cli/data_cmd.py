@@ -36,24 +36,31 @@ def check_command(
     from rich.table import Table
 
     table = Table(title=f"data check: {path} ({report['layout']} layout)")
-    table.add_column("check")
-    table.add_column("value", justify="right")
+    table.add_column("check", no_wrap=True)
+    table.add_column("value", overflow="fold")  # a long value wraps onto more lines, never cut
     stats = report.get("layout_stats") or {}
     rows = [(k, v) for k, v in report.items() if k != "layout_stats"] + [
         (k, v) for k, v in stats.items() if k != "card"] + [(f"card {k}", v) for k, v in stats.get("card", {}).items()]
     for key, value in rows:
         if key in ("skipped", "source", "layout"):
             continue
-        if isinstance(value, dict):
-            value = ", ".join(f"{k}={v}" for k, v in value.items())
-        elif isinstance(value, list):
-            value = ", ".join(map(str, value)) or "-"
-        elif isinstance(value, float):
-            value = f"{value:.3f}"
-        table.add_row(key.replace("_", " "), str(value))
+        table.add_row(key.replace("_", " "), _cell(value))
     Console().print(table)
     for row in report["skipped"][:20]:
         typer.echo(f"skipped {row['path']}:{row['line']} field {row['field']}: {row['message']}", err=True)
+
+
+def _cell(value: object) -> str:
+    """A value of the report as its table shows it: never an empty cell nor `None`."""
+    if value is None:
+        return "not in this layout"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
 
 
 @data_app.command("convert")

@@ -1,10 +1,12 @@
-"""`tailor data check`: an integrity report of a benchmark (what the raw PersonaFeedback files hide)."""
+"""`tailor data check`: an integrity report of a benchmark (what the raw PersonaFeedback files hide), and of a
+multiple-choice benchmark its items' own report."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
+from tailorbench.datasets.choice import ChoiceSet, pair_view
 from tailorbench.datasets.loader import Benchmark
 
 
@@ -36,4 +38,40 @@ def integrity_report(benchmark: Benchmark) -> dict[str, Any]:
                                                 if kind == "contradicted"},
         # what only this layout counts, and its dataset card's facts (licence, size, citation, source)
         **({"layout_stats": benchmark.layout_stats} if benchmark.layout_stats else {}),
+    }
+
+
+def choice_report(items: ChoiceSet) -> dict[str, Any]:
+    """`tailor data check` of a multiple-choice benchmark: what means something for items with options (items per
+    split x tier, options per item, chance, where the right option sits, users, repeated questions) instead of the
+    pair view's counts (its repeats and tier overlaps are an item's options, not broken data); the declared splits
+    and tiers the items do not use are listed apart, and the pair view is one count (what `tailor eval --task
+    pairwise` judges)."""
+    rows = items.items
+    per = Counter(f"{i.split}/{i.tier}" for i in rows)
+    users = Counter(i.user_id for i in rows)
+    questions = Counter(i.question for i in rows)
+    splits = [s for s in items.splits if any(i.split == s for i in rows)]
+    tiers = [t for t in items.tiers if any(i.tier == t for i in rows)]
+    stats = {k: v for k, v in items.stats.items() if k != "items"}
+    return {
+        "source": items.source,
+        "layout": items.layout,
+        "task": "multiple-choice",
+        "items": len(rows),
+        "splits": splits,
+        "tiers": tiers,
+        "declared_splits_without_items": [s for s in items.splits if s not in splits],
+        "declared_tiers_without_items": [t for t in items.tiers if t not in tiers],
+        "items_per_split_tier": dict(sorted(per.items())),
+        "options_per_item": {str(n): k for n, k in sorted(Counter(len(i.options) for i in rows).items())},
+        "chance": sum(1 / len(i.options) for i in rows) / len(rows) if rows else 0.0,
+        "right_option_position": dict(sorted(Counter(i.answer for i in rows).items())),
+        "users": len(users),
+        "items_per_user_max": max(users.values()) if users else 0,
+        "items_whose_question_another_item_asks": sum(n for n in questions.values() if n > 1),
+        "pair_view_rows": sum(1 for i in rows for _ in pair_view(i)),
+        "skipped_rows": len(items.invalid.rows),
+        "skipped": items.invalid.as_dicts(),
+        **({"layout_stats": stats} if stats else {}),
     }
