@@ -48,7 +48,7 @@ def example_config(db: str | None = None) -> dict[str, Any]:
     ]
     data["models"]["options"] = {"prices": {"assistant": [0.15, 0.6], "other": [2.5, 10.0]}}
     data.pop("profile", None)  # the default questionnaire (the simulated personas answer it)
-    data["gold"] = {"rate": 0.2, "battles": GOLD}
+    data["gold"] = {"rate": 0.3, "battles": GOLD}
     data["spend"] = {"per_participant": 0.5, "per_arena": 20.0}
     data["illustrative"] = True
     if db:
@@ -105,7 +105,7 @@ def run_demo(arena_dir: str | Path, participants: int = 12, seed: int = 0, db: s
                           "run` serves it")
     store = ArenaStore(resolve_url(db or config.database, d))
     try:
-        people = cast(participants, left=max(1, participants // 8), careless=max(1, participants // 8))
+        people = cast(participants, left=max(1, participants // 8), contrary=max(1, participants // 8))
         with serving(create_app(config, store, d)) as url:
             if say is not None:
                 say(f"arena demo: serving on {url}; {participants} simulated participant(s)")

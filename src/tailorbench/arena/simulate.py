@@ -9,7 +9,8 @@ default questionnaire; their own questions are that persona's questions. They vo
   the answer sharing more words with the question; still equal is a tie; then, with probability `noise`
   (seeded per participant and battle), a vote drawn at random instead;
 - `left`: always the left answer (a position-biased voter: voter quality finds them by their left share);
-- `careless`: a vote drawn at random every time (they fail gold battles about half the time).
+- `contrary`: the other answer than the `profile` rule picks, without noise (a voter who does not read: they fail
+  the gold battles, whose better answer takes up the question's words).
 
 Everything a simulated participant does is made up: figures computed on it are illustrative only.
 """
@@ -44,7 +45,7 @@ class Persona:
     name: str
     answers: dict[str, str]
     questions: list[str]
-    rule: str = "profile"  # profile | left | careless
+    rule: str = "profile"  # profile | left | contrary
     noise: float = 0.1
 
 
@@ -105,14 +106,14 @@ def bundled_personas() -> list[Persona]:
     return list(people.values())
 
 
-def cast(n: int, left: int = 1, careless: int = 1) -> list[Persona]:
+def cast(n: int, left: int = 1, contrary: int = 1) -> list[Persona]:
     """`n` simulated participants from the bundled personas (cycled, numbered when reused): the first `left`
-    vote left always, the next `careless` at random, the rest by their profile."""
+    vote left always, the next `contrary` against the rule, the rest by their profile."""
     base = bundled_personas()
     out = []
     for i in range(n):
         p = base[i % len(base)]
-        rule = "left" if i < left else "careless" if i < left + careless else "profile"
+        rule = "left" if i < left else "contrary" if i < left + contrary else "profile"
         out.append(Persona(f"{p.name}-{i + 1}", dict(p.answers), list(p.questions), rule))
     return out
 
@@ -130,13 +131,16 @@ def choose(persona: Persona, question: str, left: str, right: str, rng: random.R
     """(choice 1-4, confidence 1-3) by the persona's rule."""
     if persona.rule == "left":
         return "1", "3"
-    if persona.rule == "careless" or rng.random() < persona.noise:
+    if persona.rule != "contrary" and rng.random() < persona.noise:
         return rng.choice("1234"), rng.choice("123")
     score = [(_mentions(t, persona), _overlap(t, question)) for t in (left, right)]
     if score[0] == score[1]:
         return "3", "1"
     gap = abs(score[0][0] - score[1][0])
-    return ("1" if score[0] > score[1] else "2"), ("3" if gap >= 2 else "2" if gap == 1 else "1")
+    first = score[0] > score[1]
+    if persona.rule == "contrary":
+        first = not first
+    return ("1" if first else "2"), ("3" if gap >= 2 else "2" if gap == 1 else "1")
 
 
 def read_stream(client: Any, url: str) -> tuple[str, str]:
