@@ -118,14 +118,14 @@ class Generator:
         task.add_done_callback(self.tasks.discard)
 
     async def _both(self, ref: str) -> None:
-        battle = self.store.battle(ref)
+        battle = await asyncio.to_thread(self.store.battle, ref)  # the database off the event loop
         if battle is None:
             return
-        pid, profile = self.store.profile_of(battle["participant_id"])
+        pid, profile = await asyncio.to_thread(self.store.profile_of, battle["participant_id"])
         await asyncio.gather(*(self._one(ref, side, battle[f"model_{side}"], profile, battle["question"])
                                for side in SIDES))
         if self.events is not None:
-            done = self.store.battle(ref)
+            done = await asyncio.to_thread(self.store.battle, ref)
             self.events.write({"event": "battle", "ref": ref, "pid": pid,
                                "status": None if done is None else done["status"]})
         for side in SIDES:
@@ -152,12 +152,12 @@ class Generator:
         key = request_key(model, messages, self.params)
         if isinstance(result, ChatResult):
             text = result.text if result.text else "".join(live.parts)
-            self.store.finish_side(ref, side, text, None, key, float(result.cost_usd or 0.0))
+            await asyncio.to_thread(self.store.finish_side, ref, side, text, None, key, float(result.cost_usd or 0.0))
             live.parts[:] = [text]
             live.ended = "complete"
         else:
             get_logger(__name__).warning("arena: an answer of %s failed: %s", contestant, result.error)
-            self.store.finish_side(ref, side, None, f"{result.kind}: {result.error}", key, 0.0)
+            await asyncio.to_thread(self.store.finish_side, ref, side, None, f"{result.kind}: {result.error}", key, 0.0)
             live.ended, live.error = "failed", result.kind
         live.push()
 
@@ -177,7 +177,7 @@ class Generator:
                 return
             await waiter.wait()
         while True:
-            battle = self.store.battle(ref)
+            battle = await asyncio.to_thread(self.store.battle, ref)
             if battle is None:
                 yield "failed", "gone"
                 return

@@ -4,9 +4,10 @@ decided by a hash of the request, and, when its system prompt carries the partic
 of the profile's answers ("Since you mentioned ..."), so a simulated participant who prefers answers that use
 their facts has something to find. Nothing it says is a model's answer: figures computed on it are illustrative.
 
-Options: `delay_s` (seconds before answering: the browser tests watch a battle while its answers are pending),
-`fail` (a share of calls, by the request's hash, that fail as a server error would: failed answers are shown as
-failed and counted).
+It streams (`stream`: the answer word by word, `piece_delay_s` apart), so the arena's pages show it arriving as
+a real model's. Options: `delay_s` (seconds before the first word: the tests watch a battle while its answers
+are pending), `piece_delay_s`, `fail` (a share of calls, by the request's hash, that fail as a server error
+would: failed answers are shown as failed and counted).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from tailorbench.models.base import ChatResult, GenParams, Message
@@ -63,17 +64,17 @@ class IllustrativeArenaAPI:
     remote = True
     public_base_url = None
 
-    def __init__(self, model: str, *, spec: str = "", delay_s: float | str = 0.0, fail: float | str = 0.0) -> None:
+    def __init__(self, model: str, *, spec: str = "", delay_s: float | str = 0.0, piece_delay_s: float | str = 0.0,
+                 fail: float | str = 0.0) -> None:
         self.model = model
         self.spec = spec or f"{BACKEND}:{model}"
         self.delay_s = float(delay_s)
+        self.piece_delay_s = float(piece_delay_s)
         self.fail = float(fail)
 
-    async def generate(self, messages: Sequence[Message], params: GenParams) -> ChatResult:
+    def _answer(self, messages: Sequence[Message]) -> ChatResult:
         from tailorbench.models.model import CallError
 
-        if self.delay_s > 0:
-            await asyncio.sleep(self.delay_s)
         whole = json.dumps(list(messages), sort_keys=True)
         coin = int(hashlib.sha256(f"fail\x1f{self.model}\x1f{whole}".encode()).hexdigest()[:8], 16) / 16**8
         if coin < self.fail:
@@ -82,6 +83,25 @@ class IllustrativeArenaAPI:
         prompt = sum(len(m["content"]) for m in messages) // 4
         return ChatResult(text=text, raw=text, finish_reason="stop", prompt_tokens=prompt,
                           completion_tokens=len(text) // 4)
+
+    async def generate(self, messages: Sequence[Message], params: GenParams) -> ChatResult:
+        if self.delay_s > 0:
+            await asyncio.sleep(self.delay_s)
+        return self._answer(messages)
+
+    async def stream(self, messages: Sequence[Message], params: GenParams) -> AsyncIterator[Any]:
+        """The answer word by word (`TextDelta`s, `piece_delay_s` apart), then the whole `ChatResult`."""
+        from tailorbench.models.streaming import TextDelta
+
+        if self.delay_s > 0:
+            await asyncio.sleep(self.delay_s)
+        result = self._answer(messages)
+        words = result.text.split(" ")
+        for i, word in enumerate(words):
+            yield TextDelta(word if i == len(words) - 1 else word + " ")
+            if self.piece_delay_s > 0:
+                await asyncio.sleep(self.piece_delay_s)
+        yield result
 
     async def preflight(self) -> None:
         return None
