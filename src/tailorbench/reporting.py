@@ -91,6 +91,24 @@ def html_fold(summary: str, header: list[str], rows: list[list[str]]) -> str:
     return f"<details><summary>{html.escape(summary)}</summary>{html_table(header, rows)}</details>"
 
 
+_CODE = re.compile(r"`([^`]+)`")
+
+
+_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+_EMPH = re.compile(r"(\*\*|\*)([^*]+)\1")
+
+
+def inline_html(text: str) -> str:
+    """The little Markdown the notes use (`code`, *emphasis*, **strong**, [links](url)) as HTML."""
+    out = html.escape(text, quote=False)
+    out = _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", out)
+    out = _LINK.sub(lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>', out)
+    return _EMPH.sub(lambda m: f"<{'strong' if m.group(1) == '**' else 'em'}>{m.group(2)}"
+                               f"</{'strong' if m.group(1) == '**' else 'em'}>", out)
+
+
 _BODY = re.compile(r"<body>(.*)</body>", re.S)
 
 

@@ -65,6 +65,48 @@ def _think_rows(run: Mapping[str, Any]) -> list[list[str]]:
              f"above); accuracy without it {'–' if acc is None else f3(acc)}"]]
 
 
+def _versus_chance(cell: Mapping[str, Any]) -> str:
+    lo, hi = cell["ci"]
+    if lo is None or cell.get("chance") is None:
+        return "no interval"
+    if lo > cell["chance"]:
+        return "above chance"
+    if hi < cell["chance"]:
+        return "below chance"
+    return "not distinguishable from chance"
+
+
+def _cells(run: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(row label, cell) of a run's table and its per-topic and per-distance tables, as they label them."""
+    return [*((f"split {k}", c) for k, c in run["by_split"].items()), *((f"tier {k}", c) for k, c in
+            run["by_tier"].items()), *run["by_split_tier"].items(), *(run.get("by_topic") or {}).items(),
+            *(run.get("by_distance") or {}).items()]
+
+
+def headline(runs: Runs) -> list[str]:
+    """What a multiple-choice report opens with (docs/benchmarks.md, "Headline"): the best run's accuracy with its
+    95% CI, chance and items, each run against chance (the mean of 1 / options), and every figure whose whole CI
+    lies below chance; each number is one of the tables'."""
+    answered = [r for r in runs if r["overall"]["accuracy"] is not None]
+    if not answered:
+        return ["No run has an answered item: no accuracy to report (see the failed counts)."]
+    best = max(answered, key=lambda r: r["overall"]["accuracy"])
+    total = best["overall"]
+    lines = [f"Best: `{best['benchmark']} · {best['model']}`, accuracy {with_ci(total['accuracy'], total['ci'])} "
+             f"(95% CI) on {total['n']} items; chance {total['chance']:.3f}."]
+    groups: dict[str, list[str]] = {}
+    for r in answered:
+        groups.setdefault(_versus_chance(r["overall"]), []).append(
+            f"`{r['benchmark']} · {r['model']}` {with_ci(r['overall']['accuracy'], r['overall']['ci'])}")
+    lines.append("Against chance (the mean over items of 1 / options; 95% bootstrap CI over items): "
+                 + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items()) + ".")
+    below = [f"`{r['benchmark']} · {r['model']}` on {label} {with_ci(c['accuracy'], c['ci'])} (chance "
+             f"{c['chance']:.3f})" for r in answered for label, c in _cells(r) if _versus_chance(c) == "below chance"]
+    lines.append("**Chance**: " + ("figures whose whole 95% CI lies below chance: " + "; ".join(below) if below
+                                   else "no figure whose whole 95% CI lies below chance") + ".")
+    return lines
+
+
 def title(runs: Runs) -> str:
     return f"{runs[0]['benchmark']}: {runs[0]['model']}" if runs else "multiple-choice run"
 
@@ -72,4 +114,4 @@ def title(runs: Runs) -> str:
 #: `run_choice` runs: how `report`, `view` and the API read them (the registry's lazy table names this module)
 MULTIPLE_CHOICE = RUN_KINDS.register(KIND)(benchmark_kind(
     compute_results, tables, "Accuracy over the answered items, scored by each benchmark's own rule (an answer "
-    "without a valid pick is wrong, a failed call is counted apart).", title, "Multiple-choice runs"))
+    "without a valid pick is wrong, a failed call is counted apart).", title, "Multiple-choice runs", headline))

@@ -13,7 +13,7 @@ from tailorbench.datasets.rows import last_per_key, read_appended_jsonl
 from tailorbench.errors import DataError
 from tailorbench.failures import FailureCheck
 from tailorbench.files import load_json, write_json_atomic
-from tailorbench.reporting import html_page, html_table, md_table, page_body
+from tailorbench.reporting import html_page, html_table, inline_html, md_table, page_body
 from tailorbench.run_kinds import RunKind
 
 MANIFEST, PREDICTIONS, RESULTS = "manifest.json", "predictions.jsonl", "results.json"
@@ -36,8 +36,12 @@ Runs = Sequence[Mapping[str, Any]]
 
 def benchmark_kind(compute: Callable[[dict[str, Any], list[dict[str, Any]]], dict[str, Any]],
                    tables: Callable[[Runs], list[Table]], intro: str, title: Callable[[Runs], str],
-                   merged_title: str) -> RunKind:
-    """The `RunKind` of a benchmark run whose results `compute(manifest, predictions)` gives."""
+                   merged_title: str, headline: Callable[[Runs], list[str]] | None = None) -> RunKind:
+    """The `RunKind` of a benchmark run whose results `compute(manifest, predictions)` gives; `headline(runs)`:
+    the paragraphs a report opens with (a `## Headline` section before the tables)."""
+
+    def opening(runs: Runs) -> list[str]:
+        return headline(runs) if headline is not None else []
 
     def load_results(run_dir: Path) -> dict[str, Any]:
         try:
@@ -49,14 +53,19 @@ def benchmark_kind(compute: Callable[[dict[str, Any], list[dict[str, Any]]], dic
         return {**results, "run": run_dir.name}
 
     def render_markdown(runs: Runs, heading: str) -> str:
-        parts = [f"# {heading}", "", intro, ""]
+        parts = [f"# {heading}", ""]
+        if lines := opening(runs):
+            parts += ["## Headline", ""] + [x for line in lines for x in (line, "")]
+        parts += [intro, ""]
         for name, header, rows in tables(runs):
             parts += [f"## {name}", "", md_table(header, rows), ""]
         return "\n".join(parts)
 
     def render_html(runs: Runs, heading: str) -> str:
         body = "".join(f"<h2>{html.escape(name)}</h2>{html_table(header, rows)}" for name, header, rows in tables(runs))
-        return html_page(heading, f"<h1>{html.escape(heading)}</h1><p>{html.escape(intro)}</p>{body}")
+        lines = opening(runs)
+        top = ("<h2>Headline</h2>" + "".join(f"<p>{inline_html(line)}</p>" for line in lines)) if lines else ""
+        return html_page(heading, f"<h1>{html.escape(heading)}</h1>{top}<p>{html.escape(intro)}</p>{body}")
 
     def check(results: Mapping[str, Any], max_failed: float | None, what: str | None) -> FailureCheck:
         overall = results["overall"]

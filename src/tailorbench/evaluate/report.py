@@ -4,7 +4,6 @@ self-contained report.html (same tables plus a per-tier bar chart with CI whiske
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from tailorbench.reporting import (
     html_fold,
     html_page,
     html_table,
+    inline_html,
     md_fold,
     md_table,
     pct,
@@ -333,24 +333,6 @@ def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
         for note in section.after:
             parts += ["", note]
     return "\n".join(parts) + "\n"
-
-
-_CODE = re.compile(r"`([^`]+)`")
-
-
-_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-
-
-_EMPH = re.compile(r"(\*\*|\*)([^*]+)\1")
-
-
-def inline_html(text: str) -> str:
-    """The little Markdown the notes use (`code`, *emphasis*, **strong**, [links](url)) as HTML."""
-    out = html.escape(text, quote=False)
-    out = _CODE.sub(lambda m: f"<code>{m.group(1)}</code>", out)
-    out = _LINK.sub(lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>', out)
-    return _EMPH.sub(lambda m: f"<{'strong' if m.group(1) == '**' else 'em'}>{m.group(2)}"
-                               f"</{'strong' if m.group(1) == '**' else 'em'}>", out)
 
 
 def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:

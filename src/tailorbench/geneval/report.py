@@ -11,12 +11,14 @@ from typing import Any
 
 from tailorbench import run_kinds
 from tailorbench.evaluate.metrics import report_names
+from tailorbench.geneval.headline import headline_lines
 from tailorbench.reporting import (
     colour,
     column_label_reach,
     f3,
     html_page,
     html_table,
+    inline_html,
     md_table,
     pct,
     scroll_box,
@@ -184,7 +186,10 @@ def _sections(r: dict[str, Any]) -> list[tuple[str, str, list[str], list[list[st
 
 
 def render_markdown(runs: Sequence[dict[str, Any]], title: str) -> str:
-    parts = [f"# {title}", "", _INTRO, ""]
+    parts = [f"# {title}", "", "## Headline", ""]
+    for line in headline_lines(runs):
+        parts += [line, ""]
+    parts += [_INTRO, ""]
     if len(runs) > 1:
         header, rows = _side_by_side(runs)
         parts += ["## Side by side", "", md_table(header, rows), ""]
@@ -255,7 +260,9 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
 
 
 def render_html(runs: Sequence[dict[str, Any]], title: str) -> str:
-    parts = [f"<h1>{html.escape(title)}</h1><p>{html.escape(_INTRO)}</p>", scroll_box(_svg_chart(runs))]
+    parts = [f"<h1>{html.escape(title)}</h1><h2>Headline</h2>",
+             *(f"<p>{inline_html(line)}</p>" for line in headline_lines(runs)),
+             f"<p>{html.escape(_INTRO)}</p>", scroll_box(_svg_chart(runs))]
     if len(runs) > 1:
         header, rows = _side_by_side(runs)
         parts.append(f"<h2>Side by side</h2>{html_table(header, rows)}")
