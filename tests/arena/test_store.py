@@ -122,3 +122,23 @@ def test_a_file_that_is_not_a_database_is_an_error_naming_it(tmp_path: Path) -> 
     bad.write_text("not a database", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"arena database .*arena.sqlite: not a SQLite database"):
         ArenaStore(f"sqlite:///{bad}")
+
+
+def test_both_sides_ending_at_once_complete_the_battle(arena_db: str) -> None:
+    """The two answers of a battle end in two threads at once: every battle ends complete (the second writer sees
+    the first's end), its cost is both sides', and a vote is then accepted."""
+    store = ArenaStore(arena_db)
+    try:
+        _pid, token = store.new_participant()
+        me = store.identify(token)
+        assert me is not None
+        refs = [store.create_battle(me["id"], "q", "own", "x", "y", True) for _ in range(20)]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda job: store.finish_side(job[0], job[1], "text", None, None, 0.5),
+                          [(ref, side) for ref in refs for side in "ab"]))
+        assert store.status_counts()["battles"]["complete"] == 20
+        assert all(store.battle(ref)["cost_usd"] == 1.0 for ref in refs)
+        assert store.counter("spend_usd") == 20.0
+        assert all(store.vote(ref, me["id"], "a", 1, None) == "recorded" for ref in refs)
+    finally:
+        store.dispose()

@@ -289,7 +289,10 @@ class ArenaStore:
         failed (the failure counted). Returns the battle's status."""
         status = "complete" if error is None else "failed"
         with self.tx() as conn:
-            row = conn.execute(select(t.battles).where(t.battles.c.ref == ref)).mappings().first()
+            query = select(t.battles).where(t.battles.c.ref == ref)
+            if self.dialect == "postgresql":  # the two sides end at once: the second must see the first's end
+                query = query.with_for_update()
+            row = conn.execute(query).mappings().first()
             if row is None or row["status"] not in ("streaming", "failed"):
                 return "gone" if row is None else str(row["status"])
             conn.execute(update(t.battles).where(t.battles.c.id == row["id"]).values(
