@@ -109,6 +109,19 @@ class ChatResult:
         )
 
 
+class CallError(Exception):
+    """One attempt of a backend failed (raised by `ModelAPI.generate`, caught by the wrapper, which retries it or
+    makes it a `CallFailure`). `kind`: rate_limit | server | timeout | connection | client | bad_response | local;
+    `retryable`: whether another attempt may succeed; `retry_after`: seconds the server asked to wait."""
+
+    def __init__(self, kind: str, message: str, *, retryable: bool = True, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
 @dataclass
 class CallFailure:
     """A call that did not produce a response after all retries: counted and reported, never dropped."""

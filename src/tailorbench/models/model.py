@@ -22,29 +22,20 @@ from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 from tailorbench.errors import CredentialsError
-from tailorbench.models.base import CallFailure, CallStats, ChatRequest, ChatResult, GenParams, Message
+
+# CallError lives with the other call records (base.py); it is imported from here too, where backends always found it
+from tailorbench.models.base import CallError, CallFailure, CallStats, ChatRequest, ChatResult, GenParams, Message
 from tailorbench.models.cache import CallCache, call_key, shared_cache
 from tailorbench.models.limiter import Limiter
+from tailorbench.models.model_stream import stream_events
 from tailorbench.models.pricing import PriceTable
-from tailorbench.models.streaming import StreamEvent, TextDelta
+from tailorbench.models.streaming import StreamEvent
 from tailorbench.models.waiting import Heartbeat
 from tailorbench.options import as_bool, as_float, as_int
 from tailorbench.redact import redact
 
 #: OpenAI returns at most 20 alternatives per position
 MAX_TOP_LOGPROBS = 20
-
-
-class CallError(Exception):
-    """One attempt failed. `kind`: rate_limit | server | timeout | connection | client | bad_response | local;
-    `retryable`: whether another attempt may succeed; `retry_after`: seconds the server asked to wait."""
-
-    def __init__(self, kind: str, message: str, *, retryable: bool = True, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.retryable = retryable
-        self.retry_after = retry_after
 
 
 @runtime_checkable
@@ -67,18 +58,6 @@ class ModelAPI(Protocol):
     async def aclose(self) -> None: ...
 
     def describe(self) -> dict[str, Any]: ...
-
-
-@runtime_checkable
-class StreamingAPI(Protocol):
-    """What a backend that streams adds to `ModelAPI` (optional: `Model.stream` gives a backend without it its
-    whole `generate` answer as one piece). One attempt: the answer's pieces as `TextDelta`s, then the whole
-    `ChatResult` (usage from the stream's last chunk); any failure, before or after the first piece, raises
-    `CallError` (or `CredentialsError`), and the wrapper decides what it means."""
-
-    def stream(
-        self, messages: Sequence[Message], params: GenParams
-    ) -> AsyncGenerator[TextDelta | ChatResult, None]: ...
 
 
 #: batch mode (models/batch_engine.py): remote backends with a batch API (`BATCH_APIS`)
@@ -166,8 +145,6 @@ class Model:
     def stream(self, messages: Sequence[Message], params: GenParams) -> AsyncGenerator[StreamEvent, None]:
         """The answer as it is generated: `TextDelta`s, then one `StreamDone` (`models/model_stream.py`). Same
         cache, concurrency, retries (only until the first piece reached the caller) and accounting as `chat`."""
-        from tailorbench.models.model_stream import stream_events
-
         return stream_events(self, list(messages), params)
 
     async def chat_many(self, requests: Sequence[ChatRequest]) -> list[ChatResult | CallFailure]:

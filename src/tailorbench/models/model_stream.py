@@ -2,7 +2,7 @@
 
 Why here and not in each backend: a streamed call must be cached, limited, retried and counted exactly like a
 `chat` of the same request (the arena streams answers that a later evaluation may ask for again), so the wrapper
-owns it and a backend (`model.StreamingAPI`) only reads its stream. What the caller sees:
+owns it and a backend (`streaming.StreamingAPI`) only reads its stream. What the caller sees:
 
 - a cache hit: the stored answer as one `TextDelta`, then `StreamDone(result, cached=True)`; the same request
   in flight (a `chat` or another stream): its answer, once it has one, the same way with `cached=False`;
@@ -24,18 +24,50 @@ import asyncio
 import time
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
+from typing import Any, Protocol
 
 from tailorbench.errors import ConfigError, CredentialsError
-from tailorbench.models.base import CallFailure, ChatResult, GenParams, Message
-from tailorbench.models.model import CallError, Model, StreamingAPI
-from tailorbench.models.streaming import StreamDone, StreamEvent, TextDelta
+from tailorbench.models.base import CallError, CallFailure, CallStats, ChatResult, GenParams, Message
+from tailorbench.models.limiter import Limiter
+from tailorbench.models.streaming import StreamDone, StreamEvent, StreamingAPI, TextDelta
 from tailorbench.redact import redact
+
+
+class Wrapper(Protocol):
+    """What a streamed call uses of the wrapper (`model.Model`, which imports this module, not the other way)."""
+
+    api: Any
+    stats: CallStats
+    limiter: Limiter | None
+    batcher: Any
+    deduplicated: int
+    _inflight: dict[str, asyncio.Future[ChatResult | CallFailure]]
+    _retrying: int
+
+    def _key(self, messages: list[Message], params: GenParams, choices: tuple[str, ...] = ()) -> str: ...
+
+    def _cached(self, key: str) -> ChatResult | None: ...
+
+    def _store(self, key: str, result: ChatResult, kind: str = "chat") -> None: ...
+
+    async def _call(self, messages: list[Message], params: GenParams,
+                    choices: tuple[str, ...] = ()) -> ChatResult | CallFailure: ...
+
+    def _release(self, error: CallError | None = None, *, ok: bool = False) -> None: ...
+
+    def _succeeded(self, result: ChatResult, attempt: int, started: float, priced: bool = True) -> ChatResult: ...
+
+    def _after_error(self, error: CallError, attempt: int, started: float) -> CallFailure | float: ...
+
+    async def _wait_to_retry(self, delay: float, waiting: bool) -> bool: ...
+
 
 #: what a caller waiting for an abandoned stream's answer gets
 ABANDONED = "the streamed call this one waited for was closed by its caller before it finished"
 
 
-async def stream_events(model: Model, messages: list[Message], params: GenParams) -> AsyncGenerator[StreamEvent, None]:
+async def stream_events(model: Wrapper, messages: list[Message],
+                        params: GenParams) -> AsyncGenerator[StreamEvent, None]:
     """The events of one streamed call (see the module's docstring)."""
     if model.batcher is not None or not isinstance(model.api, StreamingAPI):
         async for event in _whole(model, messages, params):
@@ -89,7 +121,7 @@ def _replay(outcome: ChatResult | CallFailure) -> list[StreamEvent]:
     return [TextDelta(outcome.text), StreamDone(outcome, cached=outcome.cached)]
 
 
-async def _whole(model: Model, messages: list[Message], params: GenParams) -> AsyncGenerator[StreamEvent, None]:
+async def _whole(model: Wrapper, messages: list[Message], params: GenParams) -> AsyncGenerator[StreamEvent, None]:
     """A backend without streaming: `chat`'s answer (cache, retries, accounting and all) as one piece."""
     try:
         outcome = await model._call(messages, params)
@@ -104,7 +136,7 @@ def _setup_kind(exc: Exception) -> str:
     return "auth" if isinstance(exc, CredentialsError) else "config"
 
 
-async def _attempts(model: Model, messages: list[Message],
+async def _attempts(model: Wrapper, messages: list[Message],
                     params: GenParams) -> AsyncGenerator[TextDelta | ChatResult | CallFailure, None]:
     """The backend's pieces, attempt after attempt until one finishes or the call fails; ends with the
     `ChatResult` (cost and latency filled in) or the `CallFailure`. Retries only while nothing was shown."""

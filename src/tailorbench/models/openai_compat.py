@@ -27,18 +27,17 @@ from tailorbench.models.base import (
     ChatResult,
     GenParams,
     Message,
-    TokenLogprob,
     strip_think,
 )
 from tailorbench.models.keyed import KeyedAPI, parse_retry_after, short_error
 from tailorbench.models.model import CallError
+from tailorbench.models.openai_stream import stream_chat
+from tailorbench.models.openai_wire import REDIRECTS, Headers, parse_logprobs, sdk_error, status_error
 from tailorbench.models.streaming import TextDelta
 from tailorbench.options import as_choice
 from tailorbench.redact import redact
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-#: statuses after which the raw path hands the call to the SDK (which follows redirects)
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
 def proxies_configured() -> bool:
@@ -188,7 +187,7 @@ class OpenAICompatAPI(KeyedAPI):
             content = None
             if self._chat_route is not None:
                 status, content, headers = await self._post_raw(body)
-                if status in _REDIRECTS:
+                if status in REDIRECTS:
                     content = None  # the SDK follows redirects; the raw path does not
                 elif status != 200:
                     raise status_error(status, content, headers)
@@ -224,9 +223,7 @@ class OpenAICompatAPI(KeyedAPI):
         return CallError("bad_response", f"malformed response: {type(exc).__name__}: {short_error(exc)}")
 
     def stream(self, messages: Sequence[Message], params: GenParams) -> AsyncGenerator[TextDelta | ChatResult, None]:
-        """One streamed attempt (`model.StreamingAPI`, `openai_stream.py`)."""
-        from tailorbench.models.openai_stream import stream_chat
-
+        """One streamed attempt (`streaming.StreamingAPI`, `openai_stream.py`)."""
         return stream_chat(self, messages, params)
 
     def _learn_route(self, response: Any) -> None:
@@ -304,59 +301,3 @@ class OpenAICompatAPI(KeyedAPI):
             "transport": self.transport,
             "timeout_s": self.timeout,
         }
-
-
-def parse_logprobs(lp: Any) -> list[TokenLogprob] | None:
-    """A choice's `logprobs` object (a whole answer's, or a streamed chunk's part of it) as token log-probabilities."""
-    if not lp or lp.get("content") is None:
-        return None
-    return [
-        TokenLogprob(
-            t.get("token", ""),
-            float(t.get("logprob", 0.0)),
-            {alt.get("token", ""): float(alt.get("logprob", 0.0)) for alt in t.get("top_logprobs") or []},
-        )
-        for t in lp["content"]
-    ]
-
-
-def sdk_error(httpx: Any, exc: Exception) -> Exception:
-    """A lean-transport failure as the SDK's exception (so both transports share one error path)."""
-    import openai
-
-    if isinstance(exc, httpx.TimeoutException):
-        return openai.APITimeoutError(request=_dummy_request(httpx))
-    return openai.APIConnectionError(message=str(exc), request=_dummy_request(httpx))
-
-
-class Headers(dict[str, str]):
-    """Response headers, lower-cased, for the few the backend reads (Retry-After)."""
-
-    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
-        super().__init__((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw)
-
-
-def _dummy_request(httpx: Any) -> Any:
-    return httpx.Request("POST", "http://localhost/chat/completions")
-
-
-def status_error(status: int, content: bytes, headers: Headers) -> Exception:
-    """The SDK's exception for an HTTP error status, so both transports share one error path."""
-    import openai
-
-    from tailorbench.models.http_transport import httpx_module
-
-    httpx = httpx_module()
-    response = httpx.Response(status, headers=list(headers.items()), content=content, request=_dummy_request(httpx))
-    try:
-        body: Any = json.loads(content)
-    except ValueError:
-        body = content.decode("utf-8", "replace")
-    error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else str(body)[:300]
-    cls: Any = openai.APIStatusError
-    if status == 429:
-        cls = openai.RateLimitError
-    elif status >= 500:
-        cls = openai.InternalServerError
-    return cls(f"Error code: {status} - {message}", response=response, body=body)

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible backend's streamed attempt (`OpenAICompatAPI.stream`, `model.StreamingAPI`).
+"""The OpenAI-compatible backend's streamed attempt (`OpenAICompatAPI.stream`, `streaming.StreamingAPI`).
 
 The request is `generate`'s body with `"stream": true` and `"stream_options": {"include_usage": true}`, so the
 last chunk before `[DONE]` carries the usage that the wrapper prices; it goes over the same transports as
@@ -15,23 +15,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from tailorbench.models.base import ChatResult, GenParams, Message, TokenLogprob, strip_think
+from tailorbench.models.base import CallError, ChatResult, GenParams, Message, TokenLogprob, strip_think
 from tailorbench.models.keyed import short_error
-from tailorbench.models.model import CallError
-from tailorbench.models.openai_compat import Headers, parse_logprobs, sdk_error, status_error
+from tailorbench.models.openai_wire import REDIRECTS, Headers, parse_logprobs, sdk_error, status_error
 from tailorbench.models.streaming import SSEEvent, SSEParser, TextDelta, ThinkFilter
 from tailorbench.redact import redact
 
 if TYPE_CHECKING:
     from tailorbench.models.http_transport import BodyStream
-    from tailorbench.models.openai_compat import OpenAICompatAPI
-
-#: statuses after which the raw path hands the call to the SDK (which follows redirects)
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 #: how much of a malformed chunk an error message quotes
 _EXCERPT = 200
 #: after `[DONE]`, how long the raw path waits for the body's end so that its connection can be reused
@@ -39,7 +34,28 @@ _DRAIN_S = 1.0
 _DRAIN_PIECES = 16
 
 
-async def stream_chat(api: OpenAICompatAPI, messages: Sequence[Message],
+class Backend(Protocol):
+    """What a streamed attempt uses of `openai_compat.OpenAICompatAPI` (which imports this module, not the other
+    way): its request body, clients, transports, the route learnt from the SDK and its error classification."""
+
+    timeout: float
+    _httpx: Any
+    _lean: Any
+    _chat_route: tuple[tuple[str, str, int], bytes] | None
+
+    @property
+    def _refused(self) -> Exception | None: ...
+
+    def request_body(self, messages: Sequence[Message], params: GenParams) -> dict[str, Any]: ...
+
+    def client(self) -> Any: ...
+
+    def call_error(self, exc: Exception) -> Exception: ...
+
+    def _learn_route(self, response: Any) -> None: ...
+
+
+async def stream_chat(api: Backend, messages: Sequence[Message],
                       params: GenParams) -> AsyncGenerator[TextDelta | ChatResult, None]:
     """One attempt: the answer's visible pieces as they arrive, then the whole `ChatResult`."""
     import openai
@@ -111,7 +127,7 @@ class _Source:
             await self._response.aclose()
 
 
-async def _open(api: OpenAICompatAPI, client: Any, body: dict[str, Any]) -> _Source:
+async def _open(api: Backend, client: Any, body: dict[str, Any]) -> _Source:
     """Send the request; the body's pieces once the status is 200 (else the SDK's error for the status)."""
     if api._chat_route is not None:
         source = await _open_raw(api, body)
@@ -128,7 +144,7 @@ async def _bytes(response: Any) -> AsyncGenerator[bytes, None]:
         yield piece
 
 
-async def _open_raw(api: OpenAICompatAPI, body: dict[str, Any]) -> _Source | None:
+async def _open_raw(api: Backend, body: dict[str, Any]) -> _Source | None:
     """The lean transport's raw path; None after a redirect (the SDK follows it)."""
     from tailorbench.models.http_transport import ACCEPT_ENCODING, StreamDecoder, decode_body
 
@@ -137,7 +153,7 @@ async def _open_raw(api: OpenAICompatAPI, body: dict[str, Any]) -> _Source | Non
     head = head.removesuffix(ACCEPT_ENCODING) + b"Accept-Encoding: identity\r\n"
     try:
         answer, stream = await api._lean.open_stream(origin, head, orjson.dumps(body), api.timeout, api.timeout)
-        if answer.status in _REDIRECTS:
+        if answer.status in REDIRECTS:
             stream.close()
             return None
         if answer.status != 200:

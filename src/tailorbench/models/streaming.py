@@ -10,6 +10,7 @@ cost) or a `CallFailure`.
 `SSEParser` reads a `text/event-stream` body in the pieces the network hands over (WHATWG's "server-sent
 events" rules: LF, CR or CRLF line ends, a CRLF split between two pieces, comment lines, multi-line `data`,
 UTF-8 characters split between pieces); it knows nothing about OpenAI's chunks, which `openai_stream.py` reads.
+`StreamingAPI` is what a backend implements to stream.
 `ThinkFilter` holds `<think>` blocks back from the text shown while it streams, as `base.strip_think` removes
 them from a finished answer.
 """
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
-from typing import Union
+from typing import Protocol, Union, runtime_checkable
 
-from tailorbench.models.base import CallFailure, ChatResult
+from tailorbench.models.base import CallFailure, ChatResult, GenParams, Message
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,18 @@ class StreamDone:
 
 #: what `Model.stream` yields (`Union`, not `|`: this alias is evaluated at import on Python 3.10)
 StreamEvent = Union[TextDelta, StreamDone]  # noqa: UP007
+
+@runtime_checkable
+class StreamingAPI(Protocol):
+    """What a backend that streams adds to `model.ModelAPI` (optional: `Model.stream` gives a backend without it
+    its whole `generate` answer as one piece). One attempt: the answer's pieces as `TextDelta`s, then the whole
+    `ChatResult` (usage from the stream's last chunk); any failure, before or after the first piece, raises
+    `CallError` (or `CredentialsError`), and the wrapper decides what it means."""
+
+    def stream(
+        self, messages: Sequence[Message], params: GenParams
+    ) -> AsyncGenerator[TextDelta | ChatResult, None]: ...
+
 
 #: a line longer than this is not a server-sent event any client should buffer (a broken or hostile server)
 MAX_LINE_CHARS = 8 * 1024 * 1024
