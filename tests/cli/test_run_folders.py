@@ -72,9 +72,7 @@ def test_a_study_folder_stands_for_its_stage_reports(tmp_path: Path) -> None:
     assert runs_in(study) == [study / "report"]
     assert runs_in(tmp_path) == [study / "report"]  # a study inside a folder of runs: its report/ too
     assert expand_runs([study]) == [study / "report"]
-    result = runner.invoke(app, ["report", str(study), "--out", str(tmp_path / "board")])
-    assert result.exit_code == 2
-    assert f"{study / 'report'}: stage reports, which are reports already" in result.output
+    # `tailor report` / `tailor view` of a real study's folder: tests/study/test_study_report.py
 
 
 def test_compare_refuses_a_folder_naming_its_runs(folder: Path) -> None:

@@ -273,8 +273,8 @@ def test_cli_demo_runs_the_bundled_example_from_init_to_report(tmp_path: Path,
     assert all(p["status"] == "finished" and p["code"] for ps in got["participants"].values() for p in ps)
     md = (d / "report" / "study.md").read_text()
     assert "Illustrative only" in md and json.loads((d / "report" / "study.json").read_text())["illustrative"]
-    # the study report opens with its headline figures; each number of a row is in its stage report's tables
-    assert md.split("\n")[2] == "## Headline figures"
+    # the study report opens with its headline; each number of a figures row is in its stage report's tables
+    assert md.split("\n")[2] == "## Headline"
     for line in md.split("## Headline figures\n", 1)[1].split("\n## ", 1)[0].splitlines()[3:]:
         cells = [c.strip() for c in line.strip("|").split(" | ")]
         stage = (d / "report" / f"{cells[0].split(' ', 1)[1]}.md").read_text()

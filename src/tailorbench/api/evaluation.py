@@ -22,6 +22,7 @@ from tailorbench.api.results import (
     GenEvalResult,
     PrefEvalGenerationResult,
     ReportedRun,
+    StageReportsResult,
     SuiteResult,
 )
 from tailorbench.errors import ConfigError
@@ -265,9 +266,11 @@ def report(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
     kind (gen-eval runs side by side by the gen-eval report, multiple-choice and PrefEval generation runs by
     theirs); with `push` (OWNER/NAME), also published as a hub leaderboard (results.jsonl and the report as its
     card). A folder that is not a run directory stands for the runs in it (`tailor eval`'s folder of several
-    judges or settings, a suite's folder); when they are of several kinds, each kind's report is written to
+    judges or settings, a suite's folder, a study's folder); a folder of stage reports (a study's `report/`,
+    `tailor stages --out`) is reported as its summary page: headline, the stage reports as links, every stage's
+    headline figures and their definitions. When the runs are of several kinds, each kind's report is written to
     `out/KIND/`. Returns each run's results."""
-    from tailorbench.run_kinds import RUN_KINDS, run_kind, write_merged_report
+    from tailorbench.run_kinds import RUN_KINDS, detect_kind
 
     if not runs:
         raise ConfigError("report needs at least one run directory")
@@ -276,23 +279,21 @@ def report(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
 
         check_repo_id(push)
     dirs = _run_dirs(runs, "report", folders=True)
-    stages = [d for d in dirs if not (d / "manifest.json").is_file()]
-    if stages:
-        raise ConfigError(f"{', '.join(str(d) for d in stages[:8])}: stage reports, which are reports already (their "
-                          ".md and .html files; a study's report/summary.html); `tailor view` shows them")
     check_writable("--out", out, directory=True)
     by_kind: dict[str, list[Path]] = {}
     for run in dirs:
-        by_kind.setdefault(run_kind(run), []).append(run)
+        by_kind.setdefault(detect_kind(run), []).append(run)
     for kind in by_kind:
         RUN_KINDS.get(kind)  # an unknown kind is refused before any report is written
     if len(by_kind) > 1 and push is not None:
         raise ConfigError(f"--push: the runs are of several kinds ({', '.join(sorted(by_kind))}), which share no "
                           "leaderboard; push the runs of one kind")
+    if "stage" in by_kind and push is not None:
+        raise ConfigError("--push: stage reports (a study's) have no leaderboard to publish")
     results: list[ReportedRun] = []
     for kind, members in by_kind.items():
         where = Path(out) if len(by_kind) == 1 else Path(out) / kind
-        merged = write_merged_report(members, where)
+        merged = RUN_KINDS.get(kind).merge(members, where)
         if push is not None:
             from tailorbench.datasets.hub_push import push_report
 
@@ -303,7 +304,8 @@ def report(runs: Sequence[str | Path], out: str | Path, push: str | None = None,
 
 def _reported(dirs: list[Path], merged: list[dict[str, Any]]) -> list[ReportedRun]:
     models: dict[str, type[ReportedRun]] = {"gen-eval": GenEvalResult, "multiple-choice": ChoiceResult,
-                                            "prefeval-generation": PrefEvalGenerationResult}
+                                            "prefeval-generation": PrefEvalGenerationResult,
+                                            "stage": StageReportsResult}
     results: list[ReportedRun] = []
     for run, r in zip(dirs if len(dirs) == len(merged) else [None] * len(merged), merged):
         results.append(models.get(str(r.get("kind")), EvalResult).model_validate(r).located(run))

@@ -153,5 +153,16 @@ class SuiteResult(Output, Leaderboard):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class StageReportsResult(RunOutput):
+    """What `tailor report` returns of a directory of stage reports (`tailor stages ...`, a study's `report/`): its
+    title, the stages it holds and its headline's sentences (threestage/headline.py)."""
+
+    kind: str = "stage"
+    dir: str
+    title: str
+    stages: list[str]
+    headline: list[str]
+
+
 #: what `tailor report` returns per run, by the run's kind
-ReportedRun = EvalResult | GenEvalResult | ChoiceResult | PrefEvalGenerationResult
+ReportedRun = EvalResult | GenEvalResult | ChoiceResult | PrefEvalGenerationResult | StageReportsResult

@@ -95,6 +95,9 @@ from tailorbench.api.output_runs import (
     ReportedRun as ReportedRun,
 )
 from tailorbench.api.output_runs import (
+    StageReportsResult as StageReportsResult,
+)
+from tailorbench.api.output_runs import (
     SuiteResult as SuiteResult,
 )
 from tailorbench.api.output_stages import (
@@ -207,6 +210,7 @@ __all__ = [
     "StageExample",
     "StageOutput",
     "StageReport",
+    "StageReportsResult",
     "StageSummary",
     "StudyLink",
     "StudyParticipant",

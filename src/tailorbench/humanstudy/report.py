@@ -5,6 +5,7 @@ own (threestage/): the chain gives what the links give."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,7 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
     """study.json / study.md and the stage reports with their summary in `out` (the report step's folder), and a
     copy in the config's report place, which replaces the earlier report as a whole only once it is complete
     (`Output.staged`): nothing else there is ever removed."""
-    from tailorbench.threestage.report import render_markdown, summary_rows, write_summary
+    from tailorbench.threestage.report import write_summary
 
     place = report_output(config, study_dir)  # checked again: the folder may have changed since the config was read
     reports: dict[str, dict[str, Any]] = {}
@@ -126,7 +127,7 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
     stages: dict[str, dict[str, Any]] = {
         stage: {"figures": stage_figures(stage, reports[stage]),
                 "labels": {"items": labels[stage].get("regular_items"), "gold_items": labels[stage].get("gold_items"),
-                           "ratings": labels[stage].get("ratings")},
+                           "labels": labels[stage].get("labels"), "ratings": labels[stage].get("ratings")},
                 "report": f"{stage}.json"} for stage in config.run_stages()}
     if anchored:
         stages["incorporation"]["figures"]["anchored"] = anchored
@@ -134,20 +135,62 @@ def write_study_report(study_dir: Path, config: StudyConfig, state: StudyState, 
             "interventions": {name: f"{name}.json" for name in ("verifier", "relevance_classifier")
                               if name in reports}}
     out.write_json(REPORT_JSON, body)
-    rows = [[s, str(b["labels"]["items"]), str(b["labels"]["ratings"])] for s, b in stages.items()]
-    tables = [("Headline figures", ["stage", "figure", "value [95% CI]", "detail"], summary_rows(reports)),
-              ("Annotation", ["stage", "items", "ratings"], rows)]
-    notes = [f"Stage reports: {', '.join(f'{s}.md' for s in reports)}; every figure is the stage report's own."]
-    if anchored:
-        tables.append(("Stage 3: judge-only and human-anchored", ANCHORED_HEADER, anchored_rows(anchored)))
-        notes.append(ANCHORED_NOTE)
-    if config.report.illustrative:
-        notes.insert(0, "Illustrative only: the bundled example run with an illustrative model and simulated "
-                        "participants (tailor study demo); no figure here says anything about a model or a person.")
-    out.write_text(REPORT_MD, render_markdown(f"Study {config.name}", tables, [], notes))
+    out.write_text(REPORT_MD, study_markdown(config.name, reports, stages, anchored, config.report.illustrative))
     with place.staged() as folder:
         copy = claim_output("report.dir", folder, directory=True, made_by=MADE_BY)
         for made in sorted(out.path().iterdir()):
             if made.is_file() and not made.name.startswith("."):
                 copy.copy_in(made, made.name)
     return {"out": str(place.path()), "stages": list(reports), "illustrative": config.report.illustrative}
+
+
+ANNOTATION_HEADER = ["stage", "items", "gold items", "labels", "attribute ratings"]
+#: what the Annotation table counts, named apart: the console's and `tailor study status`'s unit is the label
+LABELS_DEFINITION = ("*labels*: one annotator's answer to one item, what `tailor study run` waits for and `tailor "
+                     "study status` counts (items x annotators per item); *attribute ratings*: one per attribute of "
+                     "a label (an item shows one or several attributes), the unit the stage reports count; *gold "
+                     "items*: the quality-control items, left out of every figure")
+
+
+def _count(value: Any) -> str:
+    return "–" if value is None else str(value)
+
+
+def study_markdown(name: str, reports: dict[str, dict[str, Any]], stages: dict[str, dict[str, Any]],
+                   anchored: dict[str, dict[str, Any]], illustrative: bool) -> str:
+    """study.md: the headline (each stage's headline figures with their CI, the anchored estimates), the stage
+    reports as links, the figures, what the annotation took (labels and attribute ratings, named apart), the
+    definitions of every figure and the notes."""
+    from tailorbench.reporting import Table
+    from tailorbench.threestage.report import Page, render_markdown, summary_tables
+
+    page = Page.of(reports)
+    lead = list(page.headline)
+    definitions = [*page.definitions[:-1], (LABELS_DEFINITION, None), *page.definitions[-1:]]
+    rows = [[s, *(_count(b["labels"].get(k)) for k in ("items", "gold_items", "labels", "ratings"))]
+            for s, b in stages.items()]
+    tables: list[Table] = [*summary_tables(reports), ("Annotation", ANNOTATION_HEADER, rows)]
+    notes = ["Every figure is its stage report's own (linked above)."]
+    if anchored:
+        lead.append((anchored_sentence(anchored), None))
+        tables.append(("Stage 3: judge-only and human-anchored", ANCHORED_HEADER, anchored_rows(anchored)))
+        notes.append(ANCHORED_NOTE)
+    if illustrative:
+        notes.insert(0, "Illustrative only: the bundled example run with an illustrative model and simulated "
+                        "participants (tailor study demo); no figure here says anything about a model or a person.")
+    return render_markdown(f"Study {name}", tables, [], notes, replace(page, headline=lead, definitions=definitions))
+
+
+def anchored_sentence(anchored: dict[str, dict[str, Any]]) -> str:
+    """The headline's line of stage 3's anchored estimates: each judge's human-anchored share no better (or its
+    first measure) beside its judge-only figure, on how many tasks people rated."""
+    from tailorbench.reporting import with_ci
+
+    parts = []
+    for judge, measures in anchored.items():
+        measure, f = next(((m, f) for m, f in measures.items() if m == "share_no_better"),
+                          next(iter(measures.items())))
+        shown = [with_ci(f[k]["estimate"], f[k]["ci"]) if f[k] else "–" for k in ("anchored", "judge_only")]
+        parts.append(f"{judge} {measure.replace('_', ' ')} {shown[0]} human-anchored against {shown[1]} judge-only "
+                     f"({f['tasks_rated_by_people']} / {f['tasks']} tasks rated by people)")
+    return f"Stage 3 with people on a sample: {'; '.join(parts)}."

@@ -260,7 +260,7 @@ class Runner:
             info = service.export(self.db, got["project"], made.out.path("export"))
             # the export's items.jsonl holds the gold items too; its ratings leave them out
             info.update(out=str(self.out(step.id, "export")), regular_items=got["items"],
-                        gold_items=got["gold_items"])
+                        gold_items=got["gold_items"], labels=got["labels_done"])
             made.info = _summary(info)
         return info
 

@@ -10,13 +10,29 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tailorbench.agreement.admissibility_table import headers, render_rows
 from tailorbench.files import MARKER, Output, as_output
-from tailorbench.reporting import Bar, Table, f3, html_page, html_table, md_table, scroll_box, svg_bars, with_ci
+from tailorbench.reporting import (
+    Bar,
+    Table,
+    f3,
+    html_page,
+    html_table,
+    md_table,
+    relative_change,
+    scroll_box,
+    svg_bars,
+    with_ci,
+)
 from tailorbench.threestage.extraction.analysis import CATEGORIES
+from tailorbench.threestage.headline import Line, Linker, definitions, html_lines, md_lines
+from tailorbench.threestage.headline import headline as stage_headline
+from tailorbench.threestage.headline import html_link as headline_html_link
+from tailorbench.threestage.headline import md_link as headline_md_link
 
 # --- shared by the stage reports ----------------------------------------------------------------------
 
@@ -79,12 +95,16 @@ def extraction_parts(r: dict[str, Any]) -> tuple[list[Table], list[str], list[st
          tax_rows),
         ("What did not line up", ["what", "count"], alignment_rows(r.get("alignment"), r["missing_ratings"])),
     ]
+    relative = r["real_vs_synthetic_problematic_relative"]
+    if relative is not None:
+        tables.insert(2, ("Real relative to synthetic conversations", ["figure", "value"],
+                          [[REAL_VS_SYNTHETIC, relative_change(relative)]]))
     bars: list[Bar] = [(f"{k}: problematic", v["problematic"], None, None) for k, v in r["by_source"].items()]
-    notes = list(r["notes"])
-    if r["real_vs_synthetic_problematic_relative"] is not None:
-        notes.insert(0, f"Real conversations gave {100 * r['real_vs_synthetic_problematic_relative']:+.0f}% "
-                        "problematic attributes relative to synthetic ones.")
-    return tables, [svg_bars(bars, 0.0, 1.0, "Share of problematic attributes by source")], notes
+    return tables, [svg_bars(bars, 0.0, 1.0, "Share of problematic attributes by source")], list(r["notes"])
+
+
+#: the row naming the relative change of the problematic share (real / synthetic - 1, in words: "67% fewer")
+REAL_VS_SYNTHETIC = "problematic attributes in real conversations, relative to synthetic ones"
 
 
 # --- stage 2 -------------------------------------------------------------------------------------------
@@ -240,23 +260,58 @@ def relevance_classifier_parts(r: dict[str, Any]) -> tuple[list[Table], list[str
 # --- rendering ----------------------------------------------------------------------------------------
 
 
-def render_markdown(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str]) -> str:
+def render_markdown(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str],
+                    page: Page | None = None) -> str:
+    """A report page: the title, `page`'s headline (a page over several stage reports), the tables, `page`'s
+    definitions, the notes (charts are HTML only)."""
     parts = [f"# {title}", ""]
+    if page is not None:
+        parts += ["## Headline", "", *md_lines(page.headline, page.md_link), "", "## Stage reports", "",
+                  *(f"- [{TITLES[s]}]({page.md_link(s)})" for s in page.stages), ""]
     for heading, header, rows in tables:
         parts += [f"## {heading}", "", md_table(header, rows) if rows else "_none_", ""]
+    if page is not None:
+        parts += ["## Definitions", "", *md_lines(page.definitions, page.md_link), ""]
     if notes:
         parts += ["## Notes", "", *(f"- {n}" for n in notes), ""]
     return "\n".join(parts)
 
 
-def render_html(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str]) -> str:
+@dataclass(frozen=True)
+class Page:
+    """What a page over several stage reports adds to its tables: its headline and definitions (threestage/
+    headline.py), each line linking its stage report where `md_link` / `html_link` place it."""
+
+    headline: Sequence[Line]
+    definitions: Sequence[Line]
+    #: the stage reports the page lists as links (`TITLES`' stems)
+    stages: Sequence[str]
+    md_link: Linker = headline_md_link
+    html_link: Linker = headline_html_link
+
+    @classmethod
+    def of(cls, reports: dict[str, dict[str, Any]], md_link: Linker = headline_md_link,
+           html_link: Linker = headline_html_link) -> Page:
+        return cls(stage_headline(reports), definitions(reports), [s for s in STAGES if s in reports], md_link,
+                   html_link)
+
+
+def render_html(title: str, tables: Sequence[Table], charts: Sequence[str], notes: Sequence[str],
+                page: Page | None = None) -> str:
     body = [f"<h1>{html.escape(title)}</h1>"]
+    if page is not None:
+        body.append("<h2>Headline</h2>" + html_lines(page.headline, page.html_link))
+        links = "".join(f'<li><a href="{html.escape(page.html_link(s))}">{html.escape(TITLES[s])}</a></li>'
+                        for s in page.stages)
+        body.append(f"<h2>Stage reports</h2><ul>{links}</ul>")
     for k, (heading, header, rows) in enumerate(tables):
         body.append(f"<h2>{html.escape(heading)}</h2>" + (html_table(header, rows) if rows else "<p>none</p>"))
         if k == 0:  # the charts follow the first table (a stage report's headline)
             body += [scroll_box(chart) for chart in charts]
     if not tables:
         body += [scroll_box(chart) for chart in charts]
+    if page is not None:
+        body.append("<h2>Definitions</h2>" + html_lines(page.definitions, page.html_link))
     if notes:
         body.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
     return html_page(title, "".join(body))
@@ -329,6 +384,9 @@ def summary_rows(reports: dict[str, dict[str, Any]]) -> list[list[str]]:
     if ex:
         for src, v in ex["by_source"].items():
             rows.append(["1 extraction", f"problematic attributes ({src})", f3(v["problematic"]), f"n={v['n']}"])
+        if ex.get("real_vs_synthetic_problematic_relative") is not None:
+            relative = relative_change(ex["real_vs_synthetic_problematic_relative"])
+            rows.append(["1 extraction", REAL_VS_SYNTHETIC, relative, ""])
         fk = ex["agreement"]["fleiss_kappa"]
         rows.append(["1 extraction", "Fleiss' kappa (humans)", with_ci(fk.get("value"), fk.get("ci")), ""])
     rel = reports.get("relevance")
@@ -372,13 +430,16 @@ def summary_rows(reports: dict[str, dict[str, Any]]) -> list[list[str]]:
 def write_summary(reports: dict[str, dict[str, Any]], out: Output | str | Path, illustrative: bool = False) -> None:
     """summary.md / summary.html: the headline figures of every stage present, linking the stage reports (a path
     is claimed as a report directory, as in `write_stage_report`)."""
-    title = "Three-stage human-centered evaluation — summary"
-    notes = [f"Stage reports: {', '.join(f'{s}.md / {s}.html' for s in reports)}."]
-    if illustrative:
-        notes.insert(0, "Computed on the bundled example study: its labels are invented, so every figure here is "
-                        "illustrative only.")
-    tables: list[Table] = [("Headline figures", ["stage", "figure", "value [95% CI]", "detail"],
-                            summary_rows(reports))]
+    notes = ["Computed on the bundled example study: its labels are invented, so every figure here is illustrative "
+             "only."] if illustrative else []
     dest = as_output(out, directory=True, ours=is_report_dir)
-    dest.write_text("summary.md", render_markdown(title, tables, [], notes))
-    dest.write_text("summary.html", render_html(title, tables, [], notes))
+    dest.write_text("summary.md", render_markdown(SUMMARY_TITLE, summary_tables(reports), [], notes, Page.of(reports)))
+    dest.write_text("summary.html", render_html(SUMMARY_TITLE, summary_tables(reports), [], notes, Page.of(reports)))
+
+
+SUMMARY_TITLE = "Three-stage human-centered evaluation — summary"
+
+
+def summary_tables(reports: dict[str, dict[str, Any]]) -> list[Table]:
+    """The table of a page over several stage reports: every stage's headline figures."""
+    return [("Headline figures", ["stage", "figure", "value [95% CI]", "detail"], summary_rows(reports))]

@@ -6,14 +6,26 @@ from __future__ import annotations
 
 import html
 import json
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tailorbench.files import load_json
-from tailorbench.reporting import page_body
+from tailorbench.reporting import html_page, page_body
 from tailorbench.run_kinds import RUN_KINDS, RunKind
-from tailorbench.threestage.report import STAGES, TITLES, render_html, stage_parts
+from tailorbench.threestage.headline import Linker, headline
+from tailorbench.threestage.report import (
+    STAGES,
+    SUMMARY_TITLE,
+    TITLES,
+    Page,
+    render_html,
+    render_markdown,
+    stage_parts,
+    summary_tables,
+)
 
 
 def stage_body(run_dir: Path) -> list[tuple[str, str]]:
@@ -88,7 +100,59 @@ def _html_body(run_dirs: Sequence[Path]) -> str:
     return "".join(body for d in run_dirs for _, body in stage_body(d))
 
 
-#: directories of stage reports: what the viewer shows of them
-STAGE = RUN_KINDS.register("stage")(RunKind(
-    html_body=_html_body, key_files=_key_files, sections=stage_body, detect=_detect,
+def _reports(run_dir: Path) -> dict[str, dict[str, Any]]:
+    return {stage: load_json(run_dir / f"{stage}.json", dict, "a stage report (a JSON object)")
+            for stage in STAGES if (run_dir / f"{stage}.json").is_file()}
+
+
+def _title(run_dir: Path) -> str:
+    """A study's report folder is titled by its study (study.json), any other by the summary's title."""
+    study = run_dir / "study.json"
+    if study.is_file():
+        return f"Study {load_json(study, dict, 'a study report (a JSON object)').get('study')}"
+    return SUMMARY_TITLE
+
+
+def _load_results(run_dir: Path) -> dict[str, Any]:
+    """What `tailor report` returns of a directory of stage reports: its stages and its headline."""
+    reports = _reports(run_dir)
+    return {"kind": "stage", "dir": str(run_dir), "title": _title(run_dir), "stages": list(reports),
+            "headline": [text for text, _ in headline(reports)]}
+
+
+def _linker(run_dir: Path, out: Path, ext: str) -> Linker:
+    """Where a stage report of `run_dir` is, as a page at `out` links it (a relative path)."""
+
+    def link(stage: str) -> str:
+        return Path(os.path.relpath(run_dir / f"{stage}.{ext}", out)).as_posix()
+
+    return link
+
+
+@dataclass(frozen=True)
+class StageKind(RunKind):
+    """The `stage` kind, whose report (`tailor report` of a folder of stage reports or of a study folder) is the
+    summary page of each directory: its headline, the stage reports as links (relative to `out`, where they
+    lie), every stage's headline figures and their definitions."""
+
+    def merge(self, run_dirs: Sequence[Path], out: Path) -> list[dict[str, Any]]:
+        from tailorbench.files import write_text_atomic
+
+        md, body = [], []
+        for run_dir in run_dirs:
+            reports = _reports(run_dir)
+            page = Page.of(reports, md_link=_linker(run_dir, out, "md"), html_link=_linker(run_dir, out, "html"))
+            title = f"{_title(run_dir)} ({run_dir})"
+            notes = [f"The study's own report, with what the annotation took: {_linker(run_dir, out, 'md')('study')}."
+                     ] if (run_dir / "study.md").is_file() else []
+            md.append(render_markdown(title, summary_tables(reports), [], notes, page))
+            body.append(page_body(render_html(title, summary_tables(reports), [], notes, page)))
+        write_text_atomic(out / "report.md", "\n".join(md))
+        write_text_atomic(out / "report.html", html_page("Stage reports", "".join(body)))
+        return [_load_results(d) for d in run_dirs]
+
+
+#: directories of stage reports: what the viewer shows of them, what `tailor report` writes of them
+STAGE = RUN_KINDS.register("stage")(StageKind(
+    html_body=_html_body, load_results=_load_results, key_files=_key_files, sections=stage_body, detect=_detect,
     expects="stage report (" + ", ".join(f"{s}.json" for s in STAGES) + ")"))
