@@ -15,8 +15,8 @@ from tailorbench.reporting import pct
 PARITY = 0.5
 
 
-def _ci(value: float | None, ci: Sequence[float | None]) -> str:
-    """As the Win rates table writes a rate: `62.5 [50.0, 75.0]`."""
+def rate_ci(value: float | None, ci: Sequence[float | None]) -> str:
+    """A rate as every table of the report writes it: `62.5 [50.0, 75.0]` (in %), `–` without a value."""
     if value is None:
         return "–"
     lo, hi = ci
@@ -45,14 +45,14 @@ def _below(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
     for r in runs:
         total = r["metrics"]["all"]
         if total.get("win_rate") is not None and total["win_rate"] < PARITY:
-            overall.append(f"{_label(r)} {_ci(total['win_rate'], total['ci'])}")
+            overall.append(f"{_label(r)} {rate_ci(total['win_rate'], total['ci'])}")
         for split in splits:
             for tier in (*tiers, "all"):
                 block = r["metrics"].get(split)
                 cell = block.get(tier) if isinstance(block, dict) else None
                 hi = (cell or {}).get("ci", [None, None])[1]
                 if cell and hi is not None and hi < PARITY:
-                    cells.append(f"{_label(r)} on {split}/{tier} {_ci(cell['win_rate'], cell['ci'])}")
+                    cells.append(f"{_label(r)} on {split}/{tier} {rate_ci(cell['win_rate'], cell['ci'])}")
     return overall, cells
 
 
@@ -78,12 +78,12 @@ def headline_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     if scored:
         best = max(scored, key=lambda r: r["metrics"]["all"]["win_rate"])
         total = best["metrics"]["all"]
-        lines.append(f"Best: {_label(best)}, win rate {_ci(total['win_rate'], total['ci'])} (95% CI) on "
-                     f"{total['n']} scored cases; length-controlled {_ci(total['lc_win_rate'], total['lc_ci'])}.")
+        lines.append(f"Best: {_label(best)}, win rate {rate_ci(total['win_rate'], total['ci'])} (95% CI) on "
+                     f"{total['n']} scored cases; length-controlled {rate_ci(total['lc_win_rate'], total['lc_ci'])}.")
         groups: dict[str, list[str]] = {}
         for r in scored:
             cell = r["metrics"]["all"]
-            groups.setdefault(_verdict(cell), []).append(f"{_label(r)} {_ci(cell['win_rate'], cell['ci'])}")
+            groups.setdefault(_verdict(cell), []).append(f"{_label(r)} {rate_ci(cell['win_rate'], cell['ci'])}")
         lines.append("Against the reference (parity: a win rate of 50%, the judge preferring neither answer; 95% "
                      "bootstrap CI over cases): " + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
                      + ".")

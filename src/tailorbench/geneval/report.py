@@ -11,7 +11,7 @@ from typing import Any
 
 from tailorbench import run_kinds
 from tailorbench.evaluate.metrics import report_names
-from tailorbench.geneval.headline import headline_lines
+from tailorbench.geneval.headline import headline_lines, rate_ci
 from tailorbench.reporting import (
     colour,
     column_label_reach,
@@ -47,13 +47,6 @@ def _name(split: str, tier: str) -> str:
     return "all" if split == "all" else f"{split}/{tier}"
 
 
-def _ci(value: float | None, ci: Sequence[float | None]) -> str:
-    if value is None:
-        return "–"
-    lo, hi = ci
-    return pct(value) + (f" [{pct(lo)}, {pct(hi)}]" if lo is not None else "")
-
-
 def run_label(r: Mapping[str, Any]) -> str:
     return f"{r['model']} vs {r['reference']} ({r['setting']})"
 
@@ -76,8 +69,8 @@ def _cells(r: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def _win_rows(r: dict[str, Any]) -> list[list[str]]:
     return [[name, str(c["n_cases"]), str(c["n"]),
              f"{c['win']} ({pct(c['win_share'])}%)", f"{c['tie']} ({pct(c['tie_share'])}%)",
-             f"{c['loss']} ({pct(c['loss_share'])}%)", _ci(c["win_rate"], c["ci"]),
-             _ci(c["lc_win_rate"], c["lc_ci"]), f"{pct(c['judge_consistency'])} (n={c['n_consistency']})"]
+             f"{c['loss']} ({pct(c['loss_share'])}%)", rate_ci(c["win_rate"], c["ci"]),
+             rate_ci(c["lc_win_rate"], c["lc_ci"]), f"{pct(c['judge_consistency'])} (n={c['n_consistency']})"]
             for name, c in _cells(r)]
 
 
@@ -115,7 +108,7 @@ def _validation_lines(r: dict[str, Any]) -> list[str]:
         return ["The judge was not validated on the pairwise benchmark."]
     return [
         f"`{v.get('judge')}` on the pairwise benchmark ({v.get('setting')} setting, {v.get('n')} cases, "
-        f"source `{v.get('source')}`): accuracy {_ci(v.get('accuracy'), v.get('ci', [None, None]))}%, "
+        f"source `{v.get('source')}`): accuracy {rate_ci(v.get('accuracy'), v.get('ci', [None, None]))}%, "
         f"`longer` baseline on the same cases {pct(v.get('longer_accuracy'))}%, position consistency "
         f"{pct(v.get('consistency'))}% (n={v.get('n_consistency')}), invalid {v.get('invalid')}, "
         f"failed {v.get('failed')}."
@@ -136,7 +129,7 @@ def _side_by_side(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[
         row = [r["model"], r["reference"], r["judge"], r["setting"]]
         for s, t in cells:
             c = _cell(r, s, t)
-            row.append("–" if not c else f"{_ci(c['win_rate'], c['ci'])} / {_ci(c['lc_win_rate'], c['lc_ci'])}")
+            row.append("–" if not c else f"{rate_ci(c['win_rate'], c['ci'])} / {rate_ci(c['lc_win_rate'], c['lc_ci'])}")
         row.append(f"{pct(v.get('accuracy'))} / {pct(v.get('longer_accuracy'))}")
         rows.append(row)
     return header, rows
@@ -241,7 +234,7 @@ def _svg_chart(runs: Sequence[dict[str, Any]]) -> str:
                 x = x0 + ri * (2 * bar + 6) + k * bar
                 y = top + height * (1 - value)
                 tip = html.escape(f"{run_label(run)} {split}/{tier} {'LC ' if k else ''}win rate: "
-                                  f"{_ci(value, cell[ci_key])}")
+                                  f"{rate_ci(value, cell[ci_key])}")
                 out.append(f'<rect x="{x}" y="{y:.1f}" width="{bar}" height="{top + height - y:.1f}" '
                            f'fill="{colour(ri)}" fill-opacity="{opacity}"><title>{tip}</title></rect>')
                 lo, hi = cell[ci_key]
