@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   -> .venv with what the demo needs, then the baseline + embedding judges on the bundled demo
-#   make test   -> .venv with everything, test assets (llama.cpp wheel, tiny GGUF, the vLLM venv) cached, ruff + mypy
-#                  + pytest
+#   make test   -> .venv with everything, test assets (llama.cpp wheel, tiny GGUF, the vLLM and arena-rank venvs)
+#                  cached, ruff + mypy + pytest
 # Every pip install passes -c constraints.txt (torch==2.13.0): an unpinned torch pulls a multi-GB CUDA build.
 
 PYTHON ?= python3
@@ -35,6 +35,7 @@ install-test: $(VENV)/.test-installed
 assets: install-test chromium
 	TAILORBENCH_CACHE=$(CACHE) $(PY) scripts/ensure_test_assets.py
 	TAILORBENCH_CACHE=$(CACHE) $(PY) scripts/ensure_vllm_venv.py
+	TAILORBENCH_CACHE=$(CACHE) $(PY) scripts/ensure_arena_rank_venv.py
 
 # Browser tests drive Debian's chromium through Playwright with executable_path=/usr/bin/chromium (no browser downloads).
 chromium:

@@ -205,6 +205,9 @@ FIXTURE_MARKERS: dict[str, frozenset[str]] = {
 #: (runs/test-durations.json, two workers on a loaded 2-core machine): `slow`, so `make test-fast` leaves them to
 #: `make test`; file::function, every parametrization
 MEASURED_SLOW = frozenset({
+    # arena-rank in its own venv: jax's import and compilation, 35 s of CPU (the first test runs it for both)
+    "tests/arena/test_arena_rank.py::test_ratings_equal_arena_rank_item_by_item",
+    "tests/arena/test_arena_rank.py::test_style_control_equals_arena_rank_without_its_penalty",
     "tests/evaluate/test_compare.py::test_per_tier_cells_and_three_runs",
     "tests/evaluate/test_reliability.py::test_every_figure_recomputed_from_predictions",
     "tests/judges/test_reward_model.py::test_batched_equals_one_at_a_time",
