@@ -1,9 +1,9 @@
 """The arena's leaderboard statistics against independent implementations and seeded simulations.
 
-arena-rank (LMArena's own library) pins numpy 2.3.3 and jax 0.8.1, which the project's numpy does not meet, so the
-fit is checked against choix (I-LSR, another algorithm for the same maximum-likelihood estimate) and against
-statsmodels' and scikit-learn's logistic regressions on the same battles, contestant by contestant, to 1e-6 rating
-points; the intervals' coverage against known strengths.
+The fit is checked here against choix (I-LSR, another algorithm for the same maximum-likelihood estimate) and
+against statsmodels' and scikit-learn's logistic regressions on the same battles, contestant by contestant, to 1e-6
+rating points, and the intervals' coverage against known strengths; against LMArena's arena-rank, which pins numpy
+2.3.3 and jax 0.8.1 and so runs in a venv of its own, in test_arena_rank.py.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ The conventions are LMArena's, read in its code:
 - ties: a tie and a "both bad" count as half a win each way (arena-rank, arena_rank/utils/data_utils.py,
   `default_outcome_map`: model_a 1.0, model_b 0.0, tie 0.5, both_bad 0.5; FastChat's `preprocess_for_bt` alike);
 - the fit: maximum likelihood, the logistic regression of the outcomes on the battle matrix (`bt_fit.py`, Newton's
-  method, equal to choix and to statsmodels' and scikit-learn's logistic regressions to 1e-6);
+  method, numpy only: our own fit, not arena-rank's, whose pins of numpy 2.3.3 and jax 0.8.1 the project's numpy
+  does not meet), equal to arena-rank's (tests/arena/test_arena_rank.py, in a venv of its own), to choix's and to
+  statsmodels' and scikit-learn's logistic regressions to 1e-6 rating points;
 - intervals: a percentile bootstrap over battles (battles drawn with replacement, each resample refitted, the
   2.5th and 97.5th percentiles of each rating, numpy's linear interpolation), seeded — FastChat's
   `compute_bootstrap_bt` and arena-rank's `ci_method="bootstrap"` (arena-rank's default is a sandwich estimator);
