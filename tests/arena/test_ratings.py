@@ -270,3 +270,14 @@ def test_personalized_vs_generic_wilson_equals_statsmodels() -> None:
     assert (row.ci_low, row.ci_high) == pytest.approx((low, high), abs=1e-12)
     assert (empty.battles, empty.win_rate, empty.ci_low) == (0, None, None)
     assert result.interval == "wilson"
+
+
+def test_a_resample_without_a_contestant_leaves_it_out_of_that_contestants_interval(
+        battles: list[BattleOutcome]) -> None:
+    """One tie with m0 puts `rare` level with m0 in every resample that draws it; the third of resamples that
+    draw no battle of `rare` say nothing about it, so its interval is m0's, not pulled towards the centre."""
+    r = bradley_terry([*battles, battle(40_000, "rare", "m0", "tie")], min_battles=0, bootstrap=300, seed=2)
+    rows = {c.contestant: c for c in r.contestants}
+    assert rows["rare"].rating == pytest.approx(rows["m0"].rating, abs=1e-6)
+    assert rows["rare"].ci_high is not None and rows["m0"].ci_high is not None
+    assert rows["rare"].ci_high < 950 and rows["m0"].ci_high < 950

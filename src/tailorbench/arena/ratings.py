@@ -216,6 +216,14 @@ def _design(n: int, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     return x
 
 
+def _absent(theta: np.ndarray, battles: np.ndarray) -> np.ndarray:
+    """A resample's rating of a contestant it drew no battle of is undefined (NaN: counted and left out of the
+    interval), not the ridge's zero."""
+    theta = theta.copy()
+    theta[:, : battles.shape[1]][battles == 0] = np.nan
+    return theta
+
+
 def _fit_pairs(data: _Battles, bootstrap: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The plain model: battles summed per unordered pair (the pair's count and A-side score are sufficient), the
     fit on all battles, then on `bootstrap` resamples of the battles (`bootstrap.Resampler`)."""
@@ -233,7 +241,7 @@ def _fit_pairs(data: _Battles, bootstrap: int, seed: int) -> tuple[np.ndarray, n
     boot_counts, boot_scores = Resampler(data.y.size, bootstrap, seed).totals([onehot, onehot * score_lo[:, None]])
     y = np.divide(boot_scores, boot_counts, out=np.zeros_like(boot_scores), where=boot_counts > 0)
     boot = fit_logistic(x, y, boot_counts, rating_columns=n)
-    return full.theta[0], boot.theta, boot.converged
+    return full.theta[0], _absent(boot.theta, boot_counts @ np.abs(x)), boot.converged
 
 
 def _fit_style(data: _Battles, feature: np.ndarray, bootstrap: int, seed: int
@@ -247,7 +255,7 @@ def _fit_style(data: _Battles, feature: np.ndarray, bootstrap: int, seed: int
     if bootstrap:
         for w in Resampler(data.y.size, bootstrap, seed, chunk=100).weights():
             fit = fit_logistic(x, data.y, w, rating_columns=n)
-            thetas.append(fit.theta)
+            thetas.append(_absent(fit.theta, w @ np.abs(x[:, :n])))
             converged.append(fit.converged)
     theta = np.vstack(thetas) if thetas else np.empty((0, n + 1))
     return full.theta[0], theta, np.concatenate(converged) if converged else np.empty(0, dtype=bool)
@@ -313,7 +321,8 @@ def bradley_terry(outcomes: Iterable[BattleOutcome], *, min_battles: int = MIN_B
     alpha = scale / math.log(base)
 
     def points(t: np.ndarray) -> np.ndarray:
-        shift = t[..., centre].mean(axis=-1, keepdims=True) if n else 0.0
+        # a contestant a resample drew no battle of is left out of that resample's centre
+        shift = np.nanmean(t[..., centre], axis=-1, keepdims=True) if n else 0.0
         return (t[..., :n] - shift) * alpha + anchor_rating
 
     rating = points(theta)
