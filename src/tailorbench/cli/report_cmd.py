@@ -79,7 +79,8 @@ COMPARE_LEGEND = (
     "Legend: points = mean over the shared cases of A's case score minus B's, x 100;",
     "  [lo, hi] = its 95% paired percentile bootstrap CI resampling cases; users [lo, hi] = the same resampling",
     "  whole users; McNemar a:b = cases where A's score is higher : cases where B's is; p = the exact two-sided",
-    "  McNemar test on them (Holm = adjusted over the comparisons). tailor view shows the same figures.",
+    "  McNemar test on them (Holm = adjusted over the comparisons). tailor view, given the same --n-boot and",
+    "  --seed, shows the same figures.",
 )
 
 
