@@ -5,6 +5,10 @@ The substitutions: in the local-model block, the lines `LLM_URL=...` and `MODEL=
 llama.cpp server the tests start (the block's comment tells a reader to do the same for their server); a line
 `PORT=...` (the annotation server's port) gets a free port. The fresh directory holds a copy of the repository's
 `examples/` and `configs/`, which the commands name by relative path.
+
+Each block runs traced (`_TRACE`: a marker line and a timestamp file before every command of the block's shell),
+so each command's own output is known and each file it wrote (by modification time): every `tailor` command
+that writes names the file or a folder above it, every server its http://127.0.0.1:PORT URL.
 """
 
 from __future__ import annotations
@@ -114,13 +118,76 @@ def served_urls(block: str) -> list[str]:
     return [f"http://127.0.0.1:{port.group(1)}" for _ in servers] if port else []
 
 
-def check_says_where(block: str, result: subprocess.CompletedProcess[str]) -> None:
-    """Every command that writes named the place it wrote in its output, every server its URL."""
+def check_says_where(block: str, result: subprocess.CompletedProcess[str], cwd: Path) -> None:
+    """Every command that writes named the place it wrote in its own output, every server its URL in what follows
+    its start: the block's places (its --out, --bundle, study folders) as a floor, and each file a `tailor` command
+    wrote (found by its modification time, between the command's start and the next command's: `_TRACE`) named
+    by its path or a folder above it, within the working directory."""
     said = result.stdout + result.stderr
     for place in written_places(block):
         assert place in said, f"no command said where it wrote {place}:\n{block}\n--- output ---\n{said[-3000:]}"
+    steps = traced_steps(said)
+    assert steps, f"the block ran no traced command:\n{said[-3000:]}"
+    for k, (command, output, start) in enumerate(steps):
+        if not command.startswith("tailor "):
+            continue
+        if _SERVER.match(command) and "--bundle" not in command:
+            later = "".join(out for _, out, _ in steps[k:])
+            assert "http://127.0.0.1:" in later, f"{command}: the server did not say its URL\n{later[-3000:]}"
+            continue  # a server writes its database as it serves: the URL is what it names
+        end = steps[k + 1][2] if k + 1 < len(steps) else None
+        for path in written_between(cwd, start, end):
+            assert any(p in output for p in _names_of(path)), (
+                f"{command} wrote {path} without naming it or a folder above it\n--- its output ---\n{output[-3000:]}")
     for url in served_urls(block):
         assert url in said, f"the server did not say its URL {url}:\n{block}\n--- output ---\n{said[-3000:]}"
+
+
+#: what starts a server of the README's blocks
+_SERVER = re.compile(r"tailor (annotate serve|view)\b")
+
+#: put before a block: every simple command of the block's own shell prints a marker line with its text and
+#: touches a stamp (its start, by modification time), and stderr goes to stdout so each output follows its marker
+_TRACE = """exec 2>&1
+mkdir -p .trace
+__step=0
+trap '__step=$((__step + 1)); printf "\\n@@step %d %s\\n" "$__step" "$BASH_COMMAND"; touch ".trace/$__step"' DEBUG
+"""
+_MARKER = re.compile(r"^@@step (\d+) (.*)$", re.MULTILINE)
+
+
+def traced_steps(said: str) -> list[tuple[str, str, int]]:
+    """(command, its output, its step number: its stamp in .trace/) per traced command, in order."""
+    marks = list(_MARKER.finditer(said))
+    steps = []
+    for k, m in enumerate(marks):
+        output = said[m.end():marks[k + 1].start() if k + 1 < len(marks) else len(said)]
+        steps.append((m.group(2), output, int(m.group(1))))
+    return steps
+
+
+def written_between(cwd: Path, start: int, end: int | None) -> list[Path]:
+    """Files under `cwd` (hidden ones, the copied examples and configs, and the model-call cache aside) whose
+    modification time falls between two stamps of `_TRACE` (step `start`'s and step `end`'s, or the end)."""
+    t0 = (cwd / ".trace" / str(start)).stat().st_mtime_ns
+    t1 = None if end is None else (cwd / ".trace" / str(end)).stat().st_mtime_ns
+    cache = os.environ.get("TAILORBENCH_CALL_CACHE", "")
+    out = []
+    for path in sorted(cwd.rglob("*")):
+        rel = path.relative_to(cwd)
+        if (not path.is_file() or any(part.startswith(".") for part in rel.parts)
+                or rel.parts[0] in ("examples", "configs") or (cache and str(path).startswith(cache))):
+            continue
+        mtime = path.stat().st_mtime_ns
+        if t0 <= mtime and (t1 is None or mtime < t1):
+            out.append(rel)
+    return out
+
+
+def _names_of(path: Path) -> list[str]:
+    """How an output may name a written file: its path or a folder above it, at least two levels deep (`runs/x`,
+    not the bare `runs` every example writes under), as given or absolute."""
+    return [str(path), *(str(parent) for parent in path.parents if len(parent.parts) >= 2)]
 
 
 def test_the_places_each_command_writes_are_found() -> None:
@@ -147,8 +214,8 @@ def _run(block: str, tmp_path: Path, imports_log: Path | None = None) -> subproc
         (hook / "sitecustomize.py").write_text(_IMPORT_LOG, encoding="utf-8")
         env.update(PYTHONPATH=os.pathsep.join(p for p in (str(hook), env.get("PYTHONPATH", "")) if p),
                    TB_IMPORTS_LOG=str(imports_log))
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=900, check=False)
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", _TRACE + block], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900, check=False)
 
 
 def demo_extras() -> list[str]:
@@ -223,8 +290,8 @@ def test_demo_blocks_run_as_written(tmp_path: Path, call_cache: Path) -> None:
         log = tmp_path / f"imports-{k}.txt"
         block = with_port(block)
         result = _run(block, tmp_path / f"block{k}", log)
-        assert result.returncode == 0, f"README block failed:\n{block}\n--- stderr ---\n{result.stderr[-3000:]}"
-        check_says_where(block, result)
+        assert result.returncode == 0, f"README block failed:\n{block}\n--- output ---\n{result.stdout[-3000:]}"
+        check_says_where(block, result, tmp_path / f"block{k}")
         assert not foreign_imports(log, extras), (
             f"README block imports modules that `make demo` (extras {extras}) does not install: "
             f"{foreign_imports(log, extras)}\n{block}")
@@ -255,8 +322,8 @@ def test_local_model_block_runs_against_a_real_server(tmp_path: Path, llama_serv
     block = re.sub(r"^MODEL=.*$", f"MODEL={llama_server.model}", block, flags=re.MULTILINE)
     llama_server.reset()
     result = _run(block, tmp_path)
-    assert result.returncode == 0, f"README block failed:\n{block}\n--- stderr ---\n{result.stderr[-3000:]}"
-    check_says_where(block, result)
+    assert result.returncode == 0, f"README block failed:\n{block}\n--- output ---\n{result.stdout[-3000:]}"
+    check_says_where(block, result, tmp_path)
     assert llama_server.count() > 0
     for run in ("judge", "gen"):
         assert (tmp_path / "runs" / run / "results.json").is_file()

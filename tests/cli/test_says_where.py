@@ -64,3 +64,51 @@ def test_a_stage_report_says_where_it_wrote(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         assert said in result.stderr and "# " in result.stdout  # the report on stdout, where it went on stderr
     assert (tmp_path / "report" / "extraction.html").is_file() and (tmp_path / "x.json").is_file()
+
+
+def test_tailor_view_prints_its_url_when_it_serves(tmp_path: Path) -> None:
+    """Served (no --bundle): the first line is the URL it answers on, before it serves."""
+    import tailorbench as tb
+
+    run = tmp_path / "run"
+    tb.eval("demo", judge="longer", out=run, n_boot=20)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tailorbench.cli.app", "view", str(run), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith(f"tailor view: http://127.0.0.1:{port}"), first
+        url = first.split()[2]
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=1) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "the viewer did not answer at its URL"
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+def test_a_verb_that_writes_the_annotation_database_names_it(tmp_path: Path) -> None:
+    """`annotate annotator add` (and every verb that writes to the database) ends with where it is; with --json
+    the output stays the JSON object alone."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from tailorbench.cli.app import app
+
+    where = tmp_path / "annotation"
+    said = CliRunner().invoke(app, ["annotate", "annotator", "add", "me", "--admin", "--dir", str(where)])
+    assert said.exit_code == 0, said.output
+    assert said.stdout.splitlines()[-1] == f"database: {where / 'annotate.sqlite'}"
+    made = CliRunner().invoke(app, ["annotate", "project", "create", "p", "--task-type", "pairwise", "--dir",
+                                    str(where)])
+    assert made.exit_code == 0 and f"database: {where / 'annotate.sqlite'}" in made.stdout, made.output
+    quiet = CliRunner().invoke(app, ["annotate", "annotator", "add", "you", "--dir", str(where), "--json"])
+    assert json.loads(quiet.stdout)["name"] == "you"

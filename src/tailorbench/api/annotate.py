@@ -77,6 +77,19 @@ def database(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> Any:
     return Database(resolve_url(db or os.environ.get("TAILOR_ANNOTATE_DB"), Path(directory)))
 
 
+def database_place(directory: str | Path = DEFAULT_DIR, db: str | None = None) -> str:
+    """Where `database(directory, db)` is, as a verb that wrote to it names it: the SQLite file's path, or the
+    database URL without its password (for the CLI: it opens nothing)."""
+    from tailorbench.redact import public_url
+
+    url = db or os.environ.get("TAILOR_ANNOTATE_DB")
+    if not url:
+        from tailorbench.annotation import DB_FILENAME
+
+        return str(Path(directory) / DB_FILENAME)
+    return public_url(url) if "://" in url else url
+
+
 def create_project(name: str, task: str, n: int = 3, instructions: str = "", gold_every: int = 5,
                    directory: str | Path = DEFAULT_DIR, db: str | None = None) -> ProjectCreated:
     """`tailor annotate project create NAME --task-type TASK`."""

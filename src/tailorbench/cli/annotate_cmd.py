@@ -18,6 +18,7 @@ from tailorbench.cli.annotate_options import (
     LINK_VALID_FOR,
     PREDICTIONS,
     SERVER_VERB,
+    stored_in,
     twins,
 )
 from tailorbench.cli.annotate_tables import progress_table
@@ -77,6 +78,7 @@ def project_create(
     with user_errors():  # options checked before the database is opened (or created)
         text = text_or_file(instructions, "--instructions")
         emit(twins().create_project(name, task, n, text, gold_every, directory, db), json_out)
+    stored_in(directory, db, json_out)
 
 
 @project_app.command("list")
@@ -100,6 +102,7 @@ def import_(
     """Import items (all or nothing: a bad line stops the import and stores nothing)."""
     with user_errors():
         emit(twins().import_items(project, file, fmt, directory, db), json_out)
+    stored_in(directory, db, json_out)
 
 
 @annotator_app.command("add")
@@ -117,6 +120,7 @@ def annotator_add(
     with user_errors():
         emit(twins().add_annotator(name, project, admin, base_url, directory, db,
                                    link_valid_for / 86400), json_out)
+    stored_in(directory, db, json_out)
 
 
 @annotator_app.command("join")
@@ -126,6 +130,7 @@ def annotator_join(name: str = typer.Argument(..., help="Annotator name."),
     """Add an existing annotator to a project."""
     with user_errors():
         emit(twins().join(name, project, directory, db), json_out)
+    stored_in(directory, db, json_out)
 
 
 @annotator_app.command("link")
@@ -135,6 +140,7 @@ def annotator_link(name: str = typer.Argument(..., help="Annotator name."), base
     """Issue a new login link, e.g. for a lost cookie (the old link and open sessions stop working)."""
     with user_errors():
         emit(twins().link(name, base_url, directory, db, link_valid_for / 86400), json_out)
+    stored_in(directory, db, json_out)
 
 
 @annotator_app.command("deactivate")
@@ -143,6 +149,7 @@ def annotator_deactivate(name: str = typer.Argument(..., help="Annotator name.")
     """Deactivate an account: no more logins, its sessions end, its unfinished items go back to the queue."""
     with user_errors():
         emit(twins().deactivate(name, directory, db), json_out)
+    stored_in(directory, db, json_out)
 
 
 @annotator_app.command("activate")
@@ -151,6 +158,7 @@ def annotator_activate(name: str = typer.Argument(..., help="Annotator name."), 
     """Reactivate a deactivated account (`annotator link NAME` gives it a new login link if needed)."""
     with user_errors():
         emit(twins().activate(name, directory, db), json_out)
+    stored_in(directory, db, json_out)
 
 
 @annotator_app.command("list")
@@ -189,6 +197,7 @@ def release(
     """Return unfinished assignments older than the given age to the queue (finished labels are kept)."""
     with user_errors():
         emit(twins().release(project, older_than / 3600, directory, db), json_out)
+    stored_in(directory, db, json_out)
 
 
 @annotate_app.command("export")

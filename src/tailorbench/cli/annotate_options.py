@@ -33,3 +33,10 @@ def twins() -> ModuleType:
     from tailorbench.api import annotate as api_annotate
 
     return api_annotate
+
+
+def stored_in(directory: Path, db: str | None, json_out: bool) -> None:
+    """After a verb that wrote to the annotation database: where it is (`database: PLACE`; not with --json, whose
+    output is the JSON object alone)."""
+    if not json_out:
+        typer.echo(f"database: {twins().database_place(directory, db)}")
