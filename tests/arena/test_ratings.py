@@ -15,6 +15,8 @@ import choix
 import numpy as np
 import pytest
 import statsmodels.api as sm
+from hypothesis import assume, given, settings
+from hypothesis import strategies as hs
 from sklearn.linear_model import LogisticRegression
 from statsmodels.stats.proportion import proportion_confint
 
@@ -113,6 +115,29 @@ def test_the_fit_equals_choix_statsmodels_and_sklearn_item_by_item(battles: list
         assert ours[name] == pytest.approx(lsr[k], abs=TOL), name
         assert ours[name] == pytest.approx(statsm[k], abs=TOL), name
         assert ours[name] == pytest.approx(sk[k], abs=TOL), name
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=hs.integers(0, 2**32 - 1), k=hs.integers(2, 6), n=hs.integers(20, 200),
+       tie_rate=hs.sampled_from([0.0, 0.1, 0.4]), style=hs.booleans())
+def test_the_fit_equals_statsmodels_on_any_data_where_the_estimate_exists(seed: int, k: int, n: int,
+                                                                          tie_rate: float, style: bool) -> None:
+    rng = np.random.default_rng(seed)
+    battles = simulate(rng, rng.normal(0.0, 1.0, k), n, tie_rate=tie_rate, length_effect=0.3 if style else 0.0)
+    r = bradley_terry(battles, min_battles=0, bootstrap=0, style_control=style)
+    assume(r.mle_exists)
+    names = sorted(by_name(r))
+    x, y = design(battles, names)
+    columns = [x[:, 1:]]
+    if style:
+        assert r.length is not None
+        raw = np.array([(o.len_a - o.len_b) / (o.len_a + o.len_b + 1.0) for o in battles])
+        columns.append(((raw - raw.mean()) / raw.std())[:, None])
+    glm = sm.GLM(y, np.hstack(columns), family=sm.families.Binomial()).fit(tol=1e-14, maxiter=1000)
+    ref = centred(np.concatenate([[0.0], glm.params[: k - 1]]))
+    ours = by_name(r)
+    for i, name in enumerate(names):
+        assert ours[name] == pytest.approx(ref[i], abs=TOL), name
 
 
 def test_style_control_equals_a_logistic_regression_with_fastchats_length_feature() -> None:

@@ -11,11 +11,13 @@ The model: a row r has a design vector x_r (+1 for the contestant on side A, -1 
 control, the length covariate), a label y_r in [0, 1] (1 a win of A, 0 a win of B, 0.5 a tie) and a weight w_r (how
 many battles it stands for in one resample). The objective is the negative log-likelihood
     sum_r w_r (softplus(x_r . theta) - y_r x_r . theta) + ridge / 2 |theta|^2,
-the Bradley–Terry likelihood with a tie as half a win each way. The ridge is tiny (`RIDGE`): it changes no
-estimate that exists by more than about 1e-9 in natural units, and keeps the ratings finite where the data cannot
-bound them (a contestant that won every battle; see `strongly_connected`). It also makes the ratings sum to zero
-at the optimum (the likelihood's gradient sums to zero over the rating coordinates), so the Hessian, singular
-along the all-ones direction of the ratings, is completed along that direction without moving the optimum.
+the Bradley–Terry likelihood with a tie as half a win each way. The ridge is tiny (`RIDGE`) and used only where it
+is needed: in the bootstrap resamples, where it keeps the ratings finite when a resample leaves a rating bounded
+on one side only (a contestant that won every battle it drew; see `strongly_connected`), and moves the others by
+far less than resampling does; and on all battles only when the estimate does not exist (`ratings._fit_all`
+fits without it first). The likelihood does not change when every rating moves by the same amount, so the
+Hessian, singular along that direction, is completed along it: the Newton step is then the step within the
+ratings that sum to a constant, and the optimum is not moved (a ridge makes the ratings sum to zero there).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: the L2 penalty on every parameter (natural log-odds units): small enough to leave any existing maximum of the
-#: likelihood where it is (to ~1e-9), large enough to stop a rating the data bound on one side only (~ +-20)
+#: the L2 penalty on every parameter (natural log-odds units) where one is needed (module docstring): small next to
+#: any resample's noise, large enough to stop a rating the data bound on one side only (at about +-20)
 RIDGE = 1e-9
 #: Newton steps at most per fit; an existing maximum is reached in under ten, an unbounded rating in ~30
 MAX_ITER = 100
@@ -33,6 +35,8 @@ MAX_ITER = 100
 TOL = 1e-10
 #: halvings of a Newton step that would increase the objective, at most
 _HALVINGS = 40
+#: the Hessian's diagonal damping, relative to its mean diagonal
+_JITTER = 1e-12
 #: float64 cells of row outer products held at once by `_weighted_gram` (about 32 MB)
 _GRAM_CELLS = 4_000_000
 
@@ -90,6 +94,9 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, w: np.ndarray, *, rating_columns:
         # moved: see the module docstring), scaled like the rest of it so the system stays well conditioned
         scale = np.maximum(np.trace(hess, axis1=1, axis2=2) / p, 1.0)
         hess = hess + scale[:, None, None] * np.outer(ones, ones)[None] / max(rating_columns, 1)
+        # and keep it invertible where the fitted probabilities reach 0 or 1 (a rating the data do not bound): a
+        # damping of the step only, the optimum (where the gradient vanishes) is not moved
+        hess = hess + (_JITTER * scale)[:, None, None] * eye
         step = np.linalg.solve(hess, grad[..., None])[..., 0]
         f0 = value[idx]
         t = np.ones(idx.size)

@@ -43,7 +43,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from tailorbench.arena.bt_fit import fit_logistic, strongly_connected
+from tailorbench.arena.bt_fit import Fit, fit_logistic, strongly_connected
 from tailorbench.arena.style import length_feature
 from tailorbench.bootstrap import N_BOOT, Resampler, percentile_ci
 
@@ -216,6 +216,13 @@ def _design(n: int, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
     return x
 
 
+def _fit_all(x: np.ndarray, y: np.ndarray, w: np.ndarray, n: int) -> Fit:
+    """The fit on all battles: the exact maximum-likelihood estimate (no ridge) when it exists, the tiny ridge's
+    only where it does not (then the unpenalised fit cannot converge)."""
+    fit = fit_logistic(x, y, w, rating_columns=n, ridge=0.0)
+    return fit if fit.converged.all() else fit_logistic(x, y, w, rating_columns=n)
+
+
 def _absent(theta: np.ndarray, battles: np.ndarray) -> np.ndarray:
     """A resample's rating of a contestant it drew no battle of is undefined (NaN: counted and left out of the
     interval), not the ridge's zero."""
@@ -235,7 +242,7 @@ def _fit_pairs(data: _Battles, bootstrap: int, seed: int) -> tuple[np.ndarray, n
     onehot = np.zeros((data.y.size, pairs.size))
     onehot[np.arange(data.y.size), pair_of] = 1.0
     counts = onehot.sum(axis=0)
-    full = fit_logistic(x, onehot.T @ score_lo / counts, counts, rating_columns=n)
+    full = _fit_all(x, onehot.T @ score_lo / counts, counts, n)
     if bootstrap == 0:
         return full.theta[0], np.empty((0, n)), np.empty(0, dtype=bool)
     boot_counts, boot_scores = Resampler(data.y.size, bootstrap, seed).totals([onehot, onehot * score_lo[:, None]])
@@ -250,7 +257,7 @@ def _fit_style(data: _Battles, feature: np.ndarray, bootstrap: int, seed: int
     vector of battle multiplicities (`Resampler.weights`), fitted in chunks."""
     n = len(data.names)
     x = np.hstack([_design(n, data.ia, data.ib), feature[:, None]])
-    full = fit_logistic(x, data.y, np.ones(data.y.size), rating_columns=n)
+    full = _fit_all(x, data.y, np.ones(data.y.size), n)
     thetas, converged = [], []
     if bootstrap:
         for w in Resampler(data.y.size, bootstrap, seed, chunk=100).weights():
