@@ -7,8 +7,8 @@ cache), `agreement` (agree, tiers), `estimation` (estimate, estimate sample, est
 `construction` (build), `batches` (batch status/cancel), `viewing` (view); the verb groups `stages` (`tailor
 stages ...`), `annotate` (`tailor annotate ...`), `study` (`tailor study ...`) and `arena` (`tailor arena ...`) are
 modules of verbs. The names are declared once, in `tailorbench._names`; they resolve on first use (PEP 562), so
-importing this package imports no capability until a verb is asked for. The CLI (`tailorbench.cli`) is a thin layer over these
-functions and nothing else. A name removed from the API still resolves for one release, with a
+importing this package imports no capability until a verb is asked for. The CLI (`tailorbench.cli`) is a thin
+layer over these functions and nothing else. A name removed from the API still resolves for one release, with a
 DeprecationWarning naming its replacement (`_names.DEPRECATED`).
 """
 
