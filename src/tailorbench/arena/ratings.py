@@ -312,6 +312,8 @@ def bradley_terry(outcomes: Iterable[BattleOutcome], *, min_battles: int = MIN_B
     repeats = sum(1 for o in given if not o.gold and o.repeat_of is not None)
     data = _arrays(battles)
     n = len(data.names)
+    if anchor is not None and anchor not in data.names:
+        raise ValueError(f"anchor {anchor!r} is not a contestant of these battles ({', '.join(data.names)})")
     tally = _counts(data.names, battles)
     feature = length_feature(np.array([o.len_a for o in battles]), np.array([o.len_b for o in battles]))
     if n == 0:
@@ -321,15 +323,16 @@ def bradley_terry(outcomes: Iterable[BattleOutcome], *, min_battles: int = MIN_B
     else:
         theta, boot, ok = _fit_pairs(data, bootstrap, seed)
     ranked = np.array([tally[name]["battles"] >= min_battles for name in data.names], dtype=bool)
-    if anchor is not None and anchor not in data.names:
-        raise ValueError(f"anchor {anchor!r} is not a contestant of these battles ({', '.join(data.names)})")
     centre = (np.array([data.names.index(anchor)]) if anchor is not None
               else np.flatnonzero(ranked) if ranked.any() else np.arange(n))
     alpha = scale / math.log(base)
 
     def points(t: np.ndarray) -> np.ndarray:
-        # a contestant a resample drew no battle of is left out of that resample's centre
-        shift = np.nanmean(t[..., centre], axis=-1, keepdims=True) if n else 0.0
+        # a contestant a resample drew no battle of is left out of that resample's centre (none left: undefined)
+        held = t[..., centre]
+        count = (~np.isnan(held)).sum(axis=-1, keepdims=True)
+        shift = np.divide(np.nansum(held, axis=-1, keepdims=True), count, out=np.full(count.shape, np.nan),
+                          where=count > 0)
         return (t[..., :n] - shift) * alpha + anchor_rating
 
     rating = points(theta)
