@@ -87,7 +87,7 @@ def database_place(directory: str | Path = DEFAULT_DIR, db: str | None = None) -
         from tailorbench.annotation import DB_FILENAME
 
         return str(Path(directory) / DB_FILENAME)
-    return public_url(url) if "://" in url else url
+    return (public_url(url) or url) if "://" in url else url
 
 
 def create_project(name: str, task: str, n: int = 3, instructions: str = "", gold_every: int = 5,
