@@ -163,6 +163,16 @@ class StageReportsResult(RunOutput):
     stages: list[str]
     headline: list[str]
 
+    @property
+    def judge(self) -> str:
+        """No one judge: a folder of stage reports holds each stage's raters (`""`, as every reported run has one)."""
+        return ""
+
+    @property
+    def accuracy(self) -> float | None:
+        """No accuracy: the stages' figures are in `headline` and the stage reports."""
+        return None
+
 
 #: what `tailor report` returns per run, by the run's kind
 ReportedRun = EvalResult | GenEvalResult | ChoiceResult | PrefEvalGenerationResult | StageReportsResult
