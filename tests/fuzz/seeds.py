@@ -226,6 +226,27 @@ def _finished_study(path: Path) -> None:
     _cli("study", "demo", str(path))
 
 
+def _arena(path: Path) -> None:
+    """An arena as `arena init --example` makes it (the illustrative model: no network)."""
+    _cli("arena", "init", str(path), "--example")
+
+
+def _finished_arena(path: Path) -> None:
+    """The demo's arena after two simulated participants, and a crowd participant `ARENA_PARTICIPANT` who
+    consented (what `arena delete --participant` names)."""
+    from tailorbench.arena.store import ArenaStore
+
+    _cli("arena", "demo", str(path), "--participants", "2")
+    store = ArenaStore(f"sqlite:///{path / 'arena.sqlite'}")
+    try:
+        store.new_participant(ARENA_PARTICIPANT)
+    finally:
+        store.dispose()
+
+
+ARENA_PARTICIPANT = "ARENAFUZZ1"
+
+
 def _call_cache(path: Path) -> None:
     """The model call cache (a SQLite file) after the illustrative A/B judge answered the example's tasks."""
     _cli("stages", "judge-ab", "--tasks", str(EXAMPLE / "ab_tasks.jsonl"), "--model", "illustrative:judge", "--out",
@@ -291,6 +312,9 @@ _STUDY_YAML = Fields(ints=("stages.extraction.n", "stages.extraction.crowd.place
                      required=("models", "inputs", "stages.extraction.crowd.completion_code"),
                      enums=("stages.extraction.crowd.kind",),
                      urls=("annotation.base_url",))
+_ARENA_YAML = Fields(ints=("battles.per_participant", "battles.seed", "leaderboard.min_battles"),
+                     texts=("name", "contestants.*.model", "contestants.*.name", "questions.pool.*"),
+                     required=("contestants", "name"), enums=("crowd.kind", "battles.on_restart"))
 _CONVERSATIONS = Fields(texts=("conversations.*.*.content",), required=("user_id", "conversations"),
                         enums=("conversations.*.*.role",))
 
@@ -328,6 +352,8 @@ SEEDS: dict[str, Seed] = {
     "annotation": Seed("annotation", _annotation),
     "study": Seed("study", _study, {"study.yaml": _STUDY_YAML, "conversations.jsonl": _CONVERSATIONS}),
     "finished_study": Seed("study", _finished_study, {"study.yaml": _STUDY_YAML}),
+    "arena": Seed("arena", _arena, {"arena.yaml": _ARENA_YAML}),
+    "finished_arena": Seed("arena", _finished_arena, {"arena.yaml": _ARENA_YAML}),
     "run_labels": Seed("labels.jsonl", _run_labels, {"": _LONG}),
     "estimate_sample": Seed("sample.jsonl", _estimate_sample, {"": _BENCH}),
     "call_cache": Seed("cache.sqlite", _call_cache),
@@ -493,6 +519,14 @@ RECIPES: dict[str, list[list[str]]] = {
     "study report": [["study", "report", "{state:finished_study}"]],
     "study demo": [["study", "demo", "{out}/d"]],
     "ls": [["ls"], ["ls", "judges", "--json"], ["ls", "suites"]],
+    "arena init": [["arena", "init", "{out}/a"], ["arena", "init", "{out}/a", "--example", "--json"]],
+    "arena plan": [["arena", "plan", "{arena}"], ["arena", "plan", "{finished_arena}", "--json"]],
+    "arena run": [["arena", "run", "{state:arena}", "--port", "18001"]],
+    "arena status": [["arena", "status", "{finished_arena}"], ["arena", "status", "{finished_arena}", "--json"]],
+    "arena leaderboard": [["arena", "leaderboard", "{state:finished_arena}"],
+                          ["arena", "leaderboard", "{state:finished_arena}", "--out", "{out}/lb", "--reveal-ids"]],
+    "arena delete": [["arena", "delete", "{state:finished_arena}", "--participant", ARENA_PARTICIPANT]],
+    "arena demo": [["arena", "demo", "{out}/d", "--participants", "2"]],
 }
 
 #: exit codes a valid invocation may end in, where not 0 alone (a stage that makes nothing of an illustrative model)

@@ -70,10 +70,10 @@ SHARE = float(os.environ.get("TAILOR_FUZZ_SHARE", "0.1"))
 #: inputs per verb never fewer than this, whatever the share
 MIN_PER_VERB = 4
 #: relative cost of one case where a verb is much slower than the rest (it gets fewer cases, never none)
-COST: dict[str, float] = {"study demo": 40, "stages example": 40, "stages verify": 12, "stages classify-relevance": 12,
-                          "train-rm": 8, "stages train-verifier": 8, "study plan": 6, "stages train-relevance": 4,
-                          "study run": 4, "study report": 3, "gen-eval": 3, "build run": 3, "annotate serve": 2,
-                          "eval": 2}
+COST: dict[str, float] = {"study demo": 40, "arena demo": 40, "stages example": 40, "stages verify": 12,
+                          "stages classify-relevance": 12, "train-rm": 8, "stages train-verifier": 8, "study plan": 6,
+                          "stages train-relevance": 4, "study run": 4, "study report": 3, "gen-eval": 3, "build run": 3,
+                          "annotate serve": 2, "eval": 2}
 
 #: failures known and being fixed where they belong: (verb pattern, class, problem pattern) -> reason
 KNOWN: dict[tuple[str, str, str], str] = {}
@@ -453,7 +453,7 @@ def test_every_verb_fuzzed(verb: str, monkeypatch: pytest.MonkeyPatch) -> None:
     recipes = seeds.RECIPES.get(verb)
     if not recipes:
         pytest.fail(f"{verb}: no recipe in tests/fuzz/seeds.py (test_every_verb_has_a_seed says which inputs)")
-    if verb == "annotate serve":  # built and checked, then stopped before it binds
+    if verb in ("annotate serve", "arena run"):  # built and checked, then stopped before it binds
         import uvicorn
 
         monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)

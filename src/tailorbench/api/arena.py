@@ -41,13 +41,13 @@ def plan(arena_dir: str | Path) -> ArenaPlan:
     return ArenaPlan.model_validate(arena_plan(load_config(arena_dir), arena_dir))
 
 
-def _store(arena_dir: str | Path, db: str | None) -> tuple[ArenaConfig, ArenaStore]:
+def _store(arena_dir: str | Path, db: str | None, read_only: bool = False) -> tuple[ArenaConfig, ArenaStore]:
     """The config and its database (`db` over arena.yaml's `database`, else ARENA_DIR/arena.sqlite)."""
     from tailorbench.arena.config import load_config
     from tailorbench.arena.store import ArenaStore, resolve_url
 
     config = load_config(arena_dir)
-    return config, ArenaStore(resolve_url(db or config.database, arena_dir))
+    return config, ArenaStore(resolve_url(db or config.database, arena_dir), run_migrations=not read_only)
 
 
 def status(arena_dir: str | Path, db: str | None = None) -> ArenaStatus:
@@ -55,7 +55,7 @@ def status(arena_dir: str | Path, db: str | None = None) -> ArenaStatus:
     require_web("tailorbench.api.arena.status (the arena database)")
     from tailorbench.arena.plan import arena_status
 
-    config, store = _store(arena_dir, db)
+    config, store = _store(arena_dir, db, read_only=True)
     try:
         return ArenaStatus.model_validate(arena_status(config, store))
     finally:
@@ -78,7 +78,9 @@ def run(arena_dir: str | Path, host: str = "127.0.0.1", port: int = 8000, db: st
         url = f"http://{host}:{port}"
         if say is not None:
             say(f"arena {config.name}: participants start at {url}/ (Ctrl-C stops)")
-        uvicorn.run(create_app(config, store, arena_dir), host=host, port=port, log_level="warning")
+        server = uvicorn.Server(uvicorn.Config(create_app(config, store, arena_dir), host=host, port=port,
+                                               log_level="warning"))
+        server.run()
         return ArenaRun.model_validate({"arena": config.name, "url": url,
                                         "status": arena_status(config, store)})
     finally:

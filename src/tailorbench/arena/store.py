@@ -51,8 +51,9 @@ def resolve_url(db: str | None, arena_dir: str | Path) -> str:
     return f"sqlite:///{(Path(arena_dir) / DB_FILENAME).resolve()}"
 
 
-def _check_sqlite(url: str) -> None:
-    """A SQLite path that is a directory or not a SQLite file: said before SQLite tries."""
+def _check_sqlite(url: str, must_exist: bool = False) -> None:
+    """A SQLite path that is a directory or not a SQLite file (or, for a reader, `must_exist`, a file that is
+    missing or empty, where SQLite would make a database): said before SQLite tries."""
     from sqlalchemy.engine import make_url
 
     from tailorbench.annotation.db import SQLITE_HEADER
@@ -65,6 +66,9 @@ def _check_sqlite(url: str) -> None:
         raise ConfigError(f"arena database {path}: is a directory, not a SQLite file")
     if not path.parent.is_dir():
         raise ConfigError(f"arena database {path}: its folder does not exist")
+    if must_exist and (not path.is_file() or path.stat().st_size == 0):
+        raise ConfigError(f"arena database {path}: is missing or empty (nothing has been served from this arena "
+                          "yet, or it was moved); nothing was created")
     if path.is_file() and path.stat().st_size > 0:
         with path.open("rb") as handle:
             if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
@@ -103,11 +107,13 @@ class ArenaStore:
     """The arena database: `tx()` is one transaction (a Connection), committed on success."""
 
     def __init__(self, url: str, run_migrations: bool = True) -> None:
+        """`run_migrations=False` is a reader's open: the database must exist with the arena's tables, and nothing
+        is created or migrated."""
         from tailorbench.annotation.db import make_engine, where
 
         self.url = url
         self.where = where(url)
-        _check_sqlite(url)
+        _check_sqlite(url, must_exist=not run_migrations)
         self.engine = make_engine(url)
         try:
             if run_migrations:
