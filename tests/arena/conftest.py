@@ -4,36 +4,23 @@ test, as tests/annotation/conftest.py makes them), and the app in a TestClient."
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy import text
+
+from tests.annotation.conftest import db_url
+
+__all__ = ["db_url"]
 
 
-def _pg_schema_url(url: str, schema: str) -> str:
-    return f"{url}?options=-csearch_path%3D{schema}"
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def arena_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """The URL of an empty database: a SQLite file, or a fresh PostgreSQL schema (dropped afterwards)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'arena.sqlite'}"
-        return
-    admin = request.getfixturevalue("pg_admin")
-    schema = f"tb_arena_{os.getpid()}_{uuid.uuid4().hex[:10]}"
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield _pg_schema_url(request.getfixturevalue("pg_url"), schema)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+@pytest.fixture
+def arena_db(db_url: str) -> str:
+    """The URL of an empty database: a SQLite file, or a fresh PostgreSQL schema dropped afterwards (the
+    annotation tests' `db_url`, parametrized over both)."""
+    return db_url
 
 
 def arena_config(tmp_path: Path, **changes: Any) -> dict[str, Any]:
