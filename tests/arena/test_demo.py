@@ -41,6 +41,7 @@ def test_demo_end_to_end(tmp_path: Path, backend: str, request: pytest.FixtureRe
     excluded = {v["voter"]: v["reasons"] for v in board.voter_quality["voters"] if v["excluded"]}
     assert any("always_left" in r for r in excluded.values())
     assert board.votes_counted < board.votes
+    assert sum(v["repeats"] for v in board.voter_quality["voters"]) > 0  # repeat battles were shown and voted
     pair = board.personalized_vs_generic["pairs"][0]
     assert pair["personalized"] == "assistant-personalized" and pair["win_rate"] > 0.5
     status = runner.invoke(app, ["arena", "status", str(d), "--json"])

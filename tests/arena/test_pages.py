@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.arena.conftest import Participant
 
 
@@ -93,6 +95,29 @@ def test_flags_gold_and_the_completion_page(make_arena: Callable[..., Path], ope
         counts = store.status_counts()
         assert counts["votes"] == 3 and counts["flags"] == 3 and counts["finished"] == 1
         assert counts["gold_battles"] == gold == sum(v.outcome.gold for v in store.voted_battles())
+
+
+def test_a_repeat_shows_an_earlier_battle_again(make_arena: Callable[..., Path],
+                                                open_arena: Callable[..., Any]) -> None:
+    folder = make_arena(battles={"per_participant": 6, "seed": 0, "repeat_rate": 0.5}, gold={"rate": 0.0})
+    _config, store, client = open_arena(folder)
+    with client() as c:
+        p = Participant(c)
+        p.enter()
+        for k in range(6):
+            page = c.get("/ask")
+            ref = page.url.path.rsplit("/", 1)[-1] if page.url.path.startswith("/b/") else p.ask(f"Question {k}?")
+            assert p.stream(ref, "1")[1] == p.stream(ref, "2")[1] == "done"
+            assert p.vote(ref).status_code == 303
+    voted = {v.outcome.battle_id: v for v in store.voted_battles()}
+    repeats = [v for v in voted.values() if v.outcome.repeat_of is not None]
+    assert repeats, "a repeat rate of 0.5 over battles 3..6 showed no repeat"
+    for r in repeats:
+        first = voted[r.outcome.repeat_of]
+        assert (r.question, r.answer_a, r.answer_b) == (first.question, first.answer_a, first.answer_b)
+        assert r.outcome.repeat_of is not None and first.outcome.repeat_of is None
+    # a repeat costs nothing: its answers are the earlier battle's
+    assert store.counter("spend_usd") == pytest.approx(sum(store.battle(b)["cost_usd"] for b in voted))
 
 
 def test_spend_caps_stop_new_battles(make_arena: Callable[..., Path], open_arena: Callable[..., Any]) -> None:

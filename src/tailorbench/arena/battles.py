@@ -54,6 +54,20 @@ def gold_for(config: ArenaConfig, pid: str, seq: int) -> tuple[str, str, str, st
     return item.question, "b", item.worse, item.better
 
 
+def repeat_pick(config: ArenaConfig, pid: str, seq: int) -> Any:
+    """Battle number `seq` shows an earlier battle again at `battles.repeat_rate` (from the third battle on):
+    a chooser for `ArenaStore.repeat_battle` (an index among n earlier battles; `None` -> the new left side),
+    seeded per participant and battle; None for an ordinary battle."""
+    rng = _rng(config, pid, seq, "repeat")
+    if seq <= 2 or rng.random() >= config.battles.repeat_rate:
+        return None
+
+    def pick(n: int | None) -> int | bool:
+        return rng.random() < 0.5 if n is None else rng.randrange(n)
+
+    return pick
+
+
 def render_profile(config: ArenaConfig, profile: dict[str, Any]) -> str:
     """The participant's answers as `  label: value` lines (only the fields they answered)."""
     lines = []

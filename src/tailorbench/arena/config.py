@@ -128,6 +128,9 @@ class BattlesConfig(_Strict):
     seed: int = Field(0, ge=0)
     #: a battle a killed server left mid-answer: generated again (`regenerate`) or dropped (`drop`), counted
     on_restart: Literal["regenerate", "drop"] = "regenerate"
+    #: the share of battles (from the third on) that show one of the participant's earlier voted battles again,
+    #: its sides drawn anew: the repeat consistency of voter quality
+    repeat_rate: float = Field(0.0, ge=0, le=0.5)
 
 
 class VoteConfig(_Strict):

@@ -48,7 +48,9 @@ def example_config(db: str | None = None) -> dict[str, Any]:
     ]
     data["models"]["options"] = {"prices": {"assistant": [0.15, 0.6], "other": [2.5, 10.0]}}
     data.pop("profile", None)  # the default questionnaire (the simulated personas answer it)
-    data["gold"] = {"rate": 0.3, "battles": GOLD}
+    data["gold"] = {"rate": 0.25, "battles": GOLD}
+    data["battles"]["repeat_rate"] = 0.15
+    data["leaderboard"]["min_battles"] = 10  # a few simulated people: ranks from 10 battles on
     data["spend"] = {"per_participant": 0.5, "per_arena": 20.0}
     data["illustrative"] = True
     if db:

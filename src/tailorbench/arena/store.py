@@ -279,6 +279,29 @@ class ArenaStore:
             conn.execute(insert(t.battles).values(**values))
         return ref
 
+    def repeat_battle(self, participant_id: int, pick: Any) -> str | None:
+        """Show one of the participant's earlier voted battles again (not a gold battle, not a repeat): `pick`
+        chooses among their references (oldest first); the copy is complete at once, its sides drawn anew by the
+        caller's `pick` too (`pick(None)` -> a_left). None when they have no such battle."""
+        with self.tx() as conn:
+            rows = conn.execute(
+                select(t.battles).join(t.votes, t.votes.c.battle_id == t.battles.c.id)
+                .where((t.battles.c.participant_id == participant_id) & t.battles.c.gold.is_(False)
+                       & t.battles.c.repeat_of.is_(None)).order_by(t.battles.c.seq)).mappings().all()
+            if not rows:
+                return None
+            first = rows[pick(len(rows))]
+            seq = conn.execute(select(func.max(t.battles.c.seq)).where(
+                t.battles.c.participant_id == participant_id)).scalar_one()
+            ref = "b-" + secrets.token_hex(10)
+            now = utcnow()
+            keep = ("participant_id", "question_id", "model_a", "model_b", "answer_a", "answer_b", "key_a", "key_b")
+            conn.execute(insert(t.battles).values(
+                ref=ref, seq=int(seq) + 1, a_left=bool(pick(None)), gold=False, status_a="complete",
+                status_b="complete", status="complete", cost_usd=0.0, regenerated=0, created_at=now,
+                finished_at=now, repeat_of=first["ref"], **{k: first[k] for k in keep}))
+        return ref
+
     def battle(self, ref: str) -> dict[str, Any] | None:
         with self.tx() as conn:
             row = conn.execute(
@@ -429,7 +452,7 @@ class ArenaStore:
                 battle_id=r["ref"], voter=r["pid"], model_a=r["model_a"], model_b=r["model_b"],
                 outcome=r["outcome"], confidence=int(r["confidence"]), len_a=len(r["answer_a"] or ""),
                 len_b=len(r["answer_b"] or ""), segments=segments, gold=bool(r["gold"]),
-                gold_better=r["gold_better"], position_a_left=bool(r["a_left"]))
+                gold_better=r["gold_better"], position_a_left=bool(r["a_left"]), repeat_of=r["repeat_of"])
             out.append(VotedBattle(outcome, r["pid"], profile, r["question"], r["source"], r["answer_a"] or "",
                                    r["answer_b"] or "", r["reason"]))
         return out

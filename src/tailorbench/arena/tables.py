@@ -83,6 +83,8 @@ battles = Table(
     Column("status", String(10), nullable=False, index=True),
     Column("cost_usd", Float, nullable=False, default=0.0),
     Column("regenerated", Integer, nullable=False, default=0),
+    #: a repeat (voter consistency): the reference of the earlier battle shown again, its sides drawn anew
+    Column("repeat_of", String(40), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("finished_at", DateTime(timezone=True), nullable=True),
     UniqueConstraint("participant_id", "seq", name="uq_arena_battle_seq"),

@@ -99,7 +99,7 @@ def router(site: ArenaSite) -> APIRouter:
         gate = await run_in_threadpool(_gate, site, me)
         if gate is not None:
             return gate if isinstance(gate, Response) else _go(gate)
-        from tailorbench.arena.battles import gold_for
+        from tailorbench.arena.battles import gold_for, repeat_pick
 
         seq = (await run_in_threadpool(site.store.progress, me["id"]))["started"] + 1
         gold = gold_for(config, me["pid"], seq)
@@ -108,6 +108,11 @@ def router(site: ArenaSite) -> APIRouter:
             ref = await run_in_threadpool(site.store.create_battle, me["id"], question, "gold", "gold-a", "gold-b",
                                           True, (better, answer_a, answer_b))
             return _go(f"/b/{ref}")
+        repeat = repeat_pick(config, me["pid"], seq)
+        if repeat is not None:
+            again = await run_in_threadpool(site.store.repeat_battle, me["id"], repeat)
+            if again is not None:
+                return _go(f"/b/{again}")
         done = (await run_in_threadpool(site.store.progress, me["id"]))["voted"]
         return site.page(request, "ask.html", {"me": me, "own": config.questions.own, "pool": bool(site.pool),
                                                "done": done, "total": config.battles.per_participant,
