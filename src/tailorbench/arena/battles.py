@@ -211,6 +211,24 @@ class Generator:
                 return
             await asyncio.sleep(poll_s)
 
+    async def warm(self) -> None:
+        """Build every contestant's model and its client before the first battle. Left to the first call, the
+        backend's SDK is imported on the event loop (openai: a second or more on a busy machine), and every
+        answer the server is streaming stalls meanwhile: the first battles after each start paid it in time to
+        first token (perf/arena_load.py). The imports and clients are made in a thread; a model whose client
+        cannot be made (no key) fails later, on its first call, as before."""
+        import importlib
+
+        await asyncio.to_thread(importlib.import_module, "tailorbench.models.backends")
+        for contestant in self.config.contestants:
+            try:
+                model = self.model(contestant.name)
+                client = getattr(getattr(model, "api", None), "client", None)
+                if callable(client):
+                    await asyncio.to_thread(client)
+            except Exception as exc:  # counted on the first call, as an unusable model always was
+                get_logger(__name__).warning("arena: %s could not be prepared: %s", contestant.name, exc)
+
     async def aclose(self) -> None:
         for task in list(self.tasks):
             task.cancel()

@@ -48,6 +48,7 @@ def create_app(config: ArenaConfig, store: ArenaStore, arena_dir: str | Path | N
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await generator.warm()
         await site.recover()
         try:
             yield
