@@ -219,11 +219,12 @@ def _run(block: str, tmp_path: Path, imports_log: Path | None = None) -> subproc
 
 
 def demo_extras() -> list[str]:
-    """The extras `make demo` installs (the `-e '.[...]'` of the Makefile's demo install rule)."""
+    """The extras `make demo` installs (the Makefile's demo install rule installs `$(DEMO_EXTRAS)`)."""
     makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
-    found = re.search(r"^\$\(VENV\)/\.demo-installed:.*?\n\t\$\(PIP\) install [^\n]*-e '\.\[([^\]]*)\]'", makefile,
-                      re.MULTILINE | re.DOTALL)
-    assert found, "the Makefile's demo install rule names no extras"
+    rule = re.search(r"^\$\(VENV\)/\.demo-installed:[^\n]*\n\t\$\(call install,\$\(DEMO_EXTRAS\)\)", makefile,
+                     re.MULTILINE)
+    found = re.search(r"^DEMO_EXTRAS := (.+)$", makefile, re.MULTILINE)
+    assert rule and found, "the Makefile's demo install rule names no extras"
     return [e.strip() for e in found.group(1).split(",")]
 
 
