@@ -125,6 +125,12 @@ class ArenaServer:
                     raise RuntimeError(f"the arena server did not answer in {timeout:g} s: see {self.log}")
                 await asyncio.sleep(0.2)
 
+    def cpu_s(self) -> float:
+        """The server process's CPU seconds so far (user + system, /proc)."""
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def kill(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
@@ -173,11 +179,15 @@ async def run_load(server: ArenaServer, stub_urls: list[str], args: argparse.Nam
     stop = asyncio.Event()
     chat_urls = [f"{u}/chat/completions" for u in stub_urls]
     load_before = os.getloadavg()
+    cpu = (server.cpu_s(), os.times(), time.perf_counter())
     people = [asyncio.create_task(participant(server.base, chat_urls, i, args.seed, tally, stop, server.alive))
               for i in range(args.participants)]
     await asyncio.sleep(args.seconds)
     tally.measuring = False
     load_latency = os.getloadavg()
+    now, wall = os.times(), time.perf_counter() - cpu[2]
+    busy = {"server": (server.cpu_s() - cpu[0]) / wall,
+            "client": (now.user + now.system - cpu[1].user - cpu[1].system) / wall}
     kill: dict[str, Any] = {}
     if args.kill_seconds > 0:
         await asyncio.sleep(args.kill_seconds / 3)
@@ -190,9 +200,11 @@ async def run_load(server: ArenaServer, stub_urls: list[str], args: argparse.Nam
     kill.update(vote_check(server.db_url, tally.confirmed))
     kill.update(stream_reopened=tally.stream_reopened, vote_resent=tally.vote_resent)
     return {"ttft_overhead": quantiles(tally.paired), "arena_ttft": quantiles(tally.arena_ttft),
-            "stub_ttft": quantiles(tally.stub_ttft), "battles": tally.battles,
+            "stub_ttft": quantiles(tally.stub_ttft), "ask_to_page": quantiles(tally.ask_to_page),
+            "battles": tally.battles,
             "failed_battles": tally.failed_battles, "client_errors": tally.errors, "participants_crashed": crashed,
-            "kill": kill, "loadavg_before": [round(x, 2) for x in load_before],
+            "kill": kill, "cpu_share_latency": {k: round(v, 2) for k, v in busy.items()},
+            "loadavg_before": [round(x, 2) for x in load_before],
             "loadavg_latency_end": [round(x, 2) for x in load_latency],
             "loadavg_end": [round(x, 2) for x in os.getloadavg()]}
 
@@ -247,7 +259,9 @@ def say(result: dict[str, Any]) -> None:
     o, k = result["ttft_overhead"], result["kill"]
     print(f"[{result['database']}] TTFT arena - stub over {o['n']} answers: p50 {o['p50_ms']} ms, p95 {o['p95_ms']} "
           f"ms, p99 {o['p99_ms']} ms (goal <= {GOAL_P99_MS:g}); arena p99 {result['arena_ttft']['p99_ms']} ms, "
-          f"stub p99 {result['stub_ttft']['p99_ms']} ms; load {result['loadavg_latency_end']}")
+          f"stub p99 {result['stub_ttft']['p99_ms']} ms, ask -> page p50/p99 "
+          f"{result['ask_to_page']['p50_ms']}/{result['ask_to_page']['p99_ms']} ms; "
+          f"load {result['loadavg_latency_end']}; CPU share (cores) {result['cpu_share_latency']}")
     print(f"[{result['database']}] kill -9: votes confirmed {k.get('votes_confirmed')}, stored "
           f"{k.get('votes_stored')}, lost {k.get('lost')}, duplicated {k.get('duplicated')}, stored unconfirmed "
           f"{k.get('stored_unconfirmed')}; battles regenerated {k.get('regenerated')}, dropped {k.get('dropped')}, "

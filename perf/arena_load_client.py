@@ -41,6 +41,8 @@ class Tally:
     stub_ttft: list[float] = field(default_factory=list)
     #: (arena side TTFT - the same battle's direct stub TTFT), one per answer
     paired: list[float] = field(default_factory=list)
+    #: POST /ask -> the battle page received (the part of the arena's time before its event stream opens)
+    ask_to_page: list[float] = field(default_factory=list)
     confirmed: dict[str, int] = field(default_factory=dict)  # battle ref -> votes the server confirmed for it
     battles: int = 0
     failed_battles: int = 0
@@ -159,6 +161,7 @@ async def battle(c: httpx.AsyncClient, direct: httpx.AsyncClient, stub_url: str,
         return
     if measuring and stub_first is not None:
         tally.stub_ttft.append(stub_first)
+        tally.ask_to_page.append(waited)
         for first, _state in answers:
             if first is not None:
                 tally.arena_ttft.append(waited + first)
