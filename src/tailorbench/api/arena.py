@@ -12,6 +12,7 @@ from tailorbench.api.output_arena import (
     ArenaDeletion,
     ArenaDemo,
     ArenaInit,
+    ArenaExport,
     ArenaLeaderboard,
     ArenaPlan,
     ArenaRun,
@@ -104,6 +105,20 @@ def leaderboard(arena_dir: str | Path, out: str | Path | None = None, reveal_ids
         "contestants": board.ratings["contestants"], "excluded_voters": board.voter_quality["excluded"]})
 
 
+def export(arena_dir: str | Path, out: str | Path, reveal_ids: bool = False, db: str | None = None) -> ArenaExport:
+    """`tailor arena export DIR --out PATH`: the decisive votes as a native pairwise benchmark (voters by
+    pseudonym unless `reveal_ids`), which `tailor eval --data` runs and `tailor annotate import` takes for
+    third-person judgments; the export is recorded for later deletions."""
+    require_web("tailorbench.api.arena.export (the arena database)")
+    from tailorbench.arena.export import write_benchmark_export
+
+    _config, store = _store(arena_dir, db)
+    try:
+        return ArenaExport.model_validate(write_benchmark_export(store, out, reveal_ids))
+    finally:
+        store.dispose()
+
+
 def delete(arena_dir: str | Path, participant: str, db: str | None = None) -> ArenaDeletion:
     """`tailor arena delete DIR --participant ID`: a participant's deletion request (database, call cache, logs)
     with a receipt listing the exports made before it."""
@@ -128,4 +143,4 @@ def demo(arena_dir: str | Path, participants: int = 12, seed: int = 0, db: str |
     return ArenaDemo.model_validate(run_demo(arena_dir, participants, seed, db, say))
 
 
-__all__ = ["delete", "demo", "init", "leaderboard", "plan", "run", "status"]
+__all__ = ["delete", "demo", "export", "init", "leaderboard", "plan", "run", "status"]

@@ -62,6 +62,17 @@ class ArenaLeaderboard(Output):
     excluded_voters: list[str] = []
 
 
+class ArenaExport(Output):
+    """`tailor arena export DIR --out PATH`: the native benchmark written from the decisive votes, how many
+    went in and how many were left out by reason (gold, excluded_voter, tie, both_bad)."""
+
+    out: str
+    format: str = "benchmark"
+    reveal_ids: bool = False
+    exported: int = 0
+    left_out: dict[str, int] = {}
+
+
 class ArenaDeletion(Output):
     """`tailor arena delete DIR --participant ID`: what was removed and the receipt (with the exports to redo)."""
 

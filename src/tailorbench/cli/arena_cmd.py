@@ -106,6 +106,24 @@ def leaderboard(arena_dir: Path = ARENA_DIR,
     typer.echo(f"written to {got.out}/ (leaderboard.md, leaderboard.html, leaderboard.json)")
 
 
+@arena_app.command("export", cls=DATABASE_VERB)
+def export(arena_dir: Path = ARENA_DIR,
+           out: Path = typer.Option(..., "--out", "-o", help="What the verb writes: the native benchmark JSONL "
+                                    "(runs with `tailor eval --data`, imports with `tailor annotate import`)."),
+           reveal_ids: bool = typer.Option(False, "--reveal-ids", help="Participant ids as they are, not "
+                                           "pseudonymised (the export is recorded so)."),
+           db: str | None = DB, as_json: bool = JSON_OPTION) -> None:
+    """The decisive votes as a native pairwise benchmark: the voter's profile as persona, their choice as chosen,
+    confidence as tier; ties, both-bad, gold battles and excluded voters left out and counted."""
+    with user_errors():
+        got = _api().export(arena_dir, out, reveal_ids=reveal_ids, db=db)
+    if as_json:
+        print_json(got.to_dict())
+        return
+    left = ", ".join(f"{k} {v}" for k, v in got.left_out.items()) or "none"
+    typer.echo(f"{got.exported} pair(s) written to {got.out}; left out: {left}")
+
+
 @arena_app.command("delete", cls=DATABASE_VERB)
 def delete(arena_dir: Path = ARENA_DIR,
            participant: str = typer.Option(..., "--participant", help="The participant whose data is deleted: "
