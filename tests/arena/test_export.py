@@ -12,20 +12,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tailorbench.cli.app import app
+from tests.arena.exported import run_demo
 
 
 @pytest.fixture(scope="module")
 def demo_arena(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small illustrative arena after its demo (six simulated participants, ten votes each)."""
-    base = tmp_path_factory.mktemp("arena_export")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TAILORBENCH_CALL_CACHE", str(base / "calls.sqlite"))
-    try:
-        got = CliRunner().invoke(app, ["arena", "demo", str(base / "demo"), "--participants", "6", "--json"])
-    finally:
-        mp.undo()
-    assert got.exit_code == 0, got.output
-    return base / "demo"
+    return run_demo(tmp_path_factory.mktemp("arena_export"))
 
 
 def test_export_round_trip(demo_arena: Path, tmp_path: Path) -> None:

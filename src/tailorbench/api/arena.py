@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from tailorbench.api.output_arena import (
     ArenaDeletion,
     ArenaDemo,
-    ArenaInit,
     ArenaExport,
+    ArenaInit,
     ArenaLeaderboard,
     ArenaPlan,
     ArenaRun,
@@ -105,16 +105,23 @@ def leaderboard(arena_dir: str | Path, out: str | Path | None = None, reveal_ids
         "contestants": board.ratings["contestants"], "excluded_voters": board.voter_quality["excluded"]})
 
 
-def export(arena_dir: str | Path, out: str | Path, reveal_ids: bool = False, db: str | None = None) -> ArenaExport:
+def export(arena_dir: str | Path, out: str | Path, reveal_ids: bool = False, db: str | None = None,
+           format: str = "benchmark") -> ArenaExport:
     """`tailor arena export DIR --out PATH`: the decisive votes as a native pairwise benchmark (voters by
     pseudonym unless `reveal_ids`), which `tailor eval --data` runs and `tailor annotate import` takes for
-    third-person judgments; the export is recorded for later deletions."""
+    third-person judgments; `format="annotate"`: pairwise items for `tailor annotate import` and the voters'
+    own labels beside them (arena/third_person.py). The export is recorded for later deletions."""
     require_web("tailorbench.api.arena.export (the arena database)")
     from tailorbench.arena.export import write_benchmark_export
+    from tailorbench.arena.third_person import write_annotate_export
+    from tailorbench.errors import ConfigError
 
+    writers = {"benchmark": write_benchmark_export, "annotate": write_annotate_export}
+    if format not in writers:
+        raise ConfigError(f"option --format must be one of {', '.join(writers)}, got {format!r}")
     _config, store = _store(arena_dir, db)
     try:
-        return ArenaExport.model_validate(write_benchmark_export(store, out, reveal_ids))
+        return ArenaExport.model_validate(writers[format](store, out, reveal_ids))
     finally:
         store.dispose()
 

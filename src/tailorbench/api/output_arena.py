@@ -71,6 +71,8 @@ class ArenaExport(Output):
     reveal_ids: bool = False
     exported: int = 0
     left_out: dict[str, int] = {}
+    #: --format annotate: the voters' own labels (long rating format) beside the items
+    first_person: str | None = None
 
 
 class ArenaDeletion(Output):

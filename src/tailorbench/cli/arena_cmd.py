@@ -112,11 +112,14 @@ def export(arena_dir: Path = ARENA_DIR,
                                     "(runs with `tailor eval --data`, imports with `tailor annotate import`)."),
            reveal_ids: bool = typer.Option(False, "--reveal-ids", help="Participant ids as they are, not "
                                            "pseudonymised (the export is recorded so)."),
+           fmt: str = typer.Option("benchmark", "--format", help="benchmark (native JSONL) or annotate "
+                                   "(pairwise items for `tailor annotate import` and OUT.first_person.jsonl, "
+                                   "the voters' own labels for `tailor agree`)."),
            db: str | None = DB, as_json: bool = JSON_OPTION) -> None:
     """The decisive votes as a native pairwise benchmark: the voter's profile as persona, their choice as chosen,
     confidence as tier; ties, both-bad, gold battles and excluded voters left out and counted."""
     with user_errors():
-        got = _api().export(arena_dir, out, reveal_ids=reveal_ids, db=db)
+        got = _api().export(arena_dir, out, reveal_ids=reveal_ids, db=db, format=fmt)
     if as_json:
         print_json(got.to_dict())
         return
