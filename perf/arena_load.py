@@ -157,9 +157,11 @@ def vote_check(db_url: str, confirmed: dict[str, int]) -> dict[str, Any]:
     engine = create_engine(db_url)
     try:
         with engine.connect() as conn:
-            stored = dict(conn.execute(select(t.battles.c.ref, func.count(t.votes.c.id)).join(
-                t.votes, t.votes.c.battle_id == t.battles.c.id).group_by(t.battles.c.ref)).all())
-            status = dict(conn.execute(select(t.battles.c.status, func.count()).group_by(t.battles.c.status)).all())
+            stored: dict[str, int] = {str(ref): int(n) for ref, n in conn.execute(
+                select(t.battles.c.ref, func.count(t.votes.c.id)).join(t.votes, t.votes.c.battle_id == t.battles.c.id)
+                .group_by(t.battles.c.ref)).all()}
+            status: dict[str, int] = {str(k): int(n) for k, n in conn.execute(
+                select(t.battles.c.status, func.count()).group_by(t.battles.c.status)).all()}
             counters = dict(conn.execute(select(t.meta.c.key, t.meta.c.number)).all())
     finally:
         engine.dispose()
@@ -167,7 +169,7 @@ def vote_check(db_url: str, confirmed: dict[str, int]) -> dict[str, Any]:
             "lost": sum(1 for ref in confirmed if ref not in stored),
             "duplicated": sum(n - 1 for n in stored.values() if n > 1),
             "stored_unconfirmed": sum(1 for ref in stored if ref not in confirmed),
-            "battles_by_status": {str(k): int(v) for k, v in status.items()},
+            "battles_by_status": status,
             "regenerated": int(counters.get("battles_regenerated", 0)),
             "dropped": int(counters.get("battles_dropped", 0)),
             "failed": int(counters.get("battles_failed", 0))}
