@@ -59,7 +59,7 @@ def _ext_id(s: Any, assignment_id: int) -> str:
 def test_third_person_round_trip_and_agreement(demo_arena: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     items = tmp_path / "pairs.jsonl"
-    got = runner.invoke(app, ["arena", "export", str(demo_arena), "--format", "annotate", "--out", str(items),
+    got = runner.invoke(app, ["arena", "export", str(demo_arena), "--output-format", "annotate", "--out", str(items),
                               "--json"])
     assert got.exit_code == 0, got.output
     summary = json.loads(got.stdout)

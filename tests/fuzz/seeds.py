@@ -527,6 +527,9 @@ RECIPES: dict[str, list[list[str]]] = {
                           ["arena", "leaderboard", "{state:finished_arena}", "--out", "{out}/lb", "--reveal-ids"]],
     "arena delete": [["arena", "delete", "{state:finished_arena}", "--participant", ARENA_PARTICIPANT]],
     "arena demo": [["arena", "demo", "{out}/d", "--participants", "2"]],
+    "arena export": [["arena", "export", "{state:finished_arena}", "--out", "{out}/arena.jsonl"],
+                     ["arena", "export", "{state:finished_arena}", "--out", "{out}/items.jsonl", "--output-format",
+                      "annotate", "--reveal-ids", "--json"]],
 }
 
 #: exit codes a valid invocation may end in, where not 0 alone (a stage that makes nothing of an illustrative model)

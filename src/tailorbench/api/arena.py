@@ -118,7 +118,7 @@ def export(arena_dir: str | Path, out: str | Path, reveal_ids: bool = False, db:
 
     writers = {"benchmark": write_benchmark_export, "annotate": write_annotate_export}
     if format not in writers:
-        raise ConfigError(f"option --format must be one of {', '.join(writers)}, got {format!r}")
+        raise ConfigError(f"option --output-format must be one of {', '.join(writers)}, got {format!r}")
     _config, store = _store(arena_dir, db)
     try:
         return ArenaExport.model_validate(writers[format](store, out, reveal_ids))

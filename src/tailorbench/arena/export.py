@@ -8,7 +8,8 @@ to get right), the split from the question's origin (the person's own question `
 pool `general`). Left out, and counted in the summary: ties and both-bad votes (no chosen answer), gold battles
 (planted, not a preference) and every vote of a voter the quality rule excludes (the leaderboard's rule). Voters
 are named by pseudonym unless `reveal_ids`; the export is recorded in the arena database, so a later deletion's
-receipt lists it to redo.
+receipt lists it to redo. An arena with no decisive vote yet writes an empty file and says so in its counts
+(an export is a snapshot, not a check).
 """
 
 from __future__ import annotations
@@ -99,10 +100,6 @@ def write_benchmark_export(store: ArenaStore, out: str | Path, reveal_ids: bool 
     from tailorbench.files import claim_output
 
     votes, counts = decisive_votes(store)
-    if not votes:
-        from tailorbench.errors import ConfigError
-
-        raise ConfigError(f"the arena has no decisive vote to export ({counts.to_dict()['left_out'] or 'no votes'})")
     place = Path(out)
     claim_output("--out", place, made_by="tailor arena export")
     write_native(to_cases(votes, voter_name(store, reveal_ids)), place)

@@ -1,7 +1,7 @@
 """From first person to third person and back: other people judge the arena's pairs for the voter, and the
 voter's own choice is compared with theirs and with an LLM judge's.
 
-`tailor arena export DIR --format annotate --out ITEMS.jsonl` writes two files:
+`tailor arena export DIR --output-format annotate --out ITEMS.jsonl` writes two files:
 
 - ITEMS.jsonl, the decisive votes as pairwise items (`tailor annotate import`'s `items` format: id, split,
   user_id, persona, question, answer_a, answer_b, with no chosen side): the PersonaFeedback protocol, the persona
@@ -46,12 +46,9 @@ def first_person_path(items: Path) -> Path:
 def write_annotate_export(store: ArenaStore, out: str | Path, reveal_ids: bool = False) -> dict[str, Any]:
     """The items file and the first-person ratings beside it; the export is recorded ('project')."""
     from tailorbench.arena.export import decisive_votes, to_cases, voter_name
-    from tailorbench.errors import ConfigError
     from tailorbench.files import claim_output
 
     votes, counts = decisive_votes(store)
-    if not votes:
-        raise ConfigError(f"the arena has no decisive vote to export ({counts.to_dict()['left_out'] or 'no votes'})")
     place = Path(out)
     claim_output("--out", place, made_by="tailor arena export")
     claim_output("--out", first_person_path(place), made_by="tailor arena export")

@@ -112,9 +112,9 @@ def export(arena_dir: Path = ARENA_DIR,
                                     "(runs with `tailor eval --data`, imports with `tailor annotate import`)."),
            reveal_ids: bool = typer.Option(False, "--reveal-ids", help="Participant ids as they are, not "
                                            "pseudonymised (the export is recorded so)."),
-           fmt: str = typer.Option("benchmark", "--format", help="benchmark (native JSONL) or annotate "
-                                   "(pairwise items for `tailor annotate import` and OUT.first_person.jsonl, "
-                                   "the voters' own labels for `tailor agree`)."),
+           fmt: str = typer.Option("benchmark", "--output-format", help="Format written: benchmark (native "
+                                   "JSONL) or annotate (pairwise items for `tailor annotate import` and "
+                                   "OUT.first_person.jsonl, the voters' own labels for `tailor agree`)."),
            db: str | None = DB, as_json: bool = JSON_OPTION) -> None:
     """The decisive votes as a native pairwise benchmark: the voter's profile as persona, their choice as chosen,
     confidence as tier; ties, both-bad, gold battles and excluded voters left out and counted."""
