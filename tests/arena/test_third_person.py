@@ -85,8 +85,10 @@ def test_third_person_round_trip_and_agreement(demo_arena: Path, tmp_path: Path)
                                 "--json"])
     assert agree.exit_code == 0, agree.output
     report = json.loads(agree.stdout)
-    text = json.dumps(report)
-    assert "first-person" in text and "ci" in text.lower()
+    with_voter = [p for p in report["pairwise_cohen_kappa"] if "first-person" in (p["a"], p["b"])]
+    assert {p["b"] if p["a"] == "first-person" else p["a"] for p in with_voter} == set(ANNOTATORS)
+    for p in with_voter:  # every first-vs-third-person kappa has its bootstrap interval around it
+        assert p["n"] == len(rows) and p["ci"][0] <= p["kappa"] <= p["ci"][1]
 
     # the judge: a run over the benchmark export of the same votes (same case ids)
     bench = tmp_path / "bench.jsonl"
