@@ -243,6 +243,7 @@ RAY_WRAPPER = "tests/test_ray_isolated.py::"
 ENGINE_FILES = ("tests/models/test_vllm_backend.py::", RAY_WRAPPER)
 
 
+@pytest.hookimpl(optionalhook=True)  # unknown when xdist is not loaded (`-p no:xdist`)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist loadgroup` with the `engines` group made from ENGINE_FILES (see there)."""
     if config.getoption("dist", None) != "loadgroup":

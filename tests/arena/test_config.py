@@ -82,3 +82,11 @@ def test_init_writes_a_template_that_loads_and_refuses_to_overwrite(tmp_path: Pa
     assert load_config(tmp_path / "e").illustrative
     plan = runner.invoke(app, ["arena", "plan", str(tmp_path / "e"), "--json"])
     assert plan.exit_code == 0 and '"cost_per_battle_usd"' in plan.output
+
+
+def test_the_demo_keeps_a_database_password_out_of_arena_yaml() -> None:
+    from tailorbench.arena.demo import example_config
+
+    assert "database" not in example_config("postgresql+psycopg://user:s3cret@127.0.0.1:5432/arena")
+    plain = "postgresql+psycopg://postgres@127.0.0.1:5432/arena"
+    assert example_config(plain)["database"] == plain

@@ -53,9 +53,21 @@ def example_config(db: str | None = None) -> dict[str, Any]:
     data["leaderboard"]["min_battles"] = 10  # a few simulated people: ranks from 10 battles on
     data["spend"] = {"per_participant": 0.5, "per_arena": 20.0}
     data["illustrative"] = True
-    if db:
-        data["database"] = db
+    if db and make_url_password(db) is None:
+        data["database"] = db  # a URL with a password stays out of the file: later verbs take it by --db
     return data
+
+
+def make_url_password(db: str) -> str | None:
+    """The password a database URL carries (None for a plain path or a URL without one)."""
+    if "://" not in db:
+        return None
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(db).password
+    except Exception:  # an unreadable URL is refused where it is opened, naming it
+        return None
 
 
 def init_arena(arena_dir: str | Path, force: bool = False, example: bool = False, demo: bool = False,
