@@ -112,6 +112,7 @@ EXAMPLES: dict[str, str] = {
     "arena run": "tailor arena run arenas/pilot --port 8000",
     "arena status": "tailor arena status arenas/pilot",
     "arena leaderboard": "tailor arena leaderboard arenas/pilot",
+    "arena export": "tailor arena export arenas/pilot --out arenas/pilot-pairs.jsonl",
     "arena delete": "tailor arena delete arenas/pilot --participant p-0123456789abcdef",
     "arena demo": "tailor arena demo /tmp/arena-demo",
 }
