@@ -9,6 +9,9 @@ docs/python.md.
 
 from __future__ import annotations
 
+import sys as _sys
+import types as _types
+
 from tailorbench._names import DEPRECATED, PUBLIC
 from tailorbench.version import __version__
 
@@ -41,3 +44,21 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Facade(_types.ModuleType):
+    """`tb.arena` is the API's verbs even after the capability package `tailorbench.arena` was imported (the
+    import system sets the parent's attribute of a loaded subpackage; this property keeps the facade's name)."""
+
+    @property
+    def arena(self) -> _types.ModuleType:
+        from tailorbench.api import arena as verbs
+
+        return verbs
+
+    @arena.setter
+    def arena(self, _module: _types.ModuleType) -> None:
+        pass  # the subpackage stays reachable as sys.modules["tailorbench.arena"]
+
+
+_sys.modules[__name__].__class__ = _Facade
