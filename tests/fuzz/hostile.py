@@ -157,7 +157,8 @@ def run_verb(root: Path, args: Sequence[str], out: Path, names: Sequence[str] = 
     elif result.exit_code not in (0, 2, 3):
         found.problems.append(f"exit {result.exit_code}")
     elif "Traceback" in result.output:
-        found.problems.append("traceback printed")
+        printed = result.output[result.output.index("Traceback"):]
+        found.problems.append(f"traceback printed: {printed[-1500:]}")
     elif result.exit_code == 2 and not _one_error_line(result.stderr):
         found.problems.append(f"exit 2 without one error line: {result.stderr[-300:]!r}")
     after = tree(root, [out, *skip], names)
