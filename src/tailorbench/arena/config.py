@@ -322,14 +322,9 @@ def parse_config(data: Any, path: str | Path, base: Path | None = None) -> Arena
     try:
         config = ArenaConfig.model_validate_json(json.dumps(data), strict=True)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        message = str(first["msg"]).removeprefix("Value error, ")
-        if str(first["type"]).endswith(("_type", "_parsing")):
-            from tailorbench.files import type_name
+        from tailorbench.files import validation_message
 
-            message += f", got {type_name(first.get('input'))}"
-        raise ConfigError(f"{path}: {_where(tuple(first['loc']))}: {message} "
-                          f"({len(exc.errors())} error(s) in all)") from None
+        raise ConfigError(f"{path}: {validation_message(exc.errors(), _where)}") from None
     _check(config, path)
     return config
 

@@ -64,6 +64,7 @@ from tailorbench.files.reading import (
     parse_json,
     read_csv,
     type_name,
+    validation_message,
     whole_lines,
 )
 
@@ -99,6 +100,7 @@ __all__ = [
     "remove_tree",
     "scratch",
     "type_name",
+    "validation_message",
     "whole_lines",
     "write_json_atomic",
     "write_jsonl_atomic",

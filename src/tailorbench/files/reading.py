@@ -43,6 +43,16 @@ def type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def validation_message(errors: Sequence[Any], where: Callable[[tuple[Any, ...]], str]) -> str:
+    """A config's first pydantic error (`ValidationError.errors()`) as one line: the key path (`where` turns the
+    location into the config's own words), the message, the type given when the type was wrong, and the count."""
+    first = errors[0]
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if str(first["type"]).endswith(("_type", "_parsing")):  # a wrong type: say what was given
+        message += f", got {type_name(first.get('input'))}"
+    return f"{where(tuple(first['loc']))}: {message} ({len(errors)} error(s) in all)"
+
+
 def _too_big(path: Path, size: int, what: str, limit: int) -> DataError:
     return DataError(path, None, None, f"{size:,} bytes: more than MAX_FILE_BYTES ({limit:,} bytes, "
                                        f"{limit // 2**20} MiB), the most a file read whole may have "
