@@ -76,10 +76,39 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _cpu_now() -> float:
+    """CPU seconds (user + system) of this process and of the children it has waited for: a test's subprocesses
+    (`tailor` runs, servers it stopped) count in the test that reaped them."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+_CPU_MARK: list[float] = [0.0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    _CPU_MARK[0] = _cpu_now()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Each phase's report carries the CPU seconds it took (`cpu_s`, a user property that xdist sends on)."""
+    report = yield
+    now = _cpu_now()
+    report.user_properties.append(("cpu_s", now - _CPU_MARK[0]))
+    _CPU_MARK[0] = now
+    return report
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Count each test's setup, call and teardown (in the controller of an xdist run, from the workers' reports)."""
-    entry = _TESTS.setdefault(report.nodeid, {"seconds": 0.0, "outcome": "passed", "worker": worker_id()})
+    entry = _TESTS.setdefault(report.nodeid, {"seconds": 0.0, "cpu_s": 0.0, "outcome": "passed",
+                                              "worker": worker_id()})
     entry["seconds"] += report.duration
+    entry["cpu_s"] += sum(v for k, v in report.user_properties if k == "cpu_s")
     node = getattr(report, "node", None)  # xdist: the worker the report came from
     gateway = getattr(node, "gateway", None)
     if gateway is not None:
@@ -162,6 +191,10 @@ def write_durations(path: Path, tests: dict[str, dict[str, Any]], wall_s: float,
                     workers: str) -> None:
     """`path` (text) and `path` with .json: every test's seconds, outcome, worker and derived markers."""
     total = sum(t["seconds"] for t in tests.values())
+    cpu = sum(t.get("cpu_s", 0.0) for t in tests.values())
+    cpu_by_file: dict[str, float] = {}
+    for nodeid, t in tests.items():
+        cpu_by_file[nodeid.split("::")[0]] = cpu_by_file.get(nodeid.split("::")[0], 0.0) + t.get("cpu_s", 0.0)
     by_file: dict[str, float] = {}
     by_marker: dict[str, float] = {}
     by_worker: dict[str, float] = {}
@@ -174,20 +207,26 @@ def write_durations(path: Path, tests: dict[str, dict[str, Any]], wall_s: float,
     for t in tests.values():
         outcomes[t["outcome"]] = outcomes.get(t["outcome"], 0) + 1
     lines = [f"wall {wall_s:.1f} s; {len(tests)} tests ({', '.join(f'{n} {k}' for k, n in sorted(outcomes.items()))});"
-             f" {total:.1f} s of test time; workers: {workers}; exit status {exitstatus}",
+             f" {total:.1f} s of test time, {cpu:.1f} s of CPU; workers: {workers}; exit status {exitstatus}",
              "", "per worker (s):", *(f"  {w:>8} {s:9.1f}" for w, s in sorted(by_worker.items())),
              "", "per marker (s; a test counts under each of its markers):",
              *(f"  {m:>8} {s:9.1f}" for m, s in sorted(by_marker.items(), key=lambda kv: -kv[1])),
-             "", "slowest 40 tests (s):",
-             *(f"  {t['seconds']:8.1f} {t['worker']:>5} {nodeid}"
+             "", "slowest 40 tests (s of wall time, s of CPU):",
+             *(f"  {t['seconds']:8.1f} {t.get('cpu_s', 0.0):8.1f} {t['worker']:>5} {nodeid}"
                for nodeid, t in sorted(tests.items(), key=lambda kv: -kv[1]["seconds"])[:40]),
-             "", "per file, slowest 40 (s):",
-             *(f"  {s:8.1f} {f}" for f, s in sorted(by_file.items(), key=lambda kv: -kv[1])[:40])]
+             "", "most CPU, 40 tests (s of CPU, s of wall time):",
+             *(f"  {t.get('cpu_s', 0.0):8.1f} {t['seconds']:8.1f} {t['worker']:>5} {nodeid}"
+               for nodeid, t in sorted(tests.items(), key=lambda kv: -kv[1].get("cpu_s", 0.0))[:40]),
+             "", "per file, slowest 40 (s of wall time, s of CPU):",
+             *(f"  {s:8.1f} {cpu_by_file[f]:8.1f} {f}"
+               for f, s in sorted(by_file.items(), key=lambda kv: -kv[1])[:40])]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     path.with_suffix(".json").write_text(json.dumps(
         {"wall_s": round(wall_s, 1), "workers": workers, "exitstatus": exitstatus, "test_seconds": round(total, 1),
-         "tests": {k: {**v, "seconds": round(v["seconds"], 3)} for k, v in sorted(tests.items())}}, indent=1),
+         "cpu_seconds": round(cpu, 1),
+         "tests": {k: {**v, "seconds": round(v["seconds"], 3), "cpu_s": round(v.get("cpu_s", 0.0), 3)}
+                   for k, v in sorted(tests.items())}}, indent=1),
         encoding="utf-8")
 
 

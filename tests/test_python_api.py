@@ -22,6 +22,7 @@ import pytest
 import tailorbench as tb
 from tailorbench._names import DEPRECATED
 from tests.conftest import REPO_ROOT
+from tests.helpers.mypy_run import run_mypy
 
 DOC = REPO_ROOT / "docs" / "python.md"
 _FENCE = re.compile(r"^```(?P<info>[^\n]*)\n(?P<body>.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -182,10 +183,8 @@ def test_walk_through_passes_mypy(tmp_path: Path) -> None:
     # a second file with one wrong type shows that mypy sees the API's types (not Any) in the same run
     wrong = tmp_path / "wrong.py"
     wrong.write_text('import tailorbench as tb\n\nresult: int = tb.eval("demo", out="runs/x")\n', encoding="utf-8")
-    out = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(REPO_ROOT / "pyproject.toml"), "--no-error-summary",
-         "--strict", "--follow-imports=silent", str(script), str(wrong)],
-        cwd=REPO_ROOT, capture_output=True, text=True, env=_env(), timeout=600)
+    out = run_mypy("walk-through", ["--config-file", str(REPO_ROOT / "pyproject.toml"), "--no-error-summary",
+                                    "--strict", "--follow-imports=silent", str(script), str(wrong)], env=_env())
     report = out.stdout + out.stderr
     assert "walk_through.py" not in report, report
     assert re.search(r'wrong\.py:3: error: Incompatible types in assignment \(expression has type '

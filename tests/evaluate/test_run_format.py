@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from tailorbench.evaluate.results import compute_results, load_results, read_man
 from tailorbench.evaluate.runner import run_eval
 from tailorbench.runlog import FORMAT_VERSION, EvalResults, Leaderboard, read_run_file
 from tailorbench.schema import Prediction, RunManifest
-from tests.conftest import REPO_ROOT
+from tests.helpers.mypy_run import run_mypy
 
 
 @pytest.fixture(scope="module")
@@ -197,8 +195,7 @@ def test_stage_verbs_are_typed_for_mypy(tmp_path: Path) -> None:
                       "reveal_type(tb.stages.extract)\n"
                       "reveal_type(tb.stages.summary)\n"
                       "out: int = tb.stages.baseline\n", "utf-8")
-    done = subprocess.run([sys.executable, "-m", "mypy", str(script)], cwd=REPO_ROOT,
-                          capture_output=True, text=True, check=False)
+    done = run_mypy("stage-verbs", [str(script)])
     out = done.stdout
     assert "def (conversations: str | pathlib.Path, model: str" in out and "-> tailorbench.api." in out, out
     assert "StageOutput" in out and "StageSummary" in out, out
