@@ -99,19 +99,35 @@ def test_flags_gold_and_the_completion_page(make_arena: Callable[..., Path], ope
 
 def test_a_repeat_shows_an_earlier_battle_again(make_arena: Callable[..., Path],
                                                 open_arena: Callable[..., Any]) -> None:
+    from tailorbench.arena.battles import repeat_pick
+    from tailorbench.arena.web.pages import COOKIE
+
     folder = make_arena(battles={"per_participant": 6, "seed": 0, "repeat_rate": 0.5}, gold={"rate": 0.0})
-    _config, store, client = open_arena(folder)
-    with client() as c:
-        p = Participant(c)
-        p.enter()
-        for k in range(6):
-            page = c.get("/ask")
-            ref = page.url.path.rsplit("/", 1)[-1] if page.url.path.startswith("/b/") else p.ask(f"Question {k}?")
-            assert p.stream(ref, "1")[1] == p.stream(ref, "2")[1] == "done"
-            assert p.vote(ref).status_code == 303
+    config, store, client = open_arena(folder)
+    # the draw is seeded per participant id, which is random: enter until a participant's battles 3..6 draw a
+    # repeat (1 in 16 draw none), and check that exactly the drawn battles are repeats
+    for _ in range(20):
+        with client() as c:
+            p = Participant(c)
+            p.enter()
+            me = store.identify(c.cookies.get(COOKIE))
+            drawn = {seq for seq in range(1, 7) if repeat_pick(config, me["pid"], seq) is not None}
+            if not drawn:
+                continue
+            for k in range(6):
+                page = c.get("/ask")
+                ref = (page.url.path.rsplit("/", 1)[-1] if page.url.path.startswith("/b/")
+                       else p.ask(f"Question {k}?"))
+                assert p.stream(ref, "1")[1] == p.stream(ref, "2")[1] == "done"
+                assert p.vote(ref).status_code == 303
+            break
+    else:
+        raise AssertionError("20 participants drew no repeat at a rate of 0.5")
+    mine = [v for v in store.voted_battles() if v.pid == me["pid"]]
+    assert len(mine) == 6 and drawn <= {3, 4, 5, 6}
     voted = {v.outcome.battle_id: v for v in store.voted_battles()}
     repeats = [v for v in voted.values() if v.outcome.repeat_of is not None]
-    assert repeats, "a repeat rate of 0.5 over battles 3..6 showed no repeat"
+    assert len(repeats) == len(drawn), (drawn, [r.outcome.battle_id for r in repeats])
     for r in repeats:
         first = voted[r.outcome.repeat_of]
         assert (r.question, r.answer_a, r.answer_b) == (first.question, first.answer_a, first.answer_b)

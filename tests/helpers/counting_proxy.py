@@ -20,8 +20,10 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
+
+from tests.helpers.loopback import LoopbackHTTPServer
 
 HOP_BY_HOP = {
     "connection",
@@ -87,7 +89,7 @@ class CountingProxy:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._seen: list[Seen] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = LoopbackHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 

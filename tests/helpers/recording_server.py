@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.helpers.loopback import LoopbackServer
+from tests.helpers.loopback import LoopbackHTTPServer, LoopbackServer
 
 COMPLETION = {
     "id": "chatcmpl-rec",
@@ -151,7 +151,7 @@ class RecordingServer(LoopbackServer):
             do_GET = _handle
             do_POST = _handle
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         if self.ssl_context is not None:
             server.socket = self.ssl_context.wrap_socket(server.socket, server_side=True)
         self._serve(server)

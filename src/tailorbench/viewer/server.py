@@ -76,6 +76,9 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
 
 class ViewServer(ThreadingHTTPServer):
     daemon_threads = True
+    #: a page opens a dozen fetches at once (the run's tables, the cases); socketserver's backlog of 5 refuses
+    #: connections when the accept thread waits for a CPU
+    request_queue_size = 128
 
     def __init__(self, site: Site, host: str = "127.0.0.1", port: int = 0) -> None:
         if ":" in host:
