@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import re
 import shutil
@@ -68,6 +69,32 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["TAILORBENCH_CACHE"] = str(scratch)
     config.stash[SCRATCH] = scratch
     _STARTED[:] = [time.time()]
+    _hf_logs_to_current_stderr()
+
+
+class _CurrentStderr:
+    """A stream that writes to whatever `sys.stderr` is at the moment of the write."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def _hf_logs_to_current_stderr() -> None:
+    """transformers' own log handler keeps the `sys.stderr` of the moment it was made; made while a CliRunner
+    captured a verb's output, it later wrote into that closed capture, and logging's `--- Logging error ---`
+    traceback landed in another verb's output (the CLI fuzz walk of `train-rm` failed on it in a full run). Made
+    here, before any test, it writes to the stderr of each record's moment, as the package's own handler does."""
+    if importlib.util.find_spec("transformers") is None:
+        return
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.get_logger()  # makes the library's handler
+    handler = getattr(hf_logging, "_default_handler", None)
+    if isinstance(handler, logging.StreamHandler):
+        handler.setStream(_CurrentStderr())  # type: ignore[arg-type]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
