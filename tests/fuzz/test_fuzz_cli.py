@@ -28,7 +28,6 @@ they are counted, not failed. The count per verb x class is printed at the end a
 from __future__ import annotations
 
 import csv
-import gc
 import io
 import json
 import math
@@ -458,9 +457,6 @@ def test_every_verb_fuzzed(verb: str, monkeypatch: pytest.MonkeyPatch) -> None:
         import uvicorn
 
         monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
-    # earlier tests' garbage (an event loop's task whose exception nobody read, say) is collected now, not during
-    # the verb: its logged traceback would land in the runner's captured stderr and count against the verb
-    gc.collect()
     for recipe in recipes:  # the valid invocation ends with exit 0 (or the codes VALID_EXITS allows)
         with workdir() as root, _inside(root):
             slots = _slots(recipe)
