@@ -357,7 +357,25 @@ def bradley_terry(outcomes: Iterable[BattleOutcome], *, min_battles: int = MIN_B
     return Ratings(contestants=rows, battles=len(battles), gold_left_out=gold, repeats_left_out=repeats,
                    min_battles=min_battles, scale=scale, base=base, anchor=anchor, anchor_rating=anchor_rating,
                    ci=ci, bootstrap=bootstrap, bootstrap_unconverged=int((~ok).sum()), seed=seed,
-                   style_control=style_control, length=length, mle_exists=strongly_connected(n, beats))
+                   style_control=style_control, length=length,
+                   mle_exists=strongly_connected(n, beats) and _bounded(theta, n))
+
+
+#: the widest spread of ratings, and the largest length coefficient, in natural log-odds units that a fit may
+#: reach where the estimate exists: 30 is a win probability of 1e-13, never seen in data; beyond it the data
+#: are separated and only the ridge stops the fit (the ratings then run to tens of thousands of points)
+MLE_BOUND = 30.0
+
+
+def _bounded(theta: np.ndarray, n: int) -> bool:
+    """Whether the full fit stayed within `MLE_BOUND`: with the length covariate the comparison graph can be
+    strongly connected and the data still separated (two contestants, the shorter answer always winning), so
+    `strongly_connected` alone does not decide that the estimate exists."""
+    if theta.size == 0:
+        return True
+    spread = float(np.ptp(theta[:n])) if n else 0.0
+    coef = float(np.abs(theta[n:]).max()) if theta.size > n else 0.0
+    return bool(np.isfinite(theta).all() and spread < MLE_BOUND and coef < MLE_BOUND)
 
 
 def segment_leaderboards(outcomes: Iterable[BattleOutcome], field: str, *, min_battles: int = MIN_BATTLES,
