@@ -90,12 +90,7 @@ typecheck: install-test
 # runs/test-durations.txt (and .json) beside the --durations table (docs/testing.md).
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
-# one BLAS/OpenMP thread per worker: two workers already fill the two cores, and a second thread per worker spins
-# waiting for a core the other worker holds (the tests' CPU varied from 1,227 to 1,838 s between two runs of the same
-# commit, most of it in the torch-heavy study, three-stage and training tests; 2026-12-06). vLLM and Ray set their
-# own threads.
-PYTEST := $(OFFLINE) OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TAILORBENCH_CACHE=$(CACHE) \
-  $(VENV)/bin/pytest -q $(XDIST) --durations=30
+PYTEST := $(OFFLINE) TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q $(XDIST) --durations=30
 # the edit loop: every test but the slow ones, the generated-input suites (tests/fuzz) and those needing the
 # llama.cpp server, chromium or Ray
 FAST := -m "not slow and not fuzz and not server and not browser and not ray"
