@@ -90,7 +90,12 @@ typecheck: install-test
 # runs/test-durations.txt (and .json) beside the --durations table (docs/testing.md).
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
-PYTEST := $(OFFLINE) TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q $(XDIST) --durations=30
+# OMP_WAIT_POLICY=PASSIVE: an OpenMP thread (torch's, MKL's) that waits for work sleeps instead of spinning. Two
+# workers' torch each run two threads on the two cores, and a spinning thread burns the core the other worker's
+# thread waits for: two processes of small torch steps at once took 6.2 s of wall each, 2.9 s with PASSIVE, and
+# one alone 1.6 s (perf/omp_spin.py, 2026-12-06). The thread counts stay as they are (one OpenMP thread per
+# worker broke the vLLM checks).
+PYTEST := $(OFFLINE) OMP_WAIT_POLICY=PASSIVE TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q $(XDIST) --durations=30
 # the edit loop: every test but the slow ones, the generated-input suites (tests/fuzz) and those needing the
 # llama.cpp server, chromium or Ray
 FAST := -m "not slow and not fuzz and not server and not browser and not ray"

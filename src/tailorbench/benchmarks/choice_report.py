@@ -34,11 +34,8 @@ def tables(runs: Runs) -> list[Table]:
         name = f"{run['benchmark']} · {run['model']} ({run.get('run', '')})"
         out.append((f"{name}: protocol", ["protocol", "how it was made"],
                     [[_protocol_name(run), describe(run.get("protocol") or {})], *_think_rows(run)]))
-        rows = [_row("all", run["overall"])]
-        rows += [_row(f"split {name}", cell) for name, cell in run["by_split"].items()]
-        rows += [_row(f"tier {name}", cell) for name, cell in run["by_tier"].items()]
-        rows += [_row(name, cell) for name, cell in run["by_split_tier"].items()]
-        out.append((name, HEADER, rows))
+        out.append((name, HEADER, [_row("all", run["overall"]),
+                                   *(_row(label, cell) for label, cell in _breakdown(run))]))
         if run.get("by_topic"):
             out.append((f"{name}: per topic", ["topic", *HEADER[1:]],
                         [_row(t, cell) for t, cell in run["by_topic"].items()]))
@@ -76,11 +73,20 @@ def _versus_chance(cell: Mapping[str, Any]) -> str:
     return "not distinguishable from chance"
 
 
+def _breakdown(run: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(row label, cell) of a run's table below `all`: per split, per tier and per split x tier, leaving out the
+    rows that would repeat another on the same items with another bootstrap draw (one split: its row is `all`;
+    one tier: its row is `all` and each split x tier the split's; either one: each split x tier is a split's or a
+    tier's row)."""
+    splits, tiers = run["by_split"], run["by_tier"]
+    return [*((f"split {k}", c) for k, c in splits.items() if len(splits) > 1),
+            *((f"tier {k}", c) for k, c in tiers.items() if len(tiers) > 1),
+            *(run["by_split_tier"].items() if len(splits) > 1 and len(tiers) > 1 else ())]
+
+
 def _cells(run: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """(row label, cell) of a run's table and its per-topic and per-distance tables, as they label them."""
-    return [*((f"split {k}", c) for k, c in run["by_split"].items()), *((f"tier {k}", c) for k, c in
-            run["by_tier"].items()), *run["by_split_tier"].items(), *(run.get("by_topic") or {}).items(),
-            *(run.get("by_distance") or {}).items()]
+    return [*_breakdown(run), *(run.get("by_topic") or {}).items(), *(run.get("by_distance") or {}).items()]
 
 
 def headline(runs: Runs) -> list[str]:
