@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from perf.listening import check_loopback
 
+from tests.helpers import machine
 from tests.helpers.counting_proxy import CountingProxy
 from tests.helpers.loopback import guard_listen
 
@@ -51,6 +52,8 @@ DURATIONS = Path(os.environ.get("TAILOR_DURATIONS", REPO_ROOT / "runs" / "test-d
 #: this process's tests: seconds (setup, call and teardown), outcome, worker, derived markers
 _TESTS: dict[str, dict[str, Any]] = {}
 _STARTED: list[float] = []
+#: the machine probe and CPU ticks before the run (tests/helpers/machine.py), in the controller
+_MACHINE: list[Any] = []
 
 
 def worker_id() -> str:
@@ -69,6 +72,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["TAILORBENCH_CACHE"] = str(scratch)
     config.stash[SCRATCH] = scratch
     _STARTED[:] = [time.time()]
+    if not hasattr(config, "workerinput"):  # the controller: how fast the machine is before the run
+        _MACHINE[:] = [machine.probe_seconds(), machine.cpu_ticks()]
     _hf_logs_to_current_stderr()
 
 
@@ -160,8 +165,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     if netns.inside() or not _TESTS or not _STARTED:
         return
-    write_durations(DURATIONS, _TESTS, time.time() - _STARTED[0], int(exitstatus),
-                    str(getattr(config.option, "numprocesses", None) or 0))
+    wall = time.time() - _STARTED[0]
+    speed = machine.summary(_MACHINE[0], machine.probe_seconds(), _MACHINE[1], machine.cpu_ticks()) \
+        if _MACHINE else None
+    write_durations(DURATIONS, _TESTS, wall, int(exitstatus), str(getattr(config.option, "numprocesses", None) or 0),
+                    speed)
 
 
 def _hand_over_fuzz_counts(config: pytest.Config) -> None:
@@ -215,8 +223,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def write_durations(path: Path, tests: dict[str, dict[str, Any]], wall_s: float, exitstatus: int,
-                    workers: str) -> None:
-    """`path` (text) and `path` with .json: every test's seconds, outcome, worker and derived markers."""
+                    workers: str, speed: dict[str, float | None] | None = None) -> None:
+    """`path` (text) and `path` with .json: every test's seconds, outcome, worker and derived markers, and how fast
+    the machine was (`speed`: tests/helpers/machine.py)."""
     total = sum(t["seconds"] for t in tests.values())
     cpu = sum(t.get("cpu_s", 0.0) for t in tests.values())
     cpu_by_file: dict[str, float] = {}
@@ -235,6 +244,7 @@ def write_durations(path: Path, tests: dict[str, dict[str, Any]], wall_s: float,
         outcomes[t["outcome"]] = outcomes.get(t["outcome"], 0) + 1
     lines = [f"wall {wall_s:.1f} s; {len(tests)} tests ({', '.join(f'{n} {k}' for k, n in sorted(outcomes.items()))});"
              f" {total:.1f} s of test time, {cpu:.1f} s of CPU; workers: {workers}; exit status {exitstatus}",
+             *([_machine_line(speed)] if speed else []),
              "", "per worker (s):", *(f"  {w:>8} {s:9.1f}" for w, s in sorted(by_worker.items())),
              "", "per marker (s; a test counts under each of its markers):",
              *(f"  {m:>8} {s:9.1f}" for m, s in sorted(by_marker.items(), key=lambda kv: -kv[1])),
@@ -251,10 +261,20 @@ def write_durations(path: Path, tests: dict[str, dict[str, Any]], wall_s: float,
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     path.with_suffix(".json").write_text(json.dumps(
         {"wall_s": round(wall_s, 1), "workers": workers, "exitstatus": exitstatus, "test_seconds": round(total, 1),
-         "cpu_seconds": round(cpu, 1),
+         "cpu_seconds": round(cpu, 1), "machine": speed,
          "tests": {k: {**v, "seconds": round(v["seconds"], 3), "cpu_s": round(v.get("cpu_s", 0.0), 3)}
                    for k, v in sorted(tests.items())}}, indent=1),
         encoding="utf-8")
+
+
+def _machine_line(speed: dict[str, float | None]) -> str:
+    def share(key: str) -> str:
+        value = speed[key]
+        return "unknown" if value is None else f"{100 * value:.0f} %"
+
+    return (f"machine: the probe loop took {speed['probe_before_s']:.3f} s before the run and "
+            f"{speed['probe_after_s']:.3f} s after (tests/helpers/machine.py); cores busy {share('busy_share')} of "
+            f"the run, steal {share('steal_share')}")
 
 
 #: a test that uses one of these fixtures (directly or through another fixture) gets the marker: the markers

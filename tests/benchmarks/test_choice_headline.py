@@ -44,3 +44,12 @@ def test_multiple_choice_report_opens_with_its_headline(tmp_path: Path) -> None:
         assert not missing, (missing, said)
         page = (tmp_path / name / "report.html").read_text()
         assert page.index("<h2>Headline</h2>") < page.index("Accuracy over the answered items")
+
+
+def test_rows_that_repeat_another_on_the_same_items_are_left_out(tmp_path: Path) -> None:
+    """One tier: its row would be `all` again, and each split x tier its split's, each with another bootstrap draw
+    (so another CI for the same figure); the table shows `all` and the splits only."""
+    report = _render([_results("one-tier", right=20)], tmp_path / "r")
+    rows = [line.split(" | ")[0].lstrip("| ") for line in report.splitlines() if line.startswith("| ")]
+    assert {"all", "split recall", "split suggest"} <= set(rows)
+    assert "tier 32k" not in rows and "recall/32k" not in rows and "suggest/32k" not in rows

@@ -15,32 +15,15 @@ from typer.testing import CliRunner
 
 import tailorbench as tb
 from tailorbench.cli.app import app
-from tests.helpers.benchmark_fixtures import make_personamem, make_prefeval
-from tests.helpers.pf_data import make_mirror
+from tests.helpers.benchmark_fixtures import suite_data_root
 
 runner = CliRunner()
-
-
-def _rewardbench(root: Path) -> None:
-    rows = [{"id": f"u{n}", "question": f"How should I plan day {n}?",
-             "profile": [{"id": "p", "category": "Lifestyle", "text": "I like mornings."}],
-             "rubric_aspects": [{"aspect": "mornings", "evidence": "e", "reason": "r"}], "narrative": "n",
-             "category": "Lifestyle", "chosen": f"Start at 6am on day {n}, as you like.", "rejected": f"Sleep, {n}."}
-            for n in range(6)]
-    root.mkdir(parents=True)
-    (root / "Lifestyle_and_Personal_Development_test.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
 @pytest.fixture
 def data_root(tmp_path: Path) -> Path:
     """Every benchmark of the built-in suite under one folder, except PRISM."""
-    root = tmp_path / "data"
-    make_mirror(root / "PersonaFeedback")
-    make_prefeval(root / "PrefEval")
-    make_personamem(root / "personamem")
-    _rewardbench(root / "personalized-rewardbench")
-    return root
+    return suite_data_root(tmp_path / "data")
 
 
 def test_builtin_suite_offline_with_one_benchmark_missing(tmp_path: Path, data_root: Path,

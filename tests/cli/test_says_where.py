@@ -95,7 +95,8 @@ def test_tailor_view_prints_its_url_when_it_serves(tmp_path: Path) -> None:
 
 
 def test_a_verb_that_writes_the_annotation_database_names_it(tmp_path: Path) -> None:
-    """`annotate annotator add` (and every verb that writes to the database) ends with where it is; with --json
+    """`annotate annotator add`, `project create`, `crowd create` and `crowd close` (and every verb that writes to
+    the database) end with where it is; with --json
     the output stays the JSON object alone."""
     import json
 
@@ -110,5 +111,10 @@ def test_a_verb_that_writes_the_annotation_database_names_it(tmp_path: Path) -> 
     made = CliRunner().invoke(app, ["annotate", "project", "create", "p", "--task-type", "pairwise", "--dir",
                                     str(where)])
     assert made.exit_code == 0 and f"database: {where / 'annotate.sqlite'}" in made.stdout, made.output
+    for crowd in (["create", "p", "--quota", "2", "--max-participants", "3", "--completion-code", "C1"],
+                  ["close", "1"]):
+        done = CliRunner().invoke(app, ["annotate", "crowd", *crowd, "--dir", str(where)])
+        assert done.exit_code == 0 and done.stdout.splitlines()[-1] == f"database: {where / 'annotate.sqlite'}", (
+            crowd, done.output)
     quiet = CliRunner().invoke(app, ["annotate", "annotator", "add", "you", "--dir", str(where), "--json"])
     assert json.loads(quiet.stdout)["name"] == "you"

@@ -63,3 +63,15 @@ def test_gen_eval_report_opens_with_its_headline(tmp_path: Path, merged: bool) -
     assert not missing, (missing, said)
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.index("<h2>Headline</h2>") < page.index("Win rate = mean case score")
+
+
+def test_cells_that_repeat_another_on_the_same_cases_are_left_out(tmp_path: Path) -> None:
+    """One split: its `all` is the run's `all` again with another bootstrap draw, so neither table nor headline
+    shows `general/all`; its tiers stay."""
+    out = tmp_path / "report"
+    out.mkdir()
+    write_reports([_run(tmp_path, "one-split", wins=6)], out)
+    report = (out / "report.md").read_text(encoding="utf-8")
+    rows = [line.split(" | ")[0].lstrip("| ") for line in report.splitlines() if line.startswith("| ")]
+    assert "all" in rows and "general/easy" in rows and "general/medium" in rows
+    assert "general/all" not in rows and "general/all" not in report

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.pf_data import make_mirror
+
 TOPICS = ("travel_hotel", "shop_motors")
 
 
@@ -86,6 +88,29 @@ def make_personamem(root: Path, rows: list[dict[str, Any]] | None = None) -> Pat
                          for j in range(1, 6)]
             handle.write(json.dumps({key: messages}) + "\n")
     return path
+
+
+def make_rewardbench(root: Path, n: int = 6) -> Path:
+    """A Personalized-RewardBench folder of one category file with `n` rows (chosen: the answer that uses the
+    profile)."""
+    rows = [{"id": f"u{k}", "question": f"How should I plan day {k}?",
+             "profile": [{"id": "p", "category": "Lifestyle", "text": "I like mornings."}],
+             "rubric_aspects": [{"aspect": "mornings", "evidence": "e", "reason": "r"}], "narrative": "n",
+             "category": "Lifestyle", "chosen": f"Start at 6am on day {k}, as you like.", "rejected": f"Sleep, {k}."}
+            for k in range(n)]
+    root.mkdir(parents=True)
+    (root / "Lifestyle_and_Personal_Development_test.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return root
+
+
+def suite_data_root(root: Path) -> Path:
+    """Every benchmark of the built-in `personalization` suite under one folder (`--data-root`), except PRISM."""
+    make_mirror(root / "PersonaFeedback")
+    make_prefeval(root / "PrefEval")
+    make_personamem(root / "personamem")
+    make_rewardbench(root / "personalized-rewardbench")
+    return root
 
 
 def kill_9_after(cmd: list[str], predictions: Path, lines: int) -> None:

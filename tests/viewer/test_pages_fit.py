@@ -1,6 +1,7 @@
 """Pages that fit the window, in Debian's chromium (Playwright) at 1280x800 and at 390x844 on a phone: report.html
 of the demo (ten leaderboard rows) and of a PersonaMem-shaped run (the benchmark's many tiers make the widest
-leaderboard), gen-eval's report, the stage reports and summary.html, and every page of the viewer over runs of
+leaderboard), the built-in suite's leaderboard.html (five judges x three settings over four benchmarks), gen-eval's
+report, the stage reports and summary.html, and every page of the viewer over runs of
 every kind never scroll sideways: the document is exactly as wide as the window. Before: report.html 1,412 px wide
 at 1,280 on the demo and 7,762 px on PersonaMem; the viewer's leaderboard 14,497 px and its runs page 7,762 px at
 both sizes; on the phone its cases page 749 px (901 on PersonaMem), case pages 722 to 758 px, compare 498 to 523,
@@ -20,7 +21,7 @@ import pytest
 
 import tailorbench as tb
 from tests.helpers.browser import chromium
-from tests.helpers.report_runs import demo_runs, personamem_run
+from tests.helpers.report_runs import demo_runs, personamem_run, suite_run
 from tests.viewer.conftest import Runs
 
 SHOTS = Path(os.environ.get("TAILORBENCH_TEST_OUTPUT", Path(__file__).resolve().parents[2] / "runs" / "test-output"))
@@ -75,7 +76,8 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("fit")
-    return {"demo": demo_runs(root / "demo"), "personamem": personamem_run(root / "pm")}
+    return {"demo": demo_runs(root / "demo"), "personamem": personamem_run(root / "pm"),
+            "suite": suite_run(root / "suite")}
 
 
 def _page(browser: Any, size: str) -> Any:
@@ -112,7 +114,7 @@ OTHER_PAGES = {"gen-eval": ("gen", "report.html"), "summary": ("stage", "summary
 
 
 @pytest.mark.parametrize("size", list(SIZES))
-@pytest.mark.parametrize("report", ["demo", "personamem", *OTHER_PAGES])
+@pytest.mark.parametrize("report", ["demo", "personamem", "suite", *OTHER_PAGES])
 def test_report_pages_fit_the_window(browser: Any, reports: dict[str, Path], runs: Runs, report: str,
                                      size: str) -> None:
     print(f"screenshots in {SHOTS}")
@@ -120,12 +122,12 @@ def test_report_pages_fit_the_window(browser: Any, reports: dict[str, Path], run
         folder, name = OTHER_PAGES[report]
         path = getattr(runs, folder) / name
     else:
-        path = reports[report] / "report.html"
+        path = reports[report] / ("leaderboard.html" if report == "suite" else "report.html")
     page = _page(browser, size)
     page.goto(path.as_uri())
     _fits(page, size, f"report_{report}")
     assert page.evaluate(CUT_LABELS) == []
-    if report in reports and size.startswith("phone"):  # the leaderboard is wider: it scrolls in its own box
+    if report in ("demo", "personamem") and size.startswith("phone"):  # a wider leaderboard: in its own box
         board = page.locator("div.scroll > table").nth(1).element_handle()
         box = page.evaluate("(e) => [e.parentElement.clientWidth, e.parentElement.scrollWidth]", board)
         assert box[1] > box[0], box

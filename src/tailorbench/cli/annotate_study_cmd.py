@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from tailorbench.cli.annotate_options import BASE_URL, DB, DIR, JSON, twins
+from tailorbench.cli.annotate_options import BASE_URL, DB, DIR, JSON, stored_in, twins
 from tailorbench.cli.annotate_tables import participants_table
 from tailorbench.cli.common import emit, text_or_file, user_errors
 from tailorbench.cli.vocabulary import duration
@@ -51,6 +51,7 @@ def study_create(
                                     screenout_gold_below, screenout_after_gold, math.ceil(time_limit / 60),
                                     completion_url,
                                     param_id, param_study, param_session, text, base_url, directory, db), json_out)
+    stored_in(directory, db, json_out)
 
 
 @study_app.command("list")
@@ -86,6 +87,7 @@ def study_close(study: int = typer.Argument(..., help="Study id (from `crowd lis
     """Close a study: its link lets nobody in any more (participants already in keep working)."""
     with user_errors():
         emit(twins().crowd_close(study, directory, db), json_out)
+    stored_in(directory, db, json_out)
 
 
 @study_app.command("release")
@@ -99,6 +101,7 @@ def study_release(
     """Release participants past the time limit (and returned ones): their unfinished items and places."""
     with user_errors():
         emit(twins().crowd_release(study, returned, directory, db), json_out)
+    stored_in(directory, db, json_out)
 
 
 @study_app.command("reissue")
@@ -113,3 +116,4 @@ def study_reissue(
     """Print a personal login link for a participant who lost their cookie (old sessions end)."""
     with user_errors():
         emit(twins().crowd_reissue(participant, study, base_url, directory, db), json_out)
+    stored_in(directory, db, json_out)

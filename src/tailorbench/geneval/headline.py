@@ -23,6 +23,24 @@ def rate_ci(value: float | None, ci: Sequence[float | None]) -> str:
     return pct(value) + (f" [{pct(lo)}, {pct(hi)}]" if lo is not None else "")
 
 
+def _cell(r: Mapping[str, Any], split: str, tier: str) -> Mapping[str, Any] | None:
+    block = r["metrics"].get(split)
+    cell = block.get(tier) if isinstance(block, dict) else None
+    return cell if isinstance(cell, dict) else None
+
+
+def repeats(r: Mapping[str, Any], split: str, tier: str) -> bool:
+    """Whether a split x tier cell holds the same cases as the row above it, with another bootstrap draw: a split's
+    only tier is the split's `all`, and the only split's `all` is the run's. Neither the tables nor the headline
+    show such a cell."""
+    if split == "all":
+        return False
+    splits, tiers = report_names([r])
+    if tier == "all":
+        return sum(1 for s in splits if _cell(r, s, "all")) == 1
+    return sum(1 for t in tiers if _cell(r, split, t)) == 1
+
+
 def _label(r: Mapping[str, Any]) -> str:
     return f"`{r['model']} vs {r['reference']} ({r['setting']})`"
 
@@ -48,10 +66,9 @@ def _below(runs: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
             overall.append(f"{_label(r)} {rate_ci(total['win_rate'], total['ci'])}")
         for split in splits:
             for tier in (*tiers, "all"):
-                block = r["metrics"].get(split)
-                cell = block.get(tier) if isinstance(block, dict) else None
+                cell = _cell(r, split, tier)
                 hi = (cell or {}).get("ci", [None, None])[1]
-                if cell and hi is not None and hi < PARITY:
+                if cell and hi is not None and hi < PARITY and not repeats(r, split, tier):
                     cells.append(f"{_label(r)} on {split}/{tier} {rate_ci(cell['win_rate'], cell['ci'])}")
     return overall, cells
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from tailorbench import run_kinds
 from tailorbench.evaluate.metrics import report_names
-from tailorbench.geneval.headline import headline_lines, rate_ci
+from tailorbench.geneval.headline import headline_lines, rate_ci, repeats
 from tailorbench.reporting import (
     colour,
     column_label_reach,
@@ -63,7 +63,7 @@ _ACCOUNT_HEADER = ["cell", "generation failed", "empty answers", "truncated answ
 
 
 def _cells(r: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [(_name(s, t), c) for s, t in _all_cells([r]) if (c := _cell(r, s, t))]
+    return [(_name(s, t), c) for s, t in _all_cells([r]) if (c := _cell(r, s, t)) and not repeats(r, s, t)]
 
 
 def _win_rows(r: dict[str, Any]) -> list[list[str]]:
@@ -120,7 +120,7 @@ def _lc_notes(r: dict[str, Any]) -> list[str]:
 
 
 def _side_by_side(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    cells = [(s, t) for s, t in _all_cells(runs) if any(_cell(r, s, t) for r in runs)]
+    cells = [(s, t) for s, t in _all_cells(runs) if any(_cell(r, s, t) and not repeats(r, s, t) for r in runs)]
     header = ["model", "reference", "judge", "setting", *(f"{_name(s, t)} win / LC" for s, t in cells),
               "judge acc. / longer"]
     rows = []
@@ -154,6 +154,8 @@ def _reliability_rows(r: dict[str, Any]) -> list[list[str]]:
 
     rows = []
     for name, cell in cells(r.get("reliability") or {}):
+        if name != "all" and repeats(r, *name.split("/", 1)):
+            continue
         full = cell_row({"judge": r["judge"], "setting": r["judge_setting"]}, name, cell)
         rows.append([full[2], full[3], full[4], full[5], full[6], full[10]])
     own = r.get("self_preference")
