@@ -325,7 +325,9 @@ def test_status_and_cancel_of_a_run_left_waiting(backend: str, tmp_path: Path) -
         await asyncio.gather(pending, return_exceptions=True)
         await model.aclose()
         after = await batch_runs.status_async(run)
-        assert after[0]["live_status"] in ("cancelled", "ended")
+        # the run's own poll may see the cancel first (between cancel_async and pending.cancel, under load) and
+        # record the batch as ended, which is then not polled again; otherwise the provider says so now
+        assert after[0]["status"] == "ended" or after[0].get("live_status") in ("cancelled", "ended"), after
 
     with BatchServer(tmp_path / "server", process_s=3600) as server:
         asyncio.run(run_it(server))
