@@ -46,6 +46,7 @@ def test_export_round_trip(demo_arena: Path, tmp_path: Path) -> None:
     for row in rows:
         v = by_ref[row["id"]]
         assert v.outcome.outcome in ("a", "b") and not v.outcome.gold
+        assert row["chosen"].strip() != row["rejected"].strip()  # a vote between one answer twice prefers nothing
         assert row["chosen"] == (v.answer_a if v.outcome.outcome == "a" else v.answer_b)
         assert row["tier"] == {3: "easy", 2: "medium", 1: "hard"}[v.outcome.confidence]
         assert row["user_id"].startswith("v-") and row["user_id"] not in pids

@@ -1,7 +1,8 @@
 """From first person to third person: the arena's pairs exported as an annotation project's items, imported
 into a real annotation database, judged by simulated annotators for the voter, exported; the first-vs-third-person
 agreement through `tailor agree` (kappas with intervals); and the alt-test's single-expert variant (the voter as
-expert) checked against scipy's one-sided t-test and statsmodels' Benjamini-Yekutieli correction."""
+expert) checked against scipy's one-sided t-test and statsmodels' Benjamini-Yekutieli correction, and run from
+the files by `tailor agree --expert first-person` with the same result."""
 
 from __future__ import annotations
 
@@ -132,6 +133,33 @@ def test_third_person_round_trip_and_agreement(demo_arena: Path, tmp_path: Path)
     for r in ratings:
         annotators.setdefault(r["rater"], {})[r["item"]] = r["label"]
     _check_self_stand_in(voter, annotators, judge)
+
+    # the same test from the files, as a user runs it: `tailor agree --expert first-person`
+    judge_file = tmp_path / "judge.jsonl"
+    judge_file.write_text("".join(json.dumps({"item": i, "rater": "longer", "label": label, "group": "model"}) + "\n"
+                                  for i, label in judge.items()), encoding="utf-8")
+    agreed = runner.invoke(app, ["agree", str(first_person_path(items)), str(tmp_path / "export" / "ratings.jsonl"),
+                                 str(judge_file), "--expert", "first-person", "--annotators", "crowd",
+                                 "--min-items", "10", "--n-boot", "50", "--json"])
+    assert agreed.exit_code == 0, agreed.output
+    block = json.loads(agreed.stdout)["single_expert"]
+    direct = self_stand_in(voter, annotators, judge, min_items=10)
+    got = block["judges"]["longer"]
+    assert block["expert"] == "first-person" and block["humans"] == sorted(ANNOTATORS)
+    assert block["options"]["epsilon"] == direct["epsilon"] == 0.1
+    for mine, theirs in zip(got["humans"], direct["humans"], strict=True):  # the items in another order: to 1e-12
+        assert mine.keys() == theirs.keys() and mine["human"] == theirs["human"] and mine["n"] == theirs["n"]
+        assert {k: v for k, v in mine.items() if k not in ("human", "rejected")} == pytest.approx(
+            {k: v for k, v in theirs.items() if k not in ("human", "rejected")}, rel=1e-12, abs=1e-12)
+        assert mine.get("rejected") == theirs.get("rejected")
+    assert got["winning_rate"] == direct["winning_rate"]
+    assert got["passed"] == direct["passed"] and got["n_tested"] == direct["n_tested"]
+    shown = runner.invoke(app, ["agree", str(first_person_path(items)), str(tmp_path / "export" / "ratings.jsonl"),
+                                str(judge_file), "--expert", "first-person", "--annotators", "crowd",
+                                "--min-items", "10", "--n-boot", "50"])
+    assert shown.exit_code == 0 and "Single-expert alt-test (expert: first-person" in shown.output, shown.output
+    wrong = runner.invoke(app, ["agree", str(judge_file), str(first_person_path(items)), "--expert", "longer"])
+    assert wrong.exit_code == 2 and "--expert 'longer' is not a human rater" in wrong.output, wrong.output
 
 
 def _check_self_stand_in(voter: dict[str, str], annotators: dict[str, dict[str, str]], judge: dict[str, str]) -> None:

@@ -310,7 +310,7 @@ def admissibility(m: RatingMatrix, judges: Sequence[int], humans: Sequence[int],
     item -> tier; items without a tier count overall only)."""
     opts = opts or AdmissibilityOptions()
     opts.check()
-    values, custom = _alignment(m, opts)
+    values, custom = alignment_of(m, opts)
     names = [m.raters[h] for h in humans]
     codes_h = m.codes[:, list(humans)]
     strata: dict[str, np.ndarray] = {}
@@ -345,7 +345,7 @@ def admissibility(m: RatingMatrix, judges: Sequence[int], humans: Sequence[int],
     }
 
 
-def _alignment(m: RatingMatrix, opts: AdmissibilityOptions) -> tuple[np.ndarray | None, AlignmentFunction | None]:
+def alignment_of(m: RatingMatrix, opts: AdmissibilityOptions) -> tuple[np.ndarray | None, AlignmentFunction | None]:
     """(the values of a neg-rmse alignment or None for accuracy, a custom function or None) for these labels.
 
     `auto` reads the declared scale: an order (`--order`) is neg-rmse over its ranks, string labels without one

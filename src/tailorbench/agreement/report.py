@@ -244,9 +244,11 @@ def agreement_report(
     judges: Sequence[str] = (),
     admissibility_opts: AdmissibilityOptions | None = None,
     tiers: Mapping[str, str] | None = None,
+    expert: str | None = None,
 ) -> dict[str, Any]:
     """Every agreement statistic of a rating set, with seeded percentile bootstrap intervals over items; with a
-    judge (a rater named in `judges`, or any rater outside the human group) and humans, its admissibility."""
+    judge (a rater named in `judges`, or any rater outside the human group) and humans, its admissibility; with an
+    `expert` (a human rater), also the alt-test's single-expert variant (`agreement.single_expert`)."""
     opts = opts or AgreeOptions()
     if opts.n_resamples < 1 or not 0 < opts.level < 1:
         raise ConfigError("--resamples must be >= 1 and --level between 0 and 1")
@@ -291,6 +293,14 @@ def agreement_report(
     elif judges:
         raise ConfigError(f"--judge {judges[0]!r}: admissibility needs at least one human rater besides the judges; "
                           f"raters: {', '.join(m.raters)}")
+    if expert is not None:
+        if not judge_cols:
+            raise ConfigError(f"--expert {expert!r}: no judge to test (name one with --rater, or give a run "
+                              "directory)")
+        from tailorbench.agreement.single_expert import single_expert
+
+        adm = admissibility_opts or AdmissibilityOptions()
+        report["single_expert"] = single_expert(m, judge_cols, human_cols, expert, adm)
     report["bootstrap"] = {
         "method": "percentile, resampling items",
         "n_resamples": opts.n_resamples,
@@ -369,7 +379,30 @@ def render_table(report: dict[str, Any]) -> list[RenderableType]:
         out.append(vs)
     if report.get("admissibility"):
         out.extend(admissibility_tables(report["admissibility"]))
+    if report.get("single_expert"):
+        out.append(single_expert_table(report["single_expert"]))
     return out
+
+
+def single_expert_table(block: dict[str, Any]) -> RenderableType:
+    """The single-expert alt-test: a row per judge and human (the expert's labels the only reference)."""
+    from rich.table import Table
+
+    o = block["options"]
+    table = Table(title=f"Single-expert alt-test (expert: {block['expert']}; epsilon={o['epsilon']}, BY q={o['q']}, "
+                        f">= {o['min_items']} shared items, {o['alignment']})")
+    for col in ("judge", "human", "items", "rho_f", "rho_h", "p (BY)", "judge wins", "omega", "passed"):
+        table.add_column(col)
+    for judge, res in block["judges"].items():
+        omega = "undefined" if res["winning_rate"] is None else f"{res['winning_rate']:.2f}"
+        passed = "untested" if res["passed"] is None else "yes" if res["passed"] else "no"
+        for r in res["humans"]:
+            if "p" not in r:
+                table.add_row(judge, r["human"], str(r["n"]), "", "", "", r.get("excluded", ""), omega, passed)
+                continue
+            table.add_row(judge, r["human"], str(r["n"]), f"{r['rho_f']:.3f}", f"{r['rho_h']:.3f}",
+                          f"{r['p_adjusted']:.3g}", "yes" if r["rejected"] else "no", omega, passed)
+    return table
 
 
 def admissibility_tables(adm: dict[str, Any]) -> list[RenderableType]:

@@ -15,7 +15,7 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
           n_boot: int = 1000, seed: int = 0, level: float = 0.95, out: str | Path | None = None,
           fmt: str = "auto", mapping: str | None = None, judges: Sequence[str] = (), epsilon: float | None = None,
           min_items: int = 30, alignment: str = "auto", tiers: str | Path | None = None,
-          annotators: str | None = None, min_humans: int = 2) -> AgreeResult:
+          annotators: str | None = None, min_humans: int = 2, expert: str | None = None) -> AgreeResult:
     """`tailor agree`: agreement statistics of long-format ratings (.jsonl/.csv), run directories and annotation
     tools' exports (Label Studio, Argilla, Potato: detected, or all forced with `fmt`; a project tailorbench did
     not make read through `mapping`, `--map`, docs/interop.md); with `out`, also written there as JSON.
@@ -25,7 +25,10 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
     `annotators`: expert 0.2, skilled 0.15, crowd 0.1; 0.2 when neither is given; `min_items` shared items per
     human, `min_humans` humans per item, `alignment`: accuracy, neg-rmse, auto or a registered custom function;
     auto is refused on integer labels without `order`) and kappas beside the humans', overall and per tier of
-    `tiers` (JSONL with id and tier; without it, the tiers a run directory's predictions carry)."""
+    `tiers` (JSONL with id and tier; without it, the tiers a run directory's predictions carry). With `expert` (a
+    human rater, e.g. `first-person` in an arena's export), each judge also gets the alt-test's single-expert
+    variant: against each other human, with the expert's labels the only reference (`single_expert` in the
+    result)."""
     from tailorbench.agreement import AgreeOptions, agreement_report
     from tailorbench.agreement.admissibility import AdmissibilityOptions, margin, read_tiers
     from tailorbench.agreement.runs import read_run_tiers
@@ -48,7 +51,7 @@ def agree(files: Sequence[str | Path], order: Sequence[str] | None = None, posit
     run_tiers = read_run_tiers(list(files)) if tiers is None else {}
     tier_map = read_tiers(tiers) if tiers is not None else (run_tiers if len(set(run_tiers.values())) > 1 else None)
     report = agreement_report(read_ratings_any(list(files), fmt, mapping, notes), list(order) if order else None,
-                              AgreeOptions(n_boot, seed, level, positive), list(judges), adm, tier_map)
+                              AgreeOptions(n_boot, seed, level, positive), list(judges), adm, tier_map, expert)
     report["notes"] = [*notes, *report["notes"]]
     if out is not None:
         from tailorbench.files import write_json_atomic

@@ -28,6 +28,9 @@ class AgreeResult(Output):
     #: each judge's alt-test and kappas beside the humans' (docs/metrics.md, "Human admissibility"); empty
     #: (and absent from the JSON) when the ratings hold no judge beside humans
     admissibility: dict[str, Any] = {}
+    #: with `--expert RATER`: each judge's single-expert alt-test (docs/metrics.md, "Single expert"); empty (and
+    #: absent from the JSON) without it
+    single_expert: dict[str, Any] = {}
     bootstrap: dict[str, Any] = {}
     notes: list[str] = []
 

@@ -47,8 +47,9 @@ def voter_name(store: ArenaStore, reveal_ids: bool) -> Any:
 
 
 def decisive_votes(store: ArenaStore) -> tuple[list[VotedBattle], ExportCounts]:
-    """The votes an export carries (not gold, not by an excluded voter, not a tie or both-bad) and the counts of
-    those left out. The quality rule sees every vote, gold included, as the leaderboard's does."""
+    """The votes an export carries (not gold, not by an excluded voter, not a tie or both-bad, not between two
+    identical answers, where the vote prefers nothing) and the counts of those left out. The quality rule sees
+    every vote, gold included, as the leaderboard's does."""
     from tailorbench.arena.voters import voter_quality
 
     voted = store.voted_battles()
@@ -57,7 +58,8 @@ def decisive_votes(store: ArenaStore) -> tuple[list[VotedBattle], ExportCounts]:
     kept = []
     for v in voted:
         reason = ("gold" if v.outcome.gold else "excluded_voter" if v.pid in excluded
-                  else v.outcome.outcome if v.outcome.outcome in ("tie", "both_bad") else None)
+                  else v.outcome.outcome if v.outcome.outcome in ("tie", "both_bad")
+                  else "identical_answers" if v.answer_a.strip() == v.answer_b.strip() else None)
         if reason is not None:
             counts.left_out[reason] += 1
             continue

@@ -83,12 +83,13 @@ def judge_labels(first_person: dict[str, str], judge: dict[str, Any]) -> dict[st
 
 def self_stand_in(first_person: dict[str, str], annotators: dict[str, dict[str, str]], judge: dict[str, str],
                   min_items: int = 30, q: float = 0.05) -> dict[str, Any]:
-    """The single-expert alt-test (module docstring): `first_person` item -> the voter's label, `annotators`
-    annotator -> item -> label, `judge` item -> label (all `A`/`B`). Returns the alt-test's result shape
-    (humans with rho_f, rho_h, p, p_adjusted, rejected; winning_rate; passed at omega >= 0.5) and the epsilon used."""
-    from tailorbench.agreement.admissibility import ANNOTATOR_EPSILON, AdmissibilityOptions, alt_test
+    """The single-expert alt-test (module docstring; `agreement.single_expert`, which `tailor agree --expert
+    first-person` runs on the same files): `first_person` item -> the voter's label, `annotators` annotator ->
+    item -> label, `judge` item -> label (all `A`/`B`). Returns the alt-test's result shape (humans with rho_f,
+    rho_h, p, p_adjusted, rejected; winning_rate; passed at omega >= 0.5) and the epsilon used."""
+    from tailorbench.agreement.admissibility import ANNOTATOR_EPSILON, AdmissibilityOptions
     from tailorbench.agreement.matrix import MISSING
-    from tailorbench.agreement.t_test import by_adjust
+    from tailorbench.agreement.single_expert import single_expert_test
 
     items = sorted(first_person)
     code = {"A": 0, "B": 1}
@@ -98,21 +99,12 @@ def self_stand_in(first_person: dict[str, str], annotators: dict[str, dict[str, 
 
     opts = AdmissibilityOptions(epsilon=ANNOTATOR_EPSILON[SELF_EPSILON_GROUP], annotators=SELF_EPSILON_GROUP,
                                 min_items=min_items, q=q, alignment="accuracy")
-    voter, judged = column(first_person), column(judge)
-    rows: list[dict[str, Any]] = []
-    for name in sorted(annotators):
-        humans = np.stack([column(annotators[name]), voter], axis=1)
-        one = alt_test(humans, judged, 2, [name, FIRST_PERSON], opts)
-        rows.append(one["humans"][0])  # annotator j against the judge, the voter alone as reference
-    tested = [r for r in rows if "p" in r]
-    for r, adjusted in zip(tested, by_adjust([r["p"] for r in tested]) if tested else []):
-        r.update(p_adjusted=float(adjusted), rejected=bool(adjusted <= q))
-    omega = sum(r["rejected"] for r in tested) / len(tested) if tested else None
+    names = sorted(annotators)
+    humans = np.stack([column(annotators[name]) for name in names], axis=1) if names else \
+        np.empty((len(items), 0), dtype=np.int64)
+    result = single_expert_test(column(first_person), humans, column(judge), 2, names, FIRST_PERSON, opts)
     return {"variant": "single expert (the voter)", "epsilon": opts.epsilon, "epsilon_from": SELF_EPSILON_GROUP,
-            "q": q, "min_items": min_items, "humans": rows, "n_tested": len(tested),
-            "n_rejected": sum(r["rejected"] for r in tested), "winning_rate": omega,
-            "advantage_probability": float(np.mean([r["rho_f"] for r in tested])) if tested else None,
-            "passed": None if omega is None else bool(omega >= 0.5)}
+            "q": q, "min_items": min_items, **{k: v for k, v in result.items() if k != "max_shared_items"}}
 
 
 __all__ = ["FIRST_PERSON", "first_person_path", "judge_labels", "self_stand_in",

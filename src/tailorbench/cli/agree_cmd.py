@@ -60,6 +60,9 @@ def agree(
                                   "tailorbench.alignments."),
     tiers_file: Path | None = typer.Option(None, "--tier-file", help="JSONL with id and tier per line (e.g. the "
                                            "benchmark `tailor tiers` wrote): admissibility per tier too."),
+    expert: str | None = typer.Option(None, "--expert", help="A human rater whose labels are the truth (e.g. "
+                                      "first-person in an arena's export): each judge also gets the alt-test's "
+                                      "single-expert variant against every other human."),
 ) -> None:
     """Agreement statistics: Fleiss, Cohen (pairwise), Krippendorff, rater vs majority, with bootstrap CIs; each
     judge's human admissibility (alternative-annotator test, kappas beside the humans')."""
@@ -68,7 +71,7 @@ def agree(
     with user_errors():
         report = api.agree(files, order.split(",") if order else None, positive, n_boot_value(n_boot, resamples),
                            seed, level, out, fmt, mapping, judges, epsilon, min_items, alignment,
-                           tiers_file, annotators, min_humans).to_dict()
+                           tiers_file, annotators, min_humans, expert).to_dict()
     if as_json:
         print_json(report)
     else:

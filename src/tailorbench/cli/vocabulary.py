@@ -55,6 +55,7 @@ MEANINGS: dict[str, str] = {
     "--epsilon": "alt-test cost-benefit margin epsilon",
     "--min-items": "alt-test: a human is tested only with",
     "--annotators": "who the humans are",
+    "--expert": "a human rater whose labels are the truth",
     "--items": "item file",
     "--easy": "tiering: minimum P_i for the easy tier",
     "--medium": "tiering: minimum P_i for the medium tier",
