@@ -110,6 +110,8 @@ class RayDataEngine:
     replicas: int = 0
     num_gpus: float = 0.0
     datasets: int = 0
+    #: processors built again because Ray refused one from an earlier session (`_rows`)
+    rebuilt: int = 0
     rows: int = 0
     failed_rows: int = 0
     errors: list[str] = field(default_factory=list)
@@ -168,8 +170,7 @@ class RayDataEngine:
         began = time.perf_counter()
         timing = {"rows": float(len(items)), "first_row_s": 0.0, "seconds": 0.0}
         self.timings = [*self.timings, timing][-5:]  # complete when the last row is delivered
-        dataset = self._processor(ray.data.from_items(items))
-        for row in dataset.iter_rows():
+        for row in self._rows(ray, items):
             timing["seconds"] = round(time.perf_counter() - began, 2)
             timing["first_row_s"] = timing["first_row_s"] or timing["seconds"]
             position = int(row[POSITION])
@@ -188,6 +189,28 @@ class RayDataEngine:
                 self._failed("the row did not come back from the processor")
                 deliver(position, "the row did not come back from the processor")
 
+    def _rows(self, ray: Any, items: list[dict[str, Any]]) -> Any:
+        """The processor's output rows. A processor built in an earlier Ray session of this process (another
+        holder's `disconnect` ended it in between) refers to objects the new session does not own, and Ray refuses
+        the dataset before its first row ("owner is unknown"): the processor is then built again, once, and the
+        restart counted (`describe()["rebuilt"]`)."""
+        rows = iter(self._processor(ray.data.from_items(items)).iter_rows())
+        try:
+            first = next(rows, None)
+        except ValueError as exc:
+            if "owner is unknown" not in str(exc):
+                raise
+            self.rebuilt += 1
+            self.errors.append(f"processor built again: {str(exc).splitlines()[0][:200]}")
+            self._processor = None
+            self.start()
+            rows = iter(self._processor(ray.data.from_items(items)).iter_rows())
+            first = next(rows, None)
+        if first is None:
+            return
+        yield first
+        yield from rows
+
     def _failed(self, error: str) -> None:
         self.failed_rows += 1
         if len(self.errors) < 5:
@@ -203,5 +226,5 @@ class RayDataEngine:
         return {"kind": "ray_data", "replicas": self.replicas, "num_cpus": self.settings.num_cpus,
                 "num_gpus": self.num_gpus, "batch_size": self.settings.batch_size,
                 "datasets": self.datasets, "engine_starts": self.datasets * self.replicas,
-                "rows": self.rows, "failed_rows": self.failed_rows, "errors": self.errors,
+                "rows": self.rows, "failed_rows": self.failed_rows, "rebuilt": self.rebuilt, "errors": self.errors,
                 "last_datasets": self.timings}
