@@ -94,7 +94,7 @@ XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 # workers' torch each run two threads on the two cores, and a spinning thread burns the core the other worker's
 # thread waits for: two processes of small torch steps at once took 6.2 s of wall each, 2.9 s with PASSIVE, and
 # one alone 1.6 s (perf/omp_spin.py, 2026-12-06). The thread counts stay as they are (one OpenMP thread per
-# worker broke the vLLM checks).
+# worker was no faster; docs/testing.md).
 PYTEST := $(OFFLINE) OMP_WAIT_POLICY=PASSIVE TAILORBENCH_CACHE=$(CACHE) $(VENV)/bin/pytest -q $(XDIST) --durations=30
 # the edit loop: every test but the slow ones, the generated-input suites (tests/fuzz) and those needing the
 # llama.cpp server, chromium or Ray
